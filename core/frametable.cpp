@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: MIT
+#include "core/frametable.h"
+
+#include <algorithm>
+#include <array>
+
+namespace headroom {
+
+namespace {
+
+uint64_t mix(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    return h * 0xff51afd7ed558ccdull;
+}
+
+} // namespace
+
+FrameTable::FrameTable()
+{
+    m_stackOffsets.push_back(0);
+    m_stackOffsets.push_back(0); // stack 0: empty
+}
+
+uint32_t FrameTable::internFrame(std::string_view file, int64_t line, std::string_view name)
+{
+    Frame f{m_strings.intern(file), m_strings.intern(name), line};
+    // Frames are few (hundreds to tens of thousands); pack the key exactly when possible.
+    const uint64_t key = mix(mix(mix(0, f.file), f.name), static_cast<uint64_t>(line));
+    auto [it, inserted] = m_frameIndex.try_emplace(key, static_cast<uint32_t>(m_frames.size()));
+    if (!inserted) {
+        // Verify; on a hash collision fall back to a linear search from the first id.
+        const Frame& g = m_frames[it->second];
+        if (g.file == f.file && g.name == f.name && g.line == f.line)
+            return it->second;
+        for (uint32_t i = 0; i < m_frames.size(); ++i) {
+            const Frame& h = m_frames[i];
+            if (h.file == f.file && h.name == f.name && h.line == f.line)
+                return i;
+        }
+    }
+    m_frames.push_back(f);
+    return static_cast<uint32_t>(m_frames.size() - 1);
+}
+
+uint32_t FrameTable::internStack(std::span<const uint32_t> frameIds)
+{
+    if (frameIds.empty())
+        return kEmptyStack;
+    uint64_t h = frameIds.size();
+    for (uint32_t id : frameIds)
+        h = mix(h, id);
+    auto range = m_stackIndex.equal_range(h);
+    for (auto it = range.first; it != range.second; ++it) {
+        auto existing = stack(it->second);
+        if (std::equal(existing.begin(), existing.end(), frameIds.begin(), frameIds.end()))
+            return it->second;
+    }
+    const auto id = static_cast<uint32_t>(m_stackOffsets.size() - 1);
+    m_stackFrames.insert(m_stackFrames.end(), frameIds.begin(), frameIds.end());
+    m_stackOffsets.push_back(static_cast<uint32_t>(m_stackFrames.size()));
+    m_stackIndex.emplace(h, id);
+    return id;
+}
+
+std::span<const uint32_t> FrameTable::stack(uint32_t id) const
+{
+    if (id + 1 >= m_stackOffsets.size())
+        return {};
+    return {m_stackFrames.data() + m_stackOffsets[id], m_stackFrames.data() + m_stackOffsets[id + 1]};
+}
+
+std::string FrameTable::formatFrame(uint32_t id) const
+{
+    const Frame& f = m_frames[id];
+    std::string s(m_strings.get(f.file));
+    s += ':';
+    s += std::to_string(f.line);
+    s += ':';
+    s += m_strings.get(f.name);
+    return s;
+}
+
+bool FrameTable::isNoiseFrame(uint32_t id) const
+{
+    static constexpr std::array<std::string_view, 8> kNames = {
+        "unwind::unwind", "CapturedTraceback::gather", "gather_with_cpp", "_start",
+        "__libc_start_main", "PyEval_", "PyObject_", "PyFunction_"};
+    static constexpr std::array<std::string_view, 10> kFiles = {
+        "core/boxing", "/Register", "/Redispatch", "pythonrun.c", "Modules/main.c",
+        "Objects/call.c", "Objects/methodobject.c", "pycore_ceval.h", "ceval.c", "cpython/abstract.h"};
+    const Frame& f = m_frames[id];
+    const std::string_view name = m_strings.get(f.name);
+    const std::string_view file = m_strings.get(f.file);
+    for (auto n : kNames)
+        if (name.find(n) != std::string_view::npos)
+            return true;
+    for (auto n : kFiles)
+        if (file.find(n) != std::string_view::npos)
+            return true;
+    return false;
+}
+
+std::vector<uint32_t> FrameTable::topFrames(uint32_t stackId, size_t count) const
+{
+    std::vector<uint32_t> out;
+    for (uint32_t f : stack(stackId)) {
+        if (out.size() >= count)
+            break;
+        if (!isNoiseFrame(f))
+            out.push_back(f);
+    }
+    return out;
+}
+
+} // namespace headroom

@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: MIT
+#include "core/loader.h"
+
+#include "core/inputbuffer.h"
+#include "core/loaderror.h"
+#include "core/snapshotimporter.h"
+
+namespace headroom {
+
+namespace {
+
+std::shared_ptr<const LoadedTrace> loadFromBuffer(const InputBuffer& in, const Loader::Options& options)
+{
+    const uint8_t* d = in.data();
+    const size_t n = in.size();
+    size_t i = 0;
+    while (i < n && (d[i] == ' ' || d[i] == '\n' || d[i] == '\r' || d[i] == '\t'))
+        ++i;
+    if (n == 0)
+        throw LoadError(in.path(), 0, "the file is empty; expected a memory snapshot or trace");
+    if (d[0] != 0x80) {
+        if (i < n && (d[i] == '{' || d[i] == '['))
+            throw LoadError(in.path(), static_cast<int64_t>(i),
+                            "JSON input (snapshot rendition, profiler timeline or Chrome trace) is not supported by "
+                            "this version; expected a PyTorch memory snapshot pickle");
+        throw LoadError(in.path(), 0,
+                        "unrecognised format: expected a PyTorch memory snapshot pickle (first byte 0x80), "
+                        "optionally gzip- or zstd-compressed or embedded in a _memory_viz HTML page");
+    }
+
+    auto result = std::make_shared<LoadedTrace>();
+    result->fileBytes = in.fileSize();
+    Snapshot& snap = result->snapshot;
+    snap.path = in.path();
+    const uint64_t total = n;
+    PickleReader::Options popt;
+    popt.cancel = options.cancel;
+    if (options.progress)
+        popt.progress = [&](uint64_t done, uint64_t) { options.progress(done * 9 / 10, total); };
+    {
+        PickleDocument doc(snap.frames);
+        PickleReader::parse(doc, d, n, in.path(), popt);
+        snap.format = std::string(doc.cppPicklerStyle() ? "C++ (TorchScript) pickler, protocol "
+                                                        : "pickle protocol ") +
+                      std::to_string(doc.protocol());
+        if (in.encoding() != InputBuffer::Encoding::Plain)
+            snap.format += std::string(", ") + encodingName(in.encoding());
+        SnapshotImporter::import(doc, snap);
+    }
+    if (options.cancel && options.cancel->load())
+        throw LoadCancelled();
+    for (const DeviceData& dev : snap.devices) {
+        result->timelines.push_back(replayDevice(dev));
+        const MemoryTimeline& t = result->timelines.back();
+        const std::string dn = "device " + std::to_string(dev.device) + ": ";
+        if (t.initialAllocationCount > 0)
+            snap.notes.push_back(dn + std::to_string(t.initialAllocationCount) +
+                                 " allocations were alive before the trace began (history enabled late, or "
+                                 "the ring buffer wrapped)");
+        if (dev.trace.count() > 0 && !dev.trace.anyTime)
+            snap.notes.push_back(dn + "the trace has no time_us; the x-axis is the event index");
+        if (dev.trace.count() == 0 && !dev.segments.empty())
+            snap.notes.push_back(dn + "no trace entries (history was not recorded); only the final state is known");
+    }
+    if (options.progress)
+        options.progress(total, total);
+    return result;
+}
+
+} // namespace
+
+const MemoryTimeline* LoadedTrace::timelineFor(int device) const
+{
+    for (const auto& t : timelines)
+        if (t.device == device)
+            return &t;
+    return nullptr;
+}
+
+std::shared_ptr<const LoadedTrace> Loader::load(const std::string& path, const Options& options)
+{
+    InputBuffer in = InputBuffer::open(path, options.maxInflated);
+    return loadFromBuffer(in, options);
+}
+
+std::shared_ptr<const LoadedTrace> Loader::loadBytes(const std::string& name, std::vector<uint8_t> bytes,
+                                                     const Options& options)
+{
+    InputBuffer in = InputBuffer::fromBytes(name, std::move(bytes), options.maxInflated);
+    return loadFromBuffer(in, options);
+}
+
+} // namespace headroom

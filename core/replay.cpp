@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: MIT
+#include "core/replay.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+namespace headroom {
+
+MemoryTimeline replayDevice(const DeviceData& dev)
+{
+    MemoryTimeline t;
+    t.device = dev.device;
+    const TraceEvents& ev = dev.trace;
+    const size_t n = ev.count();
+
+    int64_t finalReserved = 0;
+    int64_t finalAllocated = 0;
+    for (const Segment& s : dev.segments)
+        finalReserved += s.totalSize;
+    for (const Block& b : dev.blocks)
+        if (b.state == BlockState::ActiveAllocated)
+            finalAllocated += b.size;
+
+    if (n == 0) {
+        t.initialAllocated = finalAllocated;
+        t.initialReserved = finalReserved;
+        t.peakAllocated = finalAllocated;
+        t.peakReserved = finalReserved;
+        return t;
+    }
+
+    t.allocated.resize(n);
+    t.reserved.resize(n);
+    std::unordered_map<uint64_t, uint32_t> open; // addr -> allocation index
+    open.reserve(1024);
+    int64_t running = 0;     // allocated delta since the start
+    int64_t initial = 0;     // allocations alive before the window
+    int64_t reservedDelta = 0;
+    for (size_t i = 0; i < n; ++i) {
+        const int64_t size = ev.size[i];
+        switch (ev.action[i]) {
+        case TraceAction::Alloc: {
+            if (auto it = open.find(ev.addr[i]); it != open.end()) {
+                // The address was reused without a recorded free (events lost): close the old one.
+                Allocation& old = t.allocations[it->second];
+                old.end = static_cast<int64_t>(i);
+                running -= old.size;
+                open.erase(it);
+            }
+            open.emplace(ev.addr[i], static_cast<uint32_t>(t.allocations.size()));
+            t.allocations.push_back({ev.addr[i], size, static_cast<int64_t>(i), Allocation::kStillAlive, ev.stack[i]});
+            running += size;
+            break;
+        }
+        case TraceAction::FreeCompleted:
+        case TraceAction::Free: {
+            if (auto it = open.find(ev.addr[i]); it != open.end()) {
+                Allocation& a = t.allocations[it->second];
+                a.end = static_cast<int64_t>(i);
+                running -= a.size;
+                open.erase(it);
+            } else {
+                // Freed but never allocated in the window: alive since before it.
+                initial += size;
+                running -= size;
+                t.allocations.push_back({ev.addr[i], size, Allocation::kBeforeWindow, static_cast<int64_t>(i), ev.stack[i]});
+                ++t.initialAllocationCount;
+            }
+            break;
+        }
+        case TraceAction::SegmentAlloc:
+        case TraceAction::SegmentMap:
+            reservedDelta += size;
+            break;
+        case TraceAction::SegmentFree:
+        case TraceAction::SegmentUnmap:
+            reservedDelta -= size;
+            break;
+        default:
+            break;
+        }
+        t.allocated[i] = running;
+        t.reserved[i] = reservedDelta;
+    }
+
+    // A free_requested that no free_completed (or re-alloc) follows at the same address is
+    // still pending at snapshot time. One backward pass: the next action seen per address.
+    {
+        std::unordered_map<uint64_t, TraceAction> next;
+        for (size_t k = n; k-- > 0;) {
+            const TraceAction a = ev.action[k];
+            if (a == TraceAction::FreeRequested) {
+                auto it = next.find(ev.addr[k]);
+                const bool completed = it != next.end() && it->second != TraceAction::FreeRequested;
+                if (!completed)
+                    ++t.pendingFreeCount;
+            }
+            if (a == TraceAction::Alloc || a == TraceAction::FreeRequested || a == TraceAction::FreeCompleted ||
+                a == TraceAction::Free)
+                next[ev.addr[k]] = a;
+        }
+    }
+
+    // Ghost blocks: active at the end with no open allocation.
+    for (const Block& b : dev.blocks) {
+        if (b.state != BlockState::ActiveAllocated || open.count(b.address))
+            continue;
+        initial += b.requestedSize;
+        t.allocations.push_back({b.address, b.requestedSize, Allocation::kBeforeWindow, Allocation::kStillAlive, b.stack});
+        ++t.initialAllocationCount;
+        ++t.ghostBlockCount;
+    }
+
+    t.initialAllocated = initial;
+    t.initialReserved = finalReserved - reservedDelta;
+    t.peakAllocated = initial;
+    t.peakEventIndex = -1;
+    t.peakReserved = t.initialReserved;
+    for (size_t i = 0; i < n; ++i) {
+        t.allocated[i] += initial;
+        t.reserved[i] += t.initialReserved;
+        if (t.allocated[i] > t.peakAllocated) {
+            t.peakAllocated = t.allocated[i];
+            t.peakEventIndex = static_cast<int64_t>(i);
+        }
+        t.peakReserved = std::max(t.peakReserved, t.reserved[i]);
+    }
+    return t;
+}
+
+int64_t MemoryTimeline::eventAtTime(const TraceEvents& trace, int64_t timeUs)
+{
+    if (trace.count() == 0)
+        return -1;
+    auto it = std::upper_bound(trace.timeUs.begin(), trace.timeUs.end(), timeUs);
+    if (it == trace.timeUs.begin())
+        return 0;
+    return (it - trace.timeUs.begin()) - 1;
+}
+
+} // namespace headroom

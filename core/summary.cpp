@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: MIT
+#include "core/summary.h"
+
+#include "core/units.h"
+
+#include <sstream>
+
+namespace headroom {
+
+namespace {
+
+struct BlockTotals {
+    int64_t reserved = 0, allocated = 0, active = 0, requested = 0;
+};
+
+BlockTotals totals(const DeviceData& dev)
+{
+    BlockTotals t;
+    for (const Segment& s : dev.segments)
+        t.reserved += s.totalSize;
+    for (const Block& b : dev.blocks) {
+        if (b.state == BlockState::ActiveAllocated) {
+            t.allocated += b.size;
+            t.active += b.size;
+            t.requested += b.requestedSize;
+        } else if (b.state == BlockState::ActivePendingFree) {
+            t.active += b.size;
+        }
+    }
+    return t;
+}
+
+} // namespace
+
+nlohmann::json summaryJson(const LoadedTrace& trace)
+{
+    const Snapshot& snap = trace.snapshot;
+    nlohmann::json devices = nlohmann::json::array();
+    for (size_t i = 0; i < snap.devices.size(); ++i) {
+        const DeviceData& dev = snap.devices[i];
+        const MemoryTimeline& tl = trace.timelines[i];
+        const BlockTotals t = totals(dev);
+        nlohmann::json d;
+        d["device"] = dev.device;
+        d["segments"] = dev.segments.size();
+        d["reserved_bytes"] = t.reserved;
+        d["allocated_bytes"] = t.allocated;
+        d["active_bytes"] = t.active;
+        d["requested_bytes"] = t.requested;
+        d["trace_entries"] = dev.trace.count();
+        nlohmann::json actions = nlohmann::json::object();
+        for (const auto& [name, count] : dev.actionCounts)
+            actions[name] = count;
+        d["actions"] = actions;
+        d["peak_allocated_bytes"] = tl.peakAllocated;
+        d["peak_event_index"] = tl.peakEventIndex;
+        nlohmann::json ooms = nlohmann::json::array();
+        for (const OomEvent& o : dev.ooms)
+            ooms.push_back({{"event_index", o.eventIndex}, {"size", o.size}, {"device_free", o.deviceFree}});
+        d["oom"] = ooms;
+        d["reserved_curve_start"] = tl.initialReserved;
+        d["reserved_peak_bytes"] = tl.peakReserved;
+        d["initial_allocated_bytes"] = tl.initialAllocated;
+        d["allocations_before_window"] = tl.initialAllocationCount;
+        d["pending_frees"] = tl.pendingFreeCount;
+        d["has_time"] = dev.trace.anyTime;
+        if (dev.trace.anyTime && dev.trace.count() > 0)
+            d["duration_us"] = dev.trace.timeUs.back() - dev.trace.timeUs.front();
+        devices.push_back(std::move(d));
+    }
+    nlohmann::json out;
+    out["file"] = snap.path;
+    out["format"] = snap.format;
+    out["schema"] = snap.schemaEra;
+    out["devices"] = devices;
+    out["annotations"] = snap.annotations.size();
+    out["distinct_frames"] = snap.frames.frameCount();
+    out["distinct_stacks"] = snap.frames.stackCount();
+    out["notes"] = snap.notes;
+    return out;
+}
+
+std::string summaryText(const LoadedTrace& trace)
+{
+    const Snapshot& snap = trace.snapshot;
+    std::ostringstream os;
+    os << snap.path << "\n";
+    os << "  format: " << snap.format << "; schema: " << snap.schemaEra << "\n";
+    os << "  frames: " << snap.frames.frameCount() << " distinct, stacks: " << snap.frames.stackCount()
+       << " distinct, annotations: " << snap.annotations.size() << "\n";
+    if (snap.devices.empty())
+        os << "  no device owns a segment or has trace entries\n";
+    for (size_t i = 0; i < snap.devices.size(); ++i) {
+        const DeviceData& dev = snap.devices[i];
+        const MemoryTimeline& tl = trace.timelines[i];
+        const BlockTotals t = totals(dev);
+        os << "\nDevice " << dev.device << "\n";
+        os << "  segments:        " << dev.segments.size() << "\n";
+        os << "  reserved:        " << formatBytes(t.reserved) << "\n";
+        os << "  allocated:       " << formatBytes(t.allocated) << " (requested " << formatBytes(t.requested)
+           << ", active " << formatBytes(t.active) << ")\n";
+        os << "  trace entries:   " << dev.trace.count();
+        if (dev.trace.anyTime && dev.trace.count() > 1)
+            os << " over " << formatDurationUs(dev.trace.timeUs.back() - dev.trace.timeUs.front());
+        os << "\n";
+        if (!dev.actionCounts.empty()) {
+            os << "  actions:        ";
+            for (const auto& [name, count] : dev.actionCounts)
+                os << " " << name << "=" << count;
+            os << "\n";
+        }
+        os << "  peak allocated:  " << formatBytes(tl.peakAllocated);
+        if (tl.peakEventIndex >= 0)
+            os << " at event " << tl.peakEventIndex;
+        else if (dev.trace.count() > 0)
+            os << " (before the first event)";
+        os << "\n";
+        os << "  peak reserved:   " << formatBytes(tl.peakReserved) << "\n";
+        for (const OomEvent& o : dev.ooms)
+            os << "  OUT OF MEMORY at event " << o.eventIndex << ": requested " << formatBytes(o.size)
+               << ", device free " << formatBytes(o.deviceFree) << "\n";
+    }
+    if (!snap.notes.empty()) {
+        os << "\nNotes:\n";
+        for (const auto& n : snap.notes)
+            os << "  - " << n << "\n";
+    }
+    return os.str();
+}
+
+} // namespace headroom
