@@ -114,7 +114,8 @@ std::optional<uint32_t> PickleDocument::asStack(Value v)
         return FrameTable::kEmptyStack;
     if (v.tag() != Tag::List && v.tag() != Tag::Tuple)
         return std::nullopt;
-    std::vector<uint32_t> ids;
+    std::vector<uint32_t>& ids = const_cast<PickleDocument*>(this)->m_scratch;
+    ids.clear();
     for (Value item : storageOf(v.payload())) {
         item = resolve(item);
         if (item.tag() == Tag::Frame) {

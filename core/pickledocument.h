@@ -120,6 +120,7 @@ private:
     std::vector<uint32_t> m_freeStorage;
     TraceEvents m_events;
     std::vector<uint32_t> m_eventActionString; // pickle string id of each event's action
+    std::vector<uint32_t> m_scratch;
 };
 
 } // namespace headroom

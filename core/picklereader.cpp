@@ -214,11 +214,13 @@ private:
     std::vector<Value> m_stack;
     std::vector<size_t> m_marks;
     std::vector<Value> m_memo;
-    std::vector<bool> m_memoSet;
     std::unordered_map<uint64_t, Value> m_sparseMemo;
     std::vector<Word> m_wordCache;
     std::vector<uint8_t> m_actionCache;
     uint64_t m_memoCount = 0;
+    uint64_t m_emptyContainers = 0;
+    uint64_t m_containerPuts = 0;
+    uint8_t m_prevOp = 0;
     bool m_sawMemoize = false;
     bool m_sawBinput = false;
     bool m_sawFrame = false;
@@ -267,26 +269,26 @@ Value PickleParser::readLong(const uint8_t* op, uint64_t n)
 
 void PickleParser::memoPut(uint64_t index, Value v)
 {
+    // Unset memo slots hold a Mark, which no real value can be.
+    static const Value kUnset = Value::make(Tag::Mark, 0);
     if (index < m_memo.size()) {
-        if (!m_memoSet[index])
+        if (m_memo[index] == kUnset)
             ++m_memoCount;
         m_memo[index] = v;
-        m_memoSet[index] = true;
     } else if (index <= m_memo.size() + 4096) {
-        m_memo.resize(index + 1);
-        m_memoSet.resize(index + 1, false);
+        m_memo.resize(index + 1, kUnset);
         m_memo[index] = v;
-        m_memoSet[index] = true;
         ++m_memoCount;
     } else {
+        // Sparse: a far-away index must not make us allocate gigabytes.
         if (m_sparseMemo.insert_or_assign(index, v).second)
-            ++m_memoCount; // sparse: a far-away index must not make us allocate gigabytes
+            ++m_memoCount;
     }
 }
 
 Value PickleParser::memoGet(const uint8_t* op, uint64_t index)
 {
-    if (index < m_memo.size() && m_memoSet[index])
+    if (index < m_memo.size() && m_memo[index].tag() != Tag::Mark)
         return m_memo[index];
     if (auto it = m_sparseMemo.find(index); it != m_sparseMemo.end())
         return it->second;
@@ -475,6 +477,11 @@ void PickleParser::run()
             fail(m_p, "the file ends before the pickle's STOP opcode; the file is truncated");
         const uint8_t* op = m_p;
         const uint8_t code = *m_p++;
+        if (code == '}' || code == ']')
+            ++m_emptyContainers;
+        else if ((code == 'q' || code == 'r') && (m_prevOp == '}' || m_prevOp == ']'))
+            ++m_containerPuts;
+        m_prevOp = code;
         switch (code) {
         case 0x80: { // PROTO
             const uint8_t proto = u8("the PROTO version");
@@ -494,7 +501,9 @@ void PickleParser::run()
             if (m_stack.empty() || !m_marks.empty())
                 fail(op, "STOP with an unbalanced stack; expected exactly one value");
             m_doc.m_root = m_doc.resolve(m_stack.back());
-            m_doc.m_cppPicklerStyle = m_sawBinput && !m_sawMemoize && !m_sawFrame && m_doc.m_protocol == 2;
+            // Python's pickler memoizes every container; the TorchScript one only shared ones.
+            m_doc.m_cppPicklerStyle = m_sawBinput && !m_sawMemoize && !m_sawFrame && m_doc.m_protocol == 2 &&
+                                      m_containerPuts * 2 < m_emptyContainers;
             checkpoint();
             return; // trailing bytes (HTML padding) are ignored
         }

@@ -353,8 +353,7 @@ class Recorder:
         self._log(name, "END")
 
     def _log(self, name, stage):
-        self._own_annotations.append({"name": name, "stage": stage, "device": self._device,
-                                      "time_us": time.time_ns() // 1000})
+        self._own_annotations.append((name, stage, time.time_ns() // 1000))
 
     def _open_key(self, key, name):
         if key not in self._open:
@@ -496,7 +495,9 @@ class Recorder:
                     if oom is not None:
                         meta["oom"] = oom
                     if "external_annotations" not in snapshot and self._own_annotations:
-                        snapshot["external_annotations"] = list(self._own_annotations)
+                        snapshot["external_annotations"] = [
+                            {"name": n, "stage": st, "device": self._device, "time_us": t}
+                            for n, st, t in list(self._own_annotations)]
                         meta["annotations_synthesized"] = True
                     snapshot[SNAPSHOT_META_KEY] = meta
                 os.makedirs(self.out_dir, exist_ok=True)

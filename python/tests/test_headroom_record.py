@@ -45,7 +45,7 @@ class _Handle:
 
 def make_fake_torch(version="2.1.0", cuda=True, flavor=None, allocated=0,
                     dist_rank=None, snapshot_fails=False):
-    """flavor: '2.1' explicit 4-arg API, '2.5' explicit API with
+    """flavor: '2.1' the 4-argument API, '2.5' explicit API with
     global_record_annotations, 'impl' (newest: public (enabled, *args, **kwargs)
     forwarding to _record_memory_history_impl), 'opaque-ok' / 'opaque-reject'
     (signature hides everything; the latter rejects global_record_annotations)."""
@@ -59,10 +59,13 @@ def make_fake_torch(version="2.1.0", cuda=True, flavor=None, allocated=0,
     def set_history(enabled):
         state["history"] = enabled is not None
 
-    if flavor == "2.1":
-        def _record_memory_history(enabled="all", context="all", stacks="all",
-                                   max_entries=MAXSIZE, device=None):
+    if flavor == "2.1":  # as in torch 2.1: the public function borrows _impl's signature
+        def _impl(enabled="all", context="all", stacks="all", max_entries=MAXSIZE, device=None):
             set_history(enabled)
+
+        def _record_memory_history(enabled="all", *args, **kwargs):
+            return memory._record_memory_history_impl(enabled, *args, **kwargs)
+        _record_memory_history.__signature__ = inspect.signature(_impl)
     elif flavor == "2.5":
         def _record_memory_history(enabled="all", context="all", stacks="all",
                                    max_entries=MAXSIZE, device=None, clear_history=False,
@@ -97,7 +100,7 @@ def make_fake_torch(version="2.1.0", cuda=True, flavor=None, allocated=0,
     memory = types.SimpleNamespace()
     memory._record_memory_history = _recorded(calls, "_record_memory_history",
                                               _record_memory_history)
-    if flavor == "impl":
+    if flavor in ("2.1", "impl"):
         memory._record_memory_history_impl = _impl
     memory._snapshot = _recorded(calls, "_snapshot", _snapshot)
     torch.cuda = types.SimpleNamespace(

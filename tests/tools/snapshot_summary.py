@@ -212,11 +212,42 @@ def summarize(snapshot):
     return {"devices": out}
 
 
+def check(paths, golden_dir):
+    """Recompute every golden that exists for the given files or directories."""
+    files = []
+    for p in paths:
+        if os.path.isdir(p):
+            files += [os.path.join(p, n) for n in sorted(os.listdir(p))]
+        else:
+            files.append(p)
+    compared = 0
+    failed = 0
+    for path in files:
+        golden = os.path.join(golden_dir, os.path.basename(path) + ".summary.json")
+        if not os.path.exists(golden):
+            continue
+        with open(golden) as f:
+            expected = json.load(f)
+        actual = summarize(load_file(path))
+        compared += 1
+        if json.loads(json.dumps(actual)) != expected:
+            failed += 1
+            print("MISMATCH", path, file=sys.stderr)
+    print("%d passed, %d failed" % (compared - failed, failed))
+    return 1 if failed or compared == 0 else 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("files", nargs="+")
     ap.add_argument("--out-dir")
+    ap.add_argument("--check", action="store_true",
+                    help="compare with <golden-dir>/<basename>.summary.json instead of writing; "
+                         "directories are expanded to the goldens they have")
+    ap.add_argument("--golden-dir")
     args = ap.parse_args(argv)
+    if args.check:
+        return check(args.files, args.golden_dir)
     rc = 0
     for path in args.files:
         try:

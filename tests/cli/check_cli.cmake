@@ -1,0 +1,30 @@
+# SPDX-License-Identifier: MIT
+# headroom-cli's contract: JSON keys, exit 0 on success, exit 2 with one line on stderr for bad input.
+execute_process(COMMAND ${CLI} summary --json ${SRC}/sample_traces/pt27_silmont_mem_snapshot.pickle
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "summary --json failed (${rc}): ${err}")
+endif()
+string(JSON ndev LENGTH "${out}" devices)
+string(JSON peak GET "${out}" devices 0 peak_allocated_bytes)
+string(JSON idx GET "${out}" devices 0 peak_event_index)
+foreach(key device segments reserved_bytes allocated_bytes active_bytes requested_bytes trace_entries actions oom)
+  string(JSON v ERROR_VARIABLE e GET "${out}" devices 0 ${key})
+  if(e)
+    message(FATAL_ERROR "missing key ${key}")
+  endif()
+endforeach()
+if(NOT ndev EQUAL 1 OR NOT peak STREQUAL "3249143816" OR NOT idx EQUAL 52)
+  message(FATAL_ERROR "unexpected summary: ${ndev} devices, peak ${peak} at ${idx}")
+endif()
+execute_process(COMMAND ${CLI} summary ${SRC}/sample_traces/pt27_silmont_mem_snapshot.pickle
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "peak allocated: +3.03 GiB at event 52")
+  message(FATAL_ERROR "human summary wrong (${rc}):\n${out}")
+endif()
+execute_process(COMMAND ${CLI} summary ${SRC}/tests/fixtures/malicious_reduce.pickle
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 2 OR NOT err MATCHES "malicious_reduce.pickle: byte 2: .*refused")
+  message(FATAL_ERROR "bad input must exit 2 with a clear error, got ${rc}: ${err}")
+endif()
+message(STATUS "headroom-cli contract holds")

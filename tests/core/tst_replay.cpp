@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: MIT
+#include "core/downsample.h"
+#include "core/replay.h"
+#include "core/units.h"
+
+#include <catch2/catch.hpp>
+
+using namespace headroom;
+
+namespace {
+
+void add(DeviceData& d, TraceAction a, uint64_t addr, int64_t size)
+{
+    d.trace.action.push_back(a);
+    d.trace.addr.push_back(addr);
+    d.trace.size.push_back(size);
+    d.trace.stream.push_back(0);
+    d.trace.timeUs.push_back(TraceEvents::kNoTime);
+    d.trace.stack.push_back(0);
+}
+
+} // namespace
+
+TEST_CASE("Replay follows the official viewer's pairing rules", "[replay]")
+{
+    DeviceData d;
+    add(d, TraceAction::FreeRequested, 0x100, 300); // 0: freed, never allocated in the window
+    add(d, TraceAction::FreeCompleted, 0x100, 300); // 1
+    add(d, TraceAction::Alloc, 0x200, 1000);        // 2
+    add(d, TraceAction::Alloc, 0x300, 500);         // 3: peak 1500 + initial
+    add(d, TraceAction::FreeRequested, 0x300, 500); // 4: completed right after
+    add(d, TraceAction::FreeCompleted, 0x300, 500); // 5
+    add(d, TraceAction::Alloc, 0x300, 500);         // 6: same peak again, not the first
+    add(d, TraceAction::FreeRequested, 0x200, 1000); // 7: lone: still pending, still allocated
+    add(d, TraceAction::SegmentAlloc, 0x0, 4096);   // 8
+    d.segments.push_back(Segment{});
+    d.segments.back().totalSize = 8192;
+    d.blocks.push_back(Block{0x200, 1024, 1000, BlockState::ActivePendingFree, 0});
+    d.blocks.push_back(Block{0x300, 512, 500, BlockState::ActiveAllocated, 0});
+    d.blocks.push_back(Block{0x900, 2048, 2000, BlockState::ActiveAllocated, 0}); // ghost
+
+    const MemoryTimeline t = replayDevice(d);
+    CHECK(t.initialAllocated == 300 + 2000);
+    CHECK(t.allocated[1] == 2000);
+    CHECK(t.peakAllocated == 2000 + 1500);
+    CHECK(t.peakEventIndex == 3);
+    CHECK(t.allocated[7] == 2000 + 1500); // a lone free_requested does not free
+    CHECK(t.pendingFreeCount == 1);
+    CHECK(t.ghostBlockCount == 1);
+    CHECK(t.initialAllocationCount == 2);
+    CHECK(t.initialReserved == 8192 - 4096);
+    CHECK(t.peakReserved == 8192);
+}
+
+TEST_CASE("The initial state can be the peak", "[replay]")
+{
+    DeviceData d;
+    add(d, TraceAction::FreeCompleted, 0x100, 300);
+    const MemoryTimeline t = replayDevice(d);
+    CHECK(t.peakAllocated == 300);
+    CHECK(t.peakEventIndex == -1);
+}
+
+TEST_CASE("Downsampling keeps every bucket's maximum", "[downsample]")
+{
+    std::vector<int64_t> v(1000000);
+    for (size_t i = 0; i < v.size(); ++i)
+        v[i] = static_cast<int64_t>(i % 997);
+    v[123457] = 5000000; // a one-event spike
+    const auto idx = downsampleMinMax(v, 0, v.size(), 1920);
+    CHECK(idx.size() <= 2 * 1920 + 1);
+    bool found = false;
+    for (size_t i : idx)
+        found |= i == 123457;
+    CHECK(found);
+    CHECK(idx.back() == v.size() - 1);
+    CHECK(std::is_sorted(idx.begin(), idx.end()));
+}
+
+TEST_CASE("Sizes are shown in binary units", "[units]")
+{
+    CHECK(formatBytes(512) == "512 B");
+    CHECK(formatBytes(1536) == "1.50 KiB");
+    CHECK(formatBytes(54802667524) == "51.04 GiB");
+    CHECK(formatBytes(-3 * 1048576) == "-3.00 MiB");
+    CHECK(formatDurationUs(1500) == "1.5 ms");
+}
