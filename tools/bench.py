@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""Headroom benchmark (not a test): load speed and memory against pickle.load.
+
+Generates (once, cached) a 1,000,000-event snapshot with ../shared/tools/gen_snapshot.py
+--events 1000000 --seed 1, then alternates, in one run:
+  A. headroom-cli summary --json F
+  B. python3 -c "import pickle,sys; pickle.load(open(sys.argv[1],'rb'))" F   (the baseline)
+  C. headroom --screenshot OUT.png F   (load, replay, first render, PNG written)
+and prints each median, the ratios A/B and C/B, and Headroom's peak RSS against the
+file size. Targets (issue 2): A/B <= 0.5, peak RSS <= file size + 100 MiB, C/B <= 0.25.
+
+Usage: tools/bench.py [--build build/release] [--runs 5] [--events 1000000] [--file F]
+"""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def run(cmd, env=None):
+    """Runs cmd, returns (seconds, peak RSS in bytes of that process alone)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    _, status, usage = os.wait4(proc.pid, 0)
+    elapsed = time.perf_counter() - start
+    err = proc.stderr.read().decode(errors="replace")
+    proc.stderr.close()
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit("benchmark command failed: %s\n%s" % (" ".join(cmd), err))
+    return elapsed, usage.ru_maxrss * 1024
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", default=os.path.join(ROOT, "build", "release"))
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--events", type=int, default=1000000)
+    ap.add_argument("--file", help="use this snapshot instead of generating one")
+    args = ap.parse_args()
+
+    cli = os.path.join(args.build, "app", "headroom-cli")
+    gui = os.path.join(args.build, "app", "headroom")
+    path = args.file
+    if not path:
+        cache = os.path.join(tempfile.gettempdir(), "headroom-bench")
+        os.makedirs(cache, exist_ok=True)
+        path = os.path.join(cache, "gen_%d_seed1.pickle" % args.events)
+        if not os.path.exists(path):
+            gen = os.path.join(ROOT, "..", "shared", "tools", "gen_snapshot.py")
+            print("generating %s ..." % path, flush=True)
+            subprocess.check_call([sys.executable, gen, "--events", str(args.events), "--seed", "1",
+                                   "--out", path], stdout=subprocess.DEVNULL)
+    size = os.path.getsize(path)
+    print("file: %s (%.1f MiB)" % (path, size / 2**20))
+
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
+    shot = os.path.join(tempfile.gettempdir(), "headroom-bench-shot.png")
+    have_gui = os.path.exists(gui)
+    a, b, c, rss_a, rss_c = [], [], [], [], []
+    # Warm the page cache once so no command pays for the first read.
+    run([sys.executable, "-c", "import sys; open(sys.argv[1],'rb').read()", path])
+    for i in range(args.runs):
+        t, r = run([cli, "summary", "--json", path]); a.append(t); rss_a.append(r)
+        t, _ = run([sys.executable, "-c", "import pickle,sys; pickle.load(open(sys.argv[1],'rb'))", path]); b.append(t)
+        if have_gui:
+            t, r = run([gui, "--screenshot", shot, path], env=env); c.append(t); rss_c.append(r)
+        print("run %d: cli %.2fs  pickle.load %.2fs%s" % (i + 1, a[-1], b[-1],
+              ("  screenshot %.2fs" % c[-1]) if have_gui else ""), flush=True)
+
+    ma, mb = statistics.median(a), statistics.median(b)
+    print()
+    print("headroom-cli summary --json   median %.3f s" % ma)
+    print("python pickle.load (baseline) median %.3f s" % mb)
+    print("ratio cli / pickle.load       %.2f   (target <= 0.50)" % (ma / mb))
+    print("headroom-cli peak RSS         %.1f MiB = file + %.1f MiB   (target <= file + 100 MiB)"
+          % (max(rss_a) / 2**20, (max(rss_a) - size) / 2**20))
+    if have_gui:
+        mc = statistics.median(c)
+        print("headroom --screenshot         median %.3f s, peak RSS %.1f MiB" % (mc, max(rss_c) / 2**20))
+        print("ratio screenshot / pickle.load %.2f  (target <= 0.25; PyTorch's viewer needs about 2)" % (mc / mb))
+    else:
+        print("(no GUI build at %s: screenshot timing skipped)" % gui)
+
+
+if __name__ == "__main__":
+    main()
