@@ -214,6 +214,7 @@ private:
     std::vector<Value> m_stack;
     std::vector<size_t> m_marks;
     std::vector<Value> m_memo;
+    std::vector<uint32_t> m_ids;
     std::unordered_map<uint64_t, Value> m_sparseMemo;
     std::vector<Word> m_wordCache;
     std::vector<uint8_t> m_actionCache;
@@ -288,10 +289,15 @@ void PickleParser::memoPut(uint64_t index, Value v)
 
 Value PickleParser::memoGet(const uint8_t* op, uint64_t index)
 {
-    if (index < m_memo.size() && m_memo[index].tag() != Tag::Mark)
-        return m_memo[index];
+    if (index < m_memo.size() && m_memo[index].tag() != Tag::Mark) {
+        // Path compression: once a memoized frame dict or frame list has been converted,
+        // later references get the converted value without another slot lookup.
+        Value& v = m_memo[index];
+        v = m_doc.resolve(v);
+        return v;
+    }
     if (auto it = m_sparseMemo.find(index); it != m_sparseMemo.end())
-        return it->second;
+        return m_doc.resolve(it->second);
     fail(op, "memo index " + std::to_string(index) + " is used before it was defined");
 }
 
@@ -440,13 +446,36 @@ void PickleParser::appendItems(const uint8_t* op, size_t from)
     if (from == 0 || m_stack.size() < from)
         fail(op, "APPENDS without a list below the MARK");
     Value target = m_stack[from - 1];
-    if (target.tag() != Tag::List || m_doc.m_slots[target.payload()].kind != Tag::List)
+    if (target.tag() != Tag::List)
         fail(op, std::string("APPENDS on a ") + m_doc.typeName(target) + "; expected a list");
+    auto& slot = m_doc.m_slots[target.payload()];
     const size_t n = m_stack.size() - from;
-    if (n > 0) {
-        auto& st = storageFor(target.payload());
+    Value* items = m_stack.data() + from;
+    bool allFrames = n > 0;
+    for (size_t i = 0; i < n; ++i) {
+        items[i] = m_doc.resolve(items[i]);
+        allFrames &= items[i].tag() == Tag::Frame;
+    }
+    if (slot.kind == Tag::Stack) {
+        // A frame list longer than one APPENDS batch: back to a generic list.
+        auto frames = m_doc.m_frames->stack(slot.payload);
+        std::vector<Value> existing;
+        for (uint32_t f : frames)
+            existing.push_back(Value::make(Tag::Frame, f));
+        slot = {Tag::List, PickleDocument::kNoStorage};
+        storageFor(target.payload()) = std::move(existing);
+    } else if (slot.kind != Tag::List) {
+        fail(op, std::string("APPENDS on a ") + m_doc.typeName(target) + "; expected a list");
+    }
+    if (allFrames && slot.payload == PickleDocument::kNoStorage) {
+        // A list of frames (a traceback): intern it right away as a stack.
+        m_ids.clear();
         for (size_t i = 0; i < n; ++i)
-            st.push_back(m_doc.resolve(m_stack[from + i]));
+            m_ids.push_back(static_cast<uint32_t>(items[i].payload()));
+        slot = {Tag::Stack, m_doc.m_frames->internStack(m_ids)};
+    } else if (n > 0) {
+        auto& st = storageFor(target.payload());
+        st.insert(st.end(), items, items + n);
     }
     m_stack.resize(from);
 }
