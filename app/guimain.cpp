@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: MIT
+// headroom: the desktop memory-snapshot explorer.
+//   headroom [FILE]
+//   headroom --screenshot OUT.png FILE   (renders offscreen, writes the PNG, exits)
+#include "ui/loadcontroller.h"
+#include "ui/mainwindow.h"
+#include "ui/timelineview.h"
+
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QEventLoop>
+#include <QPixmap>
+#include <QTimer>
+
+#include <cstdio>
+#include <cstring>
+
+namespace {
+
+constexpr int kScreenshotWidth = 1400;
+constexpr int kScreenshotHeight = 800;
+
+/// --screenshot, --version and --help must work on a headless machine: pick the
+/// offscreen platform before QApplication exists when nothing else was asked for and
+/// there is no display.
+void preferOffscreenWhenHeadless(int argc, char** argv)
+{
+    bool headless = false;
+    for (int i = 1; i < argc; ++i) {
+        const char* a = argv[i];
+        if (std::strncmp(a, "--screenshot", 12) == 0 || std::strcmp(a, "--version") == 0 || std::strcmp(a, "-v") == 0
+            || std::strcmp(a, "--help") == 0 || std::strcmp(a, "-h") == 0)
+            headless = true;
+    }
+    if (headless && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM") && qEnvironmentVariableIsEmpty("DISPLAY")
+        && qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY"))
+        qputenv("QT_QPA_PLATFORM", "offscreen");
+}
+
+int takeScreenshot(headroom::MainWindow& window, const QString& out, const QString& file, int device)
+{
+    window.resize(kScreenshotWidth, kScreenshotHeight);
+    window.show();
+    QString error;
+    bool ok = false;
+    QEventLoop loop;
+    headroom::LoadController* loader = window.loadController();
+    QObject::connect(loader, &headroom::LoadController::traceLoaded, &loop, [&] {
+        ok = true;
+        loop.quit();
+    });
+    QObject::connect(loader, &headroom::LoadController::loadFailed, &loop,
+                     [&](const QString&, const QString& message) {
+                         error = message;
+                         loop.quit();
+                     });
+    QObject::connect(loader, &headroom::LoadController::loadCancelled, &loop, [&] {
+        error = QStringLiteral("load cancelled");
+        loop.quit();
+    });
+    window.openFile(file);
+    loop.exec();
+    if (!ok) {
+        std::fprintf(stderr, "headroom: %s\n", qPrintable(error));
+        return 2;
+    }
+    if (device >= 0 && !window.selectDevice(device)) {
+        std::fprintf(stderr, "headroom: %s has no device %d\n", qPrintable(file), device);
+        return 2;
+    }
+    QApplication::processEvents(); // layout of the new data, queued replots
+    window.timelineView()->replotNow();
+    const QPixmap pixmap = window.grab();
+    if (!pixmap.save(out, "PNG")) {
+        std::fprintf(stderr, "headroom: cannot write %s\n", qPrintable(out));
+        return 2;
+    }
+    return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    preferOffscreenWhenHeadless(argc, argv);
+    QApplication app(argc, argv);
+    QApplication::setApplicationName(QStringLiteral("Headroom"));
+    QApplication::setOrganizationName(QStringLiteral("Headroom"));
+    QApplication::setApplicationVersion(QStringLiteral(HEADROOM_VERSION));
+
+    QCommandLineParser parser;
+    parser.setApplicationDescription(QStringLiteral("Explore PyTorch CUDA memory snapshots."));
+    parser.addHelpOption();
+    QCommandLineOption versionOption(QStringList{QStringLiteral("v"), QStringLiteral("version")},
+                                     QStringLiteral("Print the version, the Qt version and the commit."));
+    parser.addOption(versionOption);
+    QCommandLineOption screenshotOption(QStringLiteral("screenshot"),
+                                        QStringLiteral("Render the main window for FILE offscreen into OUT.png and exit."),
+                                        QStringLiteral("OUT.png"));
+    parser.addOption(screenshotOption);
+    QCommandLineOption deviceOption(QStringLiteral("device"), QStringLiteral("Show this device (its ordinal) first."),
+                                    QStringLiteral("N"));
+    parser.addOption(deviceOption);
+    parser.addPositionalArgument(QStringLiteral("file"), QStringLiteral("A memory snapshot to open."),
+                                 QStringLiteral("[FILE]"));
+    parser.process(app);
+
+    if (parser.isSet(versionOption)) {
+        std::printf("headroom %s (Qt %s, commit %s)\n", HEADROOM_VERSION, qVersion(), HEADROOM_GIT_COMMIT);
+        return 0;
+    }
+
+    const QStringList files = parser.positionalArguments();
+    int device = -1;
+    if (parser.isSet(deviceOption)) {
+        bool ok = false;
+        device = parser.value(deviceOption).toInt(&ok);
+        if (!ok || device < 0) {
+            std::fprintf(stderr, "headroom: --device needs a device ordinal (0, 1, ...)\n");
+            return 2;
+        }
+    }
+    headroom::MainWindow window;
+    if (parser.isSet(screenshotOption)) {
+        if (files.size() != 1) {
+            std::fprintf(stderr, "headroom: --screenshot needs exactly one FILE\n");
+            return 2;
+        }
+        return takeScreenshot(window, parser.value(screenshotOption), files.first(), device);
+    }
+    window.resize(kScreenshotWidth, kScreenshotHeight);
+    window.show();
+    if (!files.isEmpty()) {
+        window.openFile(files.first());
+        if (device >= 0) // once, when the file is there
+            QObject::connect(window.loadController(), &headroom::LoadController::traceLoaded, &window,
+                             [&window, device] { window.selectDevice(device); }, Qt::SingleShotConnection);
+    }
+    return app.exec();
+}

@@ -1,0 +1,288 @@
+// SPDX-License-Identifier: MIT
+#include "ui/mainwindow.h"
+
+#include "core/loader.h"
+#include "core/units.h"
+#include "ui/loadcontroller.h"
+#include "ui/recentfiles.h"
+#include "ui/timelineview.h"
+
+#include <QActionGroup>
+#include <QApplication>
+#include <QComboBox>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QLabel>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QStatusBar>
+#include <QToolBar>
+
+namespace headroom {
+
+namespace {
+
+QString bytes(int64_t n)
+{
+    return QString::fromStdString(formatBytes(n));
+}
+
+QString count(size_t n, const QString& one, const QString& many)
+{
+    return QLocale().toString(static_cast<qulonglong>(n)) + QLatin1Char(' ') + (n == 1 ? one : many);
+}
+
+/// The device to show first: the first one with trace entries, else the first.
+int defaultDevice(const LoadedTrace& trace)
+{
+    const auto& devices = trace.snapshot.devices;
+    for (size_t i = 0; i < devices.size(); ++i)
+        if (devices[i].trace.count() > 0)
+            return static_cast<int>(i);
+    return devices.empty() ? -1 : 0;
+}
+
+} // namespace
+
+MainWindow::MainWindow(QWidget* parent)
+    : QMainWindow(parent)
+    , m_loader(new LoadController(this))
+    , m_view(new TimelineView(this))
+    , m_deviceCombo(new QComboBox(this))
+    , m_summary(new QLabel(this))
+    , m_progress(new QProgressBar(this))
+    , m_cancelButton(new QPushButton(tr("Cancel"), this))
+{
+    setWindowTitle(tr("Headroom"));
+    setAcceptDrops(true);
+    setCentralWidget(m_view);
+    createActions();
+
+    m_summary->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    statusBar()->addWidget(m_summary, 1);
+    m_progress->setRange(0, 1000);
+    m_progress->setMaximumWidth(220);
+    m_progress->setTextVisible(true);
+    m_progress->setFormat(QStringLiteral("%p%"));
+    statusBar()->addPermanentWidget(m_progress);
+    statusBar()->addPermanentWidget(m_cancelButton);
+    setLoading(false);
+    updateSummary();
+
+    connect(m_cancelButton, &QPushButton::clicked, m_loader, &LoadController::cancel);
+    connect(m_loader, &LoadController::loadStarted, this, [this](const QString& path) {
+        setLoading(true);
+        statusBar()->showMessage(tr("Loading %1\u2026").arg(QFileInfo(path).fileName()));
+    });
+    connect(m_loader, &LoadController::progressChanged, m_progress, &QProgressBar::setValue);
+    connect(m_loader, &LoadController::traceLoaded, this, &MainWindow::setTrace);
+    connect(m_loader, &LoadController::loadFailed, this, &MainWindow::showLoadError);
+    connect(m_loader, &LoadController::loadCancelled, this, [this] {
+        setLoading(false);
+        statusBar()->showMessage(tr("Loading cancelled"), 4000);
+    });
+    connect(m_deviceCombo, qOverload<int>(&QComboBox::currentIndexChanged), this, &MainWindow::showDevice);
+    connect(m_view, &TimelineView::xAxisModeChanged, this, &MainWindow::syncAxisActions);
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::createActions()
+{
+    QMenu* file = menuBar()->addMenu(tr("&File"));
+    QAction* open = file->addAction(tr("&Open\u2026"), this, &MainWindow::showOpenDialog);
+    open->setShortcut(QKeySequence::Open);
+    m_recent = new RecentFiles(file->addMenu(tr("Open &Recent")), this);
+    connect(m_recent, &RecentFiles::fileRequested, this, &MainWindow::openFile);
+    m_reloadAction = file->addAction(tr("&Reload"), this, &MainWindow::reload);
+    m_reloadAction->setShortcut(QKeySequence::Refresh);
+    m_reloadAction->setEnabled(false);
+    file->addSeparator();
+    QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
+    quit->setShortcut(QKeySequence::Quit);
+
+    QMenu* view = menuBar()->addMenu(tr("&View"));
+    QMenu* axis = view->addMenu(tr("&X Axis"));
+    auto* group = new QActionGroup(this);
+    m_timeAxisAction = axis->addAction(tr("&Time"));
+    m_indexAxisAction = axis->addAction(tr("&Event Index"));
+    for (QAction* a : {m_timeAxisAction, m_indexAxisAction}) {
+        a->setCheckable(true);
+        group->addAction(a);
+    }
+    connect(m_timeAxisAction, &QAction::triggered, this,
+            [this] { m_view->setXAxisMode(TimelineView::XAxisMode::Time); });
+    connect(m_indexAxisAction, &QAction::triggered, this,
+            [this] { m_view->setXAxisMode(TimelineView::XAxisMode::EventIndex); });
+    axis->addSeparator();
+    QAction* toggle = axis->addAction(tr("Toggle Time / Event Index"), this, [this] {
+        using Mode = TimelineView::XAxisMode;
+        m_view->setXAxisMode(m_view->xAxisMode() == Mode::Time ? Mode::EventIndex : Mode::Time);
+        syncAxisActions();
+    });
+    toggle->setObjectName(QStringLiteral("actionToggleXAxis"));
+    toggle->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_T));
+    QAction* fit = view->addAction(tr("&Zoom to Fit"), m_view, &TimelineView::zoomToFit);
+    fit->setObjectName(QStringLiteral("actionZoomToFit"));
+    fit->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_0));
+    syncAxisActions();
+
+    QToolBar* bar = addToolBar(tr("Device"));
+    bar->setObjectName(QStringLiteral("deviceToolBar"));
+    bar->setMovable(false);
+    bar->addAction(fit);
+    bar->addSeparator();
+    m_deviceCombo->setObjectName(QStringLiteral("deviceCombo"));
+    m_deviceCombo->setToolTip(tr("The device whose memory is shown"));
+    m_deviceCombo->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    m_deviceComboAction = bar->addWidget(m_deviceCombo);
+    m_deviceComboAction->setVisible(false);
+}
+
+void MainWindow::openFile(const QString& path)
+{
+    m_loader->load(path);
+}
+
+void MainWindow::reload()
+{
+    if (!m_path.isEmpty())
+        openFile(m_path);
+}
+
+bool MainWindow::selectDevice(int ordinal)
+{
+    if (!m_trace)
+        return false;
+    const auto& devices = m_trace->snapshot.devices;
+    for (size_t i = 0; i < devices.size(); ++i) {
+        if (devices[i].device == ordinal) {
+            m_deviceCombo->setCurrentIndex(static_cast<int>(i)); // emits, shows it
+            return true;
+        }
+    }
+    return false;
+}
+
+int MainWindow::currentDevice() const
+{
+    return m_trace ? m_deviceCombo->currentIndex() : -1;
+}
+
+void MainWindow::showOpenDialog()
+{
+    const QString dir = m_path.isEmpty() ? QString() : QFileInfo(m_path).absolutePath();
+    const QString path = QFileDialog::getOpenFileName(
+        this, tr("Open Memory Snapshot"), dir,
+        tr("Memory snapshots (*.pickle *.pkl *.pickle.gz *.gz *.html);;All files (*)"));
+    if (!path.isEmpty())
+        openFile(path);
+}
+
+void MainWindow::setTrace(const QString& path, std::shared_ptr<const LoadedTrace> trace)
+{
+    setLoading(false);
+    statusBar()->clearMessage();
+    m_trace = std::move(trace);
+    m_path = path;
+    m_recent->add(path);
+    m_reloadAction->setEnabled(true);
+    setWindowTitle(tr("%1 \u2014 Headroom").arg(QFileInfo(path).fileName()));
+    setWindowFilePath(path);
+
+    const QSignalBlocker blocker(m_deviceCombo);
+    m_deviceCombo->clear();
+    for (const DeviceData& dev : m_trace->snapshot.devices)
+        m_deviceCombo->addItem(tr("Device %1 (%2)").arg(dev.device).arg(count(dev.trace.count(), tr("trace entry"), tr("trace entries"))));
+    m_deviceComboAction->setVisible(m_trace->snapshot.devices.size() > 1);
+    const int device = defaultDevice(*m_trace);
+    m_deviceCombo->setCurrentIndex(device);
+    showDevice(device);
+}
+
+void MainWindow::showDevice(int index)
+{
+    if (!m_trace)
+        return;
+    m_view->setData(m_trace, index);
+    syncAxisActions();
+    updateSummary();
+}
+
+void MainWindow::showLoadError(const QString& path, const QString& message)
+{
+    setLoading(false);
+    statusBar()->showMessage(tr("Could not open %1").arg(QFileInfo(path).fileName()), 6000);
+    // Window-modal but not blocking: the event loop (and tests) keep running.
+    auto* box = new QMessageBox(QMessageBox::Warning, tr("Could not open file"),
+                                tr("Headroom could not open this file:"), QMessageBox::Ok, this);
+    box->setObjectName(QStringLiteral("loadErrorBox"));
+    box->setInformativeText(message);
+    box->setAttribute(Qt::WA_DeleteOnClose);
+    box->open();
+}
+
+void MainWindow::setLoading(bool loading)
+{
+    m_progress->setVisible(loading);
+    m_cancelButton->setVisible(loading);
+    if (loading)
+        m_progress->setValue(0);
+}
+
+void MainWindow::syncAxisActions()
+{
+    const bool time = m_view->xAxisMode() == TimelineView::XAxisMode::Time;
+    m_timeAxisAction->setEnabled(m_view->hasTime() || !m_trace);
+    m_timeAxisAction->setChecked(time);
+    m_indexAxisAction->setChecked(!time);
+}
+
+void MainWindow::updateSummary()
+{
+    if (!m_trace) {
+        m_summary->setText(tr("No file loaded. Open a snapshot with File \u25B8 Open or drop one here."));
+        return;
+    }
+    const Snapshot& snap = m_trace->snapshot;
+    QStringList parts;
+    parts << QFileInfo(m_path).fileName() + QStringLiteral(" (") + bytes(static_cast<int64_t>(m_trace->fileBytes))
+                 + QLatin1Char(')');
+    parts << QString::fromStdString(snap.format);
+    parts << count(snap.devices.size(), tr("device"), tr("devices"));
+    const int index = m_deviceCombo->currentIndex();
+    if (index >= 0 && index < static_cast<int>(snap.devices.size())) {
+        const DeviceData& dev = snap.devices[size_t(index)];
+        const MemoryTimeline& tl = m_trace->timelines[size_t(index)];
+        QString peak = tr("device %1 peak %2").arg(dev.device).arg(bytes(tl.peakAllocated));
+        if (tl.peakEventIndex >= 0)
+            peak += tr(" at event %1").arg(tl.peakEventIndex);
+        parts << peak;
+        parts << count(dev.trace.count(), tr("trace entry"), tr("trace entries"));
+        if (!dev.ooms.empty())
+            parts << count(dev.ooms.size(), tr("OOM"), tr("OOMs"));
+    }
+    m_summary->setText(parts.join(QStringLiteral("  \u00B7  ")));
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event)
+{
+    if (event->mimeData()->hasUrls())
+        event->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* event)
+{
+    const QList<QUrl> urls = event->mimeData()->urls();
+    if (!urls.isEmpty() && urls.first().isLocalFile()) {
+        openFile(urls.first().toLocalFile());
+        event->acceptProposedAction();
+    }
+}
+
+} // namespace headroom
