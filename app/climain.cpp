@@ -1,12 +1,18 @@
 // SPDX-License-Identifier: MIT
 // headroom-cli: the headless front end of core/ (summaries for scripts, CI and servers).
+#include "app/cliformats.h"
+#include "core/analysisreport.h"
 #include "core/loader.h"
 #include "core/loaderror.h"
 #include "core/summary.h"
 
 #include <CLI/CLI.hpp>
 
+#include "core/units.h"
+
 #include <cstdio>
+#include <filesystem>
+#include <optional>
 #include <iostream>
 
 int main(int argc, char** argv)
@@ -16,11 +22,29 @@ int main(int argc, char** argv)
     bool version = false;
     app.add_flag("--version", version, "Print the version and exit");
 
-    std::string file;
+    std::vector<std::string> files;
     bool json = false;
     auto* summary = app.add_subcommand("summary", "Print per-device totals, the replayed peak and OOM events");
-    summary->add_option("FILE", file, "Snapshot pickle (.pickle, .pickle.gz, _memory_viz .html)")->required();
+    summary->add_option("FILE", files,
+                        "Snapshot (.pickle, .json, .html), profiler timeline (.raw.json.gz, .json), Chrome trace "
+                        "(.pt.trace.json[.gz]) or .hrt; several files or a directory print a per-rank table")
+        ->required();
     summary->add_flag("--json", json, "Machine-readable JSON output");
+
+    std::string analyzeFile;
+    bool analyzeJson = false;
+    std::string capacityText;
+    auto* analyze = app.add_subcommand("analyze", "Phases, categories, the peak's anatomy, fragmentation and a diagnosis");
+    analyze->add_option("FILE", analyzeFile, "Snapshot file")->required();
+    analyze->add_flag("--json", analyzeJson, "Machine-readable JSON output");
+    analyze->add_option("--capacity", capacityText, "Device capacity, e.g. 80GiB, 24GB or a byte count");
+
+    std::string convertIn, convertOut;
+    bool convertRaw = false;
+    auto* convert = app.add_subcommand("convert", "Save any supported input as a Headroom trace (.hrt)");
+    convert->add_option("IN", convertIn, "Input file (any format summary accepts)")->required();
+    convert->add_option("OUT", convertOut, "Output .hrt file (written atomically)")->required();
+    convert->add_flag("--uncompressed", convertRaw, "Store sections without zstd (larger, for debugging)");
 
     try {
         app.parse(argc, argv);
@@ -31,10 +55,37 @@ int main(int argc, char** argv)
         std::cout << "headroom-cli " << HEADROOM_VERSION << " (commit " << HEADROOM_GIT_COMMIT << ")\n";
         return 0;
     }
+    if (analyze->parsed()) {
+        std::optional<int64_t> capacity;
+        if (!capacityText.empty()) {
+            capacity = headroom::parseByteSize(capacityText);
+            if (!capacity) {
+                std::cerr << "headroom-cli: --capacity: expected a size such as 80GiB, 24GB or 1073741824, got '"
+                          << capacityText << "'\n";
+                return 2;
+            }
+        }
+        try {
+            auto trace = headroom::Loader::load(analyzeFile);
+            if (analyzeJson)
+                std::cout << headroom::analysisJson(*trace, capacity).dump(1) << "\n";
+            else
+                std::cout << headroom::analysisText(*trace, capacity);
+            return 0;
+        } catch (const headroom::LoadError& e) {
+            std::cerr << "headroom-cli: " << e.what() << "\n";
+            return 2;
+        }
+    }
+    if (convert->parsed())
+        return headroom::cli::convert(convertIn, convertOut, convertRaw);
     if (!summary->parsed()) {
         std::cout << app.help();
         return 0;
     }
+    if (files.size() != 1 || std::filesystem::is_directory(files[0]))
+        return headroom::cli::multiSummary(files, json);
+    const std::string& file = files[0];
     try {
         auto trace = headroom::Loader::load(file);
         if (json)

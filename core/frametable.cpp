@@ -101,15 +101,46 @@ bool FrameTable::isNoiseFrame(uint32_t id) const
     return false;
 }
 
+bool FrameTable::isPythonFrame(uint32_t id) const
+{
+    const std::string_view file = m_strings.get(m_frames[id].file);
+    return file.size() > 3 && file.substr(file.size() - 3) == ".py";
+}
+
+bool FrameTable::isPlumbingFrame(uint32_t id) const
+{
+    static constexpr std::array<std::string_view, 14> kPlumbing = {
+        "c10::", "CachingAllocator", "at::_ops::", "at::native::", "at::detail::", "at::empty",
+        "Dispatcher", "BoxedKernel", "wrap_kernel_functor", "make_boxed", "wrapper_CUDA",
+        "torch::autograd::VariableType", "at::meta::", "at::cuda::"};
+    const std::string_view name = m_strings.get(m_frames[id].name);
+    for (auto p : kPlumbing)
+        if (name.find(p) != std::string_view::npos)
+            return true;
+    return false;
+}
+
 std::vector<uint32_t> FrameTable::topFrames(uint32_t stackId, size_t count) const
 {
+    // Python frames say where in the user's program; without them (the autograd thread,
+    // C++-only stacks) show the C++ frames that are not allocator or dispatcher plumbing.
     std::vector<uint32_t> out;
+    bool anyPython = false;
+    for (uint32_t f : stack(stackId))
+        anyPython |= isPythonFrame(f);
     for (uint32_t f : stack(stackId)) {
         if (out.size() >= count)
             break;
-        if (!isNoiseFrame(f))
-            out.push_back(f);
+        if (isNoiseFrame(f))
+            continue;
+        if (anyPython ? !isPythonFrame(f) : isPlumbingFrame(f))
+            continue;
+        out.push_back(f);
     }
+    if (out.empty()) // everything was plumbing: better something than nothing
+        for (uint32_t f : stack(stackId))
+            if (out.size() < count && !isNoiseFrame(f))
+                out.push_back(f);
     return out;
 }
 

@@ -46,7 +46,11 @@ public:
     std::string formatFrame(uint32_t id) const;
     /// True for interpreter and allocator plumbing frames that the official viewer hides.
     bool isNoiseFrame(uint32_t id) const;
-    /// The first `count` frames of a stack that are not noise, innermost first.
+    bool isPythonFrame(uint32_t id) const;
+    /// Allocator, dispatcher and kernel-wrapper C++ frames: true but uninformative.
+    bool isPlumbingFrame(uint32_t id) const;
+    /// The `count` most telling frames, innermost first: the Python frames when the stack
+    /// has any, else the C++ frames that are neither noise nor plumbing.
     std::vector<uint32_t> topFrames(uint32_t stackId, size_t count) const;
 
 private:

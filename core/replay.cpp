@@ -26,6 +26,11 @@ MemoryTimeline replayDevice(const DeviceData& dev)
         t.initialReserved = finalReserved;
         t.peakAllocated = finalAllocated;
         t.peakReserved = finalReserved;
+        for (const Block& b : dev.blocks)
+            if (b.state == BlockState::ActiveAllocated)
+                t.allocations.push_back({b.address, b.requestedSize, Allocation::kBeforeWindow,
+                                         Allocation::kStillAlive, b.stack});
+        t.ghostBlockCount = t.initialAllocationCount = static_cast<int64_t>(t.allocations.size());
         return t;
     }
 
@@ -113,6 +118,26 @@ MemoryTimeline replayDevice(const DeviceData& dev)
 
     t.initialAllocated = initial;
     t.initialReserved = finalReserved - reservedDelta;
+    // Curve formats (Chrome traces with Total Allocated/Reserved, profiler timelines) carry
+    // the allocator's own totals: they win over the replayed sums, which cannot see
+    // memory allocated before the window and never freed in it. Allocations (lifetimes)
+    // still come from the alloc/free pairing above.
+    if (ev.totalAllocated.size() == n) {
+        int64_t before = ev.totalAllocated[0];
+        if (ev.action[0] == TraceAction::Alloc)
+            before -= ev.size[0];
+        else if (ev.action[0] == TraceAction::Free || ev.action[0] == TraceAction::FreeCompleted)
+            before += ev.size[0];
+        initial = std::max<int64_t>(0, before);
+        t.initialAllocated = initial;
+        for (size_t i = 0; i < n; ++i)
+            t.allocated[i] = ev.totalAllocated[i] - initial; // the loop below adds `initial` back
+    }
+    if (ev.totalReserved.size() == n) {
+        t.initialReserved = ev.totalReserved[0];
+        for (size_t i = 0; i < n; ++i)
+            t.reserved[i] = ev.totalReserved[i] - t.initialReserved;
+    }
     t.peakAllocated = initial;
     t.peakEventIndex = -1;
     t.peakReserved = t.initialReserved;

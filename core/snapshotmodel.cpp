@@ -48,6 +48,19 @@ void TraceEvents::reserve(size_t n)
     stack.reserve(n);
 }
 
+const char* timeWindowKindName(TimeWindowKind k)
+{
+    switch (k) {
+    case TimeWindowKind::UserAnnotation: return "user_annotation";
+    case TimeWindowKind::ProfilerStep: return "profiler_step";
+    case TimeWindowKind::OptimizerStep: return "optimizer_step";
+    case TimeWindowKind::ZeroGrad: return "zero_grad";
+    case TimeWindowKind::Backward: return "backward";
+    case TimeWindowKind::Other: return "other";
+    }
+    return "other";
+}
+
 void TraceEvents::clear()
 {
     *this = TraceEvents{};

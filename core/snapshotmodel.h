@@ -2,6 +2,7 @@
 #pragma once
 
 #include "core/frametable.h"
+#include "core/tensorcategory.h"
 
 #include <cstdint>
 #include <limits>
@@ -49,6 +50,14 @@ struct TraceEvents {
     std::vector<std::pair<uint32_t, uint32_t>> compileContext; ///< string id
     std::vector<std::pair<uint32_t, uint32_t>> userMetadata;   ///< string id
     bool anyTime = false;
+    /// Exact TensorCategory per event (profiler timelines, `_profile_to_snapshot` dicts);
+    /// empty when the source does not know categories.
+    std::vector<uint8_t> category;
+    /// The source's own allocator totals after each event (Chrome traces with `Total
+    /// Allocated`/`Total Reserved`, profiler timelines). Empty when unknown; when present,
+    /// replay takes the curve from them instead of summing alloc/free pairs.
+    std::vector<int64_t> totalAllocated;
+    std::vector<int64_t> totalReserved;
 
     size_t count() const { return action.size(); }
     void reserve(size_t n);
@@ -102,6 +111,26 @@ struct DeviceData {
     std::vector<Block> blocks;
     std::map<std::string, uint64_t> actionCounts; ///< by the action string as written
     std::vector<OomEvent> ooms;
+    std::string deviceType = "cuda"; ///< "cuda", "cpu", "hip", ... or "device type N"
+    std::string sourceFormat;        ///< e.g. "chrome trace", "memory timeline (raw)"; "" = snapshot
+    std::string sourceFile;          ///< the file this device came from
+    int rank = -1;                   ///< distributed rank when known
+    /// True when the allocated curve is relative to the start of the window (Chrome traces
+    /// without `Total Allocated`): the UI and CLI must say so.
+    bool relativeCurve = false;
+};
+
+/// A named time range from a Chrome trace (user annotations, profiler steps, optimizer
+/// steps, backward functions), kept for the phase analysis.
+enum class TimeWindowKind : uint8_t { UserAnnotation, ProfilerStep, OptimizerStep, ZeroGrad, Backward, Other };
+const char* timeWindowKindName(TimeWindowKind k);
+
+struct TimeWindow {
+    std::string name;
+    int64_t startUs = 0;
+    int64_t endUs = 0;
+    TimeWindowKind kind = TimeWindowKind::Other;
+    int64_t tid = 0; ///< backward runs on the autograd thread, not the forward's
 };
 
 /// Everything read from one snapshot file; immutable once the importer returns it.
@@ -114,6 +143,8 @@ struct Snapshot {
     std::vector<Annotation> annotations;
     std::vector<std::pair<std::string, std::string>> allocatorSettings; ///< key, value as text
     std::vector<std::string> notes; ///< things the user should know (ring buffer wrapped, ...)
+    std::vector<TimeWindow> timeWindows; ///< Chrome traces only; sorted by start
+    std::string userData; ///< JSON text of user annotations (notes, bookmarks, what-if); kept verbatim in .hrt
 
     const DeviceData* findDevice(int device) const;
 };

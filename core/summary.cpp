@@ -42,6 +42,14 @@ nlohmann::json summaryJson(const LoadedTrace& trace)
         const BlockTotals t = totals(dev);
         nlohmann::json d;
         d["device"] = dev.device;
+        d["device_type"] = dev.deviceType;
+        d["source_format"] = dev.sourceFormat;
+        if (dev.rank >= 0)
+            d["rank"] = dev.rank;
+        if (dev.relativeCurve)
+            d["allocated_curve"] = "relative to the start of the window";
+        if (!dev.trace.category.empty())
+            d["exact_categories"] = true;
         d["segments"] = dev.segments.size();
         d["reserved_bytes"] = t.reserved;
         d["allocated_bytes"] = t.allocated;
@@ -77,6 +85,8 @@ nlohmann::json summaryJson(const LoadedTrace& trace)
     out["distinct_frames"] = snap.frames.frameCount();
     out["distinct_stacks"] = snap.frames.stackCount();
     out["notes"] = snap.notes;
+    if (!snap.timeWindows.empty())
+        out["time_windows"] = snap.timeWindows.size();
     return out;
 }
 
@@ -94,7 +104,12 @@ std::string summaryText(const LoadedTrace& trace)
         const DeviceData& dev = snap.devices[i];
         const MemoryTimeline& tl = trace.timelines[i];
         const BlockTotals t = totals(dev);
-        os << "\nDevice " << dev.device << "\n";
+        os << "\nDevice " << dev.device << " (" << dev.deviceType;
+        if (!dev.sourceFormat.empty())
+            os << ", " << dev.sourceFormat;
+        if (dev.rank >= 0)
+            os << ", rank " << dev.rank;
+        os << ")\n";
         os << "  segments:        " << dev.segments.size() << "\n";
         os << "  reserved:        " << formatBytes(t.reserved) << "\n";
         os << "  allocated:       " << formatBytes(t.allocated) << " (requested " << formatBytes(t.requested)
@@ -110,6 +125,8 @@ std::string summaryText(const LoadedTrace& trace)
             os << "\n";
         }
         os << "  peak allocated:  " << formatBytes(tl.peakAllocated);
+        if (dev.relativeCurve)
+            os << " (relative to the start of the window)";
         if (tl.peakEventIndex >= 0)
             os << " at event " << tl.peakEventIndex;
         else if (dev.trace.count() > 0)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "core/units.h"
 
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 
@@ -38,6 +39,37 @@ std::string formatDurationUs(int64_t us)
         std::snprintf(buf, sizeof buf, "%lld min %lld s", static_cast<long long>(us / 60000000),
                       static_cast<long long>((us / 1000000) % 60));
     return buf;
+}
+
+std::optional<int64_t> parseByteSize(const std::string& text)
+{
+    size_t i = 0;
+    while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.'))
+        ++i;
+    if (i == 0)
+        return std::nullopt;
+    double value = 0;
+    try {
+        value = std::stod(text.substr(0, i));
+    } catch (...) {
+        return std::nullopt;
+    }
+    std::string unit;
+    for (size_t k = i; k < text.size(); ++k)
+        if (text[k] != ' ')
+            unit += static_cast<char>(std::tolower(static_cast<unsigned char>(text[k])));
+    static const std::pair<const char*, double> kUnits[] = {
+        {"", 1.0}, {"b", 1.0}, {"k", 1024.0}, {"kib", 1024.0}, {"kb", 1e3}, {"m", 1048576.0},
+        {"mib", 1048576.0}, {"mb", 1e6}, {"g", 1073741824.0}, {"gib", 1073741824.0}, {"gb", 1e9},
+        {"t", 1099511627776.0}, {"tib", 1099511627776.0}, {"tb", 1e12}};
+    for (const auto& [name, scale] : kUnits)
+        if (unit == name) {
+            const double bytes = value * scale;
+            if (bytes <= 0 || bytes > 9.0e18)
+                return std::nullopt;
+            return static_cast<int64_t>(bytes);
+        }
+    return std::nullopt;
 }
 
 } // namespace headroom

@@ -6,8 +6,10 @@ Generates (once, cached) a 1,000,000-event snapshot with ../shared/tools/gen_sna
   A. headroom-cli summary --json F
   B. python3 -c "import pickle,sys; pickle.load(open(sys.argv[1],'rb'))" F   (the baseline)
   C. headroom --screenshot OUT.png F   (load, replay, first render, PNG written)
+  D. headroom-cli summary --json F.hrt  (reopening the native format; F converted once)
 and prints each median, the ratios A/B and C/B, and Headroom's peak RSS against the
-file size. Targets (issue 2): A/B <= 0.5, peak RSS <= file size + 100 MiB, C/B <= 0.25.
+file size. Targets (issue 2): A/B <= 0.5, peak RSS <= file size + 100 MiB, C/B <= 0.25;
+(issue 3): A/D >= 10 and the .hrt at most a third of the pickle's size.
 
 Usage: tools/bench.py [--build build/release] [--runs 5] [--events 1000000] [--file F]
 """
@@ -62,12 +64,16 @@ def main():
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
     shot = os.path.join(tempfile.gettempdir(), "headroom-bench-shot.png")
     have_gui = os.path.exists(gui)
-    a, b, c, rss_a, rss_c = [], [], [], [], []
+    hrt = os.path.join(tempfile.gettempdir(), "headroom-bench-%d.hrt" % os.getpid())
+    subprocess.check_call([cli, "convert", path, hrt], stdout=subprocess.DEVNULL)
+    hrt_size = os.path.getsize(hrt)
+    a, b, c, dd, rss_a, rss_c = [], [], [], [], [], []
     # Warm the page cache once so no command pays for the first read.
     run([sys.executable, "-c", "import sys; open(sys.argv[1],'rb').read()", path])
     for i in range(args.runs):
         t, r = run([cli, "summary", "--json", path]); a.append(t); rss_a.append(r)
         t, _ = run([sys.executable, "-c", "import pickle,sys; pickle.load(open(sys.argv[1],'rb'))", path]); b.append(t)
+        t, _ = run([cli, "summary", "--json", hrt]); dd.append(t)
         if have_gui:
             t, r = run([gui, "--screenshot", shot, path], env=env); c.append(t); rss_c.append(r)
         print("run %d: cli %.2fs  pickle.load %.2fs%s" % (i + 1, a[-1], b[-1],
@@ -80,6 +86,12 @@ def main():
     print("ratio cli / pickle.load       %.2f   (target <= 0.50)" % (ma / mb))
     print("headroom-cli peak RSS         %.1f MiB = file + %.1f MiB   (target <= file + 100 MiB)"
           % (max(rss_a) / 2**20, (max(rss_a) - size) / 2**20))
+    md = statistics.median(dd)
+    print("headroom-cli summary of .hrt   median %.3f s" % md)
+    print("ratio pickle import / .hrt reopen %.1f   (target >= 10)" % (ma / md))
+    print(".hrt size                     %.1f MiB = %.4f of the pickle   (target <= 0.33)"
+          % (hrt_size / 2**20, hrt_size / size))
+    os.unlink(hrt)
     if have_gui:
         mc = statistics.median(c)
         print("headroom --screenshot         median %.3f s, peak RSS %.1f MiB" % (mc, max(rss_c) / 2**20))

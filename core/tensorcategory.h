@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace headroom {
+
+/// Exact tensor categories as PyTorch's memory profiler exports them (FORMATS.md §3.1).
+/// The numeric values are the export index `_CATEGORY_TO_INDEX` of `export_memory_timeline`
+/// (0 PARAMETER ... 7 unknown), so raw timeline rows map without a table.
+enum class TensorCategory : uint8_t {
+    Parameter = 0,
+    OptimizerState = 1,
+    Input = 2,
+    Temporary = 3,
+    Activation = 4,
+    Gradient = 5,
+    AutogradDetail = 6,
+    Unknown = 7,
+};
+
+inline constexpr int kTensorCategoryCount = 8;
+
+/// "PARAMETER", "OPTIMIZER_STATE", ... as PyTorch names them.
+const char* categoryName(TensorCategory c);
+/// "parameter", "optimizer_state", ... as `_profile_to_snapshot` writes them.
+const char* categoryLowerName(TensorCategory c);
+/// Accepts either spelling (and "none"/"unknown"); nullopt for anything else.
+std::optional<TensorCategory> categoryFromName(std::string_view name);
+
+} // namespace headroom

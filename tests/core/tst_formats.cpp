@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: MIT
+// JSON inputs (Chrome traces, profiler timelines, JSON snapshots) against the numbers
+// computed independently by tests/tools/json_summary.py (goldens in tests/golden/json).
+#include "core/loader.h"
+#include "core/loaderror.h"
+#include "core/summary.h"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+using namespace headroom;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kJsonFixtures = fs::path(HEADROOM_SOURCE_DIR) / "tests/fixtures/json";
+
+std::string real(const char* name)
+{
+    return (fs::path(HEADROOM_REAL_TRACES_DIR) / name).string();
+}
+
+std::shared_ptr<const LoadedTrace> loadText(const std::string& text, const std::string& name = "t.json")
+{
+    return Loader::loadBytes(name, std::vector<uint8_t>(text.begin(), text.end()));
+}
+
+std::string loadError(const std::string& text)
+{
+    try {
+        loadText(text);
+    } catch (const LoadError& e) {
+        return e.what();
+    }
+    return "no error";
+}
+
+} // namespace
+
+TEST_CASE("JSON inputs equal the independently computed goldens", "[formats][golden]")
+{
+    int compared = 0;
+    for (const auto& entry : fs::directory_iterator(fs::path(HEADROOM_SOURCE_DIR) / "tests/golden/json")) {
+        const std::string name = entry.path().filename().string();
+        const std::string base = name.substr(0, name.size() - std::string(".summary.json").size());
+        fs::path input = kJsonFixtures / base;
+        if (!fs::exists(input))
+            input = fs::path(HEADROOM_REAL_TRACES_DIR) / base;
+        INFO(input.string());
+        REQUIRE(fs::exists(input));
+        nlohmann::json golden;
+        std::ifstream(entry.path()) >> golden;
+        const nlohmann::json actual = summaryJson(*Loader::load(input.string()));
+        REQUIRE(actual["devices"].size() == golden["devices"].size());
+        for (size_t d = 0; d < golden["devices"].size(); ++d)
+            for (const auto& [key, value] : golden["devices"][d].items()) {
+                INFO("device " << d << " key " << key);
+                if (key == "oom" && value.is_number())
+                    CHECK(actual["devices"][d]["oom"].size() == value.get<size_t>());
+                else
+                    CHECK(actual["devices"][d][key] == value);
+            }
+        ++compared;
+    }
+    CHECK(compared >= 8);
+}
+
+TEST_CASE("The issue's real-file numbers", "[formats][real]")
+{
+    auto pt113 = Loader::load(real("pt113_hta_df_index_resolver.pt.trace.json.gz"));
+    const DeviceData* cuda1 = pt113->snapshot.findDevice(1);
+    REQUIRE(cuda1);
+    CHECK(cuda1->deviceType == "cuda");
+    CHECK(cuda1->trace.count() == 26770);
+    CHECK(pt113->timelineFor(1)->peakAllocated == 6629508096);
+    CHECK(cuda1->rank == 1);
+    CHECK_FALSE(cuda1->relativeCurve);
+    const DeviceData* cpu = pt113->snapshot.findDevice(-1);
+    REQUIRE(cpu);
+    CHECK(cpu->deviceType == "cpu");
+    CHECK(cpu->trace.count() == 1240);
+    // Windows for the phase analysis: ProfilerStep#N, optimizer, backward functions.
+    int steps = 0, optim = 0, backward = 0;
+    for (const TimeWindow& w : pt113->snapshot.timeWindows) {
+        steps += w.kind == TimeWindowKind::ProfilerStep;
+        optim += w.kind == TimeWindowKind::OptimizerStep;
+        backward += w.kind == TimeWindowKind::Backward;
+    }
+    CHECK(steps == 5);
+    CHECK(optim == 5);
+    CHECK(backward == 2030);
+
+    auto raw = Loader::load(real("hta_memory_timeline.raw.json.gz"));
+    REQUIRE(raw->snapshot.devices.size() == 1);
+    CHECK(raw->timelines[0].peakAllocated == 3082832104);
+    CHECK(raw->snapshot.devices[0].trace.category.size() == 16845);
+    CHECK(raw->snapshot.devices[0].sourceFormat == "memory timeline (raw)");
+
+    auto pt19 = Loader::load(real("pt19_kineto_resnet50_worker0.pt.trace.json.gz"));
+    const DeviceData* gpu = pt19->snapshot.findDevice(0);
+    REQUIRE(gpu);
+    CHECK(gpu->relativeCurve);
+    const nlohmann::json s = summaryJson(*pt19);
+    CHECK(s["devices"][1]["allocated_curve"] == "relative to the start of the window");
+    CHECK(summaryText(*pt19).find("relative to the start of the window") != std::string::npos);
+}
+
+TEST_CASE("2.x Chrome trace: fractional ts, baseTimeNanoseconds, OOM, HIP, rank", "[formats]")
+{
+    auto t = Loader::load((kJsonFixtures / "chrome_2x_oom.pt.trace.json").string());
+    const Snapshot& s = t->snapshot;
+    REQUIRE(s.devices.size() == 3);
+    CHECK(s.devices[0].deviceType == "cpu");
+    CHECK(s.devices[1].deviceType == "cuda");
+    CHECK(s.devices[2].deviceType == "hip");
+    CHECK(s.devices[1].rank == 3);
+    REQUIRE(s.devices[1].ooms.size() == 1);
+    CHECK(s.devices[1].ooms[0].size == (int64_t(80) << 30));
+    CHECK(s.devices[1].trace.action.back() == TraceAction::Oom);
+    // 1714000000000000000 ns + 10.125 µs, exactly.
+    CHECK(s.devices[1].trace.timeUs.front() == 1714000000000010);
+    CHECK(std::is_sorted(s.devices[1].trace.timeUs.begin(), s.devices[1].trace.timeUs.end()));
+    // The 2 GiB alive before the window are in the curve (Total Allocated), not lost.
+    CHECK(t->timelineFor(0)->initialAllocated == (int64_t(2) << 30));
+    CHECK(s.timeWindows.size() == 4);
+    CHECK(s.timeWindows.front().name == "ProfilerStep#1");
+}
+
+TEST_CASE("A JSON snapshot summarises exactly like its pickle", "[formats]")
+{
+    auto fromPickle = summaryJson(*Loader::load(real("pt27_silmont_mem_snapshot.pickle")));
+    auto fromJson = summaryJson(*Loader::load((kJsonFixtures / "silmont_snapshot.json.gz").string()));
+    for (auto* j : {&fromPickle, &fromJson})
+        for (auto& d : (*j)["devices"])
+            d.erase("source_format");
+    CHECK(fromPickle["devices"] == fromJson["devices"]);
+    CHECK(fromPickle["distinct_frames"] == fromJson["distinct_frames"]);
+    CHECK(fromPickle["distinct_stacks"] == fromJson["distinct_stacks"]);
+    CHECK(fromPickle["schema"] == fromJson["schema"]);
+}
+
+TEST_CASE("The [times, sizes] timeline keeps exact categories", "[formats]")
+{
+    auto t = Loader::load((kJsonFixtures / "timeline_times_sizes.json").string());
+    const TraceEvents& ev = t->snapshot.devices.at(0).trace;
+    REQUIRE(ev.category.size() == ev.count());
+    bool sawParameter = false;
+    for (uint8_t c : ev.category)
+        sawParameter = sawParameter || c == static_cast<uint8_t>(TensorCategory::Parameter);
+    CHECK(sawParameter);
+    CHECK(categoryName(TensorCategory::OptimizerState) == std::string("OPTIMIZER_STATE"));
+    CHECK(categoryFromName("autograd_detail") == TensorCategory::AutogradDetail);
+}
+
+TEST_CASE("Corrupt JSON inputs give clear errors", "[formats][errors]")
+{
+    CHECK_THAT(loadError("{\"traceEvents\": [{\"ph\": \"i\", \"name\": \"[memory]\""),
+               Catch::Contains("t.json: byte ") && Catch::Contains("invalid JSON"));
+    CHECK_THAT(loadError("{\"traceEvents\": [{\"ph\":\"i\",\"name\":\"[memory]\",\"ts\":1,\"args\":{\"Bytes\":\"x\"}}]}"),
+               Catch::Contains("traceEvents[0].args.Bytes: expected an integer"));
+    CHECK_THAT(loadError("{\"traceEvents\": [{\"ph\":\"i\",\"name\":\"[memory]\",\"args\":{\"Bytes\":1}}]}"),
+               Catch::Contains("traceEvents[0].ts"));
+    CHECK_THAT(loadError("{\"segments\": [{\"device\": 0, \"blocks\": [{\"size\": \"big\"}]}]}"),
+               Catch::Contains("segments[0].blocks[0].size: expected an integer, found str"));
+    CHECK_THAT(loadError("{\"device_traces\": [[{\"action\": \"alloc\", \"addr\": 1, \"size\": []}]]}"),
+               Catch::Contains("device_traces[0][0].size"));
+    CHECK_THAT(loadError("[[1, 2, 3, 4], [1, 2, 3]]"), Catch::Contains("[1]: expected a row"));
+    CHECK_THAT(loadError("[[1, 9, 3, 4]]"), Catch::Contains("[0][1]: expected an action 1..4"));
+    CHECK_THAT(loadError("[[1], [[0, 1, 2]]]"), Catch::Contains("[1][0]: expected a row of 9 ints"));
+    CHECK_THAT(loadError("{\"hello\": 1}"), Catch::Contains("unrecognised JSON") && Catch::Contains("{hello}"));
+    CHECK_THAT(loadError("[]"), Catch::Contains("an empty list"));
+    CHECK_THAT(loadError("<html><body><img src='data:image/png;base64,iVBOR'></body></html>"),
+               Catch::Contains("only a picture"));
+}

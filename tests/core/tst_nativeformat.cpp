@@ -1,0 +1,208 @@
+// SPDX-License-Identifier: MIT
+// The .hrt format: every importer's model round-trips (the summary of the .hrt equals the
+// summary of its source), forward compatibility, version errors, corrupt files, atomic saves.
+#include "core/atomicfile.h"
+#include "core/loader.h"
+#include "core/loaderror.h"
+#include "core/nativeformat.h"
+#include "core/summary.h"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <unistd.h>
+#include <filesystem>
+#include <fstream>
+
+using namespace headroom;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<std::string> roundTripInputs()
+{
+    std::vector<std::string> out;
+    for (const fs::path dir : {fs::path(HEADROOM_REAL_TRACES_DIR), fs::path(HEADROOM_SOURCE_DIR) / "tests/fixtures",
+                               fs::path(HEADROOM_SOURCE_DIR) / "tests/fixtures/json"})
+        for (const auto& e : fs::directory_iterator(dir)) {
+            const std::string n = e.path().filename().string();
+            if (!e.is_regular_file() || n.find("malicious") != std::string::npos || n == "not_a_pickle.bin" ||
+                n == "empty.pickle" || n.ends_with(".md"))
+                continue;
+            out.push_back(e.path().string());
+        }
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+nlohmann::json comparable(const LoadedTrace& t)
+{
+    nlohmann::json j = summaryJson(t);
+    j.erase("file");
+    j.erase("format");
+    return j;
+}
+
+std::vector<uint8_t> readAll(const std::string& path)
+{
+    std::ifstream f(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(f), {}};
+}
+
+std::string errorOf(std::vector<uint8_t> bytes)
+{
+    try {
+        Loader::loadBytes("x.hrt", std::move(bytes));
+    } catch (const LoadError& e) {
+        return e.what();
+    }
+    return "no error";
+}
+
+/// The bytes of `file` with a section inserted before END.
+std::vector<uint8_t> withSection(std::vector<uint8_t> file, const char id[4], uint32_t flags, std::string payload)
+{
+    // END is the last 24 bytes (an empty section).
+    std::vector<uint8_t> sec(24);
+    std::memcpy(sec.data(), id, 4);
+    std::memcpy(sec.data() + 4, &flags, 4);
+    const uint64_t n = payload.size();
+    std::memcpy(sec.data() + 8, &n, 8);
+    std::memcpy(sec.data() + 16, &n, 8);
+    sec.insert(sec.end(), payload.begin(), payload.end());
+    file.insert(file.end() - 24, sec.begin(), sec.end());
+    return file;
+}
+
+std::string stackText(const Snapshot& s, uint32_t id)
+{
+    std::string out;
+    for (uint32_t f : s.frames.stack(id))
+        out += s.frames.formatFrame(f) + "\n";
+    return out;
+}
+
+bool sameStacks(const Snapshot& a, const Snapshot& b, size_t d)
+{
+    const auto& x = a.devices[d].trace.stack;
+    const auto& y = b.devices[d].trace.stack;
+    for (size_t i = 0; i < x.size(); ++i)
+        if (stackText(a, x[i]) != stackText(b, y[i]))
+            return false;
+    return true;
+}
+
+} // namespace
+
+TEST_CASE("Every real file and fixture round-trips through .hrt", "[hrt]")
+{
+    int count = 0;
+    for (const std::string& path : roundTripInputs()) {
+        INFO(path);
+        auto source = Loader::load(path);
+        for (bool compress : {true, false}) {
+            NativeFormat::WriteOptions opt;
+            opt.compress = compress;
+            auto reopened = Loader::loadBytes(path + ".hrt", NativeFormat::encode(source->snapshot, opt));
+            CHECK(comparable(*reopened) == comparable(*source));
+            const auto& a = source->snapshot;
+            const auto& b = reopened->snapshot;
+            REQUIRE(a.devices.size() == b.devices.size());
+            for (size_t d = 0; d < a.devices.size(); ++d) {
+                CHECK(a.devices[d].trace.stack.size() == b.devices[d].trace.stack.size());
+                CHECK(a.devices[d].trace.category == b.devices[d].trace.category);
+                CHECK(a.devices[d].deviceType == b.devices[d].deviceType);
+                CHECK(a.devices[d].sourceFile == b.devices[d].sourceFile);
+                CHECK(sameStacks(a, b, d));
+                CHECK(reopened->timelines[d].allocated == source->timelines[d].allocated);
+                CHECK(reopened->timelines[d].reserved == source->timelines[d].reserved);
+            }
+            CHECK(a.timeWindows.size() == b.timeWindows.size());
+            CHECK(reopened->timelines.size() == source->timelines.size());
+        }
+        ++count;
+    }
+    CHECK(count >= 20);
+}
+
+TEST_CASE(".hrt forward compatibility and version errors", "[hrt][errors]")
+{
+    auto source = Loader::load((fs::path(HEADROOM_SOURCE_DIR) / "tests/fixtures/oom.pickle").string());
+    Snapshot& snap = const_cast<Snapshot&>(source->snapshot);
+    snap.userData = R"({"notes":["peak is the optimizer"],"bookmarks":[12]})";
+    const std::vector<uint8_t> file = NativeFormat::encode(snap);
+    const nlohmann::json expected = comparable(*source);
+
+    // Unknown, non-critical section from a newer writer: skipped.
+    auto newer = Loader::loadBytes("n.hrt", withSection(file, "ZZZZ", 0, "future stuff"));
+    CHECK(comparable(*newer) == expected);
+    CHECK(newer->snapshot.userData == snap.userData);
+    // Unknown critical section: a clear error.
+    CHECK_THAT(errorOf(withSection(file, "ZZZZ", 2, "x")),
+               Catch::Contains("section 'ZZZZ' is required") && Catch::Contains("newer Headroom"));
+    // A newer minor version reads; a newer major version is refused clearly.
+    auto minor = file;
+    minor[10] = 7;
+    CHECK(comparable(*Loader::loadBytes("m.hrt", minor)) == expected);
+    auto major = file;
+    major[8] = 2;
+    CHECK_THAT(errorOf(major), Catch::Contains("x.hrt: byte 8: Headroom trace format version 2.0 cannot be read") &&
+                                   Catch::Contains("newer Headroom"));
+}
+
+TEST_CASE("Corrupt .hrt files give errors, never crashes", "[hrt][errors]")
+{
+    auto source = Loader::load((fs::path(HEADROOM_SOURCE_DIR) / "tests/fixtures/ring_wrapped.pickle").string());
+    for (bool compress : {true, false}) {
+        NativeFormat::WriteOptions opt;
+        opt.compress = compress;
+        const std::vector<uint8_t> file = NativeFormat::encode(source->snapshot, opt);
+        for (size_t cut = 9; cut < file.size(); cut += std::max<size_t>(1, file.size() / 97)) {
+            INFO("cut at " << cut);
+            CHECK_THAT(errorOf(std::vector<uint8_t>(file.begin(), file.begin() + static_cast<long>(cut))),
+                       Catch::Contains("x.hrt"));
+        }
+        // Flipped bytes: either a clean error or a model that still loads.
+        for (size_t at = 24; at < file.size(); at += std::max<size_t>(1, file.size() / 61)) {
+            auto bad = file;
+            bad[at] ^= 0x5a;
+            try {
+                Loader::loadBytes("x.hrt", bad);
+            } catch (const LoadError& e) {
+                CHECK_THAT(std::string(e.what()), Catch::Contains("x.hrt"));
+            }
+        }
+    }
+}
+
+TEST_CASE("Saves are atomic", "[hrt]")
+{
+    const fs::path dir = fs::temp_directory_path() / ("headroom-atomic-" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    const fs::path target = dir / "trace.hrt";
+    auto source = Loader::load((fs::path(HEADROOM_SOURCE_DIR) / "tests/fixtures/oom.pickle").string());
+    NativeFormat::write(source->snapshot, target.string());
+    const auto first = readAll(target.string());
+    CHECK(comparable(*Loader::load(target.string())) == comparable(*source));
+    // Overwrite: the new content replaces the old in one step, no temporary files remain.
+    auto other = Loader::load((fs::path(HEADROOM_SOURCE_DIR) / "tests/fixtures/expandable.pickle").string());
+    NativeFormat::write(other->snapshot, target.string());
+    CHECK(comparable(*Loader::load(target.string())) == comparable(*other));
+    int entries = 0;
+    for (const auto& e : fs::directory_iterator(dir))
+        entries += e.is_regular_file();
+    CHECK(entries == 1);
+    // A failing save (the target is a directory, so rename fails) leaves the old file intact.
+    const fs::path blocked = dir / "blocked";
+    fs::create_directories(blocked / "child");
+    CHECK_THROWS_AS(AtomicFile::write(blocked.string(), first), SaveError);
+    CHECK(fs::is_directory(blocked / "child"));
+    CHECK_THROWS_AS(AtomicFile::write((dir / "missing/dir/x.hrt").string(), first), SaveError);
+    entries = 0;
+    for (const auto& e : fs::directory_iterator(dir))
+        entries += e.is_regular_file();
+    CHECK(entries == 1);
+    fs::remove_all(dir);
+}
