@@ -68,8 +68,7 @@ int takeScreenshot(headroom::MainWindow& window, const QString& out, const QStri
         std::fprintf(stderr, "headroom: %s has no device %d\n", qPrintable(file), device);
         return 2;
     }
-    QApplication::processEvents(); // layout of the new data, queued replots
-    window.timelineView()->replotNow();
+    QApplication::processEvents(); // layout of the new data and the queued replot
     const QPixmap pixmap = window.grab();
     if (!pixmap.save(out, "PNG")) {
         std::fprintf(stderr, "headroom: cannot write %s\n", qPrintable(out));

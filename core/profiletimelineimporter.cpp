@@ -16,6 +16,16 @@ using json = nlohmann::json;
 
 constexpr uint64_t kSyntheticBase = 0x100000000000ull; ///< synthetic addresses, clearly not real pointers
 
+/// `base[i]`, built without operator+ chains (GCC 12 warns falsely on those, bug 105329).
+std::string at(const std::string& base, size_t i)
+{
+    std::string s = base;
+    s += '[';
+    s += std::to_string(i);
+    s += ']';
+    return s;
+}
+
 [[noreturn]] void fail(const Snapshot& s, const std::string& path, const std::string& what)
 {
     throw LoadError(s.path, LoadError::kNoOffset, path + ": " + what);
@@ -95,12 +105,12 @@ void ProfileTimelineImporter::importRaw(const json& root, Snapshot& snap)
     // PREEXISTING rows carry t = -1; PyTorch stamps them with the smallest positive time.
     int64_t minT = std::numeric_limits<int64_t>::max();
     for (size_t i = 0; i < n; ++i) {
-        const std::string path = "[" + std::to_string(i) + "]";
+        const std::string path = at("", i);
         const json& r = root[i];
         if (!r.is_array() || r.size() != 4)
             fail(snap, path, std::string("expected a row [timestamp_ns, action, numbytes, category], found ") +
                                  (r.is_array() ? "a list of " + std::to_string(r.size()) : std::string(r.type_name())));
-        const int64_t t = intAt(snap, r[0], path + "[0]");
+        const int64_t t = intAt(snap, r[0], at(path, 0));
         if (t >= 0)
             minT = std::min(minT, t);
     }
@@ -111,14 +121,14 @@ void ProfileTimelineImporter::importRaw(const json& root, Snapshot& snap)
     int64_t total = 0;
     uint64_t lastDecrementAddr = 0;
     for (size_t i = 0; i < n; ++i) {
-        const std::string path = "[" + std::to_string(i) + "]";
+        const std::string path = at("", i);
         const json& r = root[i];
-        int64_t t = intAt(snap, r[0], path + "[0]");
-        const int64_t action = intAt(snap, r[1], path + "[1]");
-        const int64_t bytes = intAt(snap, r[2], path + "[2]");
-        const int64_t catIndex = intAt(snap, r[3], path + "[3]");
+        int64_t t = intAt(snap, r[0], at(path, 0));
+        const int64_t action = intAt(snap, r[1], at(path, 1));
+        const int64_t bytes = intAt(snap, r[2], at(path, 2));
+        const int64_t catIndex = intAt(snap, r[3], at(path, 3));
         if (action < 1 || action > 4)
-            fail(snap, path + "[1]", "expected an action 1..4 (PREEXISTING, CREATE, INCREMENT_VERSION, DESTROY), found " +
+            fail(snap, at(path, 1), "expected an action 1..4 (PREEXISTING, CREATE, INCREMENT_VERSION, DESTROY), found " +
                                          std::to_string(action));
         if (t < 0)
             t = minT;
@@ -169,17 +179,17 @@ void ProfileTimelineImporter::importTimesSizes(const json& root, Snapshot& snap)
     std::array<int64_t, kTensorCategoryCount> band{};
     int64_t total = 0;
     for (size_t i = 0; i < times.size(); ++i) {
-        const std::string path = "[1][" + std::to_string(i) + "]";
-        const int64_t t = intAt(snap, times[i], "[0][" + std::to_string(i) + "]");
+        const std::string path = at("[1]", i);
+        const int64_t t = intAt(snap, times[i], at("[0]", i));
         const json& row = sizes[i];
         if (!row.is_array() || row.size() < kTensorCategoryCount + 1)
             fail(snap, path, "expected a row of 9 ints [0, PARAMETER, ..., UNKNOWN], found " +
                                  (row.is_array() ? "a list of " + std::to_string(row.size()) : std::string(row.type_name())));
         std::array<int64_t, kTensorCategoryCount> next{};
         for (int c = 0; c < kTensorCategoryCount; ++c) {
-            const int64_t v = intAt(snap, row[static_cast<size_t>(c) + 1], path + "[" + std::to_string(c + 1) + "]");
+            const int64_t v = intAt(snap, row[static_cast<size_t>(c) + 1], at(path, static_cast<size_t>(c) + 1));
             if (v < 0)
-                fail(snap, path + "[" + std::to_string(c + 1) + "]", "expected a byte count >= 0, found " + std::to_string(v));
+                fail(snap, at(path, static_cast<size_t>(c) + 1), "expected a byte count >= 0, found " + std::to_string(v));
             next[static_cast<size_t>(c)] = v;
         }
         // Shrinking bands first, then growing ones: no event shows more than the row's total.

@@ -66,14 +66,17 @@ TimelineView::TimelineView(QWidget* parent)
     m_allocated->setLineStyle(QCPGraph::lsStepLeft);
     QColor fill = kAllocatedColor;
     fill.setAlpha(90);
-    m_allocated->setPen(QPen(kAllocatedColor, 1.5));
+    m_allocated->setPen(QPen(kAllocatedColor, 1)); // width 1: the fast line path, no stroker
     m_allocated->setBrush(fill);
     m_allocated->setAdaptiveSampling(false); // downsampled already, keeping every extreme
+    // A min/max-downsampled curve has a vertical edge in almost every pixel column: an
+    // aliased fill and 1-pixel pens (no QStroker) keep a replot near 0.1 s instead of 0.4 s.
+    m_allocated->setAntialiasedFill(false);
 
     m_reserved = m_plot->addGraph();
     m_reserved->setName(tr("reserved"));
     m_reserved->setLineStyle(QCPGraph::lsStepLeft);
-    m_reserved->setPen(QPen(kReservedColor, 1.5));
+    m_reserved->setPen(QPen(kReservedColor, 1));
     m_reserved->setAdaptiveSampling(false);
 
     m_plot->yAxis->setTicker(QSharedPointer<QCPAxisTicker>(new ByteAxisTicker));
