@@ -217,7 +217,8 @@ InputBuffer InputBuffer::open(const std::string& path, uint64_t maxInflated)
         ::close(fd);
         throw LoadError(path, 0, "the file is empty; expected a memory snapshot or trace");
     }
-    void* map = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+    // MAP_POPULATE: the whole file is read anyway; one prefault beats a page fault per 4 KiB.
+    void* map = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
     if (map == MAP_FAILED) {
         // Fall back to reading (some filesystems cannot map).
         std::vector<uint8_t> bytes(static_cast<size_t>(st.st_size));

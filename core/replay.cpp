@@ -2,7 +2,7 @@
 #include "core/replay.h"
 
 #include <algorithm>
-#include <unordered_map>
+#include "core/addressmap.h"
 
 namespace headroom {
 
@@ -36,8 +36,8 @@ MemoryTimeline replayDevice(const DeviceData& dev)
 
     t.allocated.resize(n);
     t.reserved.resize(n);
-    std::unordered_map<uint64_t, uint32_t> open; // addr -> allocation index
-    open.reserve(1024);
+    AddressMap open; // addr -> allocation index
+    t.allocations.reserve(n / 2 + 16);
     int64_t running = 0;     // allocated delta since the start
     int64_t initial = 0;     // allocations alive before the window
     int64_t reservedDelta = 0;
@@ -45,25 +45,24 @@ MemoryTimeline replayDevice(const DeviceData& dev)
         const int64_t size = ev.size[i];
         switch (ev.action[i]) {
         case TraceAction::Alloc: {
-            if (auto it = open.find(ev.addr[i]); it != open.end()) {
+            if (const uint32_t prev = open.find(ev.addr[i]); prev != AddressMap::kMissing) {
                 // The address was reused without a recorded free (events lost): close the old one.
-                Allocation& old = t.allocations[it->second];
+                Allocation& old = t.allocations[prev];
                 old.end = static_cast<int64_t>(i);
                 running -= old.size;
-                open.erase(it);
             }
-            open.emplace(ev.addr[i], static_cast<uint32_t>(t.allocations.size()));
+            open.set(ev.addr[i], static_cast<uint32_t>(t.allocations.size()));
             t.allocations.push_back({ev.addr[i], size, static_cast<int64_t>(i), Allocation::kStillAlive, ev.stack[i]});
             running += size;
             break;
         }
         case TraceAction::FreeCompleted:
         case TraceAction::Free: {
-            if (auto it = open.find(ev.addr[i]); it != open.end()) {
-                Allocation& a = t.allocations[it->second];
+            if (const uint32_t idx = open.find(ev.addr[i]); idx != AddressMap::kMissing) {
+                Allocation& a = t.allocations[idx];
                 a.end = static_cast<int64_t>(i);
                 running -= a.size;
-                open.erase(it);
+                open.erase(ev.addr[i]);
             } else {
                 // Freed but never allocated in the window: alive since before it.
                 initial += size;
@@ -91,24 +90,25 @@ MemoryTimeline replayDevice(const DeviceData& dev)
     // A free_requested that no free_completed (or re-alloc) follows at the same address is
     // still pending at snapshot time. One backward pass: the next action seen per address.
     {
-        std::unordered_map<uint64_t, TraceAction> next;
+        AddressMap next; // addr -> the next alloc/free action at that address
         for (size_t k = n; k-- > 0;) {
             const TraceAction a = ev.action[k];
             if (a == TraceAction::FreeRequested) {
-                auto it = next.find(ev.addr[k]);
-                const bool completed = it != next.end() && it->second != TraceAction::FreeRequested;
+                const uint32_t after = next.find(ev.addr[k]);
+                const bool completed = after != AddressMap::kMissing &&
+                                       static_cast<TraceAction>(after) != TraceAction::FreeRequested;
                 if (!completed)
                     ++t.pendingFreeCount;
             }
             if (a == TraceAction::Alloc || a == TraceAction::FreeRequested || a == TraceAction::FreeCompleted ||
                 a == TraceAction::Free)
-                next[ev.addr[k]] = a;
+                next.set(ev.addr[k], static_cast<uint32_t>(a));
         }
     }
 
     // Ghost blocks: active at the end with no open allocation.
     for (const Block& b : dev.blocks) {
-        if (b.state != BlockState::ActiveAllocated || open.count(b.address))
+        if (b.state != BlockState::ActiveAllocated || open.find(b.address) != AddressMap::kMissing)
             continue;
         initial += b.requestedSize;
         t.allocations.push_back({b.address, b.requestedSize, Allocation::kBeforeWindow, Allocation::kStillAlive, b.stack});

@@ -160,3 +160,73 @@ TEST_CASE("analyze --json carries the documented keys", "[analysis]")
         CHECK(t["frames"].size() <= 3);
     }
 }
+
+TEST_CASE("The recording helper's phase markers and iteration counter are recognised", "[analysis]")
+{
+    // A snapshot as python/headroom_record.py leaves it: `## forward ##`, `## loss ##`,
+    // `## backward ##`, `## optimizer ##` and `headroom.iteration#N` windows in
+    // external_annotations; backward allocations without frames (stacks='python').
+    nlohmann::json trace = nlohmann::json::array();
+    nlohmann::json notes = nlohmann::json::array();
+    int64_t t = 1700000000000000;
+    uint64_t addr = 0x7f0000000000;
+    auto mark = [&](const std::string& name, const char* stage) {
+        notes.push_back({{"name", name}, {"stage", stage}, {"device", 0}, {"time_us", t++}});
+    };
+    auto alloc = [&](int64_t size) {
+        trace.push_back({{"action", "alloc"}, {"addr", addr}, {"size", size}, {"stream", 0}, {"time_us", t++}});
+        return addr += 1 << 20;
+    };
+    auto free = [&](uint64_t a, int64_t size) {
+        trace.push_back({{"action", "free_requested"}, {"addr", a}, {"size", size}, {"stream", 0}, {"time_us", t}});
+        trace.push_back({{"action", "free_completed"}, {"addr", a}, {"size", size}, {"stream", 0}, {"time_us", t++}});
+    };
+    std::vector<std::pair<uint64_t, int64_t>> state;
+    for (int step = 0; step < 3; ++step) {
+        mark("headroom.iteration#" + std::to_string(step), "START");
+        mark("## forward ##", "START");
+        const uint64_t act = alloc(4096) - (1 << 20);
+        mark("## forward ##", "END");
+        mark("## loss ##", "START");
+        const uint64_t loss = alloc(512) - (1 << 20);
+        mark("## loss ##", "END");
+        mark("## backward ##", "START");
+        const uint64_t grad = alloc(2048) - (1 << 20);
+        free(act, 4096);
+        free(loss, 512);
+        mark("## backward ##", "END");
+        mark("## optimizer ##", "START");
+        if (step == 0)
+            state.emplace_back(alloc(2048) - (1 << 20), 2048);
+        free(grad, 2048);
+        mark("## optimizer ##", "END");
+        mark("headroom.iteration#" + std::to_string(step), "END");
+    }
+    const nlohmann::json snap = {{"segments", nlohmann::json::array()},
+                                 {"device_traces", nlohmann::json::array({trace})},
+                                 {"external_annotations", notes}};
+    const std::string text = snap.dump();
+    auto loaded = Loader::loadBytes("recorded.json", std::vector<uint8_t>(text.begin(), text.end()));
+    const DeviceAnalysis a = analyzeDevice(*loaded, 0);
+    CHECK(a.phases.iterations.size() == 3);
+    CHECK(a.phases.iterationSource == "annotations");
+    const auto& ev = loaded->snapshot.devices[0].trace;
+    std::map<int64_t, Phase> expected = {{4096, Phase::Forward}, {512, Phase::Loss}};
+    int checked = 0;
+    for (size_t i = 0; i < ev.count(); ++i) {
+        if (ev.action[i] != TraceAction::Alloc)
+            continue;
+        if (ev.size[i] == 4096)
+            CHECK(a.phases.eventPhase[i] == Phase::Forward);
+        else if (ev.size[i] == 512)
+            CHECK(a.phases.eventPhase[i] == Phase::Loss);
+        ++checked;
+    }
+    CHECK(checked == 10);
+    // The state born in the first optimizer step and kept is optimizer state; grads are gradients.
+    CHECK(categoryBytes(a.atEnd, TensorCategory::OptimizerState) == 2048);
+    const MemoryTimeline& tl = loaded->timelines[0];
+    for (size_t i = 0; i < tl.allocations.size(); ++i)
+        if (tl.allocations[i].size == 4096)
+            CHECK(a.classes[i].category == TensorCategory::Activation);
+}

@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: MIT
+#include "core/addressmap.h"
 #include "core/downsample.h"
 #include "core/replay.h"
 #include "core/units.h"
 
 #include <catch2/catch.hpp>
+
+#include <random>
+#include <unordered_map>
 
 using namespace headroom;
 
@@ -84,4 +88,30 @@ TEST_CASE("Sizes are shown in binary units", "[units]")
     CHECK(formatBytes(54802667524) == "51.04 GiB");
     CHECK(formatBytes(-3 * 1048576) == "-3.00 MiB");
     CHECK(formatDurationUs(1500) == "1.5 ms");
+}
+
+TEST_CASE("AddressMap behaves like a map under random inserts and erases", "[replay]")
+{
+    AddressMap m(4);
+    std::unordered_map<uint64_t, uint32_t> ref;
+    std::mt19937_64 rng(42);
+    for (int i = 0; i < 200000; ++i) {
+        const uint64_t key = 0x7f0000000000ull + (rng() % 4096) * 512; // clustered, like addresses
+        switch (rng() % 3) {
+        case 0:
+            m.set(key, static_cast<uint32_t>(i));
+            ref[key] = static_cast<uint32_t>(i);
+            break;
+        case 1:
+            CHECK(m.erase(key) == (ref.erase(key) == 1));
+            break;
+        default: {
+            auto it = ref.find(key);
+            REQUIRE(m.find(key) == (it == ref.end() ? AddressMap::kMissing : it->second));
+        }
+        }
+    }
+    CHECK(m.size() == ref.size());
+    for (auto [k, v] : ref)
+        REQUIRE(m.find(k) == v);
 }
