@@ -25,6 +25,18 @@ std::string times(double x)
     return buf;
 }
 
+/// Allocated bytes just before an event (what the process held when it was issued).
+int64_t allocatedBefore(const MemoryTimeline& tl, int64_t event)
+{
+    return event > 0 && static_cast<size_t>(event) <= tl.allocated.size() ? tl.allocated[event - 1]
+                                                                          : tl.initialAllocated;
+}
+
+int64_t reservedAt(const MemoryTimeline& tl, int64_t event)
+{
+    return event >= 0 && static_cast<size_t>(event) < tl.reserved.size() ? tl.reserved[event] : tl.initialReserved;
+}
+
 std::string topCategories(const Breakdown& b, size_t count)
 {
     std::vector<size_t> idx(static_cast<size_t>(kTensorCategoryCount));
@@ -50,7 +62,7 @@ Finding capacityFinding(const MemoryTimeline& tl, const DeviceData& dev, const D
     std::string needText = "peak allocated " + formatBytes(need);
     if (!dev.ooms.empty()) {
         const OomEvent& o = dev.ooms.front();
-        const int64_t held = o.eventIndex > 0 ? tl.allocated[o.eventIndex - 1] : tl.initialAllocated;
+        const int64_t held = allocatedBefore(tl, o.eventIndex);
         need = std::max(need, held + o.size);
         needText = "allocated at the OOM " + formatBytes(held) + " + failing request " + formatBytes(o.size);
     }
@@ -204,10 +216,8 @@ std::optional<Finding> oomFinding(const MemoryTimeline& tl, const DeviceData& de
     if (dev.ooms.empty())
         return std::nullopt;
     const OomEvent& o = dev.ooms.front();
-    const int64_t held = o.eventIndex >= 0 && static_cast<size_t>(o.eventIndex) < tl.reserved.size()
-                             ? tl.reserved[o.eventIndex]
-                             : tl.initialReserved;
-    const int64_t allocated = o.eventIndex > 0 ? tl.allocated[o.eventIndex - 1] : tl.initialAllocated;
+    const int64_t held = reservedAt(tl, o.eventIndex);
+    const int64_t allocated = allocatedBefore(tl, o.eventIndex);
     Finding f;
     f.kind = "oom";
     f.verdict = "a request of " + formatBytes(o.size) + " failed with " + formatBytes(o.deviceFree) +
@@ -232,10 +242,7 @@ CapacityEstimate estimateCapacity(const LoadedTrace& trace, size_t deviceIndex, 
     const MemoryTimeline& tl = trace.timelines[deviceIndex];
     if (!dev.ooms.empty()) {
         const OomEvent& o = dev.ooms.front();
-        const int64_t reserved = o.eventIndex >= 0 && static_cast<size_t>(o.eventIndex) < tl.reserved.size()
-                                     ? tl.reserved[o.eventIndex]
-                                     : tl.initialReserved;
-        return {reserved + o.deviceFree, "OOM record: reserved + device free"};
+        return {reservedAt(tl, o.eventIndex) + o.deviceFree, "OOM record: reserved + device free"};
     }
     return {0, "unknown"};
 }

@@ -27,17 +27,6 @@ const char* typeName(const json& v)
     }
 }
 
-BlockState blockStateFrom(std::string_view s)
-{
-    if (s == "active_allocated")
-        return BlockState::ActiveAllocated;
-    if (s == "active_pending_free" || s == "active_awaiting_free")
-        return BlockState::ActivePendingFree;
-    if (s == "inactive")
-        return BlockState::Inactive;
-    return BlockState::Unknown;
-}
-
 class Importer {
 public:
     explicit Importer(Snapshot& snap) : m_snap(snap) {}
@@ -230,7 +219,7 @@ void Importer::importSegment(const json& seg, const std::string& path)
             if (auto st = b.find("state"); st != b.end()) {
                 if (!st->is_string())
                     fail(bpath + ".state", std::string("expected a string, found ") + typeName(*st));
-                blk.state = blockStateFrom(st->get_ref<const std::string&>());
+                blk.state = blockStateFromName(st->get_ref<const std::string&>());
             }
             int64_t requested = intField(b, "requested_size", bpath, 0);
             if (b.contains("frames")) {

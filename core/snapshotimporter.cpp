@@ -125,17 +125,6 @@ void Importer::importSegments(Value list, const std::string& path)
         importSegment(segs[i], path + "[" + std::to_string(i) + "]");
 }
 
-BlockState blockStateFrom(std::string_view s)
-{
-    if (s == "active_allocated")
-        return BlockState::ActiveAllocated;
-    if (s == "active_pending_free" || s == "active_awaiting_free")
-        return BlockState::ActivePendingFree;
-    if (s == "inactive")
-        return BlockState::Inactive;
-    return BlockState::Unknown;
-}
-
 void Importer::importSegment(Value seg, const std::string& path)
 {
     if (!m_doc.isDict(seg))
@@ -181,7 +170,7 @@ void Importer::importSegment(Value seg, const std::string& path)
                 auto text = m_doc.asString(*st);
                 if (!text)
                     fail(bpath + ".state", std::string("expected a string, found ") + m_doc.typeName(*st));
-                blk.state = blockStateFrom(*text);
+                blk.state = blockStateFromName(*text);
             }
             int64_t requested = intField(b, "requested_size", bpath, 0);
             if (m_doc.get(b, "frames")) {

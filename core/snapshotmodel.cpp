@@ -38,6 +38,17 @@ TraceAction actionFromName(std::string_view n)
     return TraceAction::Other;
 }
 
+BlockState blockStateFromName(std::string_view s)
+{
+    if (s == "active_allocated")
+        return BlockState::ActiveAllocated;
+    if (s == "active_pending_free" || s == "active_awaiting_free")
+        return BlockState::ActivePendingFree;
+    if (s == "inactive")
+        return BlockState::Inactive;
+    return BlockState::Unknown;
+}
+
 void TraceEvents::reserve(size_t n)
 {
     action.reserve(n);

@@ -66,6 +66,9 @@ struct TraceEvents {
 
 enum class BlockState : uint8_t { ActiveAllocated, ActivePendingFree, Inactive, Unknown };
 
+/// The block `state` strings; "active_awaiting_free" (the docstring's spelling) is accepted.
+BlockState blockStateFromName(std::string_view name);
+
 struct Block {
     uint64_t address = 0;
     int64_t size = 0;
