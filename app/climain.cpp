@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // headroom-cli: the headless front end of core/ (summaries for scripts, CI and servers).
 #include "app/cliformats.h"
+#include "app/cliwhatif.h"
 #include "core/analysisreport.h"
 #include "core/loader.h"
 #include "core/loaderror.h"
@@ -46,6 +47,9 @@ int main(int argc, char** argv)
     convert->add_option("OUT", convertOut, "Output .hrt file (written atomically)")->required();
     convert->add_flag("--uncompressed", convertRaw, "Store sections without zstd (larger, for debugging)");
 
+    headroom::cli::WhatIfCommands whatIf;
+    whatIf.add(app);
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -77,6 +81,8 @@ int main(int argc, char** argv)
             return 2;
         }
     }
+    if (whatIf.parsed())
+        return whatIf.run();
     if (convert->parsed())
         return headroom::cli::convert(convertIn, convertOut, convertRaw);
     if (!summary->parsed()) {

@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: MIT
 // headroom: the desktop memory-snapshot explorer.
 //   headroom [FILE]
-//   headroom --screenshot OUT.png FILE   (renders offscreen, writes the PNG, exits)
+//   headroom --screenshot OUT.png [--view NAME] FILE   (renders offscreen, writes the image, exits)
+#include "ui/explorer.h"
+#include "ui/explorerview.h"
 #include "ui/loadcontroller.h"
 #include "ui/mainwindow.h"
+#include "ui/theme.h"
 #include "ui/timelineview.h"
+#include "ui/viewexport.h"
 
 #include <QApplication>
 #include <QCommandLineParser>
@@ -37,8 +41,21 @@ void preferOffscreenWhenHeadless(int argc, char** argv)
         qputenv("QT_QPA_PLATFORM", "offscreen");
 }
 
-int takeScreenshot(headroom::MainWindow& window, const QString& out, const QString& file, int device)
+int takeScreenshot(headroom::MainWindow& window, const QString& out, const QString& file, int device,
+                   const QString& viewName)
 {
+    headroom::ExplorerView* view = nullptr;
+    if (!viewName.isEmpty()) {
+        view = window.explorer()->view(viewName);
+        if (!view) {
+            QStringList names;
+            for (headroom::ExplorerView* v : window.explorer()->views())
+                names << v->viewId();
+            std::fprintf(stderr, "headroom: no view \"%s\"; the views are: %s\n", qPrintable(viewName),
+                         qPrintable(names.join(QStringLiteral(", "))));
+            return 2;
+        }
+    }
     window.resize(kScreenshotWidth, kScreenshotHeight);
     window.show();
     QString error;
@@ -68,9 +85,25 @@ int takeScreenshot(headroom::MainWindow& window, const QString& out, const QStri
         std::fprintf(stderr, "headroom: %s has no device %d\n", qPrintable(file), device);
         return 2;
     }
+    // The analysis fills in every view a moment after the load.
+    if (!window.explorer()->data()) {
+        QEventLoop analysed;
+        QObject::connect(window.explorer(), &headroom::Explorer::dataAvailable, &analysed, &QEventLoop::quit);
+        analysed.exec();
+    }
+    if (view)
+        window.explorer()->showView(viewName);
     QApplication::processEvents(); // layout of the new data and the queued replot
+    if (view) {
+        QString error;
+        if (!headroom::ViewExport::save(view, out, &error, QSize(kScreenshotWidth, kScreenshotHeight))) {
+            std::fprintf(stderr, "headroom: %s\n", qPrintable(error));
+            return 2;
+        }
+        return 0;
+    }
     const QPixmap pixmap = window.grab();
-    if (!pixmap.save(out, "PNG")) {
+    if (!pixmap.save(out)) {
         std::fprintf(stderr, "headroom: cannot write %s\n", qPrintable(out));
         return 2;
     }
@@ -100,6 +133,14 @@ int main(int argc, char** argv)
     QCommandLineOption deviceOption(QStringLiteral("device"), QStringLiteral("Show this device (its ordinal) first."),
                                     QStringLiteral("N"));
     parser.addOption(deviceOption);
+    QCommandLineOption viewOption(QStringLiteral("view"),
+                                  QStringLiteral("With --screenshot: render only this view (timeline, breakdown, "
+                                                 "allocations, stacks, diagnosis, allocator); .png, .svg or .pdf."),
+                                  QStringLiteral("NAME"));
+    parser.addOption(viewOption);
+    QCommandLineOption themeOption(QStringLiteral("theme"), QStringLiteral("system, light or dark (default: the saved choice)."),
+                                   QStringLiteral("THEME"));
+    parser.addOption(themeOption);
     parser.addPositionalArgument(QStringLiteral("file"), QStringLiteral("A memory snapshot to open."),
                                  QStringLiteral("[FILE]"));
     parser.process(app);
@@ -119,13 +160,21 @@ int main(int argc, char** argv)
             return 2;
         }
     }
+    headroom::Theme theme = headroom::savedTheme();
+    if (parser.isSet(themeOption)) {
+        const QString t = parser.value(themeOption);
+        theme = t == QLatin1String("dark") ? headroom::Theme::Dark
+              : t == QLatin1String("light") ? headroom::Theme::Light
+                                            : headroom::Theme::System;
+    }
+    headroom::applyTheme(theme);
     headroom::MainWindow window;
     if (parser.isSet(screenshotOption)) {
         if (files.size() != 1) {
             std::fprintf(stderr, "headroom: --screenshot needs exactly one FILE\n");
             return 2;
         }
-        return takeScreenshot(window, parser.value(screenshotOption), files.first(), device);
+        return takeScreenshot(window, parser.value(screenshotOption), files.first(), device, parser.value(viewOption));
     }
     window.resize(kScreenshotWidth, kScreenshotHeight);
     window.show();

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <optional>
 
@@ -80,7 +81,19 @@ private:
     {
         throw LoadError(m_snap.path, LoadError::kNoOffset, path + ": " + what);
     }
+    /// Integers beyond ±2^62 are refused here, so later negations and sums cannot overflow
+    /// (found by the bad-input corpus: Bytes = -2^63 was negated).
     int64_t intOf(const json& v, const std::string& path) const
+    {
+        constexpr int64_t kLimit = int64_t(1) << 62;
+        if (v.is_number_float() && std::isfinite(v.get<double>()) && std::fabs(v.get<double>()) > double(kLimit))
+            fail(path, "number " + v.dump() + " is out of range");
+        const int64_t r = intOfUnchecked(v, path);
+        if ((v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(kLimit)) || r > kLimit || r < -kLimit)
+            fail(path, "number " + v.dump() + " is out of range");
+        return r;
+    }
+    int64_t intOfUnchecked(const json& v, const std::string& path) const
     {
         if (v.is_number_unsigned())
             return static_cast<int64_t>(v.get<uint64_t>());
@@ -103,12 +116,24 @@ private:
     /// `ts`/`dur` in µs, integer (≤ 2.3) or fractional with ns digits (2.4+), to ns.
     int64_t nsOf(const json& v, const std::string& path) const
     {
-        if (v.is_number_integer() && !v.is_number_unsigned())
-            return v.get<int64_t>() * 1000;
-        if (v.is_number_unsigned())
+        // Range-checked before the * 1000 (found by fuzzing: a ts of 1.6e16 overflowed int64).
+        constexpr int64_t kMaxUs = std::numeric_limits<int64_t>::max() / 1000;
+        if (v.is_number_integer() && !v.is_number_unsigned()) {
+            const int64_t us = v.get<int64_t>();
+            if (us > kMaxUs || us < -kMaxUs)
+                fail(path, "time " + std::to_string(us) + " us is out of range");
+            return us * 1000;
+        }
+        if (v.is_number_unsigned()) {
+            if (v.get<uint64_t>() > static_cast<uint64_t>(kMaxUs))
+                fail(path, "time " + std::to_string(v.get<uint64_t>()) + " us is out of range");
             return static_cast<int64_t>(v.get<uint64_t>()) * 1000;
-        if (v.is_number_float() && std::isfinite(v.get<double>()))
+        }
+        if (v.is_number_float() && std::isfinite(v.get<double>())) {
+            if (std::fabs(v.get<double>()) >= static_cast<double>(kMaxUs))
+                fail(path, "time " + std::to_string(v.get<double>()) + " us is out of range");
             return static_cast<int64_t>(std::llround(v.get<double>() * 1000.0));
+        }
         fail(path, std::string("expected a time in µs, found ") + v.type_name());
     }
     void memoryEvent(const json& e, const std::string& path, size_t order, bool oom);

@@ -13,6 +13,74 @@ namespace headroom {
 
 namespace {
 
+/// Every reader stores sizes and times as int64 as the file gives them; the replay and the
+/// analyses add them up. Refuse values no real trace has (found by fuzzing: a size near 2^62
+/// in an .hrt overflowed the replay's running total), so every later sum fits in int64.
+void checkRanges(const Snapshot& snap, const std::string& path)
+{
+    constexpr int64_t kMaxBytes = int64_t(1) << 50; // 1 PiB: no device comes near
+    constexpr uint64_t kMaxTotal = uint64_t(1) << 62;
+    constexpr int64_t kMaxTime = int64_t(1) << 60;  // microseconds: 36,000 years
+    auto mag = [](int64_t v) { return v < 0 ? uint64_t(0) - uint64_t(v) : uint64_t(v); };
+    auto bad = [&](const std::string& where, const char* what, int64_t v, const char* limit) {
+        throw LoadError(path, LoadError::kNoOffset,
+                        where + ": " + what + " " + std::to_string(v) + " is out of range (expected " + limit +
+                            "); the file is corrupt");
+    };
+    for (const DeviceData& dev : snap.devices) {
+        const std::string dn = "device " + std::to_string(dev.device);
+        const TraceEvents& ev = dev.trace;
+        uint64_t total = 0;
+        auto bytes = [&](const std::string& where, const char* what, int64_t v) {
+            if (mag(v) > uint64_t(kMaxBytes))
+                bad(where, what, v, "at most 1 PiB");
+            total += mag(v);
+            if (total > kMaxTotal)
+                bad(where, what, v, "the sizes to add up to less than 2^62 bytes");
+        };
+        for (size_t i = 0; i < ev.size.size(); ++i)
+            bytes(dn + ", trace entry " + std::to_string(i), "size", ev.size[i]);
+        for (size_t i = 0; i < ev.timeUs.size(); ++i)
+            if (ev.timeUs[i] != TraceEvents::kNoTime && mag(ev.timeUs[i]) > uint64_t(kMaxTime))
+                bad(dn + ", trace entry " + std::to_string(i), "time_us", ev.timeUs[i], "|t| < 2^60 us");
+        for (const auto& [i, v] : ev.deviceFree)
+            bytes(dn + ", trace entry " + std::to_string(i), "device_free", v);
+        total = 0;
+        for (size_t i = 0; i < ev.totalAllocated.size(); ++i)
+            if (mag(ev.totalAllocated[i]) > uint64_t(kMaxBytes))
+                bad(dn + ", trace entry " + std::to_string(i), "total allocated", ev.totalAllocated[i], "at most 1 PiB");
+        for (size_t i = 0; i < ev.totalReserved.size(); ++i)
+            if (mag(ev.totalReserved[i]) > uint64_t(kMaxBytes))
+                bad(dn + ", trace entry " + std::to_string(i), "total reserved", ev.totalReserved[i], "at most 1 PiB");
+        for (size_t i = 0; i < dev.segments.size(); ++i) {
+            const Segment& sg = dev.segments[i];
+            const std::string w = dn + ", segment " + std::to_string(i);
+            bytes(w, "total_size", sg.totalSize);
+            bytes(w, "allocated_size", sg.allocatedSize);
+            bytes(w, "active_size", sg.activeSize);
+            bytes(w, "requested_size", sg.requestedSize);
+        }
+        for (size_t i = 0; i < dev.blocks.size(); ++i) {
+            const std::string w = dn + ", block " + std::to_string(i);
+            bytes(w, "size", dev.blocks[i].size);
+            bytes(w, "requested_size", dev.blocks[i].requestedSize);
+        }
+        total = 0;
+        for (size_t i = 0; i < dev.ooms.size(); ++i) {
+            bytes(dn + ", oom " + std::to_string(i), "size", dev.ooms[i].size);
+            bytes(dn + ", oom " + std::to_string(i), "device_free", dev.ooms[i].deviceFree);
+        }
+    }
+    for (const TimeWindow& w : snap.timeWindows) {
+        if (mag(w.startUs) > uint64_t(kMaxTime) || mag(w.endUs) > uint64_t(kMaxTime))
+            bad("time window '" + w.name + "'", "time", mag(w.startUs) > uint64_t(kMaxTime) ? w.startUs : w.endUs,
+                "|t| < 2^60 us");
+    }
+    for (const Annotation& a : snap.annotations)
+        if (mag(a.timeUs) > uint64_t(kMaxTime))
+            bad("annotation '" + a.name + "'", "time", a.timeUs, "|t| < 2^60 us");
+}
+
 std::shared_ptr<const LoadedTrace> loadFromBuffer(const InputBuffer& in, const Loader::Options& options)
 {
     const uint8_t* d = in.data();
@@ -60,6 +128,7 @@ std::shared_ptr<const LoadedTrace> loadFromBuffer(const InputBuffer& in, const L
     }
     if (options.cancel && options.cancel->load())
         throw LoadCancelled();
+    checkRanges(snap, in.path());
     // Replay notes are derived, not stored twice: a reopened .hrt already carries them.
     auto addNote = [&snap](std::string note) {
         if (std::find(snap.notes.begin(), snap.notes.end(), note) == snap.notes.end())

@@ -4,12 +4,14 @@
 
 #include "core/atomicfile.h"
 #include "core/loaderror.h"
+#include "core/utf8.h"
 
 #include <nlohmann/json.hpp>
 #include <zstd.h>
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <span>
 
 namespace headroom {
@@ -182,6 +184,14 @@ public:
             fail("expected " + std::to_string(k) + " more bytes, the section ends after " +
                  std::to_string(m_n - m_pos) + "; the file is corrupt or truncated");
     }
+    /// A count read from the file must be backed by bytes (each item takes at least `each`)
+    /// before anything is sized by it: a corrupt count must not allocate gigabytes.
+    void needCount(uint64_t n, size_t each) const
+    {
+        if (n > (m_n - m_pos) / each)
+            fail("a count of " + std::to_string(n) + " items needs at least " + std::to_string(each) +
+                 " bytes each but the section has " + std::to_string(m_n - m_pos) + " left; the file is corrupt");
+    }
     template <typename T>
     T get()
     {
@@ -225,8 +235,10 @@ void readColumn(In& in, std::vector<T>& out, uint32_t enc, size_t len, size_t ex
                                     : std::to_string(expect * sizeof(T))) + " bytes, found " + std::to_string(len));
     if (enc != kEncRaw && enc != kEncDelta)
         in.fail(std::string("column ") + id + ": unknown encoding " + std::to_string(enc));
+    const uint8_t* src = in.take(len); // bounds-checked before anything is sized by len
     out.resize(len / sizeof(T));
-    std::memcpy(out.data(), in.take(len), len);
+    if (len > 0) // an empty column: out.data() may be null, which memcpy must not get
+        std::memcpy(out.data(), src, len);
     if (enc == kEncDelta) {
         using U = std::make_unsigned_t<T>;
         U acc = 0;
@@ -476,6 +488,40 @@ void readDevice(In& in, const ReadState& st, Snapshot& snap)
     snap.devices.push_back(std::move(d));
 }
 
+/// Decompresses one section into `buffer`, growing it with the output actually produced (not
+/// with the size the header claims: found by fuzzing, a 60 GiB claim allocated 60 GiB).
+void inflateSection(const std::string& path, size_t headerAt, const std::string& id, const uint8_t* payload,
+                    size_t stored, uint64_t rawSize, std::vector<uint8_t>& buffer)
+{
+    auto corrupt = [&](const std::string& why) {
+        throw LoadError(path, static_cast<int64_t>(headerAt + 24), "section '" + id + "': corrupt zstd data (" + why + ")");
+    };
+    std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
+    ZSTD_inBuffer inb{payload, stored, 0};
+    // One byte more than claimed, so output beyond the claim is seen.
+    const uint64_t capacity = rawSize + 1;
+    buffer.resize(std::min<uint64_t>(capacity, std::max<uint64_t>(uint64_t(stored) * 8, 1 << 20)));
+    size_t produced = 0;
+    while (true) {
+        ZSTD_outBuffer ob{buffer.data() + produced, buffer.size() - produced, 0};
+        const size_t ret = ZSTD_decompressStream(dctx.get(), &ob, &inb);
+        produced += ob.pos;
+        if (ZSTD_isError(ret))
+            corrupt(ZSTD_getErrorName(ret));
+        if (produced > rawSize)
+            corrupt("more data than the " + std::to_string(rawSize) + " bytes the header claims");
+        if (ret == 0 && inb.pos == inb.size)
+            break; // (ret 0 with input left: another frame follows)
+        if (produced == buffer.size())
+            buffer.resize(std::min<uint64_t>(capacity, uint64_t(buffer.size()) * 2));
+        else if (inb.pos == inb.size && ob.pos == 0)
+            corrupt("the data ends early");
+    }
+    if (produced != rawSize)
+        corrupt("wrong size: " + std::to_string(produced) + " bytes, the header claims " + std::to_string(rawSize));
+    buffer.resize(produced);
+}
+
 } // namespace
 
 void NativeFormat::read(const uint8_t* data, size_t size, const std::string& path, Snapshot& snap)
@@ -525,12 +571,7 @@ void NativeFormat::read(const uint8_t* data, size_t size, const std::string& pat
         if (flags & kCompressed) {
             if (rawSize > (uint64_t(1) << 36))
                 throw LoadError(path, static_cast<int64_t>(headerAt), "section '" + id + "' claims an implausible size");
-            buffer.resize(rawSize);
-            const size_t n = ZSTD_decompress(buffer.data(), buffer.size(), payload, stored);
-            if (ZSTD_isError(n) || n != rawSize)
-                throw LoadError(path, static_cast<int64_t>(headerAt + 24),
-                                "section '" + id + "': corrupt zstd data (" +
-                                    (ZSTD_isError(n) ? ZSTD_getErrorName(n) : "wrong size") + ")");
+            inflateSection(path, headerAt, id, payload, stored, rawSize, buffer);
             payload = buffer.data();
             payloadSize = rawSize;
         } else if (rawSize != stored) {
@@ -547,11 +588,17 @@ void NativeFormat::read(const uint8_t* data, size_t size, const std::string& pat
             snap.userData.assign(reinterpret_cast<const char*>(payload), payloadSize);
         } else if (id == "STRS") {
             const uint32_t n = in.get<uint32_t>();
+            in.needCount(n, 4);
             st.strRemap.resize(n);
-            for (uint32_t i = 0; i < n; ++i)
-                st.strRemap[i] = snap.frames.strings().intern(in.str());
+            for (uint32_t i = 0; i < n; ++i) {
+                const std::string_view sv = in.str();
+                if (utf8InvalidAt(reinterpret_cast<const uint8_t*>(sv.data()), sv.size()) != sv.size())
+                    in.fail("string " + std::to_string(i) + " is not valid UTF-8");
+                st.strRemap[i] = snap.frames.strings().intern(sv);
+            }
         } else if (id == "FRMS") {
             const uint32_t n = in.get<uint32_t>();
+            in.needCount(n, 16);
             st.frameRemap.resize(n);
             auto& pool = snap.frames.strings();
             for (uint32_t i = 0; i < n; ++i) {
@@ -564,6 +611,7 @@ void NativeFormat::read(const uint8_t* data, size_t size, const std::string& pat
             }
         } else if (id == "STKS") {
             const uint32_t n = in.get<uint32_t>();
+            in.needCount(static_cast<uint64_t>(n) + 1, 4);
             std::vector<uint32_t> offsets(static_cast<size_t>(n) + 1);
             for (auto& o : offsets)
                 o = in.get<uint32_t>();

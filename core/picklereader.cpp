@@ -2,6 +2,7 @@
 #include "core/picklereader.h"
 
 #include "core/loaderror.h"
+#include "core/utf8.h"
 
 #include <bit>
 #include <cstring>
@@ -157,10 +158,22 @@ private:
         }
         return t;
     }
+    static std::string hexByte(uint8_t b)
+    {
+        static const char* digits = "0123456789abcdef";
+        return {digits[b >> 4], digits[b & 15]};
+    }
     Value makeString(const uint8_t* at, uint64_t len, Tag tag)
     {
         if (static_cast<uint64_t>(m_end - m_p) < len)
             fail(at, "string length " + std::to_string(len) + " runs past the end of the file; the file is truncated");
+        if (tag == Tag::Str) {
+            // Found by the bad-input corpus: a flipped byte in a frame name reached the JSON
+            // output as invalid UTF-8 and nlohmann::json threw from dump().
+            if (const size_t bad = utf8InvalidAt(m_p, len); bad != len)
+                fail(m_p + bad, "invalid UTF-8 in a string (byte 0x" + hexByte(m_p[bad]) +
+                                    "); the file is corrupt");
+        }
         const auto id = m_doc.m_strings.size();
         m_doc.m_strings.push_back({static_cast<uint64_t>(m_p - m_begin), len});
         m_wordCache.push_back(Word::Unclassified);

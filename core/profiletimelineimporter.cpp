@@ -3,6 +3,8 @@
 
 #include "core/loaderror.h"
 
+#include <cmath>
+
 #include <algorithm>
 #include <array>
 #include <limits>
@@ -33,12 +35,25 @@ std::string at(const std::string& base, size_t i)
 
 int64_t intAt(const Snapshot& s, const json& v, const std::string& path)
 {
-    if (v.is_number_unsigned())
+    // Beyond ±2^62 is refused, so the importer's negations and sums cannot overflow, and a
+    // float is range-checked before the cast (both found by the bad-input corpus: -2^63 was
+    // negated, 1e308 was cast to int64).
+    constexpr int64_t kLimit = int64_t(1) << 62;
+    auto outOfRange = [&]() { fail(s, path, "number " + v.dump() + " is out of range"); };
+    if (v.is_number_unsigned()) {
+        if (v.get<uint64_t>() > uint64_t(kLimit))
+            outOfRange();
         return static_cast<int64_t>(v.get<uint64_t>());
-    if (v.is_number_integer())
+    }
+    if (v.is_number_integer()) {
+        if (v.get<int64_t>() > kLimit || v.get<int64_t>() < -kLimit)
+            outOfRange();
         return v.get<int64_t>();
+    }
     if (v.is_number_float()) {
         const double d = v.get<double>();
+        if (!(std::fabs(d) <= double(kLimit)))
+            outOfRange();
         if (d == static_cast<double>(static_cast<int64_t>(d)))
             return static_cast<int64_t>(d);
     }

@@ -3,6 +3,8 @@
 
 #include "core/units.h"
 
+#include <algorithm>
+#include <optional>
 #include <sstream>
 
 namespace headroom {
@@ -12,6 +14,18 @@ namespace {
 struct BlockTotals {
     int64_t reserved = 0, allocated = 0, active = 0, requested = 0;
 };
+
+/// Last minus first time over the entries that have one (found by fuzzing: an entry without
+/// time_us holds kNoTime = INT64_MIN, and last - first overflowed).
+std::optional<int64_t> traceDurationUs(const TraceEvents& trace)
+{
+    const auto& ts = trace.timeUs;
+    auto has = [](int64_t t) { return t != TraceEvents::kNoTime; };
+    auto first = std::find_if(ts.begin(), ts.end(), has);
+    if (!trace.anyTime || first == ts.end())
+        return std::nullopt;
+    return *std::find_if(ts.rbegin(), ts.rend(), has) - *first;
+}
 
 BlockTotals totals(const DeviceData& dev)
 {
@@ -72,8 +86,8 @@ nlohmann::json summaryJson(const LoadedTrace& trace)
         d["allocations_before_window"] = tl.initialAllocationCount;
         d["pending_frees"] = tl.pendingFreeCount;
         d["has_time"] = dev.trace.anyTime;
-        if (dev.trace.anyTime && dev.trace.count() > 0)
-            d["duration_us"] = dev.trace.timeUs.back() - dev.trace.timeUs.front();
+        if (const auto duration = traceDurationUs(dev.trace))
+            d["duration_us"] = *duration;
         devices.push_back(std::move(d));
     }
     nlohmann::json out;
@@ -115,8 +129,8 @@ std::string summaryText(const LoadedTrace& trace)
         os << "  allocated:       " << formatBytes(t.allocated) << " (requested " << formatBytes(t.requested)
            << ", active " << formatBytes(t.active) << ")\n";
         os << "  trace entries:   " << dev.trace.count();
-        if (dev.trace.anyTime && dev.trace.count() > 1)
-            os << " over " << formatDurationUs(dev.trace.timeUs.back() - dev.trace.timeUs.front());
+        if (const auto duration = traceDurationUs(dev.trace); duration && dev.trace.count() > 1)
+            os << " over " << formatDurationUs(*duration);
         os << "\n";
         if (!dev.actionCounts.empty()) {
             os << "  actions:        ";

@@ -67,13 +67,14 @@ def main():
     hrt = os.path.join(tempfile.gettempdir(), "headroom-bench-%d.hrt" % os.getpid())
     subprocess.check_call([cli, "convert", path, hrt], stdout=subprocess.DEVNULL)
     hrt_size = os.path.getsize(hrt)
-    a, b, c, dd, rss_a, rss_c = [], [], [], [], [], []
+    a, b, c, dd, an, rss_a, rss_c = [], [], [], [], [], [], []
     # Warm the page cache once so no command pays for the first read.
     run([sys.executable, "-c", "import sys; open(sys.argv[1],'rb').read()", path])
     for i in range(args.runs):
         t, r = run([cli, "summary", "--json", path]); a.append(t); rss_a.append(r)
         t, _ = run([sys.executable, "-c", "import pickle,sys; pickle.load(open(sys.argv[1],'rb'))", path]); b.append(t)
         t, _ = run([cli, "summary", "--json", hrt]); dd.append(t)
+        t, _ = run([cli, "analyze", "--json", path]); an.append(t)
         if have_gui:
             t, r = run([gui, "--screenshot", shot, path], env=env); c.append(t); rss_c.append(r)
         print("run %d: cli %.2fs  pickle.load %.2fs%s" % (i + 1, a[-1], b[-1],
@@ -86,6 +87,9 @@ def main():
     print("ratio cli / pickle.load       %.2f   (target <= 0.50)" % (ma / mb))
     print("headroom-cli peak RSS         %.1f MiB = file + %.1f MiB   (target <= file + 100 MiB)"
           % (max(rss_a) / 2**20, (max(rss_a) - size) / 2**20))
+    man = statistics.median(an)
+    print("headroom-cli analyze --json   median %.3f s: analysis adds %.3f s = %.2f of the import   (target <= 2)"
+          % (man, man - ma, (man - ma) / ma))
     md = statistics.median(dd)
     print("headroom-cli summary of .hrt   median %.3f s" % md)
     print("ratio pickle import / .hrt reopen %.1f   (target >= 10)" % (ma / md))

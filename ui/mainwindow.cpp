@@ -2,13 +2,15 @@
 #include "ui/mainwindow.h"
 
 #include "core/loader.h"
-#include "core/units.h"
+#include "core/nativeformat.h"
+#include "ui/categorystyle.h"
+#include "ui/explorer.h"
 #include "ui/loadcontroller.h"
+#include "ui/postmortem.h"
 #include "ui/recentfiles.h"
-#include "ui/timelineview.h"
 
-#include <QActionGroup>
 #include <QApplication>
+#include <QCloseEvent>
 #include <QComboBox>
 #include <QDragEnterEvent>
 #include <QDropEvent>
@@ -20,17 +22,13 @@
 #include <QMimeData>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QSettings>
 #include <QStatusBar>
 #include <QToolBar>
 
 namespace headroom {
 
 namespace {
-
-QString bytes(int64_t n)
-{
-    return QString::fromStdString(formatBytes(n));
-}
 
 QString count(size_t n, const QString& one, const QString& many)
 {
@@ -52,7 +50,7 @@ int defaultDevice(const LoadedTrace& trace)
 MainWindow::MainWindow(QWidget* parent)
     : QMainWindow(parent)
     , m_loader(new LoadController(this))
-    , m_view(new TimelineView(this))
+    , m_explorer(new Explorer(this))
     , m_deviceCombo(new QComboBox(this))
     , m_summary(new QLabel(this))
     , m_progress(new QProgressBar(this))
@@ -60,8 +58,9 @@ MainWindow::MainWindow(QWidget* parent)
 {
     setWindowTitle(tr("Headroom"));
     setAcceptDrops(true);
-    setCentralWidget(m_view);
     createActions();
+    m_explorer->restoreLayout();
+    restoreGeometry(QSettings().value(QStringLiteral("window/geometry")).toByteArray());
 
     m_summary->setTextInteractionFlags(Qt::TextSelectableByMouse);
     statusBar()->addWidget(m_summary, 1);
@@ -87,10 +86,14 @@ MainWindow::MainWindow(QWidget* parent)
         statusBar()->showMessage(tr("Loading cancelled"), 4000);
     });
     connect(m_deviceCombo, qOverload<int>(&QComboBox::currentIndexChanged), this, &MainWindow::showDevice);
-    connect(m_view, &TimelineView::xAxisModeChanged, this, &MainWindow::syncAxisActions);
 }
 
 MainWindow::~MainWindow() = default;
+
+TimelineView* MainWindow::timelineView() const
+{
+    return m_explorer->timeline();
+}
 
 void MainWindow::createActions()
 {
@@ -102,40 +105,28 @@ void MainWindow::createActions()
     m_reloadAction = file->addAction(tr("&Reload"), this, &MainWindow::reload);
     m_reloadAction->setShortcut(QKeySequence::Refresh);
     m_reloadAction->setEnabled(false);
+    m_saveAsAction = file->addAction(tr("Save &As\u2026"), this, [this] {
+        const QString path = QFileDialog::getSaveFileName(this, tr("Save as Headroom Trace"),
+                                                          QFileInfo(m_path).completeBaseName() + QStringLiteral(".hrt"),
+                                                          tr("Headroom traces (*.hrt)"));
+        QString error;
+        if (!path.isEmpty() && !saveAs(path, &error))
+            QMessageBox::warning(this, tr("Save failed"), error);
+    });
+    m_saveAsAction->setShortcut(QKeySequence::SaveAs);
+    m_saveAsAction->setEnabled(false);
+    file->addSeparator();
+    m_explorer->populateExportMenu(file->addMenu(tr("&Export View")));
+    m_explorer->addPostmortemAction(file);
     file->addSeparator();
     QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
     quit->setShortcut(QKeySequence::Quit);
 
-    QMenu* view = menuBar()->addMenu(tr("&View"));
-    QMenu* axis = view->addMenu(tr("&X Axis"));
-    auto* group = new QActionGroup(this);
-    m_timeAxisAction = axis->addAction(tr("&Time"));
-    m_indexAxisAction = axis->addAction(tr("&Event Index"));
-    for (QAction* a : {m_timeAxisAction, m_indexAxisAction}) {
-        a->setCheckable(true);
-        group->addAction(a);
-    }
-    connect(m_timeAxisAction, &QAction::triggered, this,
-            [this] { m_view->setXAxisMode(TimelineView::XAxisMode::Time); });
-    connect(m_indexAxisAction, &QAction::triggered, this,
-            [this] { m_view->setXAxisMode(TimelineView::XAxisMode::EventIndex); });
-    axis->addSeparator();
-    QAction* toggle = axis->addAction(tr("Toggle Time / Event Index"), this, [this] {
-        using Mode = TimelineView::XAxisMode;
-        m_view->setXAxisMode(m_view->xAxisMode() == Mode::Time ? Mode::EventIndex : Mode::Time);
-        syncAxisActions();
-    });
-    toggle->setObjectName(QStringLiteral("actionToggleXAxis"));
-    toggle->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_T));
-    QAction* fit = view->addAction(tr("&Zoom to Fit"), m_view, &TimelineView::zoomToFit);
-    fit->setObjectName(QStringLiteral("actionZoomToFit"));
-    fit->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_0));
-    syncAxisActions();
-
+    m_explorer->populateViewMenu(menuBar()->addMenu(tr("&View")));
     QToolBar* bar = addToolBar(tr("Device"));
     bar->setObjectName(QStringLiteral("deviceToolBar"));
     bar->setMovable(false);
-    bar->addAction(fit);
+    bar->addAction(m_explorer->zoomToFitAction());
     bar->addSeparator();
     m_deviceCombo->setObjectName(QStringLiteral("deviceCombo"));
     m_deviceCombo->setToolTip(tr("The device whose memory is shown"));
@@ -192,6 +183,7 @@ void MainWindow::setTrace(const QString& path, std::shared_ptr<const LoadedTrace
     m_path = path;
     m_recent->add(path);
     m_reloadAction->setEnabled(true);
+    m_saveAsAction->setEnabled(true);
     setWindowTitle(tr("%1 \u2014 Headroom").arg(QFileInfo(path).fileName()));
     setWindowFilePath(path);
 
@@ -209,8 +201,7 @@ void MainWindow::showDevice(int index)
 {
     if (!m_trace)
         return;
-    m_view->setData(m_trace, index);
-    syncAxisActions();
+    m_explorer->showDevice(m_trace, index);
     updateSummary();
 }
 
@@ -235,14 +226,6 @@ void MainWindow::setLoading(bool loading)
         m_progress->setValue(0);
 }
 
-void MainWindow::syncAxisActions()
-{
-    const bool time = m_view->xAxisMode() == TimelineView::XAxisMode::Time;
-    m_timeAxisAction->setEnabled(m_view->hasTime() || !m_trace);
-    m_timeAxisAction->setChecked(time);
-    m_indexAxisAction->setChecked(!time);
-}
-
 void MainWindow::updateSummary()
 {
     if (!m_trace) {
@@ -251,7 +234,7 @@ void MainWindow::updateSummary()
     }
     const Snapshot& snap = m_trace->snapshot;
     QStringList parts;
-    parts << QFileInfo(m_path).fileName() + QStringLiteral(" (") + bytes(static_cast<int64_t>(m_trace->fileBytes))
+    parts << QFileInfo(m_path).fileName() + QStringLiteral(" (") + formatBytesQ(static_cast<int64_t>(m_trace->fileBytes))
                  + QLatin1Char(')');
     parts << QString::fromStdString(snap.format);
     parts << count(snap.devices.size(), tr("device"), tr("devices"));
@@ -259,7 +242,7 @@ void MainWindow::updateSummary()
     if (index >= 0 && index < static_cast<int>(snap.devices.size())) {
         const DeviceData& dev = snap.devices[size_t(index)];
         const MemoryTimeline& tl = m_trace->timelines[size_t(index)];
-        QString peak = tr("device %1 peak %2").arg(dev.device).arg(bytes(tl.peakAllocated));
+        QString peak = tr("device %1 peak %2").arg(dev.device).arg(formatBytesQ(tl.peakAllocated));
         if (tl.peakEventIndex >= 0)
             peak += tr(" at event %1").arg(tl.peakEventIndex);
         parts << peak;
@@ -268,6 +251,34 @@ void MainWindow::updateSummary()
             parts << count(dev.ooms.size(), tr("OOM"), tr("OOMs"));
     }
     m_summary->setText(parts.join(QStringLiteral("  \u00B7  ")));
+}
+
+bool MainWindow::saveAs(const QString& path, QString* error)
+{
+    if (!m_trace) {
+        *error = tr("No file is open.");
+        return false;
+    }
+    try {
+        NativeFormat::write(m_trace->snapshot, path.toStdString());
+    } catch (const std::exception& e) {
+        *error = QString::fromStdString(e.what());
+        return false;
+    }
+    statusBar()->showMessage(tr("Saved %1").arg(QFileInfo(path).fileName()), 4000);
+    return true;
+}
+
+bool MainWindow::exportPostmortem(const QString& directory, QString* error)
+{
+    return writePostmortem(*m_explorer, directory, error);
+}
+
+void MainWindow::closeEvent(QCloseEvent* event)
+{
+    QSettings().setValue(QStringLiteral("window/geometry"), saveGeometry());
+    m_explorer->saveLayout();
+    QMainWindow::closeEvent(event);
 }
 
 void MainWindow::dragEnterEvent(QDragEnterEvent* event)

@@ -16,12 +16,13 @@ namespace headroom {
 
 struct LoadedTrace;
 class LoadController;
+class Explorer;
 class RecentFiles;
 class TimelineView;
 
-/// Files, menus, the device picker and the status bar. The chart is a TimelineView;
-/// loading runs in a LoadController, so the window stays responsive and a failed
-/// load leaves the previous file on screen.
+/// Files, menus, the device picker and the status bar. The views live in an Explorer
+/// (the composition root) as docks; loading runs in a LoadController, so the window
+/// stays responsive and a failed load leaves the previous file on screen.
 class MainWindow : public QMainWindow {
     Q_OBJECT
 public:
@@ -32,17 +33,23 @@ public:
     void reload();
 
     LoadController* loadController() const { return m_loader; }
-    TimelineView* timelineView() const { return m_view; }
+    TimelineView* timelineView() const;
+    Explorer* explorer() const { return m_explorer; }
     std::shared_ptr<const LoadedTrace> trace() const { return m_trace; }
     QString currentPath() const { return m_path; }
     /// Shows the device with this ordinal (as in the file); false if there is none.
     bool selectDevice(int ordinal);
     /// Index into `snapshot.devices` of the device on screen; -1 without a file.
     int currentDevice() const;
+    /// File ▸ Save As: the native format (.hrt); false with `error` set on failure.
+    bool saveAs(const QString& path, QString* error);
+    /// File ▸ Export Postmortem into `directory`.
+    bool exportPostmortem(const QString& directory, QString* error);
 
 protected:
     void dragEnterEvent(QDragEnterEvent* event) override;
     void dropEvent(QDropEvent* event) override;
+    void closeEvent(QCloseEvent* event) override;
 
 private:
     void createActions();
@@ -51,17 +58,15 @@ private:
     void showDevice(int index);
     void showLoadError(const QString& path, const QString& message);
     void setLoading(bool loading);
-    void syncAxisActions();
     void updateSummary();
 
     LoadController* m_loader;
-    TimelineView* m_view;
+    Explorer* m_explorer;
     RecentFiles* m_recent = nullptr;
     QComboBox* m_deviceCombo;
     QAction* m_deviceComboAction = nullptr;
     QAction* m_reloadAction = nullptr;
-    QAction* m_timeAxisAction = nullptr;
-    QAction* m_indexAxisAction = nullptr;
+    QAction* m_saveAsAction = nullptr;
     QLabel* m_summary;
     QProgressBar* m_progress;
     QPushButton* m_cancelButton;

@@ -5,6 +5,7 @@
 #include "core/loader.h"
 #include "core/units.h"
 #include "ui/byteaxisticker.h"
+#include "ui/categorystyle.h"
 
 #include <qcustomplot.h>
 
@@ -22,14 +23,17 @@ namespace {
 
 constexpr size_t kTooltipFrames = 5;
 constexpr int64_t kMaxTooltipScan = 200000; // events inspected per hover pixel
+constexpr double kDragThresholdPx = 4.0;
+constexpr double kPhaseBandRatio = 0.035;   // of the axis rect's height
 const QColor kAllocatedColor(31, 119, 180);
 const QColor kReservedColor(230, 126, 34);
 const QColor kPeakColor(200, 30, 30);
 const QColor kOomColor(190, 0, 0);
+const QColor kSelectionColor(0, 150, 136);
 
 QString bytes(int64_t n)
 {
-    return QString::fromStdString(formatBytes(n));
+    return formatBytesQ(n);
 }
 
 struct Totals {
@@ -51,8 +55,174 @@ Totals finalTotals(const DeviceData& dev)
 
 } // namespace
 
-TimelineView::TimelineView(QWidget* parent)
+/// Phase bands, iteration separators, the selected event, range and allocation: drawn
+/// straight with QPainter in pixel space (thousands of QCPItems would be slow), merging
+/// spans narrower than a pixel.
+class TimelineOverlay : public QCPLayerable {
+public:
+    TimelineOverlay(QCustomPlot* plot, TimelineView* view)
+        : QCPLayerable(plot, QStringLiteral("overlay"))
+        , m_view(view)
+    {
+    }
+
+protected:
+    void applyDefaultAntialiasingHint(QCPPainter* painter) const override { painter->setAntialiasing(false); }
+    // Text in the bands: antialiased fonts even when lines are not.
+    QRect clipRect() const override { return mParentPlot->axisRect()->rect(); }
+
+    void draw(QCPPainter* painter) override
+    {
+        const TimelineView& v = *m_view;
+        if (v.eventCount() == 0)
+            return;
+        const QRect rect = mParentPlot->axisRect()->rect();
+        const QColor text = v.palette().color(QPalette::WindowText);
+        if (v.m_data) {
+            // Iteration separators: dashed lines at every iteration's first event.
+            const auto& iterations = v.m_data->analysis.phases.iterations;
+            if (iterations.size() > 1 && iterations.size() < 2000) {
+                QColor c = text;
+                c.setAlpha(110);
+                painter->setPen(QPen(c, 1, Qt::DashLine));
+                for (size_t i = 1; i < iterations.size(); ++i) {
+                    const double x = v.pixelOfEvent(iterations[i].startEvent - 1);
+                    if (x >= rect.left() && x <= rect.right())
+                        painter->drawLine(QPointF(x, rect.top()), QPointF(x, rect.bottom()));
+                }
+            }
+            // Phase bands along the top, named where they are wide enough.
+            const double h = std::max(double(v.fontMetrics().height() + 2), rect.height() * kPhaseBandRatio);
+            double lastRight = -1e9;
+            for (const PhaseSpan& s : v.m_data->analysis.phases.spans) {
+                const double x0 = v.pixelOfEvent(s.startEvent - 1);
+                const double x1 = v.pixelOfEvent(s.endEvent);
+                if (x1 < rect.left() || x0 > rect.right())
+                    continue;
+                if (x1 <= lastRight) // sub-pixel span: the previous band already covers it
+                    continue;
+                const double left = std::max(x0, lastRight);
+                const QRectF band(left, rect.top(), std::max(1.0, x1 - left), h);
+                QColor fill = phaseColor(s.phase);
+                fill.setAlpha(170);
+                painter->fillRect(band, fill);
+                const QString name = phaseDisplayName(s.phase);
+                if (band.width() > v.fontMetrics().horizontalAdvance(name) + 6) {
+                    painter->setPen(QColor(20, 20, 20));
+                    painter->drawText(band, Qt::AlignCenter, name);
+                }
+                lastRight = std::max(left + 1.0, x1);
+            }
+        }
+        // The selected allocation: its lifetime and size.
+        if (v.m_data && v.m_selection.allocation >= 0
+            && size_t(v.m_selection.allocation) < v.m_timeline->allocations.size()) {
+            const Allocation& a = v.m_timeline->allocations[size_t(v.m_selection.allocation)];
+            const double x0 = v.pixelOfEvent(a.start == Allocation::kBeforeWindow ? -1 : a.start - 1);
+            const double x1 = v.pixelOfEvent(a.end == Allocation::kStillAlive ? v.eventCount() - 1 : a.end - 1);
+            const double y0 = mParentPlot->yAxis->coordToPixel(0);
+            const double y1 = mParentPlot->yAxis->coordToPixel(double(a.size));
+            QColor fill = kSelectionColor;
+            fill.setAlpha(90);
+            const QRectF r(QPointF(x0, std::min(y1, y0 - 3)), QPointF(std::max(x1, x0 + 2), y0));
+            painter->fillRect(r, fill);
+            painter->setPen(QPen(kSelectionColor, 2));
+            painter->drawRect(r);
+        }
+        // The selected range.
+        const SelectionState& s = v.m_selection;
+        auto shade = [&](double xa, double xb) {
+            QColor fill = kSelectionColor;
+            fill.setAlpha(45);
+            const QRectF r(QPointF(std::min(xa, xb), rect.top()), QPointF(std::max(xa, xb), rect.bottom()));
+            painter->fillRect(r, fill);
+            painter->setPen(QPen(kSelectionColor, 1));
+            painter->drawLine(r.topLeft(), r.bottomLeft());
+            painter->drawLine(r.topRight(), r.bottomRight());
+        };
+        if (v.m_drag == TimelineView::Drag::Range)
+            shade(v.m_pressX, v.m_dragX);
+        else if (s.hasRange())
+            shade(v.pixelOfEvent(s.rangeFirst - 1), v.pixelOfEvent(s.rangeLast));
+        // The selected event.
+        if (s.hasEvent()) {
+            const double x = v.pixelOfEvent(s.event);
+            painter->setPen(QPen(kSelectionColor, 2));
+            painter->drawLine(QPointF(x, rect.top()), QPointF(x, rect.bottom()));
+        }
+    }
+
+private:
+    TimelineView* m_view;
+};
+
+/// The category areas, drawn as one run of rectangles per pixel column: where several
+/// samples share a column the one with the largest total wins (the peak is never lost),
+/// and a sample holds its values until the next one (step-left, like the curves). A
+/// million-event trace stays a few thousand fillRects per frame, where eight filled
+/// QCPGraph polygons cost hundreds of milliseconds.
+class CategoryAreaLayer : public QCPLayerable {
+public:
+    CategoryAreaLayer(QCustomPlot* plot, TimelineView* view)
+        : QCPLayerable(plot, QStringLiteral("main"))
+        , m_view(view)
+    {
+    }
+
+protected:
+    void applyDefaultAntialiasingHint(QCPPainter* painter) const override { painter->setAntialiasing(false); }
+    QRect clipRect() const override { return mParentPlot->axisRect()->rect(); }
+
+    void draw(QCPPainter* painter) override
+    {
+        const TimelineView& v = *m_view;
+        const auto& keys = v.m_areaKeys;
+        const auto& stacks = v.m_areaStacks;
+        if (keys.empty())
+            return;
+        const auto& order = categoryStackOrder();
+        std::array<QColor, kTensorCategoryCount> colors;
+        for (size_t p = 0; p < order.size(); ++p)
+            colors[p] = categoryColor(order[p]);
+        QCPAxis* x = mParentPlot->xAxis;
+        QCPAxis* y = mParentPlot->yAxis;
+        const double y0 = y->coordToPixel(0);
+        const QRect rect = clipRect();
+        auto drawRun = [&](size_t sample, double left, double right) {
+            if (right < rect.left() || left > rect.right())
+                return;
+            const auto& cum = stacks[sample];
+            double bottom = y0;
+            for (size_t p = 0; p < order.size(); ++p) {
+                const double top = y->coordToPixel(cum[p]);
+                if (bottom - top >= 0.5)
+                    painter->fillRect(QRectF(left, top, right - left, bottom - top), colors[p]);
+                bottom = std::min(bottom, top);
+            }
+        };
+        size_t best = 0;
+        double column = std::floor(x->coordToPixel(keys[0]));
+        for (size_t i = 1; i <= keys.size(); ++i) {
+            // The last sample is the last event: the areas end there, as the curves do.
+            const double px = i < keys.size() ? std::floor(x->coordToPixel(keys[i])) : column + 1;
+            if (px <= column) { // same column: keep the sample with the largest total
+                if (stacks[i].back() > stacks[best].back())
+                    best = i;
+                continue;
+            }
+            drawRun(best, column, std::max(column + 1, px));
+            best = i;
+            column = px;
+        }
+    }
+
+private:
+    TimelineView* m_view;
+};
+
+TimelineView::TimelineView(Selection* selection, QWidget* parent)
     : QWidget(parent)
+    , m_selectionObject(selection)
     , m_plot(new QCustomPlot(this))
 {
     auto* layout = new QVBoxLayout(this);
@@ -60,24 +230,51 @@ TimelineView::TimelineView(QWidget* parent)
     layout->addWidget(m_plot);
     m_plot->setMinimumSize(400, 250);
     m_plot->setMouseTracking(true);
+    m_plot->setNoAntialiasingOnDrag(true);
+    // Curves above the category areas; the overlay above both.
+    m_plot->addLayer(QStringLiteral("curves"), m_plot->layer(QStringLiteral("main")), QCustomPlot::limAbove);
 
     m_allocated = m_plot->addGraph();
     m_allocated->setName(tr("allocated"));
     m_allocated->setLineStyle(QCPGraph::lsStepLeft);
-    QColor fill = kAllocatedColor;
-    fill.setAlpha(90);
     m_allocated->setPen(QPen(kAllocatedColor, 1)); // width 1: the fast line path, no stroker
-    m_allocated->setBrush(fill);
     m_allocated->setAdaptiveSampling(false); // downsampled already, keeping every extreme
     // A min/max-downsampled curve has a vertical edge in almost every pixel column: an
-    // aliased fill and 1-pixel pens (no QStroker) keep a replot near 0.1 s instead of 0.4 s.
+    // aliased fill and 1-pixel pens (no QStroker) keep a replot fast.
     m_allocated->setAntialiasedFill(false);
+    m_allocated->setLayer(QStringLiteral("curves"));
 
     m_reserved = m_plot->addGraph();
     m_reserved->setName(tr("reserved"));
     m_reserved->setLineStyle(QCPGraph::lsStepLeft);
     m_reserved->setPen(QPen(kReservedColor, 1));
     m_reserved->setAdaptiveSampling(false);
+    m_reserved->setLayer(QStringLiteral("curves"));
+
+    // Category areas, top of the stack first so the lower ones paint over them.
+    const auto& order = categoryStackOrder();
+    for (size_t p = order.size(); p-- > 0;) {
+        const TensorCategory c = order[p];
+        QCPGraph* g = m_plot->addGraph();
+        g->setName(categoryDisplayName(c));
+        g->setLineStyle(QCPGraph::lsStepLeft);
+        g->setPen(Qt::NoPen);
+        g->setBrush(categoryColor(c));
+        g->setAdaptiveSampling(false);
+        g->setAntialiasedFill(false);
+        g->setAntialiased(false);
+        g->removeFromLegend();
+        m_categoryGraphs[p] = g;
+        m_categoryShown[size_t(c)] = true;
+    }
+
+    m_filtered = m_plot->addGraph();
+    m_filtered->setName(tr("stack filter"));
+    m_filtered->setLineStyle(QCPGraph::lsStepLeft);
+    m_filtered->setPen(QPen(kSelectionColor, 2));
+    m_filtered->setAdaptiveSampling(false);
+    m_filtered->setLayer(QStringLiteral("curves"));
+    m_filtered->removeFromLegend();
 
     m_plot->yAxis->setTicker(QSharedPointer<QCPAxisTicker>(new ByteAxisTicker));
     m_plot->yAxis->setLabel(tr("memory"));
@@ -93,12 +290,14 @@ TimelineView::TimelineView(QWidget* parent)
     header->addElement(0, 0, m_title);
     m_plot->axisRect()->insetLayout()->take(m_plot->legend);
     header->addElement(0, 1, m_plot->legend);
-    header->setColumnStretchFactor(0, 1.0);
-    header->setColumnStretchFactor(1, 0.001);
+    header->setColumnStretchFactor(0, 0.001);
+    header->setColumnStretchFactor(1, 1.0);
     m_plot->legend->setFillOrder(QCPLegend::foColumnsFirst);
+    m_plot->legend->setWrap(6);
     m_plot->legend->setBorderPen(Qt::NoPen);
     m_plot->legend->setBrush(Qt::NoBrush);
     m_plot->legend->setVisible(true);
+    m_plot->legend->setSelectableParts(QCPLegend::spNone);
 
     m_peakTracer = new QCPItemTracer(m_plot);
     m_peakTracer->setStyle(QCPItemTracer::tsCircle);
@@ -114,6 +313,16 @@ TimelineView::TimelineView(QWidget* parent)
     m_peakLabel->setFont(QFont(font().family(), font().pointSize(), QFont::Bold));
     m_peakLabel->setPadding(QMargins(3, 1, 3, 1));
 
+    m_capacityLine = new QCPItemStraightLine(m_plot);
+    m_capacityLine->setPen(QPen(kPeakColor, 1, Qt::DotLine));
+    m_capacityLine->setVisible(false);
+    m_capacityLabel = new QCPItemText(m_plot);
+    m_capacityLabel->position->setTypeX(QCPItemPosition::ptAxisRectRatio);
+    m_capacityLabel->position->setTypeY(QCPItemPosition::ptPlotCoords);
+    m_capacityLabel->setPositionAlignment(Qt::AlignLeft | Qt::AlignBottom);
+    m_capacityLabel->setColor(kPeakColor);
+    m_capacityLabel->setVisible(false);
+
     m_emptyText = new QCPItemText(m_plot);
     m_emptyText->position->setType(QCPItemPosition::ptAxisRectRatio);
     m_emptyText->position->setCoords(0.5, 0.4);
@@ -123,12 +332,25 @@ TimelineView::TimelineView(QWidget* parent)
     m_emptyText->setPadding(QMargins(10, 8, 10, 8));
     m_emptyText->setPen(QPen(Qt::gray));
 
-    m_plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
-    m_plot->axisRect()->setRangeDrag(Qt::Horizontal);
+    m_overlay = new TimelineOverlay(m_plot, this);
+    m_areas = new CategoryAreaLayer(m_plot, this);
+
+    m_plot->setInteractions(QCP::iRangeZoom);
     m_plot->axisRect()->setRangeZoom(Qt::Horizontal);
     connect(m_plot->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this,
             &TimelineView::onRangeChanged);
+    connect(m_plot, &QCustomPlot::mousePress, this, &TimelineView::onMousePress);
     connect(m_plot, &QCustomPlot::mouseMove, this, &TimelineView::onMouseMove);
+    connect(m_plot, &QCustomPlot::mouseRelease, this, &TimelineView::onMouseRelease);
+    connect(m_plot, &QCustomPlot::legendClick, this, [this](QCPLegend*, QCPAbstractLegendItem* item, QMouseEvent*) {
+        auto* pli = qobject_cast<QCPPlottableLegendItem*>(item);
+        if (!pli)
+            return;
+        const auto& order = categoryStackOrder();
+        for (size_t p = 0; p < order.size(); ++p)
+            if (pli->plottable() == m_categoryGraphs[p])
+                setCategoryVisible(order[p], !m_categoryShown[size_t(order[p])]);
+    });
 
     applyPalette();
     clearData();
@@ -136,14 +358,19 @@ TimelineView::TimelineView(QWidget* parent)
 
 TimelineView::~TimelineView() = default;
 
-void TimelineView::setData(std::shared_ptr<const LoadedTrace> trace, int deviceIndex)
+void TimelineView::setTrace(std::shared_ptr<const LoadedTrace> trace, int deviceIndex)
 {
     m_trace = std::move(trace);
+    m_data.reset();
+    m_filterCurve.clear();
+    m_selection = SelectionState{};
     m_device = nullptr;
     m_timeline = nullptr;
+    m_deviceIndex = -1;
     if (m_trace && deviceIndex >= 0 && deviceIndex < static_cast<int>(m_trace->snapshot.devices.size())) {
         m_device = &m_trace->snapshot.devices[static_cast<size_t>(deviceIndex)];
         m_timeline = &m_trace->timelines[static_cast<size_t>(deviceIndex)];
+        m_deviceIndex = deviceIndex;
     }
     m_timeKeys.clear();
     if (m_device && m_device->trace.anyTime) {
@@ -166,12 +393,59 @@ void TimelineView::setData(std::shared_ptr<const LoadedTrace> trace, int deviceI
     rebuild();
 }
 
+void TimelineView::setData(const ExplorerDataPtr& data)
+{
+    if (!data) {
+        m_data.reset();
+        updateLegend();
+        onRangeChanged(m_plot->xAxis->range());
+        return;
+    }
+    if (data->trace != m_trace || static_cast<int>(data->deviceIndex) != m_deviceIndex)
+        setTrace(data->trace, static_cast<int>(data->deviceIndex));
+    m_data = data;
+    rebuildFilterCurve();
+    updateLegend();
+    rebuild();
+}
+
+void TimelineView::selectionChanged(const SelectionState& state, Selection::Fields fields)
+{
+    m_selection = state;
+    if (fields & Selection::StackFilter) {
+        rebuildFilterCurve();
+        updateGraphs();
+    }
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void TimelineView::rebuildFilterCurve()
+{
+    m_filterCurve.clear();
+    if (!m_data || m_selection.stackFilter.empty())
+        return;
+    const auto& path = m_selection.stackFilter;
+    const FrameTable& frames = m_data->frames();
+    const MemoryTimeline& tl = m_data->timeline();
+    m_filterCurve = filteredLiveBytes(tl, size_t(eventCount()),
+                                      [&](size_t i) { return stackStartsWith(frames, tl.allocations[i].stack, path); });
+}
+
+bool TimelineView::hasFilterCurve() const
+{
+    return !m_filterCurve.empty() && !m_filtered->data()->isEmpty();
+}
+
 void TimelineView::clearData()
 {
     m_trace.reset();
+    m_data.reset();
+    m_filterCurve.clear();
     m_device = nullptr;
     m_timeline = nullptr;
+    m_deviceIndex = -1;
     m_timeKeys.clear();
+    updateLegend();
     rebuild();
 }
 
@@ -211,6 +485,11 @@ double TimelineView::keyOf(int64_t event) const
     return m_timeKeys[static_cast<size_t>(std::min(event, eventCount() - 1))];
 }
 
+double TimelineView::pixelOfEvent(int64_t event) const
+{
+    return m_plot->xAxis->coordToPixel(keyOf(event));
+}
+
 int64_t TimelineView::eventAtKey(double key) const
 {
     const int64_t n = eventCount();
@@ -223,6 +502,65 @@ int64_t TimelineView::eventAtKey(double key) const
         i = std::upper_bound(m_timeKeys.begin(), m_timeKeys.end(), key) - m_timeKeys.begin() - 1;
     }
     return std::clamp<int64_t>(i, 0, n - 1);
+}
+
+bool TimelineView::categoryVisible(TensorCategory c) const
+{
+    return m_categoryShown[size_t(c)];
+}
+
+void TimelineView::setCategoryVisible(TensorCategory c, bool visible)
+{
+    if (m_categoryShown[size_t(c)] == visible)
+        return;
+    m_categoryShown[size_t(c)] = visible;
+    updateLegend();
+    updateGraphs();
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void TimelineView::updateLegend()
+{
+    m_categoryPresent.fill(false);
+    if (m_data && eventCount() > 0) {
+        // A category is in the legend when it ever holds memory: at the peak, at the
+        // end, or anywhere (one look at every allocation's class).
+        for (size_t i = 0; i < m_data->analysis.classes.size(); ++i)
+            m_categoryPresent[size_t(m_data->analysis.classes[i].category)] = true;
+    }
+    const bool categories = std::any_of(m_categoryPresent.begin(), m_categoryPresent.end(), [](bool b) { return b; });
+    const auto& order = categoryStackOrder();
+    const QColor text = palette().color(QPalette::WindowText);
+    QColor dim = text;
+    dim.setAlpha(90);
+    for (size_t p = order.size(); p-- > 0;) {
+        QCPGraph* g = m_categoryGraphs[p];
+        const size_t c = size_t(order[p]);
+        g->setVisible(m_categoryPresent[c] && m_categoryShown[c]);
+        if (m_categoryPresent[c]) {
+            if (!m_plot->legend->hasItemWithPlottable(g))
+                g->addToLegend();
+            if (auto* item = m_plot->legend->itemWithPlottable(g))
+                item->setTextColor(m_categoryShown[c] ? text : dim);
+        } else {
+            g->removeFromLegend();
+        }
+    }
+    // Without categories the total is the filled area; with them, a line on top.
+    QColor fill = kAllocatedColor;
+    fill.setAlpha(90);
+    m_allocated->setBrush(categories ? QBrush(Qt::NoBrush) : QBrush(fill));
+    m_allocated->setPen(QPen(categories ? text : kAllocatedColor, 1));
+    // Legend order: totals, then the categories top of stack first (as drawn).
+    m_allocated->removeFromLegend();
+    m_reserved->removeFromLegend();
+    m_allocated->addToLegend();
+    m_reserved->addToLegend();
+    for (size_t p = order.size(); p-- > 0;)
+        if (m_plot->legend->hasItemWithPlottable(m_categoryGraphs[p])) {
+            m_categoryGraphs[p]->removeFromLegend();
+            m_categoryGraphs[p]->addToLegend();
+        }
 }
 
 void TimelineView::rebuild()
@@ -240,6 +578,16 @@ void TimelineView::rebuild()
     m_emptyText->setVisible(!haveEvents);
     m_plot->xAxis->setTicks(haveEvents);
     m_plot->xAxis->setTickLabels(haveEvents);
+    const int64_t capacity = m_data ? m_data->capacity.bytes : 0;
+    m_capacityLine->setVisible(capacity > 0);
+    m_capacityLabel->setVisible(capacity > 0);
+    if (capacity > 0) {
+        m_capacityLine->point1->setCoords(0, double(capacity));
+        m_capacityLine->point2->setCoords(1, double(capacity));
+        m_capacityLabel->position->setCoords(0.005, double(capacity));
+        m_capacityLabel->setText(tr("device capacity %1 (%2)")
+                                     .arg(bytes(capacity), QString::fromStdString(m_data->capacity.source)));
+    }
 
     if (!haveDevice) {
         m_title->setText(tr("No file loaded"));
@@ -263,8 +611,11 @@ void TimelineView::rebuild()
         } else {
             m_plot->xAxis->setTicker(QSharedPointer<QCPAxisTicker>::create());
         }
-        m_plot->xAxis->setLabel(xAxisMode() == XAxisMode::Time ? tr("time since the first event (%1)").arg(unit)
-                                                               : tr("trace event index"));
+        QString label = xAxisMode() == XAxisMode::Time ? tr("time since the first event (%1)").arg(unit)
+                                                        : tr("trace event index");
+        if (m_data)
+            label += tr("   \u00B7   click: select an event, drag: select a range, wheel: zoom, right-drag: pan");
+        m_plot->xAxis->setLabel(label);
         m_peakKey = keyOf(m_timeline->peakEventIndex);
         m_peakTracer->position->setCoords(m_peakKey, static_cast<double>(m_timeline->peakAllocated));
         m_peakLabel->setText(tr("peak %1").arg(bytes(m_timeline->peakAllocated)));
@@ -290,12 +641,14 @@ void TimelineView::rebuildMarkers()
         m.label = new QCPItemText(m_plot);
         m.label->position->setTypeX(QCPItemPosition::ptPlotCoords);
         m.label->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
-        m.label->position->setCoords(m.key, 0.03 + 0.08 * (row++ % 5));
+        m.label->position->setCoords(m.key, 0.06 + 0.08 * (row++ % 5));
         m.label->setText(tr("OOM: requested %1, free %2").arg(bytes(oom.size), bytes(oom.deviceFree)));
         m.label->setColor(kOomColor);
         m.label->setFont(QFont(font().family(), font().pointSize(), QFont::Bold));
         m.label->setPadding(QMargins(4, 2, 4, 2));
-        m.label->setBrush(QColor(255, 255, 255, 210));
+        QColor bg = palette().color(QPalette::Base);
+        bg.setAlpha(220);
+        m.label->setBrush(bg);
         m_ooms.push_back(m);
     }
 }
@@ -311,6 +664,8 @@ void TimelineView::zoomToFit()
         const Totals t = finalTotals(*m_device);
         top = static_cast<double>(std::max(t.allocated, t.reserved));
     }
+    if (m_data && m_data->capacity.bytes > 0 && double(m_data->capacity.bytes) < top * 2.5)
+        top = std::max(top, double(m_data->capacity.bytes));
     if (!(hi > lo))
         hi = lo + 1;
     // A little air on both sides so markers on the first or last event are not clipped.
@@ -321,7 +676,7 @@ void TimelineView::zoomToFit()
     }
     if (!(top > 0))
         top = 1024.0 * 1024.0;
-    m_plot->yAxis->setRange(0, top * 1.15); // headroom above the peak for its label
+    m_plot->yAxis->setRange(0, top * 1.18); // headroom above the peak for its label and the phase bands
     const QCPRange before = m_plot->xAxis->range();
     m_plot->xAxis->setRange(lo, hi);
     if (before == m_plot->xAxis->range())
@@ -350,6 +705,9 @@ void TimelineView::updateGraphs()
 {
     QVector<double> keys, allocated, reservedKeys, reserved;
     const int64_t n = eventCount();
+    m_areaKeys.clear();
+    m_areaStacks.clear();
+    m_filtered->data()->clear();
     if (n == 0) {
         if (m_device) { // final state only: flat lines across the empty axis
             const Totals t = finalTotals(*m_device);
@@ -367,27 +725,61 @@ void TimelineView::updateGraphs()
     const size_t last = static_cast<size_t>(std::min<int64_t>(n, eventAtKey(range.upper) + 2));
     const size_t buckets = static_cast<size_t>(std::max(256, m_plot->axisRect()->width()));
 
-    auto fill = [&](const std::vector<int64_t>& values, int64_t initial, QVector<double>& k, QVector<double>& v) {
+    // The event indices drawn: every bucket's min and max of the total, -1 for the start.
+    auto sample = [&](const std::vector<int64_t>& values) {
         std::vector<size_t> idx = downsampleMinMax(values, first, last, buckets);
-        k.reserve(static_cast<qsizetype>(idx.size()) + 2);
+        std::vector<int64_t> events;
+        events.reserve(idx.size() + 2);
+        if (first == 0)
+            events.push_back(-1);
+        if (idx.empty() || idx.front() != first)
+            events.push_back(static_cast<int64_t>(first));
+        for (size_t i : idx)
+            events.push_back(static_cast<int64_t>(i));
+        return events;
+    };
+    auto fill = [&](const std::vector<int64_t>& events, const std::vector<int64_t>& values, int64_t initial,
+                    QVector<double>& k, QVector<double>& v) {
+        k.reserve(static_cast<qsizetype>(events.size()));
         v.reserve(k.capacity());
-        if (first == 0) {
-            k.push_back(keyOf(-1));
-            v.push_back(static_cast<double>(initial));
-        }
-        if (idx.empty() || idx.front() != first) {
-            k.push_back(keyOf(static_cast<int64_t>(first)));
-            v.push_back(static_cast<double>(values[first]));
-        }
-        for (size_t i : idx) {
-            k.push_back(keyOf(static_cast<int64_t>(i)));
-            v.push_back(static_cast<double>(values[i]));
+        for (int64_t e : events) {
+            k.push_back(keyOf(e));
+            v.push_back(static_cast<double>(e < 0 ? initial : values[size_t(e)]));
         }
     };
-    fill(m_timeline->allocated, m_timeline->initialAllocated, keys, allocated);
-    fill(m_timeline->reserved, m_timeline->initialReserved, reservedKeys, reserved);
+    const std::vector<int64_t> events = sample(m_timeline->allocated);
+    fill(events, m_timeline->allocated, m_timeline->initialAllocated, keys, allocated);
+    fill(sample(m_timeline->reserved), m_timeline->reserved, m_timeline->initialReserved, reservedKeys, reserved);
     m_allocated->setData(keys, allocated, true);
     m_reserved->setData(reservedKeys, reserved, true);
+
+    if (m_data) {
+        // Category areas at the total's sample points: the stack's top follows the total's
+        // extremes, so no peak disappears between samples.
+        const std::vector<GroupedSeries::Values> values = m_data->categories.valuesAt(events);
+        const auto& order = categoryStackOrder();
+        m_areaKeys.resize(size_t(keys.size()));
+        m_areaStacks.resize(size_t(keys.size()));
+        for (size_t i = 0; i < size_t(keys.size()); ++i) {
+            m_areaKeys[i] = keys[qsizetype(i)];
+            double cum = 0;
+            for (size_t p = 0; p < order.size(); ++p) {
+                const size_t c = size_t(order[p]);
+                if (m_categoryPresent[c] && m_categoryShown[c])
+                    cum += static_cast<double>(values[i][c]);
+                m_areaStacks[i][p] = cum;
+            }
+        }
+        if (!m_filterCurve.empty()) {
+            const std::vector<int64_t> fe = sample(m_filterCurve);
+            QVector<double> fk, fv;
+            int64_t initial = 0;
+            fill(fe, m_filterCurve, initial, fk, fv);
+            if (!fv.isEmpty() && fe.front() < 0) // the state before event 0: the first value's
+                fv[0] = fv.size() > 1 ? fv[1] : 0;
+            m_filtered->setData(fk, fv, true);
+        }
+    }
 }
 
 void TimelineView::updateLabelAlignment()
@@ -413,11 +805,25 @@ void TimelineView::replotNow()
     m_plot->replot(QCustomPlot::rpImmediateRefresh);
 }
 
+void TimelineView::render(QCPPainter* painter, const QSize& size)
+{
+    // toPainter draws vectors (SVG, PDF) at the requested size.
+    m_plot->toPainter(painter, size.width(), size.height());
+}
+
 double TimelineView::plottedPeakBytes() const
 {
     double peak = 0;
     for (auto it = m_allocated->data()->constBegin(); it != m_allocated->data()->constEnd(); ++it)
         peak = std::max(peak, it->value);
+    return peak;
+}
+
+double TimelineView::plottedStackPeak() const
+{
+    double peak = 0;
+    for (const auto& s : m_areaStacks)
+        peak = std::max(peak, s.back());
     return peak;
 }
 
@@ -454,6 +860,8 @@ QString TimelineView::describeEvent(int64_t index) const
     QString html = QStringLiteral("<p style='white-space:pre'><b>") + tr("Event %1").arg(index) + QStringLiteral("</b>");
     if (hasTime())
         html += QStringLiteral(" \u00B7 ") + tr("at %1").arg(eventTime(index));
+    if (m_data && i < m_data->analysis.phases.eventPhase.size())
+        html += QStringLiteral(" \u00B7 ") + phaseDisplayName(m_data->analysis.phases.eventPhase[i]);
     html += QStringLiteral("<br>") + QString::fromLatin1(actionName(ev.action[i]));
     if (ev.size[i] != 0)
         html += QLatin1Char(' ') + bytes(ev.size[i]);
@@ -461,6 +869,15 @@ QString TimelineView::describeEvent(int64_t index) const
         html += QStringLiteral(" at 0x") + QString::number(ev.addr[i], 16);
     html += QStringLiteral("<br>") + tr("allocated: %1 \u00B7 reserved: %2")
                                          .arg(bytes(m_timeline->allocated[i]), bytes(m_timeline->reserved[i]));
+    if (m_data) {
+        const GroupedSeries::Values v = m_data->categories.valueAt(index);
+        for (TensorCategory c : categoryStackOrder()) {
+            if (v[size_t(c)] <= 0)
+                continue;
+            html += QStringLiteral("<br>&nbsp;&nbsp;<span style='color:%1'>\u25A0</span> %2: %3")
+                        .arg(categoryColor(c).name(), categoryDisplayName(c), bytes(v[size_t(c)]));
+        }
+    }
     const FrameTable& frames = m_trace->snapshot.frames;
     const std::vector<uint32_t> top = frames.topFrames(ev.stack[i], kTooltipFrames);
     if (top.empty()) {
@@ -477,9 +894,35 @@ QString TimelineView::describeEvent(int64_t index) const
     return html + QStringLiteral("</p>");
 }
 
+void TimelineView::onMousePress(QMouseEvent* event)
+{
+    if (eventCount() == 0 || !m_plot->axisRect()->rect().contains(event->position().toPoint()))
+        return;
+    m_pressX = m_dragX = event->position().x();
+    if (event->button() == Qt::LeftButton) {
+        m_drag = Drag::Pending;
+    } else if (event->button() == Qt::RightButton || event->button() == Qt::MiddleButton) {
+        m_drag = Drag::Pan;
+        m_panLower = m_plot->xAxis->range().lower;
+        m_panUpper = m_plot->xAxis->range().upper;
+    }
+}
+
 void TimelineView::onMouseMove(QMouseEvent* event)
 {
     const QPointF pos = event->position();
+    if (m_drag == Drag::Pending && std::abs(pos.x() - m_pressX) >= kDragThresholdPx)
+        m_drag = Drag::Range;
+    if (m_drag == Drag::Range) {
+        m_dragX = pos.x();
+        m_plot->replot(QCustomPlot::rpQueuedReplot);
+        return;
+    }
+    if (m_drag == Drag::Pan) {
+        const double dx = m_plot->xAxis->pixelToCoord(m_pressX) - m_plot->xAxis->pixelToCoord(pos.x());
+        m_plot->xAxis->setRange(m_panLower + dx, m_panUpper + dx);
+        return;
+    }
     if (event->buttons() != Qt::NoButton || !m_plot->axisRect()->rect().contains(pos.toPoint())) {
         QToolTip::hideText();
         return;
@@ -490,6 +933,27 @@ void TimelineView::onMouseMove(QMouseEvent* event)
         return;
     }
     QToolTip::showText(event->globalPosition().toPoint(), describeEvent(index), m_plot);
+}
+
+void TimelineView::onMouseRelease(QMouseEvent* event)
+{
+    const Drag drag = m_drag;
+    m_drag = Drag::None;
+    if (!m_selectionObject || eventCount() == 0)
+        return;
+    if (drag == Drag::Pending) {
+        const int64_t e = eventAtPixel(event->position().x());
+        if (e >= 0) {
+            m_selectionObject->clearRange();
+            m_selectionObject->setEvent(e);
+        }
+    } else if (drag == Drag::Range) {
+        const int64_t a = eventAtKey(m_plot->xAxis->pixelToCoord(std::min(m_pressX, event->position().x())));
+        const int64_t b = eventAtKey(m_plot->xAxis->pixelToCoord(std::max(m_pressX, event->position().x())));
+        m_selectionObject->setRange(a, b);
+        m_selectionObject->setEvent(maxEventInRange(*m_timeline, a, b));
+        m_plot->replot(QCustomPlot::rpQueuedReplot);
+    }
 }
 
 void TimelineView::changeEvent(QEvent* event)
@@ -521,6 +985,10 @@ void TimelineView::applyPalette()
     bg.setAlpha(220);
     m_peakLabel->setBrush(bg);
     m_emptyText->setBrush(bg);
+    m_capacityLabel->setBrush(bg);
+    for (const OomMarker& m : m_ooms)
+        m.label->setBrush(bg);
+    updateLegend();
     m_plot->replot(QCustomPlot::rpQueuedReplot);
 }
 

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include "ui/explorerview.h"
+
 #include <QWidget>
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -21,22 +24,38 @@ namespace headroom {
 struct LoadedTrace;
 struct DeviceData;
 struct MemoryTimeline;
+class TimelineOverlay;
+class CategoryAreaLayer;
 
-/// The memory-over-time chart of one device: allocated bytes (filled) and reserved
-/// bytes (outline), the peak and the OOM events marked. Only the visible x-range is
-/// drawn, reduced with downsampleMinMax to about two points per pixel, so a million
-/// events cost a few thousand points; the reduction runs again on every range change.
-/// Holds the trace by shared pointer; the device index refers to `snapshot.devices`.
-class TimelineView : public QWidget {
+/// The memory-over-time chart of one device. Before the analysis arrives it shows the
+/// allocated bytes (filled) and reserved bytes (outline); with it, the allocated bytes
+/// stacked by tensor category (legend entries toggle categories), phase bands along the
+/// top, iteration separators, the selected event, range and allocation, and the curve of
+/// the allocations under the stack filter. Only the visible x-range is drawn, reduced
+/// with downsampleMinMax on the total to about two points per pixel (every bucket's
+/// maximum kept), so a million events cost a few thousand points.
+///
+/// Mouse: click selects an event, drag selects a range, the wheel zooms, right or middle
+/// drag pans.
+class TimelineView : public QWidget, public ExplorerView {
     Q_OBJECT
 public:
     enum class XAxisMode { Time, EventIndex };
     Q_ENUM(XAxisMode)
 
-    explicit TimelineView(QWidget* parent = nullptr);
+    explicit TimelineView(Selection* selection, QWidget* parent = nullptr);
     ~TimelineView() override;
 
-    void setData(std::shared_ptr<const LoadedTrace> trace, int deviceIndex);
+    // ExplorerView
+    QString viewId() const override { return QStringLiteral("timeline"); }
+    QString viewTitle() const override { return tr("Timeline"); }
+    QWidget* widget() override { return this; }
+    void setData(const ExplorerDataPtr& data) override;
+    void selectionChanged(const SelectionState& state, Selection::Fields fields) override;
+    void render(QCPPainter* painter, const QSize& size) override;
+
+    /// The raw trace, shown at once while the analysis runs.
+    void setTrace(std::shared_ptr<const LoadedTrace> trace, int deviceIndex);
     void clearData();
 
     /// The preferred mode; a device without `time_us` always shows event indices.
@@ -50,11 +69,22 @@ public:
 
     /// The largest allocated value in the data handed to the plot (tests).
     double plottedPeakBytes() const;
+    /// The largest top-of-stack value of the category areas (tests); 0 without analysis.
+    double plottedStackPeak() const;
+    /// Whether a category's area is shown (legend toggle).
+    bool categoryVisible(TensorCategory c) const;
+    void setCategoryVisible(TensorCategory c, bool visible);
     QCustomPlot* plot() const { return m_plot; }
     /// The tooltip text for event `index` (rich text).
     QString describeEvent(int64_t index) const;
     /// The event the tooltip shows for plot x-pixel `px`; -1 when none.
     int64_t eventAtPixel(double px) const;
+    /// x pixel of an event (tests, overlay).
+    double pixelOfEvent(int64_t event) const;
+    /// The allocation drawn highlighted; -1 when none.
+    int64_t highlightedAllocation() const { return m_selection.allocation; }
+    /// The live bytes of the stack filter's allocations the plot holds (tests); empty: none.
+    bool hasFilterCurve() const;
 
 signals:
     void xAxisModeChanged(headroom::TimelineView::XAxisMode mode);
@@ -63,6 +93,8 @@ protected:
     void changeEvent(QEvent* event) override;
 
 private:
+    friend class TimelineOverlay;
+    friend class CategoryAreaLayer;
     struct OomMarker {
         QCPItemStraightLine* line = nullptr;
         QCPItemText* label = nullptr;
@@ -74,31 +106,59 @@ private:
     int64_t eventAtKey(double key) const;
     void rebuild();
     void rebuildMarkers();
+    void rebuildFilterCurve();
     void updateGraphs();
+    void updateLegend();
     void updateLabelAlignment();
     void onRangeChanged(const QCPRange& range);
+    void onMousePress(QMouseEvent* event);
     void onMouseMove(QMouseEvent* event);
+    void onMouseRelease(QMouseEvent* event);
     void applyPalette();
     QString eventTime(int64_t index) const;
 
+    Selection* m_selectionObject;
     QCustomPlot* m_plot;
     QCPGraph* m_allocated;
     QCPGraph* m_reserved;
+    QCPGraph* m_filtered;
+    /// By stack position; legend entries only (the areas are drawn by CategoryAreaLayer).
+    std::array<QCPGraph*, kTensorCategoryCount> m_categoryGraphs{};
+    std::array<bool, kTensorCategoryCount> m_categoryShown{};         ///< by category
+    std::array<bool, kTensorCategoryCount> m_categoryPresent{};       ///< by category
     QCPItemTracer* m_peakTracer;
     QCPItemText* m_peakLabel;
     QCPItemText* m_emptyText;
+    QCPItemStraightLine* m_capacityLine;
+    QCPItemText* m_capacityLabel;
     QCPTextElement* m_title;
+    TimelineOverlay* m_overlay;
+    CategoryAreaLayer* m_areas;
+    /// The category areas' samples: x keys and cumulative tops by stack position.
+    std::vector<double> m_areaKeys;
+    std::vector<std::array<double, kTensorCategoryCount>> m_areaStacks;
     std::vector<OomMarker> m_ooms;
 
     std::shared_ptr<const LoadedTrace> m_trace;
+    ExplorerDataPtr m_data;
+    SelectionState m_selection;
+    std::vector<int64_t> m_filterCurve; ///< per event; empty without a stack filter
     const DeviceData* m_device = nullptr;
     const MemoryTimeline* m_timeline = nullptr;
+    int m_deviceIndex = -1;
     std::vector<double> m_timeKeys; ///< seconds since the first event, non-decreasing
     int64_t m_firstTimeUs = 0;
     double m_timeUnitUs = 1e6; ///< microseconds per x unit: s, ms or µs by the trace's length
     XAxisMode m_preferredMode = XAxisMode::Time;
     double m_peakKey = 0;
     bool m_inRangeChange = false;
+
+    // Mouse state: a left press becomes a click or a range drag; right/middle pans.
+    enum class Drag { None, Pending, Range, Pan };
+    Drag m_drag = Drag::None;
+    double m_pressX = 0;
+    double m_dragX = 0;
+    double m_panLower = 0, m_panUpper = 0;
 };
 
 } // namespace headroom

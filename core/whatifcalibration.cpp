@@ -1,0 +1,525 @@
+// SPDX-License-Identifier: MIT
+#include "core/whatifcalibration.h"
+
+#include "core/units.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <map>
+#include <regex>
+#include <set>
+
+namespace headroom {
+
+namespace {
+
+constexpr int64_t kTiny = 1 << 20; // below this a temporary counts as constant (workspaces, scalars)
+
+std::optional<Precision> precisionFromText(std::string v)
+{
+    std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (auto p = precisionFromName(v))
+        return p;
+    if (v == "bf16-mixed" || v == "amp_bf16" || v == "autocast")
+        return Precision::AmpBf16;
+    if (v == "16-mixed" || v == "fp16-mixed" || v == "amp_fp16" || v == "fp16")
+        return Precision::AmpFp16;
+    if (v == "bf16-true" || v == "bfloat16" || v == "torch.bfloat16")
+        return Precision::Bf16;
+    if (v == "32" || v == "32-true" || v == "float32" || v == "torch.float32")
+        return Precision::Fp32;
+    return std::nullopt;
+}
+
+struct Reader {
+    StatedConfig cfg;
+    std::vector<MeasuredItem> items;
+    void note(const char* key, std::string value, const std::string& text)
+    {
+        for (auto& it : items)
+            if (it.key == key)
+                return; // first source wins
+        items.push_back({key, std::move(value), "read", "'" + text.substr(0, 80) + "'"});
+    }
+    void scan(const std::string& text)
+    {
+        static const std::regex kv(R"(([A-Za-z_][A-Za-z_\-]*)\s*[=:]\s*([A-Za-z0-9_.\-]+))");
+        for (auto it = std::sregex_iterator(text.begin(), text.end(), kv); it != std::sregex_iterator(); ++it) {
+            std::string key = (*it)[1], val = (*it)[2];
+            std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return std::tolower(c == '-' ? '_' : c); });
+            auto num = [&]() -> std::optional<int> {
+                try {
+                    size_t pos = 0;
+                    int v = std::stoi(val, &pos);
+                    return pos == val.size() && v > 0 ? std::optional<int>(v) : std::nullopt;
+                } catch (...) {
+                    return std::nullopt;
+                }
+            };
+            if ((key == "micro_batch" || key == "microbatch" || key == "mbs" || key == "batch_size" ||
+                 key == "micro_batch_size" || key == "bs") && num() && !cfg.microBatch) {
+                cfg.microBatch = num();
+                note("micro_batch", val, text);
+            } else if ((key == "seq" || key == "seq_len" || key == "seqlen" || key == "sequence_length" ||
+                        key == "max_seq_len" || key == "block_size") && num() && !cfg.seq) {
+                cfg.seq = num();
+                note("seq", val, text);
+            } else if ((key == "precision" || key == "dtype" || key == "amp") && !cfg.precision) {
+                if (auto p = precisionFromText(val)) {
+                    cfg.precision = p;
+                    note("precision", std::string(precisionName(*p)), text);
+                }
+            } else if ((key == "world_size" || key == "devices" || key == "num_gpus" || key == "n_gpus") && num() &&
+                       !cfg.devices) {
+                cfg.devices = num();
+                note("devices", val, text);
+            } else if ((key == "grad_accum" || key == "accum" || key == "gradient_accumulation_steps") && num() &&
+                       !cfg.accum) {
+                cfg.accum = num();
+                note("accum", val, text);
+            }
+        }
+    }
+};
+
+/// The optimizer class from `Optimizer.step#AdamW.step`.
+std::optional<OptimizerKind> optimizerFromAnnotation(const std::string& name)
+{
+    static const std::string prefix = "Optimizer.step#";
+    if (name.rfind(prefix, 0) != 0)
+        return std::nullopt;
+    std::string cls = name.substr(prefix.size(), name.find('.', prefix.size()) - prefix.size());
+    std::transform(cls.begin(), cls.end(), cls.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (cls.find("8bit") != std::string::npos)
+        return OptimizerKind::Adam8bit;
+    if (cls.find("adafactor") != std::string::npos)
+        return OptimizerKind::Adafactor;
+    if (cls.find("adam") != std::string::npos)
+        return OptimizerKind::AdamW;
+    if (cls.find("sgd") != std::string::npos)
+        return OptimizerKind::Sgd;
+    return std::nullopt;
+}
+
+struct Live {
+    std::map<TensorCategory, int64_t> byCat;
+    std::vector<std::pair<TensorCategory, int64_t>> allocs; ///< category, size
+};
+
+Live liveAt(const MemoryTimeline& tl, const DeviceAnalysis& a, int64_t e)
+{
+    Live l;
+    for (size_t i : a.liveAt(tl, e)) {
+        const TensorCategory c = a.classes[i].category;
+        l.byCat[c] += tl.allocations[i].size;
+        l.allocs.push_back({c, tl.allocations[i].size});
+    }
+    return l;
+}
+
+bool isActivation(TensorCategory c) { return c == TensorCategory::Activation || c == TensorCategory::AutogradDetail; }
+bool isTemporary(TensorCategory c)
+{
+    return c == TensorCategory::Temporary || c == TensorCategory::Input || c == TensorCategory::Unknown;
+}
+
+Term measured(double bytes) { return {bytes, 0.01, Provenance::Measured}; }
+
+} // namespace
+
+const MeasuredItem* Calibration::item(std::string_view key) const
+{
+    for (const auto& m : measured)
+        if (m.key == key)
+            return &m;
+    return nullptr;
+}
+
+bool Calibration::known(std::string_view key) const
+{
+    const MeasuredItem* m = item(key);
+    return m && (m->how == "read" || m->how == "stated");
+}
+
+void Calibration::require(const LeverConfig& t) const
+{
+    const LeverConfig& b = baseline.config;
+    auto need = [&](bool moved, const char* key, const char* flag, const char* what, const char* because) {
+        if (moved && !known(key))
+            throw WhatIfMissingValue(key, flag,
+                                     std::string("the trace does not tell the ") + what + " it was measured at; pass " +
+                                         flag + " (needed for " + because + ")");
+    };
+    need(t.microBatch != b.microBatch, "micro_batch", "--measured-micro-batch", "micro-batch", "--micro-batch");
+    need(t.seq != b.seq, "seq", "--measured-seq", "sequence length", "--seq");
+    need(t.precision != b.precision, "precision", "--measured-precision", "precision", "--precision");
+    need(t.optimizer != b.optimizer && !known("optimizer_bytes"), "precision", "--measured-precision", "precision",
+         "--optimizer");
+    need((t.zero == 3 || t.offload != Offload::None) && baseline.params <= 0, "precision", "--measured-precision",
+         "precision", "--zero 3 / --offload");
+    need(t.devices != b.devices || t.zero != b.zero, "devices", "--measured-devices", "device count",
+         "--devices / --zero");
+}
+
+StatedConfig readTraceConfig(const LoadedTrace& trace, size_t deviceIndex, std::vector<MeasuredItem>* how)
+{
+    Reader r;
+    std::set<std::string> seen;
+    for (const auto& a : trace.snapshot.annotations)
+        if (seen.insert(a.name).second)
+            r.scan(a.name);
+    if (deviceIndex < trace.snapshot.devices.size()) {
+        const auto& dev = trace.snapshot.devices[deviceIndex];
+        for (const auto& [idx, id] : dev.trace.userMetadata) {
+            std::string s(trace.snapshot.frames.strings().get(id));
+            if (seen.insert(s).second)
+                r.scan(s);
+        }
+    }
+    for (const auto& name : seen)
+        if (auto o = optimizerFromAnnotation(name); o && !r.cfg.optimizer) {
+            r.cfg.optimizer = o;
+            r.items.push_back({"optimizer", std::string(optimizerName(*o)), "read", "annotation '" + name + "'"});
+        }
+    if (how)
+        *how = r.items;
+    return r.cfg;
+}
+
+Calibration calibrate(const LoadedTrace& trace, size_t deviceIndex, const DeviceAnalysis& a, const StatedConfig& stated,
+                      const ModelDims& dims, const WhatIfConstants& k)
+{
+    Calibration cal;
+    WhatIfBaseline& s = cal.baseline;
+    const MemoryTimeline& tl = trace.timelines.at(deviceIndex);
+    const DeviceData& dev = trace.snapshot.devices.at(deviceIndex);
+    const auto& phase = a.phases.eventPhase;
+    s.calibrated = true;
+    s.torchAutocast = true;
+    s.dims = dims;
+    s.context = k.contextBytes;
+    s.contextHigh = k.contextHighBytes;
+    if (phase.empty() || a.iterationPeaks.empty())
+        throw std::runtime_error("the trace has no allocation events to calibrate on");
+
+    // 1. A steady-state iteration: past the first when there are several, with an optimizer
+    // step, not an outlier batch; the largest of the rest.
+    struct Cand { size_t idx; bool opt, bwd; };
+    std::vector<Cand> cands;
+    const auto& its = a.iterationPeaks;
+    for (size_t i = 0; i < its.size(); ++i) {
+        bool opt = false, bwd = false;
+        for (int64_t e = its[i].startEvent; e <= its[i].endEvent && e < int64_t(phase.size()); ++e) {
+            opt |= phase[size_t(e)] == Phase::Optimizer;
+            bwd |= phase[size_t(e)] == Phase::Backward;
+        }
+        cands.push_back({i, opt, bwd});
+    }
+    std::vector<Cand> steady;
+    for (const auto& c : cands)
+        if ((c.idx > 0 || cands.size() == 1) && (c.opt || std::none_of(cands.begin(), cands.end(), [](auto& x) { return x.opt; })))
+            steady.push_back(c);
+    if (steady.empty())
+        steady = cands;
+    if (steady.size() >= 3) {
+        std::vector<int64_t> peaks;
+        for (const auto& c : steady)
+            peaks.push_back(its[c.idx].peakBytes);
+        std::nth_element(peaks.begin(), peaks.begin() + peaks.size() / 2, peaks.end());
+        const double median = double(peaks[peaks.size() / 2]);
+        std::vector<Cand> kept;
+        for (const auto& c : steady)
+            if (double(its[c.idx].peakBytes) <= 1.2 * median)
+                kept.push_back(c);
+            else
+                cal.outlierBatch = true;
+        steady = kept;
+    }
+    const Cand chosen = *std::max_element(steady.begin(), steady.end(), [&](const Cand& x, const Cand& y) {
+        return its[x.idx].peakBytes < its[y.idx].peakBytes;
+    });
+    const IterationPeak& it = its[chosen.idx];
+    cal.iteration = it.iteration;
+    cal.measuredPeak = double(it.peakBytes);
+    s.forwardOnly = !chosen.bwd && !chosen.opt;
+
+    // 2. The three measured points.
+    int64_t e1 = -1, e2 = -1, e3 = -1;
+    int backwardSpans = 0;
+    Phase prev = Phase::Other;
+    for (int64_t e = it.startEvent; e <= it.endEvent && e < int64_t(phase.size()); ++e) {
+        const Phase p = phase[size_t(e)];
+        const int64_t bytes = tl.allocated[size_t(e)];
+        if (p == Phase::Optimizer) {
+            if (e2 < 0 || bytes > tl.allocated[size_t(e2)])
+                e2 = e;
+        } else if (e1 < 0 || bytes > tl.allocated[size_t(e1)]) {
+            e1 = e;
+        }
+        if (p == Phase::Backward) {
+            e3 = e;
+            if (prev != Phase::Backward)
+                ++backwardSpans;
+        }
+        if (p != Phase::Other)
+            prev = p;
+    }
+    if (e1 < 0)
+        e1 = it.peakEvent >= 0 ? it.peakEvent : it.startEvent;
+    cal.events = {e1, e3, e2};
+    const Live L1 = liveAt(tl, a, e1);
+    const Live L2 = e2 >= 0 ? liveAt(tl, a, e2) : Live{};
+    const Live L3 = e3 >= 0 ? liveAt(tl, a, e3) : Live{};
+    auto cat = [](const Live& l, TensorCategory c) {
+        auto f = l.byCat.find(c);
+        return f == l.byCat.end() ? 0.0 : double(f->second);
+    };
+
+    // 3. The measured configuration: stated wins over read; read from annotations and sizes.
+    std::vector<MeasuredItem> readHow;
+    const StatedConfig read = readTraceConfig(trace, deviceIndex, &readHow);
+    auto settle = [&](const char* key, auto statedV, auto readV, auto&& fmt) {
+        using V = std::decay_t<decltype(*statedV)>;
+        std::optional<V> out;
+        MeasuredItem m{key, "", "unknown", ""};
+        if (statedV) {
+            out = statedV;
+            m = {key, fmt(*statedV), "stated", "command line / panel"};
+            if (readV && *readV != *statedV)
+                m.detail += "; the trace says " + fmt(*readV);
+        } else if (readV) {
+            out = readV;
+            m = {key, fmt(*readV), "read", ""};
+            for (const auto& h : readHow)
+                if (h.key == key)
+                    m.detail = h.detail;
+        }
+        cal.measured.push_back(m);
+        return out;
+    };
+    auto itos = [](int v) { return std::to_string(v); };
+    std::optional<int> readB = read.microBatch, readS = read.seq;
+    // Tensor sizes, when the model's hidden size and head count are known.
+    std::string sizeDetail;
+    if (dims.hidden > 0 && dims.heads > 0 && (!readB || !readS) && (!stated.microBatch || !stated.seq)) {
+        std::map<int64_t, int> counts;
+        for (const auto& [c, sz] : L1.allocs)
+            if (isActivation(c))
+                ++counts[sz];
+        std::vector<std::pair<int, int64_t>> bySize;
+        for (auto [sz, n] : counts)
+            bySize.push_back({n, sz});
+        std::sort(bySize.rbegin(), bySize.rend());
+        int64_t bs = 0;
+        for (auto [n, sz] : bySize) {
+            for (int e : {2, 4})
+                if (sz % (int64_t(dims.hidden) * e) == 0 && sz / (int64_t(dims.hidden) * e) >= 64) {
+                    bs = sz / (int64_t(dims.hidden) * e); // at least 64 tokens: not a per-token statistic
+                    break;
+                }
+            if (bs)
+                break;
+        }
+        const std::optional<int> knownS = stated.seq ? stated.seq : readS;
+        const std::optional<int> knownB = stated.microBatch ? stated.microBatch : readB;
+        int64_t bestB = 0, bestS = 0;
+        int bestN = 0;
+        if (bs > 0) {
+            for (auto [n, sz] : bySize)
+                for (int e : {2, 4, 1}) {
+                    // A small multiple of b*s*h is a linear activation (MLP inner, QKV), not scores.
+                    if (sz % (bs * dims.hidden) == 0 && sz / (bs * dims.hidden) <= 16)
+                        break;
+                    if (sz % (int64_t(dims.heads) * e))
+                        continue;
+                    const int64_t q = sz / (int64_t(dims.heads) * e);
+                    if (q % bs)
+                        continue;
+                    const int64_t sq = q / bs;
+                    if (sq >= 64 && bs % sq == 0 && n > bestN && (!knownS || *knownS == sq)) {
+                        bestN = n;
+                        bestS = sq;
+                        bestB = bs / sq;
+                    }
+                }
+            if (!bestS && knownS && bs % *knownS == 0) { bestS = *knownS; bestB = bs / *knownS; }
+            if (!bestS && knownB && bs % *knownB == 0) { bestB = *knownB; bestS = bs / *knownB; }
+        }
+        if (bestB > 0 && bestS > 0) {
+            sizeDetail = "tensor sizes: activations of b*s*h = " + std::to_string(bs) + "*" + std::to_string(dims.hidden) +
+                         " elements" + (bestN ? ", attention scores of b*a*s^2" : "");
+            if (!readB) { readB = int(bestB); readHow.push_back({"micro_batch", itos(int(bestB)), "read", sizeDetail}); }
+            if (!readS) { readS = int(bestS); readHow.push_back({"seq", itos(int(bestS)), "read", sizeDetail}); }
+        }
+    }
+    const auto b0 = settle("micro_batch", stated.microBatch, readB, itos);
+    const auto s0 = settle("seq", stated.seq, readS, itos);
+    const auto p0 = settle("precision", stated.precision, read.precision, [](Precision p) { return std::string(precisionName(p)); });
+    const auto n0 = settle("devices", stated.devices, read.devices, itos);
+    std::optional<int> readK = read.accum;
+    if (!readK && backwardSpans > 0) {
+        readK = backwardSpans;
+        readHow.push_back({"accum", itos(backwardSpans), "read", itos(backwardSpans) + " backward passes per optimizer step"});
+    }
+    const auto k0 = settle("accum", stated.accum, readK, itos);
+
+    // 4. Model states.
+    s.weights = measured(cat(L1, TensorCategory::Parameter));
+    double O = cat(L1, TensorCategory::OptimizerState);
+    const double Oopt = std::max(cat(L2, TensorCategory::OptimizerState), double(a.atEnd.byCategory[size_t(TensorCategory::OptimizerState)]));
+    if (O <= 0 && Oopt > 0) {
+        O = Oopt;
+        cal.firstStep = true;
+        s.notes.push_back("first optimizer step: the optimizer state it creates (" + formatBytes(int64_t(O)) +
+                          ") is added to the forward and backward");
+    }
+    s.optimizer = measured(O);
+    const double Gfull = std::max({cat(L2, TensorCategory::Gradient), cat(L3, TensorCategory::Gradient), cat(L1, TensorCategory::Gradient)});
+    s.grads = measured(Gfull);
+    s.gradFwdFraction = Gfull > 0 ? cat(L1, TensorCategory::Gradient) / Gfull : 0;
+    if (s.forwardOnly)
+        s.notes.push_back("forward-only trace: projecting weights and activations (no gradients or optimizer state)");
+
+    // Optimizer: the annotation, else the state-to-gradient ratio; fused when the step leaves no
+    // parameter-sized temporaries.
+    double optTemps = 0, optBatch = 0;
+    for (const auto& [c, sz] : L2.allocs) {
+        if (isTemporary(c) && c != TensorCategory::Input)
+            optTemps += double(sz);
+        else if (isActivation(c) || c == TensorCategory::Input)
+            optBatch += double(sz);
+    }
+    std::optional<OptimizerKind> readO = read.optimizer;
+    std::string oDetail;
+    if (Gfull > 0 && O > 0) {
+        const double ratio = O / Gfull;
+        const bool foreach = optTemps > 0.25 * Gfull;
+        if (!readO || *readO == OptimizerKind::AdamW || *readO == OptimizerKind::Sgd) {
+            OptimizerKind o = ratio > 1.5 ? OptimizerKind::AdamW : ratio > 0.6 ? OptimizerKind::SgdMomentum : OptimizerKind::Sgd;
+            if (readO && *readO == OptimizerKind::AdamW)
+                o = OptimizerKind::AdamW;
+            if (o == OptimizerKind::AdamW && !foreach)
+                o = OptimizerKind::AdamWFused;
+            oDetail = "optimizer state / gradients = " + std::to_string(ratio).substr(0, 4) +
+                      (foreach ? ", parameter-sized step temporaries (foreach)" : ", no step temporaries (fused)");
+            readO = o;
+        }
+        cal.measured.push_back({"optimizer_bytes", "", "read", "optimizer state measured"});
+    }
+    auto oItem = std::find_if(readHow.begin(), readHow.end(), [](auto& m) { return m.key == "optimizer"; });
+    if (oItem != readHow.end() && !oDetail.empty())
+        oItem->detail += "; " + oDetail;
+    else if (!oDetail.empty())
+        readHow.push_back({"optimizer", "", "read", oDetail});
+    const auto o0 = settle("optimizer", stated.optimizer, readO, [](OptimizerKind o) { return std::string(optimizerName(o)); });
+
+    // 5. Activations and temporaries at the start of backward.
+    std::set<int64_t> paramSizes;
+    for (const auto& [c, sz] : L1.allocs)
+        if (c == TensorCategory::Parameter)
+            paramSizes.insert(sz);
+    const bool amp = p0 && (*p0 == Precision::AmpBf16 || *p0 == Precision::AmpFp16);
+    double lin = 0, quad = 0, cache = 0, batchT = 0, constT = 0;
+    for (const auto& [c, sz] : L1.allocs) {
+        if (isActivation(c)) {
+            if (amp && paramSizes.count(sz * 2)) {
+                cache += double(sz); // the autocast cast of an fp32 weight, saved for backward
+                continue;
+            }
+            bool isQuad = false;
+            if (s0 && *s0 > 1) {
+                const int64_t ss = int64_t(*s0) * *s0;
+                if (dims.heads > 0)
+                    isQuad = sz % (ss * int64_t(dims.heads) * (b0 ? *b0 : 1)) == 0;
+                else {
+                    const int64_t bss = ss * (b0 ? *b0 : 1);
+                    // heads x element size: at least 16 and a multiple of 4 (so not b*s*V logits
+                    // whose V happens to divide by s)
+                    isQuad = sz % bss == 0 && sz / bss >= 16 && (sz / bss) % 4 == 0;
+                    if (isQuad && !paramSizes.empty()) {
+                        // b*s*h activations also divide by s^2 when h is a multiple of s: the
+                        // smallest parameter vectors are h-sized (norms).
+                        const int64_t hBytes = *paramSizes.begin() >= 256 ? *paramSizes.begin() : 0;
+                        const int64_t lin0 = int64_t(*s0) * (b0 ? *b0 : 1) * std::max<int64_t>(1, hBytes / 4);
+                        if (hBytes && sz % lin0 == 0 && sz / lin0 <= 24)
+                            isQuad = false;
+                    }
+                }
+            }
+            (isQuad ? quad : lin) += double(sz);
+        } else if (isTemporary(c)) {
+            (sz < kTiny ? constT : batchT) += double(sz);
+        }
+    }
+    s.actLin = measured(lin);
+    s.actQuad = measured(quad);
+    s.autocastCache = measured(cache);
+    s.logits = measured(batchT);
+    s.constTemp = measured(constT);
+    double bwdT = 0;
+    for (const auto& [c, sz] : L3.allocs)
+        if ((isActivation(c) || isTemporary(c)) && sz >= kTiny)
+            bwdT += double(sz);
+    s.bwdTemp = measured(bwdT);
+    s.optTemp = measured(optTemps);
+    s.optAct = measured(optBatch);
+
+    // 6. Configuration, allocator, step time.
+    LeverConfig& c = s.config;
+    c.microBatch = b0.value_or(0);
+    c.seq = s0.value_or(0);
+    c.accum = k0.value_or(1);
+    c.devices = n0.value_or(0);
+    c.precision = p0.value_or(Precision::AmpBf16);
+    c.optimizer = o0.value_or(OptimizerKind::AdamW);
+    if (quad > 0) {
+        c.flashAttention = false;
+        cal.measured.push_back({"flash_attention", "off", "read", "attention scores (b*s^2 tensors) in the forward"});
+    } else {
+        c.flashAttention = true;
+        cal.measured.push_back({"flash_attention", "on", s0 ? "read" : "assumed",
+                                s0 ? "no b*s^2 tensors in the forward" : "sequence length unknown"});
+    }
+    for (const auto& [key, val] : trace.snapshot.allocatorSettings)
+        if (key.find("expandable") != std::string::npos && (val == "True" || val == "true" || val == "1"))
+            c.expandableSegments = true;
+    for (const auto& seg : dev.segments)
+        c.expandableSegments |= seg.expandable;
+    cal.measured.push_back({"expandable_segments", c.expandableSegments ? "on" : "off", "read", "allocator settings"});
+    cal.measured.push_back({"checkpointing", "none", "assumed", "a measured run with checkpointing is projected as is"});
+    if (p0) {
+        const StateBytes t = s.table(*p0, c.optimizer);
+        s.params = s.weights.bytes / std::max(1.0, t.weights + t.master);
+    }
+    if (dims.valid()) {
+        s.layers = dims.layers;
+    } else {
+        s.layers = dims.layers > 0 ? dims.layers : 24;
+        s.layersGuessed = dims.layers <= 0;
+    }
+    const double A1 = lin + quad + cache + batchT;
+    const double F1 = double(tl.reserved[size_t(e1)] - tl.allocated[size_t(e1)]);
+    if (A1 > 0 && F1 >= 0) {
+        s.fragRatio = std::min(1.0, F1 / A1);
+        s.fragProvenance = Provenance::Measured;
+    }
+    s.measuredAllocated = {double(tl.allocated[size_t(e1)]), e3 >= 0 ? double(tl.allocated[size_t(e3)]) : -1,
+                           e2 >= 0 ? double(tl.allocated[size_t(e2)]) : -1};
+    if (dev.trace.anyTime) {
+        const auto& t = dev.trace.timeUs;
+        int64_t endEvent = it.endEvent;
+        if (chosen.idx + 1 < its.size())
+            endEvent = its[chosen.idx + 1].startEvent;
+        if (t[size_t(it.startEvent)] != TraceEvents::kNoTime && t[size_t(endEvent)] != TraceEvents::kNoTime &&
+            t[size_t(endEvent)] > t[size_t(it.startEvent)] && chosen.opt)
+            s.measuredStepTime = double(t[size_t(endEvent)] - t[size_t(it.startEvent)]) * 1e-6;
+    }
+    cal.measured.push_back({"step_time_s", s.measuredStepTime > 0 ? std::to_string(s.measuredStepTime) : "",
+                            s.measuredStepTime > 0 ? "read" : "unknown", "iteration " + std::to_string(it.iteration)});
+    if (cal.outlierBatch)
+        s.notes.push_back("an outlier batch was left out of the calibration; bound batches by a token budget");
+    return cal;
+}
+
+} // namespace headroom

@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+// The vocabulary of the what-if projection (docs: ../shared/reference/WHATIF.md): the
+// levers a user can move, model and device descriptions, the editable constants and the
+// projected result (components per phase, each with provenance and uncertainty).
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace headroom {
+
+enum class Checkpointing : uint8_t { None, Selective, Full, EveryK };
+enum class Precision : uint8_t { Fp32, AmpBf16, AmpFp16, Bf16 };
+enum class OptimizerKind : uint8_t { AdamW, AdamWFused, Adam8bit, Adafactor, Sgd, SgdMomentum };
+enum class Offload : uint8_t { None, Optimizer, Params };
+
+/// Where a number comes from (WHATIF.md §8).
+enum class Provenance : uint8_t { Measured, Scaled, Modelled, Default };
+
+/// The three points of a training step whose memory the projection evaluates (§1.7).
+enum class StepPhase : uint8_t { StartOfBackward, Backward, OptimizerStep };
+inline constexpr size_t kStepPhaseCount = 3;
+
+std::string_view checkpointName(Checkpointing c, int everyK = 1); ///< "none", "full", "every:2"
+std::string_view precisionName(Precision p);                      ///< "fp32", "amp-bf16", ...
+std::string_view optimizerName(OptimizerKind o);                  ///< "adamw", "adam8bit", ...
+std::string_view offloadName(Offload o);                          ///< "none", "optimizer", "params"
+std::string_view provenanceName(Provenance p);                    ///< "measured", ...
+std::string_view stepPhaseName(StepPhase p);                      ///< "start_of_backward", ...
+std::string_view stepPhaseLabel(StepPhase p);                     ///< "start of backward", ...
+
+std::optional<Precision> precisionFromName(std::string_view s);
+std::optional<OptimizerKind> optimizerFromName(std::string_view s);
+std::optional<Offload> offloadFromName(std::string_view s);
+/// "none", "selective", "full", "every:K" (K >= 1).
+bool checkpointFromName(std::string_view s, Checkpointing& out, int& everyK);
+
+/// Everything the user can move. `microBatch`, `seq` and `devices` are per device.
+struct LeverConfig {
+    int microBatch = 1;
+    int accum = 1;
+    int seq = 1;
+    Checkpointing checkpoint = Checkpointing::None;
+    int checkpointEvery = 1; ///< EveryK: checkpoint one layer in every K
+    Precision precision = Precision::AmpBf16;
+    OptimizerKind optimizer = OptimizerKind::AdamW;
+    int zero = 0;    ///< 0 = plain data parallel; 1..3 ZeRO stage (FSDP FULL_SHARD = 3)
+    int devices = 1; ///< data-parallel / sharding degree N
+    Offload offload = Offload::None;
+    bool flashAttention = true;
+    double trainableFraction = 1.0; ///< LoRA / freezing: P_t / P; 1 = full fine-tune
+    bool expandableSegments = false;
+
+    int64_t effectiveBatch() const { return int64_t(microBatch) * accum * devices; }
+    bool operator==(const LeverConfig&) const = default;
+    /// Lever settings that differ from `base`, as "name=value" strings (for ladders, JSON).
+    std::vector<std::string> differences(const LeverConfig& base) const;
+};
+
+/// Bytes per parameter of each model state for a precision and optimizer (§1.2).
+struct StateBytes {
+    double weights = 0, master = 0, grads = 0, optimizer = 0, optimizerTemp = 0;
+};
+StateBytes stateBytes(Precision p, OptimizerKind o);
+/// Bytes moved per trainable parameter by one optimizer step (§5.5).
+double optimizerBytesMoved(Precision p, OptimizerKind o);
+/// Saved-activation size relative to 16-bit activations (fp32 stores ~1.8x, [G]).
+double activationFactor(Precision p);
+
+/// Transformer dimensions (analytic mode, and optional help for calibrated mode).
+struct ModelDims {
+    std::string name;
+    double params = 0; ///< P
+    int layers = 0, hidden = 0, heads = 0, ffn = 0, vocab = 0;
+    double actCoeff = 34.0; ///< saved bytes per layer = s*b*h*(actCoeff + 5*a*s/h) (Korthikanti)
+    int seq = 2048, microBatch = 1; ///< the preset's typical training shape
+
+    bool valid() const { return params > 0 && layers > 0 && hidden > 0 && heads > 0 && vocab > 0; }
+    /// Params of one decoder layer (the ZeRO-3 gathered unit).
+    double layerParams() const;
+};
+/// gpt2, llama2-7b, llama3-8b, llama2-70b (alias 70b).
+std::optional<ModelDims> modelPreset(std::string_view name);
+std::vector<std::string> modelPresetNames();
+/// Parameter count from dimensions (GPT form when ffn == 0: 12*L*h^2 + V*h).
+double estimateParams(int layers, int hidden, int ffn, int vocab);
+
+/// A device: capacity and the speeds the step-time model needs (§5.7).
+struct DeviceSpec {
+    std::string name;
+    int64_t capacityBytes = 0;
+    double peakFlops = 989e12;  ///< dense bf16
+    double hbmBandwidth = 3350e9;
+    double linkBandwidth = 450e9; ///< NVLink per GPU (config value)
+    double pcieBandwidth = 50e9;  ///< achievable per direction
+    bool guessed = false;         ///< speeds not from the reference's sourced table
+};
+/// "24gib", "40gib", "48gib", "80gib" (H100), "a100-80gb", "94gib", "141gib" (H200), "h100".
+std::optional<DeviceSpec> devicePreset(std::string_view name);
+std::vector<std::string> devicePresetNames();
+/// The best matching speed preset for a capacity (custom capacities keep H100 speeds).
+DeviceSpec deviceForCapacity(int64_t capacityBytes);
+
+/// The editable constants (§5.7), each marked as a guess or sourced.
+struct WhatIfConstants {
+    double mfuMax = 0.45;          ///< [G]
+    double nHalf = 256;            ///< tokens [G]
+    double logitsBytes = 8;        ///< c_V bytes per b*s*V element [G]
+    double overlap = 0.7;          ///< communication/compute overlap rho [G]
+    double hbmEfficiency = 0.8;    ///< eta_hbm [G]
+    double busFactor = 0.75;       ///< achievable NVLink busBW / config [G]
+    double hostBandwidth = 100e9;  ///< host DRAM for CPU Adam [G]
+    double contextBytes = 1.0 * (1ull << 30);     ///< C, memory outside the allocator [G]
+    double contextHighBytes = 2.0 * (1ull << 30); ///< C's high end [G]
+    double fragRatio = 0.05;          ///< F / (A + T) without expandable segments [G]
+    double fragRatioExpandable = 0.02; ///< with [G]
+    double marginSame = 0.05;       ///< safety margin when only b / k changed [G]
+    double marginStructural = 0.10; ///< otherwise [G]
+    double fp32Slowdown = 2.5;      ///< fp32 vs mixed precision step time [G]
+    double flashSpeedup = 2.0;      ///< attention FLOPs run this much faster with FlashAttention [G]
+    double offloadBucketElems = 5e8; ///< DeepSpeed reduce_bucket_size [S]
+    double foreachTimeFactor = 1.0;  ///< foreach optimizer bytes moved vs fused [G]
+
+    struct Entry {
+        const char* key;
+        const char* label;
+        double WhatIfConstants::* member;
+        const char* unit;
+        bool guess;
+        const char* source;
+    };
+    static const std::vector<Entry>& entries();
+};
+
+/// One term of a phase's memory.
+struct Component {
+    std::string name;  ///< "weights", "master", "gradients", ... (JSON keys)
+    double bytes = 0;  ///< central value
+    double relErr = 0; ///< one-sided relative uncertainty
+    Provenance provenance = Provenance::Modelled;
+    double low = 0, high = 0; ///< explicit band (fragmentation, context); 0/0 = from relErr
+};
+
+struct PhaseProjection {
+    StepPhase phase = StepPhase::StartOfBackward;
+    bool present = true; ///< a forward-only trace projects only the forward
+    std::vector<Component> components;
+    double allocated = 0; ///< tensors only
+    double total = 0;     ///< + fragmentation + outside the allocator
+    double low = 0, high = 0;
+    double measured = -1; ///< measured total at the calibration point (calibrated mode)
+};
+
+/// Step time, itemised (§5): seconds per optimizer step.
+struct StepTime {
+    double compute = 0;       ///< forward + backward at the measured (or modelled) utilisation
+    double utilisation = 0;   ///< extra from a smaller micro-batch's lower utilisation
+    double recompute = 0;     ///< activation checkpointing
+    double communication = 0; ///< exposed part
+    double offload = 0;       ///< exposed part
+    double optimizer = 0;     ///< the optimizer step itself
+    double total = 0;
+    double tokensPerStep = 0; ///< all devices
+    double tokensPerSecond = 0;
+    double relative = 1;      ///< total / the baseline's total
+};
+
+enum class Verdict : uint8_t { Fits, Tight, DoesNotFit, Unknown };
+std::string_view verdictName(Verdict v); ///< "fits", "tight", "does not fit", "unknown capacity"
+
+struct Projection {
+    LeverConfig config;
+    std::array<PhaseProjection, kStepPhaseCount> phases;
+    StepPhase peakPhase = StepPhase::StartOfBackward;
+    double peak = 0, peakLow = 0, peakHigh = 0; ///< totals incl. fragmentation and context
+    double capacity = 0;
+    double margin = 0.1;
+    Verdict verdict = Verdict::Unknown;
+    bool fits = false;
+    StepTime time;
+    std::vector<std::string> notes; ///< e.g. "the peak is in the optimizer step: a longer sequence does not move it"
+
+    const PhaseProjection& peakProjection() const { return phases[size_t(peakPhase)]; }
+    double componentAt(StepPhase p, std::string_view name) const;
+};
+
+} // namespace headroom

@@ -1,0 +1,283 @@
+// SPDX-License-Identifier: MIT
+// The explorer's linked views on real snapshots, offscreen: models under
+// QAbstractItemModelTester, selection flowing through the shared Selection, exports.
+#include <catch2/catch.hpp>
+
+#include "core/loader.h"
+#include "ui/allocationsmodel.h"
+#include "ui/allocationsview.h"
+#include "ui/allocatorview.h"
+#include "ui/breakdownview.h"
+#include "ui/diagnosisview.h"
+#include "ui/explorer.h"
+#include "ui/loadcontroller.h"
+#include "ui/mainwindow.h"
+#include "ui/stackview.h"
+#include "ui/timelineview.h"
+#include "ui/viewexport.h"
+
+#include <qcustomplot.h>
+
+#include <QAbstractItemModelTester>
+#include <QApplication>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QFileInfo>
+#include <QLineEdit>
+#include <QSignalSpy>
+#include <QSortFilterProxyModel>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QTextBrowser>
+#include <QTreeView>
+#include <QUrl>
+
+using namespace headroom;
+
+namespace {
+
+constexpr int kTimeoutMs = 60000;
+
+QString realTrace(const char* name)
+{
+    return QStringLiteral(HEADROOM_REAL_TRACES_DIR "/") + QLatin1String(name);
+}
+
+/// A shown main window, loaded and analysed.
+struct Analysed {
+    MainWindow window;
+
+    explicit Analysed(const QString& path)
+    {
+        window.resize(1400, 900);
+        window.show();
+        QSignalSpy loaded(window.loadController(), &LoadController::traceLoaded);
+        QSignalSpy analysed(window.explorer(), &Explorer::dataAvailable);
+        window.openFile(path);
+        REQUIRE((loaded.count() > 0 || loaded.wait(kTimeoutMs)));
+        REQUIRE((analysed.count() > 0 || analysed.wait(kTimeoutMs)));
+        REQUIRE(window.explorer()->data());
+        QApplication::processEvents();
+    }
+
+    Explorer& explorer() { return *window.explorer(); }
+    const ExplorerData& data() { return *window.explorer()->data(); }
+};
+
+} // namespace
+
+TEST_CASE("allocations model passes QAbstractItemModelTester, sorted and filtered")
+{
+    Analysed a(realTrace("pt27_silmont_mem_snapshot.pickle"));
+    const ExplorerDataPtr data = a.explorer().data();
+    const MemoryTimeline& tl = data->timeline();
+
+    AllocationsModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::Fatal);
+    QSortFilterProxyModel proxy;
+    proxy.setSourceModel(&model);
+    proxy.setSortRole(AllocationsModel::SortRole);
+    proxy.setFilterKeyColumn(-1);
+    QAbstractItemModelTester proxyTester(&proxy, QAbstractItemModelTester::FailureReportingMode::Fatal);
+
+    model.resetData(data, data->analysis.liveAt(tl, tl.peakEventIndex));
+    REQUIRE(model.rowCount() > 0);
+    CHECK(model.columnCount() == AllocationsModel::NUM_COLUMNS);
+    for (int c = 0; c < AllocationsModel::NUM_COLUMNS; ++c) {
+        proxy.sort(c, Qt::DescendingOrder);
+        proxy.sort(c, Qt::AscendingOrder);
+    }
+    proxy.sort(AllocationsModel::SizeColumn, Qt::DescendingOrder);
+    CHECK(proxy.index(0, 0).data(AllocationsModel::AllocationRole).toLongLong()
+          == qlonglong(data->analysis.topAtPeak.front()));
+    CHECK(proxy.index(0, AllocationsModel::SizeColumn).data().toString().contains(QStringLiteral("iB")));
+    proxy.setFilterFixedString(QStringLiteral("parameters"));
+    for (int r = 0; r < proxy.rowCount(); ++r)
+        CHECK(proxy.index(r, AllocationsModel::CategoryColumn).data().toString() == QStringLiteral("parameters"));
+    proxy.setFilterFixedString(QString());
+    model.resetData(data, data->analysis.liveAt(tl, -1));
+    model.resetData(data, {});
+    CHECK(model.rowCount() == 0);
+    model.clearData();
+}
+
+TEST_CASE("kk full step: the views hold the analysis at the peak")
+{
+    Analysed a(realTrace("pt27_kk_memory_ctx128_fullstep.pickle"));
+    const ExplorerData& d = a.data();
+    const MemoryTimeline& tl = d.timeline();
+    const SelectionState& s = a.explorer().selection()->state();
+    CHECK(s.event == tl.peakEventIndex);
+
+    // Breakdown: the bars at the peak add up to the analysis' peak.
+    BreakdownView* breakdown = a.explorer().breakdown();
+    CHECK(breakdown->shownEvent() == tl.peakEventIndex);
+    CHECK(breakdown->breakdown().total == d.analysis.atPeak.total);
+    double barSum = 0;
+    for (int i = 0; i < breakdown->plot()->plottableCount(); ++i)
+        if (auto* bars = qobject_cast<QCPBars*>(breakdown->plot()->plottable(i)))
+            if (bars->keyAxis()->axisRect() == breakdown->plot()->axisRects().at(0))
+                barSum += bars->data()->constBegin()->value;
+    CHECK(barSum == double(d.analysis.atPeak.total));
+    CHECK(breakdown->heading().contains(QStringLiteral("at the peak")));
+
+    // Timeline: the stacked categories reach the replayed peak (no live allocation
+    // is left out of the stack, and the downsampling keeps the maximum).
+    TimelineView* timeline = a.explorer().timeline();
+    CHECK(timeline->plottedPeakBytes() == double(tl.peakAllocated));
+    CHECK(timeline->plottedStackPeak() == Approx(double(d.analysis.atPeak.total)));
+
+    // Table: live at the peak, largest first.
+    AllocationsView* allocations = a.explorer().allocations();
+    const QModelIndex first = allocations->proxy()->index(0, 0);
+    REQUIRE(first.isValid());
+    const auto largest = d.analysis.largestAt(tl, tl.peakEventIndex, 1);
+    CHECK(first.data(AllocationsModel::AllocationRole).toLongLong() == qlonglong(largest.front()));
+    CHECK(allocations->proxy()->rowCount() == int(d.analysis.liveAt(tl, tl.peakEventIndex).size()));
+
+    // Stacks: the root holds everything live.
+    StackView* stacks = a.explorer().stacks();
+    REQUIRE_FALSE(stacks->nodes().empty());
+    CHECK(stacks->nodes().front().bytes == d.analysis.atPeak.total);
+    CHECK(stacks->boxes().size() > 3);
+
+    // Diagnosis and allocator are not empty.
+    CHECK(a.explorer().diagnosis()->browser()->toPlainText().contains(QStringLiteral("peak")));
+    CHECK(a.explorer().allocator()->summaryText().contains(QStringLiteral("reserved")));
+}
+
+TEST_CASE("selecting an allocation row: the timeline and the stack view follow")
+{
+    Analysed a(realTrace("pt27_kk_memory_ctx128_fullstep.pickle"));
+    AllocationsView* allocations = a.explorer().allocations();
+    TimelineView* timeline = a.explorer().timeline();
+    StackView* stacks = a.explorer().stacks();
+    QTreeView* table = allocations->table();
+    const QModelIndex row = allocations->proxy()->index(2, 0);
+    REQUIRE(row.isValid());
+    const qlonglong allocation = row.data(AllocationsModel::AllocationRole).toLongLong();
+    table->setCurrentIndex(row);
+    CHECK(a.explorer().selection()->state().allocation == allocation);
+    CHECK(timeline->highlightedAllocation() == allocation);
+    CHECK(stacks->highlightedNodes().size() > 1);
+    INFO(allocations->stackShown().toStdString());
+    CHECK(allocations->stackShown().contains(QStringLiteral("allocation at 0x")));
+    CHECK(allocations->stackShown().count(QLatin1Char('\n')) >= 2);
+
+    // Clicking a frame in the stack view filters the table and draws the filter curve.
+    a.explorer().showView(QStringLiteral("stacks"));
+    QApplication::processEvents();
+    REQUIRE(stacks->boxes().size() > 2);
+    const StackView::Box box = *std::find_if(stacks->boxes().begin(), stacks->boxes().end(),
+                                             [](const StackView::Box& b) { return b.depth == 2; });
+    QTest::mouseClick(stacks, Qt::LeftButton, {}, box.rect.center().toPoint());
+    const SelectionState& s = a.explorer().selection()->state();
+    CHECK(s.stackFilter == stacks->pathTo(box.node));
+    CHECK(allocations->proxy()->rowCount() == int(stacks->nodes()[size_t(box.node)].count));
+    CHECK(timeline->hasFilterCurve());
+    CHECK(allocations->headline().contains(QStringLiteral("under")));
+    a.explorer().selection()->setStackFilter({});
+    CHECK_FALSE(timeline->hasFilterCurve());
+}
+
+TEST_CASE("timeline clicks and drags select events and ranges; diagnosis links select events")
+{
+    Analysed a(realTrace("pt27_kk_memory_ctx128_fullstep.pickle"));
+    TimelineView* timeline = a.explorer().timeline();
+    QCustomPlot* plot = timeline->plot();
+    const QRect r = plot->axisRect()->rect();
+    const QPoint at(r.left() + r.width() / 3, r.center().y());
+    QTest::mouseClick(plot, Qt::LeftButton, {}, at);
+    const SelectionState& s = a.explorer().selection()->state();
+    CHECK(s.event == timeline->eventAtPixel(at.x()));
+    CHECK(a.explorer().breakdown()->shownEvent() == s.event);
+
+    QTest::mousePress(plot, Qt::LeftButton, {}, QPoint(r.left() + r.width() / 5, r.center().y()));
+    QTest::mouseMove(plot, QPoint(r.left() + r.width() / 4, r.center().y()));
+    QTest::mouseMove(plot, QPoint(r.left() + r.width() / 2, r.center().y()));
+    QTest::mouseRelease(plot, Qt::LeftButton, {}, QPoint(r.left() + r.width() / 2, r.center().y()));
+    REQUIRE(s.hasRange());
+    CHECK(s.rangeFirst < s.rangeLast);
+    CHECK(a.explorer().allocations()->headline().contains(QStringLiteral("born in")));
+    CHECK(a.explorer().breakdown()->heading().contains(QStringLiteral("maximum")));
+
+    a.explorer().diagnosis()->openLink(QUrl(QStringLiteral("event:123")));
+    CHECK_FALSE(s.hasRange());
+    CHECK(s.event == 123);
+
+    // Legend toggles hide a category's area.
+    timeline->setCategoryVisible(TensorCategory::Parameter, false);
+    CHECK_FALSE(timeline->categoryVisible(TensorCategory::Parameter));
+    timeline->setCategoryVisible(TensorCategory::Parameter, true);
+}
+
+TEST_CASE("every view exports to PNG, SVG and PDF; postmortem and Save As")
+{
+    Analysed a(realTrace("pt27_silmont_mem_snapshot.pickle"));
+    QTemporaryDir dir;
+    for (ExplorerView* v : a.explorer().views()) {
+        for (const char* ext : {"png", "svg", "pdf"}) {
+            const QString path = dir.filePath(v->viewId() + QLatin1Char('.') + QLatin1String(ext));
+            QString error;
+            INFO(path.toStdString());
+            CHECK(ViewExport::save(v, path, &error, QSize(900, 500)));
+            CHECK(QFileInfo(path).size() > 1000);
+        }
+        const QImage img = ViewExport::image(v, QSize(300, 200));
+        CHECK(img.size() == QSize(300, 200));
+    }
+    QString error;
+    const QString report = dir.filePath(QStringLiteral("postmortem"));
+    REQUIRE(a.window.exportPostmortem(report, &error));
+    QFile md(report + QStringLiteral("/report.md"));
+    REQUIRE(md.open(QIODevice::ReadOnly));
+    const QString text = QString::fromUtf8(md.readAll());
+    CHECK(text.contains(QStringLiteral("Peak allocated | 3.03 GiB")));
+    CHECK(text.contains(QStringLiteral("timeline.png")));
+    CHECK(QFileInfo(report + QStringLiteral("/timeline.png")).size() > 1000);
+    CHECK(QFileInfo(report + QStringLiteral("/breakdown_at_peak.png")).size() > 1000);
+
+    const QString hrt = dir.filePath(QStringLiteral("saved.hrt"));
+    REQUIRE(a.window.saveAs(hrt, &error));
+    const auto reloaded = Loader::load(hrt.toStdString());
+    CHECK(reloaded->timelines[0].peakAllocated == a.data().timeline().peakAllocated);
+}
+
+// Not run by default: `tst_gui "[.benchmark]"` (needs /tmp/big1m.pickle, 1,000,000 events).
+TEST_CASE("timeline redraw on a million events", "[.benchmark]")
+{
+    const QString path = QStringLiteral("/tmp/big1m.pickle");
+    if (!QFileInfo::exists(path))
+        return;
+    Analysed a(path);
+    TimelineView* timeline = a.explorer().timeline();
+    a.window.resize(1920 + 120, 1000);
+    QApplication::processEvents();
+    QCustomPlot* plot = timeline->plot();
+    auto measure = [&](const char* what) {
+        constexpr int kFrames = 20;
+        QElapsedTimer t;
+        t.start();
+        for (int i = 0; i < kFrames; ++i) {
+            // A pan by a few pixels: the downsampling and the replot both run again.
+            const QCPRange r = plot->xAxis->range();
+            const double d = r.size() * (i % 2 ? 0.001 : -0.001);
+            plot->xAxis->setRange(r.lower + d, r.upper + d);
+            timeline->replotNow();
+        }
+        const double ms = double(t.nsecsElapsed()) / 1e6 / kFrames;
+        WARN(what << ": " << ms << " ms per frame at " << plot->axisRect()->width() << " px");
+    };
+    timeline->zoomToFit();
+    measure("by category, whole run");
+    plot->xAxis->setRange(plot->xAxis->range().lower, plot->xAxis->range().lower + plot->xAxis->range().size() / 10);
+    measure("by category, a tenth");
+    timeline->zoomToFit();
+    for (int c = 0; c < kTensorCategoryCount; ++c)
+        timeline->setCategoryVisible(TensorCategory(c), false);
+    measure("totals only (categories hidden), whole run");
+    for (int c = 0; c < kTensorCategoryCount; ++c)
+        timeline->setCategoryVisible(TensorCategory(c), true);
+    a.explorer().timeline()->plot()->layer(QStringLiteral("overlay"))->setVisible(false);
+    measure("by category without the overlay layer, whole run");
+}

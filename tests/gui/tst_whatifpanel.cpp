@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: MIT
+// The what-if panel offscreen: sliders recompute the projection, a ladder rung applies on
+// click, settings round-trip, and a generated trace calibrates. HEADROOM_WHATIF_SCREENSHOT=path
+// saves a rendering.
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include "ui/whatifpanel.h"
+
+#include <QApplication>
+#include <QComboBox>
+#include <QListWidget>
+#include <QSignalSpy>
+#include <QSlider>
+#include <QTest>
+
+#include <cstdlib>
+#include <filesystem>
+
+using namespace headroom;
+
+namespace {
+
+WhatIfPanel* section7Panel()
+{
+    auto* panel = new WhatIfPanel;
+    LeverConfig c;
+    c.microBatch = 4;
+    c.seq = 4096;
+    panel->setAnalyticModel(*modelPreset("llama2-7b"), c);
+    panel->setCapacity(int64_t(80) << 30);
+    panel->resize(1100, 720);
+    panel->show();
+    return panel;
+}
+
+} // namespace
+
+TEST_CASE("The panel projects, recomputes on a slider and applies a ladder rung", "[gui][whatif]")
+{
+    std::unique_ptr<WhatIfPanel> panel(section7Panel());
+    REQUIRE(panel->calibrationError().isEmpty());
+    CHECK(panel->projection().verdict == Verdict::DoesNotFit);
+    const double before = panel->projection().phases[0].total;
+    auto* slider = panel->findChildren<QSlider*>().at(0);
+    QSignalSpy changed(panel.get(), &WhatIfPanel::configChanged);
+    slider->setValue(1);
+    CHECK(changed.count() >= 1);
+    CHECK(panel->config().microBatch == 1);
+    CHECK(panel->projection().phases[0].total < before);
+    CHECK(panel->lastRecomputeMicroseconds() < 1000.0);
+    slider->setValue(4);
+
+    // The ladder: the §7.3 path, clickable.
+    REQUIRE(panel->ladder().firstFit == 2);
+    auto* list = panel->findChild<QListWidget*>();
+    REQUIRE(list);
+    QListWidgetItem* fitItem = nullptr;
+    for (int i = 0; i < list->count(); ++i)
+        if (list->item(i)->data(Qt::UserRole).isValid() && list->item(i)->data(Qt::UserRole).toInt() == 2)
+            fitItem = list->item(i);
+    REQUIRE(fitItem);
+    QSignalSpy applied(panel.get(), &WhatIfPanel::rungApplied);
+    const QRect r = list->visualItemRect(fitItem);
+    QTest::mouseClick(list->viewport(), Qt::LeftButton, {}, r.center());
+    REQUIRE(applied.count() == 1);
+    CHECK(panel->config().checkpoint == Checkpointing::Full);
+    CHECK(panel->projection().fits);
+
+    if (const char* shot = std::getenv("HEADROOM_WHATIF_SCREENSHOT"))
+        panel->grab().save(QString::fromLocal8Bit(shot));
+
+    // What the user set round-trips through the saved settings.
+    const QString json = panel->settingsJson();
+    std::unique_ptr<WhatIfPanel> other(section7Panel());
+    REQUIRE(other->restoreSettings(json));
+    CHECK(other->config() == panel->config());
+}
+
+TEST_CASE("The panel calibrates on a generated trace and asks for what it cannot read", "[gui][whatif]")
+{
+    const std::string path = std::string(HEADROOM_GEN_DIR) + "/whatif_panel_b2.pickle";
+    if (!std::filesystem::exists(path)) {
+        std::filesystem::create_directories(HEADROOM_GEN_DIR);
+        const std::string cmd = "python3 " HEADROOM_SOURCE_DIR "/tools/gen_snapshot.py --out " + path +
+                                " --layers 4 --hidden 1024 --heads 16 --steps 3 --seq-jitter 0 --micro-batch 2 "
+                                "--seq-len 1024 > /dev/null";
+        REQUIRE(std::system(cmd.c_str()) == 0);
+    }
+    WhatIfPanel panel;
+    panel.resize(1100, 720);
+    panel.setTrace(Loader::load(path), 0);
+    REQUIRE(panel.calibrationError().isEmpty());
+    const double measured = panel.projection().phases[0].allocated;
+    CHECK(measured > 0);
+    StatedConfig st;
+    st.microBatch = 2;
+    st.seq = 1024;
+    st.precision = Precision::Bf16;
+    panel.setStated(st);
+    LeverConfig c = panel.config();
+    c.microBatch = 4;
+    panel.setConfig(c);
+    CHECK(panel.projection().phases[0].allocated > measured);
+    if (const char* shot = std::getenv("HEADROOM_WHATIF_SCREENSHOT_TRACE")) {
+        panel.show();
+        panel.grab().save(QString::fromLocal8Bit(shot));
+    }
+}
+
+int main(int argc, char** argv)
+{
+    if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
+        qputenv("QT_QPA_PLATFORM", "offscreen");
+    QApplication app(argc, argv);
+    return Catch::Session().run(argc, argv);
+}

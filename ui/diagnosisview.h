@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include "ui/explorerview.h"
+
+#include <QWidget>
+
+class QTextBrowser;
+class QUrl;
+
+namespace headroom {
+
+/// The diagnosis in plain language: each finding's verdict, evidence and first move, the
+/// peak, the OOMs and every iteration's peak. Event numbers are links: clicking one
+/// selects that event in the other views.
+class DiagnosisView : public QWidget, public ExplorerView {
+    Q_OBJECT
+public:
+    explicit DiagnosisView(Selection* selection, QWidget* parent = nullptr);
+    ~DiagnosisView() override;
+
+    QString viewId() const override { return QStringLiteral("diagnosis"); }
+    QString viewTitle() const override { return tr("Diagnosis"); }
+    QWidget* widget() override { return this; }
+    void setData(const ExplorerDataPtr& data) override;
+    void selectionChanged(const SelectionState&, Selection::Fields) override {}
+
+    QTextBrowser* browser() const { return m_browser; }
+    /// Follows a link the way a click does ("event:123").
+    void openLink(const QUrl& url);
+    /// The findings as Markdown (the postmortem report).
+    static QString markdown(const ExplorerData& data);
+
+protected:
+    void changeEvent(QEvent* event) override;
+
+private:
+    void rebuild();
+
+    Selection* m_selection;
+    QTextBrowser* m_browser;
+    ExplorerDataPtr m_data;
+};
+
+} // namespace headroom

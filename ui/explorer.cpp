@@ -1,0 +1,253 @@
+// SPDX-License-Identifier: MIT
+#include "ui/explorer.h"
+
+#include "ui/allocationsview.h"
+#include "ui/allocatorview.h"
+#include "ui/analysiscontroller.h"
+#include "ui/breakdownview.h"
+#include "ui/postmortem.h"
+#include "ui/diagnosisview.h"
+#include "ui/stackview.h"
+#include "ui/timelineview.h"
+#include "ui/viewexport.h"
+
+#include "ui/theme.h"
+
+#include <QActionGroup>
+#include <QDockWidget>
+#include <QFileDialog>
+#include <QMainWindow>
+#include <QMenu>
+#include <QMessageBox>
+#include <QSettings>
+
+namespace headroom {
+
+namespace {
+const QString kLayoutKey = QStringLiteral("explorer/layout");
+const QString kLayoutVersionKey = QStringLiteral("explorer/layoutVersion");
+constexpr int kLayoutVersion = 1;
+} // namespace
+
+Explorer::Explorer(QMainWindow* window)
+    : QObject(window)
+    , m_window(window)
+    , m_selection(new Selection(this))
+    , m_analysis(new AnalysisController(this))
+{
+    m_timeline = new TimelineView(m_selection);
+    m_breakdown = new BreakdownView(m_selection);
+    m_allocations = new AllocationsView(m_selection);
+    m_stacks = new StackView(m_selection);
+    m_diagnosis = new DiagnosisView(m_selection);
+    m_allocator = new AllocatorView(m_selection);
+
+    window->setDockNestingEnabled(true);
+    window->setDockOptions(QMainWindow::AnimatedDocks | QMainWindow::AllowNestedDocks | QMainWindow::AllowTabbedDocks);
+    QDockWidget* timeline = addDock(m_timeline, Qt::TopDockWidgetArea);
+    QDockWidget* allocations = addDock(m_allocations, Qt::BottomDockWidgetArea);
+    QDockWidget* stacks = addDock(m_stacks, Qt::BottomDockWidgetArea);
+    QDockWidget* allocator = addDock(m_allocator, Qt::BottomDockWidgetArea);
+    QDockWidget* breakdown = addDock(m_breakdown, Qt::BottomDockWidgetArea);
+    QDockWidget* diagnosis = addDock(m_diagnosis, Qt::BottomDockWidgetArea);
+    window->splitDockWidget(allocations, breakdown, Qt::Horizontal);
+    window->tabifyDockWidget(allocations, stacks);
+    window->tabifyDockWidget(stacks, allocator);
+    window->tabifyDockWidget(breakdown, diagnosis);
+    // --- What-if panel: its dock is added here (ui/whatifpanel.h), tabbed with the
+    // --- breakdown and diagnosis, once that panel exists. It receives data through
+    // --- the dataAvailable signal and the shared selection like every other view.
+    allocations->raise();
+    breakdown->raise();
+    window->resizeDocks({timeline, allocations}, {55, 45}, Qt::Vertical);
+    window->resizeDocks({allocations, breakdown}, {60, 40}, Qt::Horizontal);
+    m_defaultLayout = window->saveState(kLayoutVersion);
+
+    connect(m_selection, &Selection::changed, this, [this](const SelectionState& state, Selection::Fields fields) {
+        for (ExplorerView* v : m_views)
+            v->selectionChanged(state, fields);
+    });
+    connect(m_analysis, &AnalysisController::analysisAvailable, this, &Explorer::setData);
+    connect(m_timeline, &TimelineView::xAxisModeChanged, this, &Explorer::syncAxisActions);
+}
+
+Explorer::~Explorer() = default;
+
+QDockWidget* Explorer::addDock(ExplorerView* view, Qt::DockWidgetArea area)
+{
+    auto* dock = new QDockWidget(view->viewTitle(), m_window);
+    dock->setObjectName(view->viewId() + QStringLiteral("Dock"));
+    dock->setWidget(view->widget());
+    dock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable | QDockWidget::DockWidgetClosable);
+    m_window->addDockWidget(area, dock);
+    m_views.push_back(view);
+    m_docks.push_back(dock);
+    return dock;
+}
+
+void Explorer::showDevice(std::shared_ptr<const LoadedTrace> trace, int deviceIndex)
+{
+    m_data.reset();
+    for (ExplorerView* v : m_views)
+        if (v != m_timeline)
+            v->setData(nullptr);
+    m_timeline->setTrace(trace, deviceIndex);
+    if (m_timeAxisAction)
+        syncAxisActions();
+    const bool valid = trace && deviceIndex >= 0 && deviceIndex < int(trace->timelines.size());
+    m_selection->reset(deviceIndex, valid ? trace->timelines[size_t(deviceIndex)].peakEventIndex : SelectionState::kNone);
+    if (valid)
+        m_analysis->analyze(std::move(trace), deviceIndex);
+    else
+        m_analysis->clear();
+}
+
+void Explorer::setData(const ExplorerDataPtr& data)
+{
+    m_data = data;
+    for (ExplorerView* v : m_views) {
+        v->setData(data);
+        v->selectionChanged(m_selection->state(), Selection::All);
+    }
+    emit dataAvailable(data);
+}
+
+ExplorerView* Explorer::view(const QString& id) const
+{
+    for (ExplorerView* v : m_views)
+        if (v->viewId() == id)
+            return v;
+    return nullptr;
+}
+
+QDockWidget* Explorer::dock(const QString& id) const
+{
+    for (size_t i = 0; i < m_views.size(); ++i)
+        if (m_views[i]->viewId() == id)
+            return m_docks[i];
+    return nullptr;
+}
+
+void Explorer::showView(const QString& id)
+{
+    if (QDockWidget* d = dock(id)) {
+        d->show();
+        d->raise();
+    }
+}
+
+void Explorer::populateViewMenu(QMenu* view)
+{
+    QMenu* menu = view;
+    QMenu* axis = view->addMenu(tr("&X Axis"));
+    auto* group = new QActionGroup(menu);
+    m_timeAxisAction = axis->addAction(tr("&Time"));
+    m_indexAxisAction = axis->addAction(tr("&Event Index"));
+    for (QAction* a : {m_timeAxisAction, m_indexAxisAction}) {
+        a->setCheckable(true);
+        group->addAction(a);
+    }
+    connect(m_timeAxisAction, &QAction::triggered, this,
+            [this] { m_timeline->setXAxisMode(TimelineView::XAxisMode::Time); });
+    connect(m_indexAxisAction, &QAction::triggered, this,
+            [this] { m_timeline->setXAxisMode(TimelineView::XAxisMode::EventIndex); });
+    axis->addSeparator();
+    QAction* toggle = axis->addAction(tr("Toggle Time / Event Index"), this, [this] {
+        using Mode = TimelineView::XAxisMode;
+        m_timeline->setXAxisMode(m_timeline->xAxisMode() == Mode::Time ? Mode::EventIndex : Mode::Time);
+        syncAxisActions();
+    });
+    toggle->setObjectName(QStringLiteral("actionToggleXAxis"));
+    toggle->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_T));
+    QAction* fit = view->addAction(tr("&Zoom to Fit"), m_timeline, &TimelineView::zoomToFit);
+    fit->setObjectName(QStringLiteral("actionZoomToFit"));
+    fit->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_0));
+    syncAxisActions();
+    view->addSeparator();
+    QMenu* docks = view->addMenu(tr("&Panels"));
+    for (QDockWidget* d : m_docks)
+        docks->addAction(d->toggleViewAction());
+    docks->addSeparator();
+    docks->addAction(tr("&Reset Layout"), this, &Explorer::resetLayout);
+    QMenu* theme = view->addMenu(tr("T&heme"));
+    auto* themes = new QActionGroup(menu);
+    const std::pair<Theme, QString> entries[] = {{Theme::System, tr("&System")}, {Theme::Light, tr("&Light")}, {Theme::Dark, tr("&Dark")}};
+    for (const auto& [value, name] : entries) {
+        QAction* a = theme->addAction(name, menu, [value] {
+            applyTheme(value);
+            saveTheme(value);
+        });
+        a->setCheckable(true);
+        a->setChecked(savedTheme() == value);
+        themes->addAction(a);
+    }
+    m_zoomFitAction = fit;
+}
+
+
+void Explorer::syncAxisActions()
+{
+    const bool time = m_timeline->xAxisMode() == TimelineView::XAxisMode::Time;
+    m_timeAxisAction->setEnabled(m_timeline->hasTime());
+    m_timeAxisAction->setChecked(time);
+    m_indexAxisAction->setChecked(!time);
+}
+
+void Explorer::populateExportMenu(QMenu* menu)
+{
+    for (ExplorerView* v : m_views) {
+        QMenu* sub = menu->addMenu(v->viewTitle());
+        QAction* save = sub->addAction(tr("Save as PNG, SVG or PDF\u2026"), this, [this, v] { exportView(v); });
+        save->setObjectName(QStringLiteral("actionExport_") + v->viewId());
+        QAction* copy = sub->addAction(tr("Copy as Image"), this, [v] { ViewExport::copyToClipboard(v); });
+        copy->setObjectName(QStringLiteral("actionCopy_") + v->viewId());
+    }
+}
+
+void Explorer::addPostmortemAction(QMenu* menu)
+{
+    QAction* action = menu->addAction(tr("Export &Postmortem\u2026"), this, [this] {
+        const QString dir = QFileDialog::getExistingDirectory(m_window, tr("Folder for the postmortem report"));
+        QString error;
+        if (!dir.isEmpty() && !writePostmortem(*this, dir, &error))
+            QMessageBox::warning(m_window, tr("Export failed"), error);
+    });
+    action->setObjectName(QStringLiteral("actionExportPostmortem"));
+    action->setEnabled(false);
+    connect(this, &Explorer::dataAvailable, action, [action](const ExplorerDataPtr& d) { action->setEnabled(d != nullptr); });
+    connect(m_analysis, &AnalysisController::analysisStarted, action, [action] { action->setEnabled(false); });
+}
+
+void Explorer::exportView(ExplorerView* view)
+{
+    const QString path = QFileDialog::getSaveFileName(m_window, tr("Export %1").arg(view->viewTitle()),
+                                                      view->viewId() + QStringLiteral(".png"), ViewExport::fileFilter());
+    if (path.isEmpty())
+        return;
+    QString error;
+    if (!ViewExport::save(view, path, &error))
+        QMessageBox::warning(m_window, tr("Export failed"), error);
+}
+
+void Explorer::saveLayout() const
+{
+    QSettings settings;
+    settings.setValue(kLayoutKey, m_window->saveState(kLayoutVersion));
+    settings.setValue(kLayoutVersionKey, kLayoutVersion);
+}
+
+void Explorer::restoreLayout()
+{
+    const QSettings settings;
+    if (settings.value(kLayoutVersionKey).toInt() == kLayoutVersion)
+        m_window->restoreState(settings.value(kLayoutKey).toByteArray(), kLayoutVersion);
+}
+
+void Explorer::resetLayout()
+{
+    m_window->restoreState(m_defaultLayout, kLayoutVersion);
+    for (QDockWidget* d : m_docks)
+        d->show();
+}
+
+} // namespace headroom

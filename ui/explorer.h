@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include "ui/explorerdata.h"
+#include "ui/selection.h"
+
+#include <QObject>
+
+#include <memory>
+#include <vector>
+
+class QAction;
+class QDockWidget;
+class QMainWindow;
+class QMenu;
+
+namespace headroom {
+
+class AllocationsView;
+class AllocatorView;
+class AnalysisController;
+class BreakdownView;
+class DiagnosisView;
+class ExplorerView;
+class StackView;
+class TimelineView;
+
+/// The composition root (hotspot's ResultsPage): builds every view as a dock widget of
+/// the main window, owns the shared Selection and the background analysis, and is the
+/// one place that hands data and selection changes to the views (a loop over the view
+/// interface, not a web of connections between views).
+class Explorer : public QObject {
+    Q_OBJECT
+public:
+    explicit Explorer(QMainWindow* window);
+    ~Explorer() override;
+
+    /// A newly loaded file or another device: the timeline shows the raw curve at once,
+    /// the analysis runs in the background and fills in every view.
+    void showDevice(std::shared_ptr<const LoadedTrace> trace, int deviceIndex);
+
+    Selection* selection() const { return m_selection; }
+    AnalysisController* analysis() const { return m_analysis; }
+    ExplorerDataPtr data() const { return m_data; }
+
+    const std::vector<ExplorerView*>& views() const { return m_views; }
+    /// By viewId(): timeline, breakdown, allocations, stacks, diagnosis, allocator.
+    ExplorerView* view(const QString& id) const;
+    QDockWidget* dock(const QString& id) const;
+    /// Raises a view's dock tab.
+    void showView(const QString& id);
+
+    TimelineView* timeline() const { return m_timeline; }
+    BreakdownView* breakdown() const { return m_breakdown; }
+    AllocationsView* allocations() const { return m_allocations; }
+    StackView* stacks() const { return m_stacks; }
+    DiagnosisView* diagnosis() const { return m_diagnosis; }
+    AllocatorView* allocator() const { return m_allocator; }
+
+    /// View ▸ (x axis, zoom, panels, layout reset, theme) and per-view export entries.
+    void populateViewMenu(QMenu* menu);
+    void populateExportMenu(QMenu* menu);
+    /// File ▸ Export Postmortem (enabled while an analysis is on screen).
+    void addPostmortemAction(QMenu* menu);
+    /// Zoom to fit (View menu and tool bar); valid after populateViewMenu.
+    QAction* zoomToFitAction() const { return m_zoomFitAction; }
+    /// The layout that restoreLayout brings back (saved in QSettings on close).
+    void saveLayout() const;
+    void restoreLayout();
+    void resetLayout();
+
+signals:
+    /// The analysis of the device on screen arrived and the views show it.
+    void dataAvailable(const headroom::ExplorerDataPtr& data);
+
+private:
+    QDockWidget* addDock(ExplorerView* view, Qt::DockWidgetArea area);
+    void setData(const ExplorerDataPtr& data);
+    void exportView(ExplorerView* view);
+    void syncAxisActions();
+
+    QMainWindow* m_window;
+    Selection* m_selection;
+    AnalysisController* m_analysis;
+    TimelineView* m_timeline;
+    BreakdownView* m_breakdown;
+    AllocationsView* m_allocations;
+    StackView* m_stacks;
+    DiagnosisView* m_diagnosis;
+    AllocatorView* m_allocator;
+    std::vector<ExplorerView*> m_views;
+    std::vector<QDockWidget*> m_docks;
+    QByteArray m_defaultLayout;
+    QAction* m_timeAxisAction = nullptr;
+    QAction* m_indexAxisAction = nullptr;
+    QAction* m_zoomFitAction = nullptr;
+    ExplorerDataPtr m_data;
+};
+
+} // namespace headroom

@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include "core/diagnosis.h"
+#include "core/loader.h"
+#include "core/memoryanalysis.h"
+#include "core/timelinebands.h"
+
+#include <QMetaType>
+
+#include <memory>
+
+namespace headroom {
+
+/// One device of a loaded file with everything the views draw from it, computed off the
+/// GUI thread and immutable afterwards (shared by pointer, as heaptrack's ResultData).
+struct ExplorerData {
+    std::shared_ptr<const LoadedTrace> trace;
+    size_t deviceIndex = 0;
+    DeviceAnalysis analysis;
+    GroupedSeries categories;
+    CapacityEstimate capacity;
+    std::vector<Finding> findings;
+
+    const DeviceData& device() const { return trace->snapshot.devices[deviceIndex]; }
+    const MemoryTimeline& timeline() const { return trace->timelines[deviceIndex]; }
+    const FrameTable& frames() const { return trace->snapshot.frames; }
+    int64_t eventCount() const { return static_cast<int64_t>(device().trace.count()); }
+
+    /// Computes it all (seconds on a million events; call from a worker thread).
+    static std::shared_ptr<const ExplorerData> compute(std::shared_ptr<const LoadedTrace> trace, size_t deviceIndex);
+};
+
+using ExplorerDataPtr = std::shared_ptr<const ExplorerData>;
+
+} // namespace headroom
+
+Q_DECLARE_METATYPE(headroom::ExplorerDataPtr)

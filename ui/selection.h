@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <QObject>
+
+#include <cstdint>
+#include <vector>
+
+namespace headroom {
+
+/// What the user has selected, shared by every view. Events are indices into the
+/// device's trace; -1 is the state before the first event.
+struct SelectionState {
+    static constexpr int64_t kNone = INT64_MIN;
+
+    int device = -1;              ///< index into snapshot.devices
+    int64_t event = kNone;        ///< the event whose state the views show
+    int64_t rangeFirst = kNone;   ///< inclusive; kNone: no range
+    int64_t rangeLast = kNone;    ///< inclusive
+    int64_t allocation = -1;      ///< index into MemoryTimeline::allocations
+    std::vector<uint32_t> stackFilter; ///< frame ids, outermost first; empty: no filter
+
+    bool hasEvent() const { return event != kNone; }
+    bool hasRange() const { return rangeFirst != kNone; }
+};
+
+/// The one selection object the views share (hotspot's FilterAndZoomStack, massif's
+/// selectItem): views call the setters for what the user did and react to `changed`.
+/// The composition root forwards `changed` to every view, so views never connect to
+/// each other. Setters that change nothing emit nothing.
+class Selection : public QObject {
+    Q_OBJECT
+public:
+    enum Field {
+        Device = 1,
+        Event = 2,
+        Range = 4,
+        Allocation = 8,
+        StackFilter = 16,
+        All = 31,
+    };
+    Q_DECLARE_FLAGS(Fields, Field)
+
+    explicit Selection(QObject* parent = nullptr);
+
+    const SelectionState& state() const { return m_state; }
+
+    /// A new device or file: everything else is cleared, the event set to `event`.
+    void reset(int device, int64_t event);
+    void setEvent(int64_t event);
+    void setRange(int64_t first, int64_t last);
+    void clearRange();
+    /// -1 clears it. The event stays: the table listing live allocations keeps its rows.
+    void setAllocation(int64_t allocation);
+    void setStackFilter(std::vector<uint32_t> frames);
+
+signals:
+    void changed(const headroom::SelectionState& state, headroom::Selection::Fields fields);
+
+private:
+    void emitChanged(Fields fields);
+
+    SelectionState m_state;
+};
+
+} // namespace headroom
+
+Q_DECLARE_OPERATORS_FOR_FLAGS(headroom::Selection::Fields)

@@ -1,0 +1,624 @@
+// SPDX-License-Identifier: MIT
+#include "ui/whatifpanel.h"
+
+#include "core/diagnosis.h"
+#include "core/memoryanalysis.h"
+#include "core/units.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QLabel>
+#include <QListWidget>
+#include <QPainter>
+#include <QPushButton>
+#include <QSlider>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QVBoxLayout>
+
+#include <chrono>
+#include <cmath>
+
+namespace headroom {
+
+namespace {
+
+constexpr double kGiB = double(1ull << 30);
+
+QString gib(double b) { return QString::number(b / kGiB, 'f', 1) + QStringLiteral(" GiB"); }
+
+QColor componentColor(const std::string& name)
+{
+    static const std::vector<std::pair<std::string, QColor>> k = {
+        {"weights", QColor(0x4c, 0x72, 0xb0)},           {"master", QColor(0x64, 0x8f, 0xc8)},
+        {"optimizer_state", QColor(0x8c, 0x6b, 0xb1)},   {"gradients", QColor(0xdd, 0x84, 0x52)},
+        {"activations_linear", QColor(0x55, 0xa8, 0x68)}, {"activations_attention", QColor(0x2e, 0x7d, 0x32)},
+        {"autocast_cache", QColor(0x9c, 0xcc, 0x65)},     {"temporaries_batch", QColor(0xc4, 0x4e, 0x52)},
+        {"temporaries_param", QColor(0xe5, 0x73, 0x73)},  {"temporaries_const", QColor(0xbd, 0xbd, 0xbd)},
+        {"gathered_params", QColor(0x93, 0x78, 0x60)},    {"fragmentation", QColor(0xda, 0x8b, 0xc3)},
+        {"outside_allocator", QColor(0x8c, 0x8c, 0x8c)},
+    };
+    for (const auto& [n, c] : k)
+        if (n == name)
+            return c;
+    return Qt::gray;
+}
+
+} // namespace
+
+/// Stacked bars per phase: measured (calibrated mode) beside projected, capacity line, band.
+class WhatIfChart : public QWidget {
+public:
+    explicit WhatIfChart(QWidget* parent) : QWidget(parent) { setMinimumSize(360, 240); }
+    void set(const Projection* measured, const Projection& projected)
+    {
+        m_hasMeasured = measured != nullptr;
+        if (measured)
+            m_measured = *measured;
+        m_projected = projected;
+        update();
+    }
+
+protected:
+    void paintEvent(QPaintEvent*) override
+    {
+        QPainter p(this);
+        p.setRenderHint(QPainter::Antialiasing);
+        p.fillRect(rect(), palette().base());
+        const QRect area = rect().adjusted(52, 12, -150, -34);
+        double top = m_projected.peakHigh;
+        if (m_hasMeasured)
+            top = std::max(top, m_measured.peakHigh);
+        // A capacity far above the bars would flatten them: then it is named, not drawn to scale.
+        const bool capacityOnScale = m_projected.capacity > 0 && m_projected.capacity <= 3 * top;
+        if (capacityOnScale)
+            top = std::max(top, m_projected.capacity);
+        top = std::max(top * 1.08, 0.1 * kGiB);
+        auto y = [&](double bytes) { return area.bottom() - int(bytes / top * area.height()); };
+        // Axis with GiB ticks.
+        p.setPen(palette().color(QPalette::Mid));
+        double step = std::pow(10.0, std::floor(std::log10(top / kGiB))) * kGiB;
+        if (top / step < 4)
+            step /= 2;
+        QFont small = font();
+        small.setPointSizeF(font().pointSizeF() * 0.85);
+        p.setFont(small);
+        for (double v = 0; v <= top; v += step) {
+            p.setPen(QColor(0, 0, 0, 30));
+            p.drawLine(area.left(), y(v), area.right(), y(v));
+            p.setPen(palette().color(QPalette::Text));
+            p.drawText(QRect(0, y(v) - 8, 48, 16), Qt::AlignRight | Qt::AlignVCenter,
+                       QString::number(v / kGiB, 'f', step < kGiB ? 1 : 0));
+        }
+        p.drawText(QRect(0, area.top() - 12, 48, 12), Qt::AlignRight, QStringLiteral("GiB"));
+        const int groups = 3, perGroup = m_hasMeasured ? 2 : 1;
+        const int groupW = area.width() / groups;
+        const int barW = std::min(56, (groupW - 16) / perGroup);
+        std::vector<std::string> legend;
+        for (int g = 0; g < groups; ++g) {
+            const int gx = area.left() + g * groupW + (groupW - perGroup * barW - (perGroup - 1) * 6) / 2;
+            for (int k = 0; k < perGroup; ++k) {
+                const bool measuredBar = m_hasMeasured && k == 0;
+                const Projection& pr = measuredBar ? m_measured : m_projected;
+                const PhaseProjection& ph = pr.phases[size_t(g)];
+                const int x = gx + k * (barW + 6);
+                if (!ph.present)
+                    continue;
+                double acc = 0;
+                for (const auto& c : ph.components) {
+                    const QRect r(x, y(acc + c.bytes), barW, y(acc) - y(acc + c.bytes));
+                    QColor col = componentColor(c.name);
+                    if (measuredBar)
+                        col.setAlpha(150);
+                    p.fillRect(r, col);
+                    acc += c.bytes;
+                    if (std::find(legend.begin(), legend.end(), c.name) == legend.end())
+                        legend.push_back(c.name);
+                }
+                p.setPen(QPen(palette().color(QPalette::Text), 1));
+                p.setBrush(Qt::NoBrush);
+                p.drawRect(QRect(x, y(acc), barW, y(0) - y(acc)));
+                if (!measuredBar) {
+                    // The band: a whisker from low to high.
+                    const int cx = x + barW / 2;
+                    p.setPen(QPen(Qt::black, 1.5));
+                    p.drawLine(cx, y(ph.low), cx, y(ph.high));
+                    p.drawLine(cx - 6, y(ph.low), cx + 6, y(ph.low));
+                    p.drawLine(cx - 6, y(ph.high), cx + 6, y(ph.high));
+                }
+                if (ph.phase == pr.peakPhase && !measuredBar) {
+                    p.setPen(palette().color(QPalette::Text));
+                    p.drawText(QRect(x - 10, y(ph.high) - 16, barW + 20, 14), Qt::AlignCenter, QStringLiteral("peak"));
+                }
+                p.setPen(palette().color(QPalette::Text));
+                p.drawText(QRect(x - 4, area.bottom() + 2, barW + 8, 14), Qt::AlignCenter,
+                           measuredBar ? QStringLiteral("measured") : QStringLiteral("projected"));
+            }
+            p.drawText(QRect(area.left() + g * groupW, area.bottom() + 16, groupW, 14), Qt::AlignCenter,
+                       QString::fromUtf8(std::string(stepPhaseLabel(StepPhase(g))).c_str()));
+        }
+        if (m_projected.capacity > 0 && !capacityOnScale) {
+            p.setPen(QColor(0xd3, 0x2f, 0x2f));
+            p.drawText(QRect(area.left() + 4, area.top() - 12, 400, 14), Qt::AlignLeft,
+                       QStringLiteral("capacity ") + gib(m_projected.capacity) + QStringLiteral(" (above the scale)"));
+        }
+        if (m_projected.capacity > 0 && capacityOnScale) {
+            p.setPen(QPen(QColor(0xd3, 0x2f, 0x2f), 2, Qt::DashLine));
+            const int cy = y(m_projected.capacity);
+            p.drawLine(area.left(), cy, area.right(), cy);
+            p.drawText(QRect(area.left() + 4, cy - 16, 200, 14), Qt::AlignLeft,
+                       QStringLiteral("capacity ") + gib(m_projected.capacity));
+            const double usable = m_projected.capacity * (1 - m_projected.margin);
+            p.setPen(QPen(QColor(0xd3, 0x2f, 0x2f, 110), 1, Qt::DotLine));
+            p.drawLine(area.left(), y(usable), area.right(), y(usable));
+        }
+        // Legend.
+        int ly = area.top();
+        for (const auto& n : legend) {
+            p.fillRect(QRect(area.right() + 12, ly + 2, 10, 10), componentColor(n));
+            p.setPen(palette().color(QPalette::Text));
+            p.drawText(QRect(area.right() + 26, ly, 130, 14), Qt::AlignLeft | Qt::AlignVCenter,
+                       QString::fromStdString(n).replace(QLatin1Char('_'), QLatin1Char(' ')));
+            ly += 15;
+        }
+    }
+
+private:
+    bool m_hasMeasured = false;
+    Projection m_measured, m_projected;
+};
+
+WhatIfPanel::WhatIfPanel(QWidget* parent) : QWidget(parent)
+{
+    m_device = *devicePreset("80gib");
+    buildUi();
+}
+
+WhatIfPanel::~WhatIfPanel() = default;
+
+void WhatIfPanel::buildUi()
+{
+    auto* root = new QHBoxLayout(this);
+    auto* left = new QWidget(this);
+    auto* form = new QFormLayout(left);
+    form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+    auto slider = [&](QSlider*& s, QLabel*& l, int max) {
+        auto* w = new QWidget(left);
+        auto* h = new QHBoxLayout(w);
+        h->setContentsMargins(0, 0, 0, 0);
+        s = new QSlider(Qt::Horizontal, w);
+        s->setRange(1, max);
+        l = new QLabel(QStringLiteral("1"), w);
+        l->setMinimumWidth(28);
+        h->addWidget(s);
+        h->addWidget(l);
+        return w;
+    };
+    form->addRow(tr("Micro-batch"), slider(m_microBatch, m_microBatchLabel, 64));
+    form->addRow(tr("Accumulation"), slider(m_accum, m_accumLabel, 64));
+    m_seq = new QSpinBox(left);
+    m_seq->setRange(0, 1 << 20);
+    m_seq->setSpecialValueText(tr("unknown"));
+    form->addRow(tr("Sequence"), m_seq);
+    m_checkpoint = new QComboBox(left);
+    for (const char* c : {"none", "selective", "every:4", "every:2", "full"})
+        m_checkpoint->addItem(QString::fromLatin1(c));
+    form->addRow(tr("Checkpointing"), m_checkpoint);
+    m_precision = new QComboBox(left);
+    for (const char* c : {"fp32", "amp-bf16", "amp-fp16", "bf16"})
+        m_precision->addItem(QString::fromLatin1(c));
+    form->addRow(tr("Precision"), m_precision);
+    m_optimizer = new QComboBox(left);
+    for (const char* c : {"adamw", "adamw-fused", "adam8bit", "adafactor", "sgd", "sgd-momentum"})
+        m_optimizer->addItem(QString::fromLatin1(c));
+    form->addRow(tr("Optimizer"), m_optimizer);
+    m_zero = new QComboBox(left);
+    for (const char* c : {"none (DDP)", "ZeRO-1", "ZeRO-2", "ZeRO-3 / FSDP"})
+        m_zero->addItem(QString::fromLatin1(c));
+    form->addRow(tr("Sharding"), m_zero);
+    m_devices = new QSpinBox(left);
+    m_devices->setRange(1, 4096);
+    form->addRow(tr("Devices"), m_devices);
+    m_offload = new QComboBox(left);
+    for (const char* c : {"none", "optimizer", "params"})
+        m_offload->addItem(QString::fromLatin1(c));
+    form->addRow(tr("CPU offload"), m_offload);
+    m_lora = new QDoubleSpinBox(left);
+    m_lora->setRange(0.0001, 1.0);
+    m_lora->setDecimals(4);
+    m_lora->setSingleStep(0.01);
+    form->addRow(tr("Trainable fraction"), m_lora);
+    m_flash = new QCheckBox(tr("FlashAttention / fused SDPA"), left);
+    form->addRow(QString(), m_flash);
+    m_expandable = new QCheckBox(tr("expandable_segments"), left);
+    form->addRow(QString(), m_expandable);
+    m_capacity = new QComboBox(left);
+    for (int g : {24, 40, 48, 80, 94, 141})
+        m_capacity->addItem(QString::number(g) + QStringLiteral(" GiB"), g);
+    m_capacity->setCurrentIndex(3);
+    form->addRow(tr("Capacity"), m_capacity);
+
+    auto* measuredBox = new QGroupBox(tr("Measured at"), left);
+    auto* mf = new QFormLayout(measuredBox);
+    m_measuredB = new QSpinBox(measuredBox);
+    m_measuredB->setRange(0, 4096);
+    m_measuredB->setSpecialValueText(tr("unknown"));
+    m_measuredS = new QSpinBox(measuredBox);
+    m_measuredS->setRange(0, 1 << 20);
+    m_measuredS->setSpecialValueText(tr("unknown"));
+    m_measuredP = new QComboBox(measuredBox);
+    m_measuredP->addItem(tr("unknown"));
+    for (const char* c : {"fp32", "amp-bf16", "amp-fp16", "bf16"})
+        m_measuredP->addItem(QString::fromLatin1(c));
+    mf->addRow(tr("micro-batch"), m_measuredB);
+    mf->addRow(tr("sequence"), m_measuredS);
+    mf->addRow(tr("precision"), m_measuredP);
+    m_measuredInfo = new QLabel(measuredBox);
+    m_measuredInfo->setWordWrap(true);
+    mf->addRow(m_measuredInfo);
+    form->addRow(measuredBox);
+    left->setMaximumWidth(330);
+    root->addWidget(left);
+
+    auto* right = new QWidget(this);
+    auto* rv = new QVBoxLayout(right);
+    m_chart = new WhatIfChart(right);
+    rv->addWidget(m_chart, 3);
+    m_summary = new QLabel(right);
+    m_summary->setWordWrap(true);
+    m_summary->setTextFormat(Qt::RichText);
+    rv->addWidget(m_summary);
+    m_notes = new QLabel(right);
+    m_notes->setWordWrap(true);
+    rv->addWidget(m_notes);
+    auto* lh = new QHBoxLayout;
+    lh->addWidget(new QLabel(tr("<b>Make it fit</b>: click a rung to apply it"), right));
+    m_fit = new QPushButton(tr("Rebuild ladder"), right);
+    lh->addStretch();
+    lh->addWidget(m_fit);
+    rv->addLayout(lh);
+    m_ladderList = new QListWidget(right);
+    m_ladderList->setWordWrap(true);
+    rv->addWidget(m_ladderList, 2);
+    root->addWidget(right, 1);
+
+    auto changed = [this] {
+        if (m_updating)
+            return;
+        readControls();
+        recompute();
+    };
+    connect(m_microBatch, &QSlider::valueChanged, this, changed);
+    connect(m_accum, &QSlider::valueChanged, this, changed);
+    connect(m_seq, qOverload<int>(&QSpinBox::valueChanged), this, changed);
+    connect(m_devices, qOverload<int>(&QSpinBox::valueChanged), this, changed);
+    connect(m_lora, qOverload<double>(&QDoubleSpinBox::valueChanged), this, changed);
+    for (QComboBox* c : {m_checkpoint, m_precision, m_optimizer, m_zero, m_offload, m_capacity})
+        connect(c, qOverload<int>(&QComboBox::currentIndexChanged), this, changed);
+    for (QCheckBox* c : {m_flash, m_expandable})
+        connect(c, &QCheckBox::toggled, this, changed);
+    auto measuredChanged = [this] {
+        if (m_updating)
+            return;
+        StatedConfig st = m_stated;
+        st.microBatch = m_measuredB->value() > 0 ? std::optional<int>(m_measuredB->value()) : std::nullopt;
+        st.seq = m_measuredS->value() > 0 ? std::optional<int>(m_measuredS->value()) : std::nullopt;
+        st.precision = m_measuredP->currentIndex() > 0 ? std::optional<Precision>(Precision(m_measuredP->currentIndex() - 1))
+                                                       : std::nullopt;
+        setStated(st);
+    };
+    connect(m_measuredB, qOverload<int>(&QSpinBox::valueChanged), this, measuredChanged);
+    connect(m_measuredS, qOverload<int>(&QSpinBox::valueChanged), this, measuredChanged);
+    connect(m_measuredP, qOverload<int>(&QComboBox::currentIndexChanged), this, measuredChanged);
+    connect(m_fit, &QPushButton::clicked, this, [this] { rebuildLadder(); });
+    connect(m_ladderList, &QListWidget::itemClicked, this, &WhatIfPanel::applyRung);
+}
+
+void WhatIfPanel::setTrace(std::shared_ptr<const LoadedTrace> trace, int deviceIndex)
+{
+    m_trace = std::move(trace);
+    m_deviceIndex = deviceIndex;
+    m_cal.reset();
+    if (m_trace) {
+        const int64_t cap = estimateCapacity(*m_trace, size_t(deviceIndex), std::nullopt).bytes;
+        if (cap > 0)
+            m_device = deviceForCapacity(cap);
+    }
+    recalibrate();
+}
+
+void WhatIfPanel::setAnalyticModel(const ModelDims& dims, const LeverConfig& config)
+{
+    m_trace.reset();
+    m_cal.reset();
+    m_dims = dims;
+    m_base = analyticBaseline(dims, config, m_k);
+    m_haveBase = true;
+    m_error.clear();
+    m_config = config;
+    writeControls();
+    recompute();
+    rebuildLadder();
+}
+
+void WhatIfPanel::setCapacity(int64_t bytes)
+{
+    m_device = deviceForCapacity(bytes);
+    m_updating = true;
+    const int g = int(std::lround(double(bytes) / kGiB));
+    int idx = m_capacity->findData(g);
+    if (idx < 0) {
+        m_capacity->addItem(QString::number(double(bytes) / kGiB, 'f', 1) + QStringLiteral(" GiB"), g);
+        idx = m_capacity->count() - 1;
+    }
+    m_capacity->setCurrentIndex(idx);
+    m_updating = false;
+    recompute();
+    rebuildLadder();
+}
+
+void WhatIfPanel::setStated(const StatedConfig& stated)
+{
+    m_stated = stated;
+    if (m_trace)
+        recalibrate();
+}
+
+void WhatIfPanel::recalibrate()
+{
+    m_error.clear();
+    if (!m_trace || m_deviceIndex < 0 || size_t(m_deviceIndex) >= m_trace->snapshot.devices.size()) {
+        m_haveBase = false;
+        return;
+    }
+    try {
+        const DeviceAnalysis a = analyzeDevice(*m_trace, size_t(m_deviceIndex));
+        m_cal = calibrate(*m_trace, size_t(m_deviceIndex), a, m_stated, m_dims.value_or(ModelDims{}), m_k);
+        m_base = m_cal->baseline;
+        m_haveBase = true;
+        m_config = m_base.config;
+        QStringList lines;
+        for (const auto& m : m_cal->measured)
+            if (m.key != "optimizer_bytes")
+                lines << QStringLiteral("%1 = %2 <i>(%3)</i>")
+                             .arg(QString::fromStdString(m.key), m.value.empty() ? QStringLiteral("?") : QString::fromStdString(m.value),
+                                  QString::fromStdString(m.how));
+        m_measuredInfo->setText(lines.join(QStringLiteral("<br>")));
+    } catch (const std::exception& e) {
+        m_error = QString::fromUtf8(e.what());
+        m_haveBase = false;
+    }
+    writeControls();
+    recompute();
+    rebuildLadder();
+}
+
+void WhatIfPanel::readControls()
+{
+    LeverConfig c = m_config;
+    c.microBatch = m_microBatch->value();
+    c.accum = m_accum->value();
+    c.seq = m_seq->value();
+    int every = 1;
+    checkpointFromName(m_checkpoint->currentText().toStdString(), c.checkpoint, every);
+    c.checkpointEvery = every;
+    c.precision = Precision(m_precision->currentIndex());
+    c.optimizer = OptimizerKind(m_optimizer->currentIndex());
+    c.zero = m_zero->currentIndex();
+    c.devices = m_devices->value();
+    c.offload = Offload(m_offload->currentIndex());
+    c.trainableFraction = m_lora->value();
+    c.flashAttention = m_flash->isChecked();
+    c.expandableSegments = m_expandable->isChecked();
+    const int g = m_capacity->currentData().toInt();
+    if (g > 0 && std::llabs(int64_t(g * kGiB) - m_device.capacityBytes) > int64_t(kGiB / 2))
+        m_device = deviceForCapacity(int64_t(g * kGiB));
+    // Unknown measured micro-batch: the slider shows 1 but means "as measured".
+    if (m_base.config.microBatch == 0 && c.microBatch == 1)
+        c.microBatch = 0;
+    m_config = c;
+}
+
+void WhatIfPanel::writeControls()
+{
+    m_updating = true;
+    const LeverConfig& c = m_config;
+    m_microBatch->setValue(std::max(1, c.microBatch));
+    m_accum->setValue(std::max(1, c.accum));
+    m_seq->setValue(c.seq);
+    m_checkpoint->setCurrentText(QString::fromStdString(std::string(checkpointName(c.checkpoint, c.checkpointEvery))));
+    m_precision->setCurrentIndex(int(c.precision));
+    m_optimizer->setCurrentIndex(int(c.optimizer));
+    m_zero->setCurrentIndex(c.zero);
+    m_devices->setValue(std::max(1, c.devices));
+    m_offload->setCurrentIndex(int(c.offload));
+    m_lora->setValue(c.trainableFraction);
+    m_flash->setChecked(c.flashAttention);
+    m_expandable->setChecked(c.expandableSegments);
+    m_measuredInfo->parentWidget()->setVisible(m_trace != nullptr);
+    m_measuredB->setValue(m_stated.microBatch.value_or(0));
+    m_measuredS->setValue(m_stated.seq.value_or(0));
+    m_measuredP->setCurrentIndex(m_stated.precision ? int(*m_stated.precision) + 1 : 0);
+    m_microBatchLabel->setText(QString::number(c.microBatch ? c.microBatch : 1) + (c.microBatch ? QString() : QStringLiteral("?")));
+    m_accumLabel->setText(QString::number(c.accum));
+    m_updating = false;
+}
+
+void WhatIfPanel::setConfig(const LeverConfig& config)
+{
+    m_config = config;
+    writeControls();
+    recompute();
+}
+
+void WhatIfPanel::recompute()
+{
+    m_microBatchLabel->setText(QString::number(std::max(1, m_config.microBatch)));
+    m_accumLabel->setText(QString::number(m_config.accum));
+    if (!m_haveBase) {
+        m_summary->setText(m_error.isEmpty() ? tr("Open a trace or choose a model.") : QStringLiteral("<b>%1</b>").arg(m_error.toHtmlEscaped()));
+        return;
+    }
+    QString missing;
+    if (m_cal) {
+        try {
+            m_cal->require(m_config);
+        } catch (const WhatIfMissingValue& e) {
+            missing = QString::fromUtf8(e.what());
+        }
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    m_projection = project(m_base, m_config, m_k, m_device);
+    m_lastRecomputeUs = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    m_measured = project(m_base, m_base.config, m_k, m_device);
+    m_chart->set(m_cal ? &m_measured : nullptr, m_projection);
+    const Projection& p = m_projection;
+    const QString color = p.verdict == Verdict::Fits ? QStringLiteral("#2e7d32")
+                          : p.verdict == Verdict::Tight ? QStringLiteral("#ef6c00")
+                                                        : QStringLiteral("#c62828");
+    QString s = QStringLiteral("<b>Peak %1</b> (%2 .. %3) in the %4 &mdash; <b style='color:%5'>%6</b> on %7<br>")
+                    .arg(gib(p.peak), gib(p.peakLow), gib(p.peakHigh),
+                         QString::fromStdString(std::string(stepPhaseLabel(p.peakPhase))), color,
+                         QString::fromStdString(std::string(verdictName(p.verdict))), QString::fromStdString(m_device.name));
+    s += QStringLiteral("Step time <b>%1 s</b> (x%2), %3 tokens/s; effective batch %4")
+             .arg(p.time.total, 0, 'f', 3)
+             .arg(p.time.relative, 0, 'f', 2)
+             .arg(p.time.tokensPerSecond, 0, 'f', 0)
+             .arg(p.config.effectiveBatch());
+    QStringList items;
+    auto item = [&](const char* name, double v) {
+        if (v > 1e-6)
+            items << QStringLiteral("%1 %2 s").arg(QString::fromLatin1(name)).arg(v, 0, 'f', 3);
+    };
+    item("compute", p.time.compute);
+    item("utilisation", p.time.utilisation);
+    item("recompute", p.time.recompute);
+    item("communication", p.time.communication);
+    item("offload", p.time.offload);
+    item("optimizer", p.time.optimizer);
+    s += QStringLiteral("<br><small>") + items.join(QStringLiteral(", ")) + QStringLiteral(" &middot; MFU %1 [guess], overlap %2 [guess]</small>")
+             .arg(m_k.mfuMax).arg(m_k.overlap);
+    m_summary->setText(s);
+    QStringList notes;
+    if (!missing.isEmpty())
+        notes << missing;
+    for (const auto& n : p.notes)
+        notes << QString::fromStdString(n);
+    m_notes->setText(notes.join(QStringLiteral("\n")));
+    emit configChanged();
+    emit settingsChanged(settingsJson());
+}
+
+void WhatIfPanel::rebuildLadder()
+{
+    m_ladderList->clear();
+    if (!m_haveBase)
+        return;
+    LadderOptions lo;
+    lo.outlierBatch = m_cal && m_cal->outlierBatch;
+    lo.availableDevices = std::max(1, m_config.devices);
+    m_ladder = buildLadder(m_base, m_config, m_k, m_device, lo);
+    for (const auto& w : m_ladder.warnings)
+        m_ladderList->addItem(QStringLiteral("! ") + QString::fromStdString(w));
+    if (m_ladder.fitsAsIs)
+        m_ladderList->addItem(tr("It fits as it is."));
+    for (size_t i = 0; i < m_ladder.rungs.size(); ++i) {
+        const Rung& r = m_ladder.rungs[i];
+        QStringList cur;
+        for (const auto& [c, v] : r.currencies)
+            if (v != "none")
+                cur << QString::fromStdString(c + ": " + v);
+        QString text = QStringLiteral("%1. %2 -> %3 (high %4), %5, %6 s/step\n    %7")
+                           .arg(i + 1)
+                           .arg(QString::fromStdString(r.title), gib(r.projection.peak), gib(r.projection.peakHigh),
+                                QString::fromStdString(std::string(verdictName(r.projection.verdict))))
+                           .arg(r.projection.time.total, 0, 'f', 2)
+                           .arg(cur.join(QStringLiteral("; ")));
+        for (const auto& w : r.warnings)
+            text += QStringLiteral("\n    ! ") + QString::fromStdString(w);
+        auto* it = new QListWidgetItem(text, m_ladderList);
+        it->setData(Qt::UserRole, int(i));
+        if (r.projection.fits)
+            it->setForeground(QColor(0x2e, 0x7d, 0x32));
+    }
+    if (!m_ladder.fitsAsIs && m_ladder.firstFit < 0)
+        m_ladderList->addItem(tr("No rung fits: see the alternatives by currency (headroom-cli ladder)."));
+}
+
+void WhatIfPanel::applyRung(QListWidgetItem* item)
+{
+    const QVariant v = item ? item->data(Qt::UserRole) : QVariant();
+    if (!v.isValid())
+        return;
+    const int i = v.toInt();
+    if (i < 0 || size_t(i) >= m_ladder.rungs.size())
+        return;
+    setConfig(m_ladder.rungs[size_t(i)].config);
+    emit rungApplied(i);
+}
+
+QString WhatIfPanel::settingsJson() const
+{
+    const LeverConfig& c = m_config;
+    QJsonObject o;
+    o[QStringLiteral("micro_batch")] = c.microBatch;
+    o[QStringLiteral("accum")] = c.accum;
+    o[QStringLiteral("seq")] = c.seq;
+    o[QStringLiteral("checkpoint")] = QString::fromStdString(std::string(checkpointName(c.checkpoint, c.checkpointEvery)));
+    o[QStringLiteral("precision")] = QString::fromStdString(std::string(precisionName(c.precision)));
+    o[QStringLiteral("optimizer")] = QString::fromStdString(std::string(optimizerName(c.optimizer)));
+    o[QStringLiteral("zero")] = c.zero;
+    o[QStringLiteral("devices")] = c.devices;
+    o[QStringLiteral("offload")] = QString::fromStdString(std::string(offloadName(c.offload)));
+    o[QStringLiteral("flash_attn")] = c.flashAttention;
+    o[QStringLiteral("lora_fraction")] = c.trainableFraction;
+    o[QStringLiteral("expandable_segments")] = c.expandableSegments;
+    o[QStringLiteral("capacity_bytes")] = double(m_device.capacityBytes);
+    if (m_stated.microBatch) o[QStringLiteral("measured_micro_batch")] = *m_stated.microBatch;
+    if (m_stated.seq) o[QStringLiteral("measured_seq")] = *m_stated.seq;
+    if (m_stated.precision) o[QStringLiteral("measured_precision")] = QString::fromStdString(std::string(precisionName(*m_stated.precision)));
+    QJsonObject root;
+    root[QStringLiteral("whatif")] = o;
+    return QString::fromUtf8(QJsonDocument(root).toJson(QJsonDocument::Compact));
+}
+
+bool WhatIfPanel::restoreSettings(const QString& json)
+{
+    const QJsonObject o = QJsonDocument::fromJson(json.toUtf8()).object().value(QStringLiteral("whatif")).toObject();
+    if (o.isEmpty())
+        return false;
+    StatedConfig st;
+    if (o.contains(QStringLiteral("measured_micro_batch"))) st.microBatch = o.value(QStringLiteral("measured_micro_batch")).toInt();
+    if (o.contains(QStringLiteral("measured_seq"))) st.seq = o.value(QStringLiteral("measured_seq")).toInt();
+    if (o.contains(QStringLiteral("measured_precision")))
+        st.precision = precisionFromName(o.value(QStringLiteral("measured_precision")).toString().toStdString());
+    if (m_trace)
+        setStated(st);
+    LeverConfig c = m_config;
+    c.microBatch = o.value(QStringLiteral("micro_batch")).toInt(c.microBatch);
+    c.accum = o.value(QStringLiteral("accum")).toInt(c.accum);
+    c.seq = o.value(QStringLiteral("seq")).toInt(c.seq);
+    int every = 1;
+    if (checkpointFromName(o.value(QStringLiteral("checkpoint")).toString().toStdString(), c.checkpoint, every))
+        c.checkpointEvery = every;
+    if (auto p = precisionFromName(o.value(QStringLiteral("precision")).toString().toStdString())) c.precision = *p;
+    if (auto p = optimizerFromName(o.value(QStringLiteral("optimizer")).toString().toStdString())) c.optimizer = *p;
+    c.zero = o.value(QStringLiteral("zero")).toInt(c.zero);
+    c.devices = o.value(QStringLiteral("devices")).toInt(c.devices);
+    if (auto p = offloadFromName(o.value(QStringLiteral("offload")).toString().toStdString())) c.offload = *p;
+    c.flashAttention = o.value(QStringLiteral("flash_attn")).toBool(c.flashAttention);
+    c.trainableFraction = o.value(QStringLiteral("lora_fraction")).toDouble(c.trainableFraction);
+    c.expandableSegments = o.value(QStringLiteral("expandable_segments")).toBool(c.expandableSegments);
+    if (o.contains(QStringLiteral("capacity_bytes")))
+        m_device = deviceForCapacity(int64_t(o.value(QStringLiteral("capacity_bytes")).toDouble()));
+    setConfig(c);
+    return true;
+}
+
+} // namespace headroom

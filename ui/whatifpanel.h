@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+// The what-if panel (issue 6 §3): levers on the left, the projected memory per phase beside
+// the measured one with the capacity line and the band, step time, and the ladder whose rungs
+// apply on click. Self-contained: the main window docks it and feeds it a trace or a model.
+
+#include "core/loader.h"
+#include "core/whatifcalibration.h"
+#include "core/whatifladder.h"
+
+#include <QWidget>
+
+#include <memory>
+#include <optional>
+
+class QCheckBox;
+class QComboBox;
+class QDoubleSpinBox;
+class QLabel;
+class QListWidget;
+class QListWidgetItem;
+class QPushButton;
+class QSlider;
+class QSpinBox;
+
+namespace headroom {
+
+class WhatIfChart;
+
+class WhatIfPanel : public QWidget {
+    Q_OBJECT
+public:
+    explicit WhatIfPanel(QWidget* parent = nullptr);
+    ~WhatIfPanel() override;
+
+    /// Calibrated mode: analyses the device (synchronously) and decomposes a steady iteration.
+    void setTrace(std::shared_ptr<const LoadedTrace> trace, int deviceIndex);
+    /// Analytic mode: a preset or hand-entered dimensions trained at `config`.
+    void setAnalyticModel(const ModelDims& dims, const LeverConfig& config);
+    void setCapacity(int64_t bytes);
+    /// The measured values the trace cannot tell (the panel asks for them as well).
+    void setStated(const StatedConfig& stated);
+
+    LeverConfig config() const { return m_config; }
+    void setConfig(const LeverConfig& config);
+    const Projection& projection() const { return m_projection; }
+    const Ladder& ladder() const { return m_ladder; }
+    /// What the user set, as JSON for the trace's user data (native format) and the postmortem.
+    QString settingsJson() const;
+    bool restoreSettings(const QString& json);
+    double lastRecomputeMicroseconds() const { return m_lastRecomputeUs; }
+    /// The error of the last calibration (e.g. a missing measured value), empty when fine.
+    QString calibrationError() const { return m_error; }
+
+signals:
+    void configChanged();
+    /// The user applied ladder rung `index` (its configuration is now config()).
+    void rungApplied(int index);
+    void settingsChanged(const QString& json);
+
+private:
+    void buildUi();
+    void recalibrate();
+    void recompute();
+    void rebuildLadder();
+    void readControls();
+    void writeControls();
+    void applyRung(QListWidgetItem* item);
+
+    std::shared_ptr<const LoadedTrace> m_trace;
+    int m_deviceIndex = 0;
+    std::optional<ModelDims> m_dims;
+    StatedConfig m_stated;
+    std::optional<Calibration> m_cal;
+    WhatIfBaseline m_base;
+    bool m_haveBase = false;
+    WhatIfConstants m_k;
+    DeviceSpec m_device;
+    LeverConfig m_config;
+    Projection m_projection;
+    Projection m_measured;
+    Ladder m_ladder;
+    QString m_error;
+    double m_lastRecomputeUs = 0;
+    bool m_updating = false;
+
+    QSlider* m_microBatch = nullptr;
+    QSlider* m_accum = nullptr;
+    QLabel* m_microBatchLabel = nullptr;
+    QLabel* m_accumLabel = nullptr;
+    QSpinBox* m_seq = nullptr;
+    QComboBox* m_checkpoint = nullptr;
+    QComboBox* m_precision = nullptr;
+    QComboBox* m_optimizer = nullptr;
+    QComboBox* m_zero = nullptr;
+    QSpinBox* m_devices = nullptr;
+    QComboBox* m_offload = nullptr;
+    QCheckBox* m_flash = nullptr;
+    QCheckBox* m_expandable = nullptr;
+    QDoubleSpinBox* m_lora = nullptr;
+    QComboBox* m_capacity = nullptr;
+    QSpinBox* m_measuredB = nullptr;
+    QSpinBox* m_measuredS = nullptr;
+    QComboBox* m_measuredP = nullptr;
+    QLabel* m_measuredInfo = nullptr;
+    QLabel* m_summary = nullptr;
+    QLabel* m_notes = nullptr;
+    WhatIfChart* m_chart = nullptr;
+    QListWidget* m_ladderList = nullptr;
+    QPushButton* m_fit = nullptr;
+};
+
+} // namespace headroom
