@@ -10,6 +10,7 @@
 #include <zstd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <span>
@@ -357,11 +358,31 @@ TimeWindowKind windowKindFrom(std::string_view s)
     return TimeWindowKind::Other;
 }
 
+/// nlohmann's get<int>/get<int64_t> cast a float without a range check (undefined behaviour;
+/// found by fuzzing: 1.7e32 as a time). Headroom writes no floats into these headers, so
+/// any float beyond ±2^31 is corrupt. Iterative: a deeply nested header must not recurse.
+const json* hugeFloat(const json& root)
+{
+    std::vector<const json*> todo{&root};
+    while (!todo.empty()) {
+        const json* v = todo.back();
+        todo.pop_back();
+        if (v->is_number_float() && !(std::abs(v->get<double>()) < 2147483648.0))
+            return v;
+        if (v->is_structured())
+            for (const json& c : *v)
+                todo.push_back(&c);
+    }
+    return nullptr;
+}
+
 void readMeta(const std::string& path, std::string_view text, Snapshot& snap)
 {
     json m;
     try {
         m = json::parse(text);
+        if (const json* f = hugeFloat(m))
+            throw LoadError(path, LoadError::kNoOffset, "section META: number " + f->dump() + " is out of range");
         snap.format = m.value("format", std::string());
         snap.schemaEra = m.value("schema", std::string());
         snap.notes = m.value("notes", std::vector<std::string>{});
@@ -386,6 +407,8 @@ void readDevice(In& in, const ReadState& st, Snapshot& snap)
     size_t events = 0;
     try {
         const json h = json::parse(in.str());
+        if (const json* f = hugeFloat(h))
+            in.fail("device header: number " + f->dump() + " is out of range");
         d.device = h.at("device").get<int>();
         d.deviceType = h.value("device_type", std::string("cuda"));
         d.sourceFormat = h.value("source_format", std::string());
@@ -400,6 +423,7 @@ void readDevice(In& in, const ReadState& st, Snapshot& snap)
     } catch (const json::exception& e) {
         in.fail(std::string("expected the device header JSON (") + e.what() + ")");
     }
+    in.needCount(events, 1); // every event has an action byte; -1 read as size_t must not size anything
     TraceEvents& t = d.trace;
     std::vector<uint8_t> actions;
     bool seen[6] = {};
