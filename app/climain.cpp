@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // headroom-cli: the headless front end of core/ (summaries for scripts, CI and servers).
 #include "app/cliformats.h"
+#include "app/clistate.h"
 #include "app/cliwhatif.h"
 #include "core/analysisreport.h"
 #include "core/loader.h"
@@ -49,6 +50,8 @@ int main(int argc, char** argv)
 
     headroom::cli::WhatIfCommands whatIf;
     whatIf.add(app);
+    headroom::cli::StateCommand state;
+    state.add(app);
 
     try {
         app.parse(argc, argv);
@@ -79,8 +82,13 @@ int main(int argc, char** argv)
         } catch (const headroom::LoadError& e) {
             std::cerr << "headroom-cli: " << e.what() << "\n";
             return 2;
+        } catch (const std::bad_alloc&) {
+            std::cerr << "headroom-cli: " << analyzeFile << ": out of memory while loading\n";
+            return 2;
         }
     }
+    if (state.parsed())
+        return state.run();
     if (whatIf.parsed())
         return whatIf.run();
     if (convert->parsed())

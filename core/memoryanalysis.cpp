@@ -8,13 +8,6 @@ namespace headroom {
 
 namespace {
 
-bool aliveAfter(const Allocation& a, int64_t event)
-{
-    const bool born = a.start == Allocation::kBeforeWindow || a.start <= event;
-    const bool notDead = a.end == Allocation::kStillAlive || a.end > event;
-    return born && notDead;
-}
-
 Fragmentation fragmentationOf(const DeviceData& dev)
 {
     Fragmentation f;
@@ -46,20 +39,15 @@ Fragmentation fragmentationOf(const DeviceData& dev)
 
 std::vector<size_t> DeviceAnalysis::liveAt(const MemoryTimeline& tl, int64_t event) const
 {
-    std::vector<size_t> out;
-    for (size_t i = 0; i < tl.allocations.size(); ++i)
-        if (aliveAfter(tl.allocations[i], event))
-            out.push_back(i);
-    return out;
+    const std::vector<uint32_t> live = allocator.liveIndex().liveAfter(tl, event);
+    return {live.begin(), live.end()};
 }
 
 Breakdown DeviceAnalysis::breakdownAt(const MemoryTimeline& tl, int64_t event) const
 {
     Breakdown b;
-    for (size_t i = 0; i < tl.allocations.size(); ++i) {
+    for (uint32_t i : allocator.liveIndex().liveAfter(tl, event)) {
         const Allocation& a = tl.allocations[i];
-        if (!aliveAfter(a, event))
-            continue;
         const AllocationClass& c = classes[i];
         const auto ci = static_cast<size_t>(c.category);
         const auto pi = static_cast<size_t>(c.birthPhase);
@@ -89,10 +77,8 @@ std::vector<StackNode> DeviceAnalysis::stackTreeAt(const MemoryTimeline& tl, con
 {
     std::vector<StackNode> nodes(1); // the root
     std::unordered_map<uint64_t, int32_t> child; // (parent << 32 | frame) -> node
-    for (size_t i = 0; i < tl.allocations.size(); ++i) {
+    for (uint32_t i : allocator.liveIndex().liveAfter(tl, event)) {
         const Allocation& a = tl.allocations[i];
-        if (!aliveAfter(a, event))
-            continue;
         nodes[0].bytes += a.size;
         ++nodes[0].count;
         auto stack = ft.stack(a.stack);
@@ -118,6 +104,7 @@ DeviceAnalysis analyzeDevice(const LoadedTrace& trace, size_t deviceIndex)
     const MemoryTimeline& tl = trace.timelines[deviceIndex];
     DeviceAnalysis a;
     a.device = dev.device;
+    a.allocator = AllocatorHistory(dev, tl);
     a.phases = PhaseClassifier::classify(trace.snapshot, dev);
     a.classes = CategoryClassifier::classify(trace.snapshot, dev, tl, a.phases);
     const int64_t n = static_cast<int64_t>(dev.trace.count());

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include "core/allocatorhistory.h"
 #include "core/categoryclassifier.h"
 #include "core/loader.h"
 #include "core/phaseclassifier.h"
@@ -49,7 +50,8 @@ struct Fragmentation {
 };
 
 /// Everything computed about one device: phases, categories, the peak's anatomy.
-/// Queries at any event cost one pass over the allocations (no re-simulation).
+/// Queries at any event start from the nearest checkpoint of the live set (LiveSetIndex)
+/// and cost O(live + 4096), not a pass over every allocation and never a re-simulation.
 struct DeviceAnalysis {
     int device = 0;
     PhaseAnalysis phases;
@@ -59,6 +61,7 @@ struct DeviceAnalysis {
     Breakdown atEnd;
     std::vector<size_t> topAtPeak; ///< allocation indices, largest first
     Fragmentation fragmentation;
+    AllocatorHistory allocator; ///< segments and blocks at any event
 
     Breakdown breakdownAt(const MemoryTimeline& timeline, int64_t event) const;
     /// Allocation indices alive after `event` (-1: before the first event).

@@ -96,6 +96,11 @@ def main():
     print(".hrt size                     %.1f MiB = %.4f of the pickle   (target <= 0.33)"
           % (hrt_size / 2**20, hrt_size / size))
     os.unlink(hrt)
+    # Queries at random events (issue 4 §6): timed inside one process, against one pass over
+    # every allocation measured in the same run.
+    out = subprocess.run([cli, "state", "--query-bench", "200", path], capture_output=True, text=True, check=True).stdout
+    for line in out.splitlines():
+        print("state --query-bench: " + line)
     if have_gui:
         mc = statistics.median(c)
         print("headroom --screenshot         median %.3f s, peak RSS %.1f MiB" % (mc, max(rss_c) / 2**20))

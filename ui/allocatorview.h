@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include "core/allocatorstate.h"
 #include "ui/explorerview.h"
 
 #include <QWidget>
@@ -8,15 +9,20 @@
 class QLabel;
 class QLineEdit;
 class QScrollArea;
+class QTableView;
+class QToolButton;
 
 namespace headroom {
 
+class EventListModel;
 class SegmentMapWidget;
 
-/// The allocator's segments and blocks in the snapshot's final state (the state at the
-/// OOM when the snapshot was taken there): one row per segment, largest first, blocks
-/// coloured allocated / pending free / cached free, with reserved vs allocated, rounding
-/// waste and the largest free block above. Search by address (hex) or frame text
+/// The allocator's segments and blocks after the selected event (the official viewer's
+/// "Allocator State History"): the trace on the left, one row per event, stepped with the
+/// arrow keys; the segments on the right with reserved vs allocated, pending free, cached
+/// free, the largest free block and rounding waste above. The state comes from the
+/// analysis' AllocatorHistory (checkpoints, no re-simulation); after the last event the
+/// snapshot's own recorded blocks are shown. Search by address (hex) or frame text
 /// outlines the matching blocks.
 class AllocatorView : public QWidget, public ExplorerView {
     Q_OBJECT
@@ -28,19 +34,36 @@ public:
     QString viewTitle() const override { return tr("Allocator"); }
     QWidget* widget() override { return this; }
     void setData(const ExplorerDataPtr& data) override;
-    void selectionChanged(const SelectionState&, Selection::Fields) override {}
+    void selectionChanged(const SelectionState& state, Selection::Fields fields) override;
 
     QString summaryText() const;
     /// Blocks matching the search (tests).
     int matchCount() const;
     void setSearch(const QString& text);
+    /// The state on screen (computed now if the view was hidden when the event changed).
+    const AllocatorState& shownState();
+    QTableView* eventTable() const { return m_events; }
+
+protected:
+    void showEvent(QShowEvent* event) override;
 
 private:
+    void refresh();
+    void updateSummary();
+
+    Selection* m_selection;
     QLabel* m_summary;
     QLineEdit* m_search;
+    QTableView* m_events;
+    EventListModel* m_model;
     QScrollArea* m_scroll;
     SegmentMapWidget* m_map;
+    QToolButton* m_peak;
+    QToolButton* m_last;
     ExplorerDataPtr m_data;
+    int64_t m_event = SelectionState::kNone;
+    bool m_dirty = true;
+    bool m_syncing = false;
 };
 
 } // namespace headroom

@@ -28,6 +28,7 @@
 #include <QSortFilterProxyModel>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QTableView>
 #include <QTextBrowser>
 #include <QTreeView>
 #include <QUrl>
@@ -144,6 +145,54 @@ TEST_CASE("kk full step: the views hold the analysis at the peak")
     // Diagnosis and allocator are not empty.
     CHECK(a.explorer().diagnosis()->browser()->toPlainText().contains(QStringLiteral("peak")));
     CHECK(a.explorer().allocator()->summaryText().contains(QStringLiteral("reserved")));
+}
+
+TEST_CASE("allocator view: follows the selected event and steps with the arrow keys")
+{
+    Analysed a(realTrace("pt27_kk_memory_ctx128_fullstep.pickle"));
+    const ExplorerData& d = a.data();
+    const MemoryTimeline& tl = d.timeline();
+    a.explorer().showView(QStringLiteral("allocator"));
+    AllocatorView* view = a.explorer().allocator();
+    QApplication::processEvents();
+
+    // At the peak: the reconstructed state holds exactly the peak's allocated bytes.
+    CHECK(view->shownState().event == tl.peakEventIndex);
+    CHECK(view->shownState().allocated == tl.peakAllocated);
+    CHECK(view->shownState().reserved == tl.reserved[size_t(tl.peakEventIndex)]);
+    CHECK_FALSE(view->shownState().recorded);
+    CHECK(view->summaryText().contains(QStringLiteral("the peak")));
+
+    // Down arrow in the event list: the next event, for every view.
+    QTableView* table = view->eventTable();
+    table->setFocus();
+    QTest::keyClick(table, Qt::Key_Down);
+    CHECK(a.explorer().selection()->state().event == tl.peakEventIndex + 1);
+    CHECK(view->shownState().event == tl.peakEventIndex + 1);
+    CHECK(view->shownState().allocated == tl.allocated[size_t(tl.peakEventIndex + 1)]);
+    QTest::keyClick(table, Qt::Key_Up);
+    QTest::keyClick(table, Qt::Key_Up);
+    CHECK(a.explorer().selection()->state().event == tl.peakEventIndex - 1);
+
+    // Another view selects an event: the list follows without echoing it back.
+    a.explorer().selection()->setEvent(100);
+    CHECK(table->currentIndex().row() == 101);
+    CHECK(view->shownState().allocated == tl.allocated[100]);
+    CHECK(a.explorer().selection()->state().event == 100);
+
+    // After the last event: the snapshot's own blocks.
+    a.explorer().selection()->setEvent(d.eventCount() - 1);
+    CHECK(view->shownState().recorded);
+    CHECK(view->shownState().segments.size() == d.device().segments.size());
+    CHECK(view->summaryText().contains(QStringLiteral("recorded blocks")));
+
+    QTemporaryDir dir;
+    const QString shot = dir.path() + QStringLiteral("/allocator.png");
+    a.explorer().selection()->setEvent(tl.peakEventIndex);
+    QApplication::processEvents();
+    CHECK(a.window.grab().save(shot));
+    if (qEnvironmentVariableIsSet("HEADROOM_SHOT_DIR"))
+        a.window.grab().save(qEnvironmentVariable("HEADROOM_SHOT_DIR") + QStringLiteral("/allocator.png"));
 }
 
 TEST_CASE("selecting an allocation row: the timeline and the stack view follow")
