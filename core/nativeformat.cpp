@@ -331,9 +331,10 @@ std::vector<uint8_t> NativeFormat::encode(const Snapshot& snap, const WriteOptio
 
     for (const DeviceData& d : snap.devices)
         section(file, "DEVC", deviceSection(d), true, opt);
-    if (!snap.userData.empty())
-        section(file, "USER", std::vector<uint8_t>(snap.userData.begin(), snap.userData.end()), false, opt);
-    section(file, "END ", {}, false, WriteOptions{false, 0});
+    const std::string& user = opt.userData ? *opt.userData : snap.userData;
+    if (!user.empty())
+        section(file, "USER", std::vector<uint8_t>(user.begin(), user.end()), false, opt);
+    section(file, "END ", {}, false, WriteOptions{false, 0, std::nullopt});
     return std::move(file.bytes);
 }
 

@@ -4,6 +4,7 @@
 #include "core/snapshotmodel.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,9 @@ public:
     struct WriteOptions {
         bool compress = true;
         int zstdLevel = 3;
+        /// Replaces the snapshot's own user data (the GUI's notes, bookmarks, what-if
+        /// settings) without copying the snapshot.
+        std::optional<std::string> userData;
     };
 
     static bool isNative(const uint8_t* data, size_t size);

@@ -10,11 +10,15 @@
 #include "ui/stackview.h"
 #include "ui/timelineview.h"
 #include "ui/viewexport.h"
+#include "ui/whatifpanel.h"
+#include "ui/whatifview.h"
 
 #include "ui/theme.h"
 
 #include <QActionGroup>
 #include <QDockWidget>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QFileDialog>
 #include <QMainWindow>
 #include <QMenu>
@@ -26,7 +30,7 @@ namespace headroom {
 namespace {
 const QString kLayoutKey = QStringLiteral("explorer/layout");
 const QString kLayoutVersionKey = QStringLiteral("explorer/layoutVersion");
-constexpr int kLayoutVersion = 1;
+constexpr int kLayoutVersion = 2; // 2: the what-if dock
 } // namespace
 
 Explorer::Explorer(QMainWindow* window)
@@ -41,6 +45,7 @@ Explorer::Explorer(QMainWindow* window)
     m_stacks = new StackView(m_selection);
     m_diagnosis = new DiagnosisView(m_selection);
     m_allocator = new AllocatorView(m_selection);
+    m_whatIf = new WhatIfView(m_selection);
 
     window->setDockNestingEnabled(true);
     window->setDockOptions(QMainWindow::AnimatedDocks | QMainWindow::AllowNestedDocks | QMainWindow::AllowTabbedDocks);
@@ -50,13 +55,12 @@ Explorer::Explorer(QMainWindow* window)
     QDockWidget* allocator = addDock(m_allocator, Qt::BottomDockWidgetArea);
     QDockWidget* breakdown = addDock(m_breakdown, Qt::BottomDockWidgetArea);
     QDockWidget* diagnosis = addDock(m_diagnosis, Qt::BottomDockWidgetArea);
+    QDockWidget* whatIf = addDock(m_whatIf, Qt::BottomDockWidgetArea);
     window->splitDockWidget(allocations, breakdown, Qt::Horizontal);
     window->tabifyDockWidget(allocations, stacks);
     window->tabifyDockWidget(stacks, allocator);
     window->tabifyDockWidget(breakdown, diagnosis);
-    // --- What-if panel: its dock is added here (ui/whatifpanel.h), tabbed with the
-    // --- breakdown and diagnosis, once that panel exists. It receives data through
-    // --- the dataAvailable signal and the shared selection like every other view.
+    window->tabifyDockWidget(diagnosis, whatIf);
     allocations->raise();
     breakdown->raise();
     window->resizeDocks({timeline, allocations}, {55, 45}, Qt::Vertical);
@@ -95,6 +99,8 @@ void Explorer::showDevice(std::shared_ptr<const LoadedTrace> trace, int deviceIn
     if (m_timeAxisAction)
         syncAxisActions();
     const bool valid = trace && deviceIndex >= 0 && deviceIndex < int(trace->timelines.size());
+    if (valid && !trace->snapshot.userData.empty())
+        m_whatIf->setPendingSettings(QString::fromStdString(trace->snapshot.userData));
     m_selection->reset(deviceIndex, valid ? trace->timelines[size_t(deviceIndex)].peakEventIndex : SelectionState::kNone);
     if (valid)
         m_analysis->analyze(std::move(trace), deviceIndex);
@@ -110,6 +116,20 @@ void Explorer::setData(const ExplorerDataPtr& data)
         v->selectionChanged(m_selection->state(), Selection::All);
     }
     emit dataAvailable(data);
+}
+
+std::string Explorer::userData(const std::string& base) const
+{
+    QJsonObject root = QJsonDocument::fromJson(QByteArray::fromStdString(base)).object();
+    if (m_data) {
+        const QJsonObject panel =
+            QJsonDocument::fromJson(m_whatIf->panel()->settingsJson().toUtf8()).object();
+        if (panel.contains(QStringLiteral("whatif")))
+            root[QStringLiteral("whatif")] = panel.value(QStringLiteral("whatif"));
+    }
+    if (root.isEmpty())
+        return {};
+    return QJsonDocument(root).toJson(QJsonDocument::Compact).toStdString();
 }
 
 ExplorerView* Explorer::view(const QString& id) const

@@ -24,6 +24,7 @@ class DiagnosisView;
 class ExplorerView;
 class StackView;
 class TimelineView;
+class WhatIfView;
 
 /// The composition root (hotspot's ResultsPage): builds every view as a dock widget of
 /// the main window, owns the shared Selection and the background analysis, and is the
@@ -44,7 +45,7 @@ public:
     ExplorerDataPtr data() const { return m_data; }
 
     const std::vector<ExplorerView*>& views() const { return m_views; }
-    /// By viewId(): timeline, breakdown, allocations, stacks, diagnosis, allocator.
+    /// By viewId(): timeline, breakdown, allocations, stacks, diagnosis, allocator, whatif.
     ExplorerView* view(const QString& id) const;
     QDockWidget* dock(const QString& id) const;
     /// Raises a view's dock tab.
@@ -56,6 +57,12 @@ public:
     StackView* stacks() const { return m_stacks; }
     DiagnosisView* diagnosis() const { return m_diagnosis; }
     AllocatorView* allocator() const { return m_allocator; }
+    WhatIfView* whatIf() const { return m_whatIf; }
+
+    /// The user's annotations to save with the trace (the native format's USER section):
+    /// `base`, the opened file's own user data, with the what-if settings replaced by the
+    /// panel's. JSON text.
+    std::string userData(const std::string& base) const;
 
     /// View ▸ (x axis, zoom, panels, layout reset, theme) and per-view export entries.
     void populateViewMenu(QMenu* menu);
@@ -88,6 +95,7 @@ private:
     StackView* m_stacks;
     DiagnosisView* m_diagnosis;
     AllocatorView* m_allocator;
+    WhatIfView* m_whatIf;
     std::vector<ExplorerView*> m_views;
     std::vector<QDockWidget*> m_docks;
     QByteArray m_defaultLayout;

@@ -260,7 +260,9 @@ bool MainWindow::saveAs(const QString& path, QString* error)
         return false;
     }
     try {
-        NativeFormat::write(m_trace->snapshot, path.toStdString());
+        NativeFormat::WriteOptions options;
+        options.userData = m_explorer->userData(m_trace->snapshot.userData); // what-if settings
+        NativeFormat::write(m_trace->snapshot, path.toStdString(), options);
     } catch (const std::exception& e) {
         *error = QString::fromStdString(e.what());
         return false;

@@ -7,6 +7,8 @@
 #include "ui/explorer.h"
 #include "ui/explorerview.h"
 #include "ui/viewexport.h"
+#include "ui/whatifpanel.h"
+#include "ui/whatifview.h"
 
 #include <QApplication>
 #include <QDateTime>
@@ -50,7 +52,8 @@ bool writePostmortem(Explorer& explorer, const QString& directory, QString* erro
     const Image images[] = {{"timeline", "timeline.png", {1600, 700}},
                             {"breakdown", "breakdown_at_peak.png", {1200, 500}},
                             {"stacks", "stacks_at_peak.png", {1600, 600}},
-                            {"diagnosis", "diagnosis.png", {1000, 800}}};
+                            {"diagnosis", "diagnosis.png", {1000, 800}},
+                            {"whatif", "whatif.png", {1400, 800}}};
     QString imageError;
     for (const Image& img : images) {
         ExplorerView* v = explorer.view(QString::fromLatin1(img.view));
@@ -107,8 +110,8 @@ bool writePostmortem(Explorer& explorer, const QString& directory, QString* erro
     }
     md += QObject::tr("\n![Stacks at the peak](stacks_at_peak.png)\n\n");
     md += QObject::tr("## Diagnosis\n\n") + DiagnosisView::markdown(*data) + QStringLiteral("\n![Diagnosis](diagnosis.png)\n\n");
-    // The what-if panel adds its section here once it exists (ui/whatifpanel.h).
-    md += QObject::tr("## What-if\n\n_No what-if result in this report._\n");
+    md += QObject::tr("## What-if\n\n") + explorer.whatIf()->panel()->markdown() +
+          QStringLiteral("\n![What-if](whatif.png)\n");
 
     QFile out(dir.filePath(QStringLiteral("report.md")));
     if (!out.open(QIODevice::WriteOnly | QIODevice::Truncate))

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "ui/whatifpanel.h"
 
+#include "ui/whatifchart.h"
+
 #include "core/diagnosis.h"
 #include "core/memoryanalysis.h"
 #include "core/units.h"
@@ -33,146 +35,8 @@ constexpr double kGiB = double(1ull << 30);
 
 QString gib(double b) { return QString::number(b / kGiB, 'f', 1) + QStringLiteral(" GiB"); }
 
-QColor componentColor(const std::string& name)
-{
-    static const std::vector<std::pair<std::string, QColor>> k = {
-        {"weights", QColor(0x4c, 0x72, 0xb0)},           {"master", QColor(0x64, 0x8f, 0xc8)},
-        {"optimizer_state", QColor(0x8c, 0x6b, 0xb1)},   {"gradients", QColor(0xdd, 0x84, 0x52)},
-        {"activations_linear", QColor(0x55, 0xa8, 0x68)}, {"activations_attention", QColor(0x2e, 0x7d, 0x32)},
-        {"autocast_cache", QColor(0x9c, 0xcc, 0x65)},     {"temporaries_batch", QColor(0xc4, 0x4e, 0x52)},
-        {"temporaries_param", QColor(0xe5, 0x73, 0x73)},  {"temporaries_const", QColor(0xbd, 0xbd, 0xbd)},
-        {"gathered_params", QColor(0x93, 0x78, 0x60)},    {"fragmentation", QColor(0xda, 0x8b, 0xc3)},
-        {"outside_allocator", QColor(0x8c, 0x8c, 0x8c)},
-    };
-    for (const auto& [n, c] : k)
-        if (n == name)
-            return c;
-    return Qt::gray;
-}
-
 } // namespace
 
-/// Stacked bars per phase: measured (calibrated mode) beside projected, capacity line, band.
-class WhatIfChart : public QWidget {
-public:
-    explicit WhatIfChart(QWidget* parent) : QWidget(parent) { setMinimumSize(360, 240); }
-    void set(const Projection* measured, const Projection& projected)
-    {
-        m_hasMeasured = measured != nullptr;
-        if (measured)
-            m_measured = *measured;
-        m_projected = projected;
-        update();
-    }
-
-protected:
-    void paintEvent(QPaintEvent*) override
-    {
-        QPainter p(this);
-        p.setRenderHint(QPainter::Antialiasing);
-        p.fillRect(rect(), palette().base());
-        const QRect area = rect().adjusted(52, 12, -150, -34);
-        double top = m_projected.peakHigh;
-        if (m_hasMeasured)
-            top = std::max(top, m_measured.peakHigh);
-        // A capacity far above the bars would flatten them: then it is named, not drawn to scale.
-        const bool capacityOnScale = m_projected.capacity > 0 && m_projected.capacity <= 3 * top;
-        if (capacityOnScale)
-            top = std::max(top, m_projected.capacity);
-        top = std::max(top * 1.08, 0.1 * kGiB);
-        auto y = [&](double bytes) { return area.bottom() - int(bytes / top * area.height()); };
-        // Axis with GiB ticks.
-        p.setPen(palette().color(QPalette::Mid));
-        double step = std::pow(10.0, std::floor(std::log10(top / kGiB))) * kGiB;
-        if (top / step < 4)
-            step /= 2;
-        QFont small = font();
-        small.setPointSizeF(font().pointSizeF() * 0.85);
-        p.setFont(small);
-        for (double v = 0; v <= top; v += step) {
-            p.setPen(QColor(0, 0, 0, 30));
-            p.drawLine(area.left(), y(v), area.right(), y(v));
-            p.setPen(palette().color(QPalette::Text));
-            p.drawText(QRect(0, y(v) - 8, 48, 16), Qt::AlignRight | Qt::AlignVCenter,
-                       QString::number(v / kGiB, 'f', step < kGiB ? 1 : 0));
-        }
-        p.drawText(QRect(0, area.top() - 12, 48, 12), Qt::AlignRight, QStringLiteral("GiB"));
-        const int groups = 3, perGroup = m_hasMeasured ? 2 : 1;
-        const int groupW = area.width() / groups;
-        const int barW = std::min(56, (groupW - 16) / perGroup);
-        std::vector<std::string> legend;
-        for (int g = 0; g < groups; ++g) {
-            const int gx = area.left() + g * groupW + (groupW - perGroup * barW - (perGroup - 1) * 6) / 2;
-            for (int k = 0; k < perGroup; ++k) {
-                const bool measuredBar = m_hasMeasured && k == 0;
-                const Projection& pr = measuredBar ? m_measured : m_projected;
-                const PhaseProjection& ph = pr.phases[size_t(g)];
-                const int x = gx + k * (barW + 6);
-                if (!ph.present)
-                    continue;
-                double acc = 0;
-                for (const auto& c : ph.components) {
-                    const QRect r(x, y(acc + c.bytes), barW, y(acc) - y(acc + c.bytes));
-                    QColor col = componentColor(c.name);
-                    if (measuredBar)
-                        col.setAlpha(150);
-                    p.fillRect(r, col);
-                    acc += c.bytes;
-                    if (std::find(legend.begin(), legend.end(), c.name) == legend.end())
-                        legend.push_back(c.name);
-                }
-                p.setPen(QPen(palette().color(QPalette::Text), 1));
-                p.setBrush(Qt::NoBrush);
-                p.drawRect(QRect(x, y(acc), barW, y(0) - y(acc)));
-                if (!measuredBar) {
-                    // The band: a whisker from low to high.
-                    const int cx = x + barW / 2;
-                    p.setPen(QPen(Qt::black, 1.5));
-                    p.drawLine(cx, y(ph.low), cx, y(ph.high));
-                    p.drawLine(cx - 6, y(ph.low), cx + 6, y(ph.low));
-                    p.drawLine(cx - 6, y(ph.high), cx + 6, y(ph.high));
-                }
-                if (ph.phase == pr.peakPhase && !measuredBar) {
-                    p.setPen(palette().color(QPalette::Text));
-                    p.drawText(QRect(x - 10, y(ph.high) - 16, barW + 20, 14), Qt::AlignCenter, QStringLiteral("peak"));
-                }
-                p.setPen(palette().color(QPalette::Text));
-                p.drawText(QRect(x - 4, area.bottom() + 2, barW + 8, 14), Qt::AlignCenter,
-                           measuredBar ? QStringLiteral("measured") : QStringLiteral("projected"));
-            }
-            p.drawText(QRect(area.left() + g * groupW, area.bottom() + 16, groupW, 14), Qt::AlignCenter,
-                       QString::fromUtf8(std::string(stepPhaseLabel(StepPhase(g))).c_str()));
-        }
-        if (m_projected.capacity > 0 && !capacityOnScale) {
-            p.setPen(QColor(0xd3, 0x2f, 0x2f));
-            p.drawText(QRect(area.left() + 4, area.top() - 12, 400, 14), Qt::AlignLeft,
-                       QStringLiteral("capacity ") + gib(m_projected.capacity) + QStringLiteral(" (above the scale)"));
-        }
-        if (m_projected.capacity > 0 && capacityOnScale) {
-            p.setPen(QPen(QColor(0xd3, 0x2f, 0x2f), 2, Qt::DashLine));
-            const int cy = y(m_projected.capacity);
-            p.drawLine(area.left(), cy, area.right(), cy);
-            p.drawText(QRect(area.left() + 4, cy - 16, 200, 14), Qt::AlignLeft,
-                       QStringLiteral("capacity ") + gib(m_projected.capacity));
-            const double usable = m_projected.capacity * (1 - m_projected.margin);
-            p.setPen(QPen(QColor(0xd3, 0x2f, 0x2f, 110), 1, Qt::DotLine));
-            p.drawLine(area.left(), y(usable), area.right(), y(usable));
-        }
-        // Legend.
-        int ly = area.top();
-        for (const auto& n : legend) {
-            p.fillRect(QRect(area.right() + 12, ly + 2, 10, 10), componentColor(n));
-            p.setPen(palette().color(QPalette::Text));
-            p.drawText(QRect(area.right() + 26, ly, 130, 14), Qt::AlignLeft | Qt::AlignVCenter,
-                       QString::fromStdString(n).replace(QLatin1Char('_'), QLatin1Char(' ')));
-            ly += 15;
-        }
-    }
-
-private:
-    bool m_hasMeasured = false;
-    Projection m_measured, m_projected;
-};
 
 WhatIfPanel::WhatIfPanel(QWidget* parent) : QWidget(parent)
 {
@@ -320,9 +184,11 @@ void WhatIfPanel::buildUi()
     connect(m_ladderList, &QListWidget::itemClicked, this, &WhatIfPanel::applyRung);
 }
 
-void WhatIfPanel::setTrace(std::shared_ptr<const LoadedTrace> trace, int deviceIndex)
+void WhatIfPanel::setTrace(std::shared_ptr<const LoadedTrace> trace, int deviceIndex,
+                           std::shared_ptr<const DeviceAnalysis> analysis)
 {
     m_trace = std::move(trace);
+    m_analysis = std::move(analysis);
     m_deviceIndex = deviceIndex;
     m_cal.reset();
     if (m_trace) {
@@ -336,6 +202,7 @@ void WhatIfPanel::setTrace(std::shared_ptr<const LoadedTrace> trace, int deviceI
 void WhatIfPanel::setAnalyticModel(const ModelDims& dims, const LeverConfig& config)
 {
     m_trace.reset();
+    m_analysis.reset();
     m_cal.reset();
     m_dims = dims;
     m_base = analyticBaseline(dims, config, m_k);
@@ -378,8 +245,9 @@ void WhatIfPanel::recalibrate()
         return;
     }
     try {
-        const DeviceAnalysis a = analyzeDevice(*m_trace, size_t(m_deviceIndex));
-        m_cal = calibrate(*m_trace, size_t(m_deviceIndex), a, m_stated, m_dims.value_or(ModelDims{}), m_k);
+        if (!m_analysis)
+            m_analysis = std::make_shared<const DeviceAnalysis>(analyzeDevice(*m_trace, size_t(m_deviceIndex)));
+        m_cal = calibrate(*m_trace, size_t(m_deviceIndex), *m_analysis, m_stated, m_dims.value_or(ModelDims{}), m_k);
         m_base = m_cal->baseline;
         m_haveBase = true;
         m_config = m_base.config;
@@ -486,11 +354,17 @@ void WhatIfPanel::recompute()
                     .arg(gib(p.peak), gib(p.peakLow), gib(p.peakHigh),
                          QString::fromStdString(std::string(stepPhaseLabel(p.peakPhase))), color,
                          QString::fromStdString(std::string(verdictName(p.verdict))), QString::fromStdString(m_device.name));
-    s += QStringLiteral("Step time <b>%1 s</b> (x%2), %3 tokens/s; effective batch %4")
-             .arg(p.time.total, 0, 'f', 3)
-             .arg(p.time.relative, 0, 'f', 2)
-             .arg(p.time.tokensPerSecond, 0, 'f', 0)
-             .arg(p.config.effectiveBatch());
+    if (p.config.microBatch > 0 && p.config.seq > 0 && p.config.devices > 0)
+        s += tr("Step time <b>%1 s</b> (x%2), %3 tokens/s; effective batch %4")
+                 .arg(p.time.total, 0, 'f', 3)
+                 .arg(p.time.relative, 0, 'f', 2)
+                 .arg(p.time.tokensPerSecond, 0, 'f', 0)
+                 .arg(p.config.effectiveBatch());
+    else
+        s += tr("Step time <b>%1 s</b> (x%2); tokens/s and the effective batch need the measured micro-batch, "
+                "sequence and devices (<i>Measured at</i>)")
+                 .arg(p.time.total, 0, 'f', 3)
+                 .arg(p.time.relative, 0, 'f', 2);
     QStringList items;
     auto item = [&](const char* name, double v) {
         if (v > 1e-6)
@@ -619,6 +493,68 @@ bool WhatIfPanel::restoreSettings(const QString& json)
         m_device = deviceForCapacity(int64_t(o.value(QStringLiteral("capacity_bytes")).toDouble()));
     setConfig(c);
     return true;
+}
+
+QString WhatIfPanel::markdown() const
+{
+    if (!m_haveBase)
+        return tr("_No what-if projection: %1_\n").arg(m_error.isEmpty() ? tr("no trace or model.") : m_error);
+    const Projection& p = m_projection;
+    const LeverConfig& c = m_config;
+    QString md = tr("Configuration: micro-batch %1, accumulation %2 (effective batch %3), sequence %4, checkpointing %5, "
+                    "precision %6, optimizer %7, ZeRO %8 over %9 devices")
+                     .arg(c.microBatch)
+                     .arg(c.accum)
+                     .arg(c.effectiveBatch())
+                     .arg(c.seq)
+                     .arg(QString::fromStdString(std::string(checkpointName(c.checkpoint, c.checkpointEvery))),
+                          QString::fromStdString(std::string(precisionName(c.precision))),
+                          QString::fromStdString(std::string(optimizerName(c.optimizer))))
+                     .arg(c.zero)
+                     .arg(c.devices);
+    md += tr(", offload %1, FlashAttention %2.\n\n")
+              .arg(QString::fromStdString(std::string(offloadName(c.offload))),
+                   c.flashAttention ? tr("on") : tr("off"));
+    md += tr("Projected peak **%1** (band %2 to %3) in the %4, on %5: **%6**. Step time %7 s (x%8 of the measured run), "
+             "%9 tokens/s.\n\n")
+              .arg(gib(p.peak), gib(p.peakLow), gib(p.peakHigh),
+                   QString::fromStdString(std::string(stepPhaseLabel(p.peakPhase))), QString::fromStdString(m_device.name),
+                   QString::fromStdString(std::string(verdictName(p.verdict))))
+              .arg(p.time.total, 0, 'f', 3)
+              .arg(p.time.relative, 0, 'f', 2)
+              .arg(p.time.tokensPerSecond, 0, 'f', 0);
+    if (m_cal) {
+        QStringList known;
+        for (const auto& m : m_cal->measured)
+            if (m.key != "optimizer_bytes")
+                known << QStringLiteral("%1 = %2 (%3)").arg(QString::fromStdString(m.key),
+                                                         m.value.empty() ? QStringLiteral("?") : QString::fromStdString(m.value),
+                                                         QString::fromStdString(m.how));
+        md += tr("Calibrated on the trace; measured configuration: %1.\n\n").arg(known.join(QStringLiteral(", ")));
+    }
+    if (m_ladder.fitsAsIs) {
+        md += tr("The ladder: it fits as it is.\n");
+        return md;
+    }
+    md += tr("The ladder (cheapest currency first):\n\n| # | Rung | Peak (high) | Verdict | Step time | Costs |\n|---:|---|---:|---|---:|---|\n");
+    for (size_t i = 0; i < m_ladder.rungs.size(); ++i) {
+        const Rung& r = m_ladder.rungs[i];
+        QStringList cur;
+        for (const auto& [name, v] : r.currencies)
+            if (v != "none")
+                cur << QString::fromStdString(name + ": " + v);
+        md += QStringLiteral("| %1 | %2 | %3 (%4) | %5 | %6 s | %7 |\n")
+                  .arg(i + 1)
+                  .arg(QString::fromStdString(r.title), gib(r.projection.peak), gib(r.projection.peakHigh),
+                       QString::fromStdString(std::string(verdictName(r.projection.verdict))))
+                  .arg(r.projection.time.total, 0, 'f', 2)
+                  .arg(cur.join(QStringLiteral("; ")));
+    }
+    md += m_ladder.firstFit >= 0 ? tr("\nFirst rung that fits: %1.\n").arg(m_ladder.firstFit + 1)
+                                 : tr("\nNo rung fits: this job needs a different plan.\n");
+    for (const auto& w : m_ladder.warnings)
+        md += QStringLiteral("\n> ") + QString::fromStdString(w) + QStringLiteral("\n");
+    return md;
 }
 
 } // namespace headroom

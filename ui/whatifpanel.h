@@ -6,6 +6,7 @@
 // apply on click. Self-contained: the main window docks it and feeds it a trace or a model.
 
 #include "core/loader.h"
+#include "core/memoryanalysis.h"
 #include "core/whatifcalibration.h"
 #include "core/whatifladder.h"
 
@@ -34,8 +35,11 @@ public:
     explicit WhatIfPanel(QWidget* parent = nullptr);
     ~WhatIfPanel() override;
 
-    /// Calibrated mode: analyses the device (synchronously) and decomposes a steady iteration.
-    void setTrace(std::shared_ptr<const LoadedTrace> trace, int deviceIndex);
+    /// Calibrated mode: decomposes a steady iteration of the device. Pass the analysis when
+    /// it exists (the explorer's, computed off the GUI thread); without it the panel
+    /// analyses the device synchronously.
+    void setTrace(std::shared_ptr<const LoadedTrace> trace, int deviceIndex,
+                  std::shared_ptr<const DeviceAnalysis> analysis = nullptr);
     /// Analytic mode: a preset or hand-entered dimensions trained at `config`.
     void setAnalyticModel(const ModelDims& dims, const LeverConfig& config);
     void setCapacity(int64_t bytes);
@@ -49,6 +53,9 @@ public:
     /// What the user set, as JSON for the trace's user data (native format) and the postmortem.
     QString settingsJson() const;
     bool restoreSettings(const QString& json);
+    /// The postmortem's what-if section: the configuration, the projection against the
+    /// capacity, the step time and the ladder up to its first fitting rung.
+    QString markdown() const;
     double lastRecomputeMicroseconds() const { return m_lastRecomputeUs; }
     /// The error of the last calibration (e.g. a missing measured value), empty when fine.
     QString calibrationError() const { return m_error; }
@@ -69,6 +76,7 @@ private:
     void applyRung(QListWidgetItem* item);
 
     std::shared_ptr<const LoadedTrace> m_trace;
+    std::shared_ptr<const DeviceAnalysis> m_analysis;
     int m_deviceIndex = 0;
     std::optional<ModelDims> m_dims;
     StatedConfig m_stated;

@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: MIT
+#include "ui/whatifchart.h"
+
+#include <QPainter>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace headroom {
+
+namespace {
+
+constexpr double kGiB = double(1ull << 30);
+
+QString gib(double b) { return QString::number(b / kGiB, 'f', 1) + QStringLiteral(" GiB"); }
+
+} // namespace
+
+WhatIfChart::WhatIfChart(QWidget* parent)
+    : QWidget(parent)
+{
+    setMinimumSize(360, 240);
+}
+
+void WhatIfChart::set(const Projection* measured, const Projection& projected)
+{
+    m_hasMeasured = measured != nullptr;
+    if (measured)
+        m_measured = *measured;
+    m_projected = projected;
+    update();
+}
+
+QColor WhatIfChart::componentColor(const std::string& name)
+{
+    static const std::vector<std::pair<std::string, QColor>> k = {
+        {"weights", QColor(0x4c, 0x72, 0xb0)},           {"master", QColor(0x64, 0x8f, 0xc8)},
+        {"optimizer_state", QColor(0x8c, 0x6b, 0xb1)},   {"gradients", QColor(0xdd, 0x84, 0x52)},
+        {"activations_linear", QColor(0x55, 0xa8, 0x68)}, {"activations_attention", QColor(0x2e, 0x7d, 0x32)},
+        {"autocast_cache", QColor(0x9c, 0xcc, 0x65)},     {"temporaries_batch", QColor(0xc4, 0x4e, 0x52)},
+        {"temporaries_param", QColor(0xe5, 0x73, 0x73)},  {"temporaries_const", QColor(0xbd, 0xbd, 0xbd)},
+        {"gathered_params", QColor(0x93, 0x78, 0x60)},    {"fragmentation", QColor(0xda, 0x8b, 0xc3)},
+        {"outside_allocator", QColor(0x8c, 0x8c, 0x8c)},
+    };
+    for (const auto& [n, c] : k)
+        if (n == name)
+            return c;
+    return Qt::gray;
+}
+
+void WhatIfChart::paintEvent(QPaintEvent*)
+{
+    QPainter p(this);
+    p.setRenderHint(QPainter::Antialiasing);
+    p.fillRect(rect(), palette().base());
+    const QRect area = rect().adjusted(52, 12, -150, -34);
+    double top = m_projected.peakHigh;
+    if (m_hasMeasured)
+        top = std::max(top, m_measured.peakHigh);
+    // A capacity far above the bars would flatten them: then it is named, not drawn to scale.
+    const bool capacityOnScale = m_projected.capacity > 0 && m_projected.capacity <= 3 * top;
+    if (capacityOnScale)
+        top = std::max(top, m_projected.capacity);
+    top = std::max(top * 1.08, 0.1 * kGiB);
+    auto y = [&](double bytes) { return area.bottom() - int(bytes / top * area.height()); };
+    // Axis with GiB ticks.
+    p.setPen(palette().color(QPalette::Mid));
+    double step = std::pow(10.0, std::floor(std::log10(top / kGiB))) * kGiB;
+    if (top / step < 4)
+        step /= 2;
+    QFont small = font();
+    small.setPointSizeF(font().pointSizeF() * 0.85);
+    p.setFont(small);
+    for (double v = 0; v <= top; v += step) {
+        p.setPen(QColor(0, 0, 0, 30));
+        p.drawLine(area.left(), y(v), area.right(), y(v));
+        p.setPen(palette().color(QPalette::Text));
+        p.drawText(QRect(0, y(v) - 8, 48, 16), Qt::AlignRight | Qt::AlignVCenter,
+                   QString::number(v / kGiB, 'f', step < kGiB ? 1 : 0));
+    }
+    p.drawText(QRect(0, area.top() - 12, 48, 12), Qt::AlignRight, QStringLiteral("GiB"));
+    const int groups = 3, perGroup = m_hasMeasured ? 2 : 1;
+    const int groupW = area.width() / groups;
+    const int barW = std::min(56, (groupW - 16) / perGroup);
+    std::vector<std::string> legend;
+    for (int g = 0; g < groups; ++g) {
+        const int gx = area.left() + g * groupW + (groupW - perGroup * barW - (perGroup - 1) * 6) / 2;
+        for (int k = 0; k < perGroup; ++k) {
+            const bool measuredBar = m_hasMeasured && k == 0;
+            const Projection& pr = measuredBar ? m_measured : m_projected;
+            const PhaseProjection& ph = pr.phases[size_t(g)];
+            const int x = gx + k * (barW + 6);
+            if (!ph.present)
+                continue;
+            double acc = 0;
+            for (const auto& c : ph.components) {
+                const QRect r(x, y(acc + c.bytes), barW, y(acc) - y(acc + c.bytes));
+                QColor col = componentColor(c.name);
+                if (measuredBar)
+                    col.setAlpha(150);
+                p.fillRect(r, col);
+                acc += c.bytes;
+                if (std::find(legend.begin(), legend.end(), c.name) == legend.end())
+                    legend.push_back(c.name);
+            }
+            p.setPen(QPen(palette().color(QPalette::Text), 1));
+            p.setBrush(Qt::NoBrush);
+            p.drawRect(QRect(x, y(acc), barW, y(0) - y(acc)));
+            if (!measuredBar) {
+                // The band: a whisker from low to high.
+                const int cx = x + barW / 2;
+                p.setPen(QPen(Qt::black, 1.5));
+                p.drawLine(cx, y(ph.low), cx, y(ph.high));
+                p.drawLine(cx - 6, y(ph.low), cx + 6, y(ph.low));
+                p.drawLine(cx - 6, y(ph.high), cx + 6, y(ph.high));
+            }
+            if (ph.phase == pr.peakPhase && !measuredBar) {
+                p.setPen(palette().color(QPalette::Text));
+                p.drawText(QRect(x - 10, y(ph.high) - 16, barW + 20, 14), Qt::AlignCenter, QStringLiteral("peak"));
+            }
+            p.setPen(palette().color(QPalette::Text));
+            p.drawText(QRect(x - 4, area.bottom() + 2, barW + 8, 14), Qt::AlignCenter,
+                       measuredBar ? QStringLiteral("measured") : QStringLiteral("projected"));
+        }
+        p.drawText(QRect(area.left() + g * groupW, area.bottom() + 16, groupW, 14), Qt::AlignCenter,
+                   QString::fromUtf8(std::string(stepPhaseLabel(StepPhase(g))).c_str()));
+    }
+    if (m_projected.capacity > 0 && !capacityOnScale) {
+        p.setPen(QColor(0xd3, 0x2f, 0x2f));
+        p.drawText(QRect(area.left() + 4, area.top() - 12, 400, 14), Qt::AlignLeft,
+                   QStringLiteral("capacity ") + gib(m_projected.capacity) + QStringLiteral(" (above the scale)"));
+    }
+    if (m_projected.capacity > 0 && capacityOnScale) {
+        p.setPen(QPen(QColor(0xd3, 0x2f, 0x2f), 2, Qt::DashLine));
+        const int cy = y(m_projected.capacity);
+        p.drawLine(area.left(), cy, area.right(), cy);
+        p.drawText(QRect(area.left() + 4, cy - 16, 200, 14), Qt::AlignLeft,
+                   QStringLiteral("capacity ") + gib(m_projected.capacity));
+        const double usable = m_projected.capacity * (1 - m_projected.margin);
+        p.setPen(QPen(QColor(0xd3, 0x2f, 0x2f, 110), 1, Qt::DotLine));
+        p.drawLine(area.left(), y(usable), area.right(), y(usable));
+    }
+    // Legend.
+    int ly = area.top();
+    for (const auto& n : legend) {
+        p.fillRect(QRect(area.right() + 12, ly + 2, 10, 10), componentColor(n));
+        p.setPen(palette().color(QPalette::Text));
+        p.drawText(QRect(area.right() + 26, ly, 130, 14), Qt::AlignLeft | Qt::AlignVCenter,
+                   QString::fromStdString(n).replace(QLatin1Char('_'), QLatin1Char(' ')));
+        ly += 15;
+    }
+}
+
+} // namespace headroom
