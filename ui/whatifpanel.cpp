@@ -2,6 +2,7 @@
 #include "ui/whatifpanel.h"
 
 #include "ui/whatifchart.h"
+#include "ui/whatifconstantsdialog.h"
 
 #include "core/diagnosis.h"
 #include "core/memoryanalysis.h"
@@ -144,7 +145,19 @@ void WhatIfPanel::buildUi()
     auto* lh = new QHBoxLayout;
     lh->addWidget(new QLabel(tr("<b>Make it fit</b>: click a rung to apply it"), right));
     m_fit = new QPushButton(tr("Rebuild ladder"), right);
+    m_spendFirstCombo = new QComboBox(right);
+    m_spendFirstCombo->addItem(tr("default order"), -1);
+    for (Currency cur : {Currency::Engineering, Currency::Throughput, Currency::Hardware, Currency::Fidelity})
+        m_spendFirstCombo->addItem(QString::fromStdString(std::string(currencyName(cur))), int(cur));
+    m_spendFirstCombo->setToolTip(tr("The currency the ladder spends first (someone with spare GPUs spends hardware "
+                                     "before throughput); the others follow in the default order: engineering time, "
+                                     "throughput, hardware, fidelity"));
+    m_constantsButton = new QPushButton(tr("Constants\u2026"), right);
+    m_constantsButton->setToolTip(tr("Edit the model's constants (MFU, bandwidths, overlap, margins); guesses are marked"));
     lh->addStretch();
+    lh->addWidget(new QLabel(tr("Spend first:"), right));
+    lh->addWidget(m_spendFirstCombo);
+    lh->addWidget(m_constantsButton);
     lh->addWidget(m_fit);
     rv->addLayout(lh);
     m_ladderList = new QListWidget(right);
@@ -181,6 +194,13 @@ void WhatIfPanel::buildUi()
     connect(m_measuredS, qOverload<int>(&QSpinBox::valueChanged), this, measuredChanged);
     connect(m_measuredP, qOverload<int>(&QComboBox::currentIndexChanged), this, measuredChanged);
     connect(m_fit, &QPushButton::clicked, this, [this] { rebuildLadder(); });
+    connect(m_constantsButton, &QPushButton::clicked, this, [this] { editConstants(); });
+    connect(m_spendFirstCombo, &QComboBox::currentIndexChanged, this, [this](int index) {
+        if (m_updating)
+            return;
+        const int v = m_spendFirstCombo->itemData(index).toInt();
+        setSpendFirst(v < 0 ? std::nullopt : std::optional<Currency>(Currency(v)));
+    });
     connect(m_ladderList, &QListWidget::itemClicked, this, &WhatIfPanel::applyRung);
 }
 
@@ -228,6 +248,38 @@ void WhatIfPanel::setCapacity(int64_t bytes)
     m_updating = false;
     recompute();
     rebuildLadder();
+}
+
+void WhatIfPanel::setConstants(const WhatIfConstants& k)
+{
+    m_k = k;
+    if (m_trace) {
+        const LeverConfig keep = m_config;
+        recalibrate();
+        if (m_haveBase)
+            setConfig(keep);
+    } else if (m_dims) {
+        setAnalyticModel(*m_dims, m_config);
+    }
+}
+
+void WhatIfPanel::setSpendFirst(std::optional<Currency> currency)
+{
+    m_spendFirst = currency;
+    m_updating = true;
+    m_spendFirstCombo->setCurrentIndex(std::max(0, m_spendFirstCombo->findData(currency ? int(*currency) : -1)));
+    m_updating = false;
+    rebuildLadder();
+    emit settingsChanged(settingsJson());
+}
+
+bool WhatIfPanel::editConstants()
+{
+    WhatIfConstantsDialog dialog(m_k, this);
+    if (dialog.exec() != QDialog::Accepted)
+        return false;
+    setConstants(dialog.constants());
+    return true;
 }
 
 void WhatIfPanel::setStated(const StatedConfig& stated)
@@ -397,6 +449,12 @@ void WhatIfPanel::rebuildLadder()
     LadderOptions lo;
     lo.outlierBatch = m_cal && m_cal->outlierBatch;
     lo.availableDevices = std::max(1, m_config.devices);
+    if (m_spendFirst) {
+        lo.currencyOrder = {*m_spendFirst};
+        for (Currency cur : {Currency::Engineering, Currency::Throughput, Currency::Hardware, Currency::Fidelity})
+            if (cur != *m_spendFirst)
+                lo.currencyOrder.push_back(cur);
+    }
     m_ladder = buildLadder(m_base, m_config, m_k, m_device, lo);
     for (const auto& w : m_ladder.warnings)
         m_ladderList->addItem(QStringLiteral("! ") + QString::fromStdString(w));
@@ -457,6 +515,15 @@ QString WhatIfPanel::settingsJson() const
     if (m_stated.microBatch) o[QStringLiteral("measured_micro_batch")] = *m_stated.microBatch;
     if (m_stated.seq) o[QStringLiteral("measured_seq")] = *m_stated.seq;
     if (m_stated.precision) o[QStringLiteral("measured_precision")] = QString::fromStdString(std::string(precisionName(*m_stated.precision)));
+    if (m_spendFirst)
+        o[QStringLiteral("spend_first")] = QString::fromStdString(std::string(currencyName(*m_spendFirst)));
+    QJsonObject constants; // only what differs from the defaults
+    const WhatIfConstants defaults;
+    for (const auto& e : WhatIfConstants::entries())
+        if (m_k.*(e.member) != defaults.*(e.member))
+            constants[QString::fromLatin1(e.key)] = m_k.*(e.member);
+    if (!constants.isEmpty())
+        o[QStringLiteral("constants")] = constants;
     QJsonObject root;
     root[QStringLiteral("whatif")] = o;
     return QString::fromUtf8(QJsonDocument(root).toJson(QJsonDocument::Compact));
@@ -467,6 +534,16 @@ bool WhatIfPanel::restoreSettings(const QString& json)
     const QJsonObject o = QJsonDocument::fromJson(json.toUtf8()).object().value(QStringLiteral("whatif")).toObject();
     if (o.isEmpty())
         return false;
+    const QJsonObject constants = o.value(QStringLiteral("constants")).toObject();
+    for (const auto& e : WhatIfConstants::entries()) {
+        const QJsonValue v = constants.value(QString::fromLatin1(e.key));
+        if (v.isDouble() && std::isfinite(v.toDouble()) && v.toDouble() >= 0)
+            m_k.*(e.member) = v.toDouble();
+    }
+    m_spendFirst = currencyFromName(o.value(QStringLiteral("spend_first")).toString().toStdString());
+    m_updating = true;
+    m_spendFirstCombo->setCurrentIndex(std::max(0, m_spendFirstCombo->findData(m_spendFirst ? int(*m_spendFirst) : -1)));
+    m_updating = false;
     StatedConfig st;
     if (o.contains(QStringLiteral("measured_micro_batch"))) st.microBatch = o.value(QStringLiteral("measured_micro_batch")).toInt();
     if (o.contains(QStringLiteral("measured_seq"))) st.seq = o.value(QStringLiteral("measured_seq")).toInt();

@@ -47,6 +47,14 @@ public:
     void setStated(const StatedConfig& stated);
 
     LeverConfig config() const { return m_config; }
+    /// The model's constants (the Constants… dialog edits them); recalibrates and recomputes.
+    const WhatIfConstants& constants() const { return m_k; }
+    void setConstants(const WhatIfConstants& k);
+    /// The ladder spends this currency first, then the default order (WHATIF.md §2.12).
+    void setSpendFirst(std::optional<Currency> currency);
+    std::optional<Currency> spendFirst() const { return m_spendFirst; }
+    /// Opens the constants dialog (modal); true when the user applied changes.
+    bool editConstants();
     void setConfig(const LeverConfig& config);
     const Projection& projection() const { return m_projection; }
     const Ladder& ladder() const { return m_ladder; }
@@ -84,6 +92,7 @@ private:
     WhatIfBaseline m_base;
     bool m_haveBase = false;
     WhatIfConstants m_k;
+    std::optional<Currency> m_spendFirst;
     DeviceSpec m_device;
     LeverConfig m_config;
     Projection m_projection;
@@ -117,6 +126,8 @@ private:
     WhatIfChart* m_chart = nullptr;
     QListWidget* m_ladderList = nullptr;
     QPushButton* m_fit = nullptr;
+    QPushButton* m_constantsButton = nullptr;
+    QComboBox* m_spendFirstCombo = nullptr;
 };
 
 } // namespace headroom

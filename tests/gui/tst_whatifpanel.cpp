@@ -5,6 +5,7 @@
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
+#include "ui/whatifconstantsdialog.h"
 #include "ui/whatifpanel.h"
 
 #include <QApplication>
@@ -12,6 +13,7 @@
 #include <QListWidget>
 #include <QSignalSpy>
 #include <QSlider>
+#include <QTableWidget>
 #include <QTest>
 
 #include <cstdlib>
@@ -75,6 +77,56 @@ TEST_CASE("The panel projects, recomputes on a slider and applies a ladder rung"
     std::unique_ptr<WhatIfPanel> other(section7Panel());
     REQUIRE(other->restoreSettings(json));
     CHECK(other->config() == panel->config());
+}
+
+TEST_CASE("Constants and the currency spent first are editable and saved with the settings", "[gui][whatif]")
+{
+    std::unique_ptr<WhatIfPanel> panel(section7Panel());
+    const double before = panel->projection().time.total;
+    WhatIfConstants k = panel->constants();
+    k.mfuMax = 0.30; // a slower cluster than the default guess
+    panel->setConstants(k);
+    CHECK(panel->constants().mfuMax == 0.30);
+    CHECK(panel->projection().time.total > before * 1.2);
+
+    // The table in the dialog edits the same fields, and refuses nonsense.
+    WhatIfConstantsDialog dialog(panel->constants());
+    QTableWidget* table = dialog.table();
+    REQUIRE(table->rowCount() == int(WhatIfConstants::entries().size()));
+    CHECK(table->item(0, 1)->text() == QStringLiteral("0.3"));
+    table->item(0, 1)->setText(QStringLiteral("-1"));
+    QString error;
+    CHECK_FALSE(dialog.readTable(&error));
+    CHECK(error.contains(QStringLiteral("MFU max")));
+    table->item(0, 1)->setText(QStringLiteral("0.5"));
+    REQUIRE(dialog.readTable(&error));
+    CHECK(dialog.constants().mfuMax == 0.5);
+
+    // Hardware first: with spare devices the ladder shards (ZeRO) before the default order
+    // reaches for an 8-bit optimizer and checkpointing.
+    LeverConfig c = panel->config();
+    c.devices = 8;
+    panel->setConfig(c);
+    auto hasZeroRung = [&] {
+        for (const Rung& r : panel->ladder().rungs)
+            if (r.title.find("ZeRO") != std::string::npos)
+                return true;
+        return false;
+    };
+    panel->setSpendFirst(std::nullopt);
+    CHECK_FALSE(hasZeroRung());
+    panel->setSpendFirst(Currency::Hardware);
+    CHECK(hasZeroRung());
+    CHECK(panel->ladder().firstFit >= 0);
+
+    const QString json = panel->settingsJson();
+    CHECK(json.contains(QStringLiteral("\"spend_first\":\"hardware\"")));
+    CHECK(json.contains(QStringLiteral("\"mfu_max\":0.3")));
+    std::unique_ptr<WhatIfPanel> other(section7Panel());
+    REQUIRE(other->restoreSettings(json));
+    CHECK(other->constants().mfuMax == 0.30);
+    CHECK(other->spendFirst() == Currency::Hardware);
+    CHECK(other->projection().time.total == Approx(panel->projection().time.total));
 }
 
 TEST_CASE("The panel calibrates on a generated trace and asks for what it cannot read", "[gui][whatif]")
