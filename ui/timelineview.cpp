@@ -6,6 +6,9 @@
 #include "core/units.h"
 #include "ui/byteaxisticker.h"
 #include "ui/categorystyle.h"
+#include "ui/categoryarealayer.h"
+#include "ui/timelineoverlay.h"
+#include "ui/timelinestyle.h"
 
 #include <qcustomplot.h>
 
@@ -19,17 +22,13 @@
 
 namespace headroom {
 
+using namespace timelinestyle;
+
 namespace {
 
 constexpr size_t kTooltipFrames = 5;
 constexpr int64_t kMaxTooltipScan = 200000; // events inspected per hover pixel
 constexpr double kDragThresholdPx = 4.0;
-constexpr double kPhaseBandRatio = 0.035;   // of the axis rect's height
-const QColor kAllocatedColor(31, 119, 180);
-const QColor kReservedColor(230, 126, 34);
-const QColor kPeakColor(200, 30, 30);
-const QColor kOomColor(190, 0, 0);
-const QColor kSelectionColor(0, 150, 136);
 
 QString bytes(int64_t n)
 {
@@ -55,170 +54,7 @@ Totals finalTotals(const DeviceData& dev)
 
 } // namespace
 
-/// Phase bands, iteration separators, the selected event, range and allocation: drawn
-/// straight with QPainter in pixel space (thousands of QCPItems would be slow), merging
-/// spans narrower than a pixel.
-class TimelineOverlay : public QCPLayerable {
-public:
-    TimelineOverlay(QCustomPlot* plot, TimelineView* view)
-        : QCPLayerable(plot, QStringLiteral("overlay"))
-        , m_view(view)
-    {
-    }
 
-protected:
-    void applyDefaultAntialiasingHint(QCPPainter* painter) const override { painter->setAntialiasing(false); }
-    // Text in the bands: antialiased fonts even when lines are not.
-    QRect clipRect() const override { return mParentPlot->axisRect()->rect(); }
-
-    void draw(QCPPainter* painter) override
-    {
-        const TimelineView& v = *m_view;
-        if (v.eventCount() == 0)
-            return;
-        const QRect rect = mParentPlot->axisRect()->rect();
-        const QColor text = v.palette().color(QPalette::WindowText);
-        if (v.m_data) {
-            // Iteration separators: dashed lines at every iteration's first event.
-            const auto& iterations = v.m_data->analysis.phases.iterations;
-            if (iterations.size() > 1 && iterations.size() < 2000) {
-                QColor c = text;
-                c.setAlpha(110);
-                painter->setPen(QPen(c, 1, Qt::DashLine));
-                for (size_t i = 1; i < iterations.size(); ++i) {
-                    const double x = v.pixelOfEvent(iterations[i].startEvent - 1);
-                    if (x >= rect.left() && x <= rect.right())
-                        painter->drawLine(QPointF(x, rect.top()), QPointF(x, rect.bottom()));
-                }
-            }
-            // Phase bands along the top, named where they are wide enough.
-            const double h = std::max(double(v.fontMetrics().height() + 2), rect.height() * kPhaseBandRatio);
-            double lastRight = -1e9;
-            for (const PhaseSpan& s : v.m_data->analysis.phases.spans) {
-                const double x0 = v.pixelOfEvent(s.startEvent - 1);
-                const double x1 = v.pixelOfEvent(s.endEvent);
-                if (x1 < rect.left() || x0 > rect.right())
-                    continue;
-                if (x1 <= lastRight) // sub-pixel span: the previous band already covers it
-                    continue;
-                const double left = std::max(x0, lastRight);
-                const QRectF band(left, rect.top(), std::max(1.0, x1 - left), h);
-                QColor fill = phaseColor(s.phase);
-                fill.setAlpha(170);
-                painter->fillRect(band, fill);
-                const QString name = phaseDisplayName(s.phase);
-                if (band.width() > v.fontMetrics().horizontalAdvance(name) + 6) {
-                    painter->setPen(QColor(20, 20, 20));
-                    painter->drawText(band, Qt::AlignCenter, name);
-                }
-                lastRight = std::max(left + 1.0, x1);
-            }
-        }
-        // The selected allocation: its lifetime and size.
-        if (v.m_data && v.m_selection.allocation >= 0
-            && size_t(v.m_selection.allocation) < v.m_timeline->allocations.size()) {
-            const Allocation& a = v.m_timeline->allocations[size_t(v.m_selection.allocation)];
-            const double x0 = v.pixelOfEvent(a.start == Allocation::kBeforeWindow ? -1 : a.start - 1);
-            const double x1 = v.pixelOfEvent(a.end == Allocation::kStillAlive ? v.eventCount() - 1 : a.end - 1);
-            const double y0 = mParentPlot->yAxis->coordToPixel(0);
-            const double y1 = mParentPlot->yAxis->coordToPixel(double(a.size));
-            QColor fill = kSelectionColor;
-            fill.setAlpha(90);
-            const QRectF r(QPointF(x0, std::min(y1, y0 - 3)), QPointF(std::max(x1, x0 + 2), y0));
-            painter->fillRect(r, fill);
-            painter->setPen(QPen(kSelectionColor, 2));
-            painter->drawRect(r);
-        }
-        // The selected range.
-        const SelectionState& s = v.m_selection;
-        auto shade = [&](double xa, double xb) {
-            QColor fill = kSelectionColor;
-            fill.setAlpha(45);
-            const QRectF r(QPointF(std::min(xa, xb), rect.top()), QPointF(std::max(xa, xb), rect.bottom()));
-            painter->fillRect(r, fill);
-            painter->setPen(QPen(kSelectionColor, 1));
-            painter->drawLine(r.topLeft(), r.bottomLeft());
-            painter->drawLine(r.topRight(), r.bottomRight());
-        };
-        if (v.m_drag == TimelineView::Drag::Range)
-            shade(v.m_pressX, v.m_dragX);
-        else if (s.hasRange())
-            shade(v.pixelOfEvent(s.rangeFirst - 1), v.pixelOfEvent(s.rangeLast));
-        // The selected event.
-        if (s.hasEvent()) {
-            const double x = v.pixelOfEvent(s.event);
-            painter->setPen(QPen(kSelectionColor, 2));
-            painter->drawLine(QPointF(x, rect.top()), QPointF(x, rect.bottom()));
-        }
-    }
-
-private:
-    TimelineView* m_view;
-};
-
-/// The category areas, drawn as one run of rectangles per pixel column: where several
-/// samples share a column the one with the largest total wins (the peak is never lost),
-/// and a sample holds its values until the next one (step-left, like the curves). A
-/// million-event trace stays a few thousand fillRects per frame, where eight filled
-/// QCPGraph polygons cost hundreds of milliseconds.
-class CategoryAreaLayer : public QCPLayerable {
-public:
-    CategoryAreaLayer(QCustomPlot* plot, TimelineView* view)
-        : QCPLayerable(plot, QStringLiteral("main"))
-        , m_view(view)
-    {
-    }
-
-protected:
-    void applyDefaultAntialiasingHint(QCPPainter* painter) const override { painter->setAntialiasing(false); }
-    QRect clipRect() const override { return mParentPlot->axisRect()->rect(); }
-
-    void draw(QCPPainter* painter) override
-    {
-        const TimelineView& v = *m_view;
-        const auto& keys = v.m_areaKeys;
-        const auto& stacks = v.m_areaStacks;
-        if (keys.empty())
-            return;
-        const auto& order = categoryStackOrder();
-        std::array<QColor, kTensorCategoryCount> colors;
-        for (size_t p = 0; p < order.size(); ++p)
-            colors[p] = categoryColor(order[p]);
-        QCPAxis* x = mParentPlot->xAxis;
-        QCPAxis* y = mParentPlot->yAxis;
-        const double y0 = y->coordToPixel(0);
-        const QRect rect = clipRect();
-        auto drawRun = [&](size_t sample, double left, double right) {
-            if (right < rect.left() || left > rect.right())
-                return;
-            const auto& cum = stacks[sample];
-            double bottom = y0;
-            for (size_t p = 0; p < order.size(); ++p) {
-                const double top = y->coordToPixel(cum[p]);
-                if (bottom - top >= 0.5)
-                    painter->fillRect(QRectF(left, top, right - left, bottom - top), colors[p]);
-                bottom = std::min(bottom, top);
-            }
-        };
-        size_t best = 0;
-        double column = std::floor(x->coordToPixel(keys[0]));
-        for (size_t i = 1; i <= keys.size(); ++i) {
-            // The last sample is the last event: the areas end there, as the curves do.
-            const double px = i < keys.size() ? std::floor(x->coordToPixel(keys[i])) : column + 1;
-            if (px <= column) { // same column: keep the sample with the largest total
-                if (stacks[i].back() > stacks[best].back())
-                    best = i;
-                continue;
-            }
-            drawRun(best, column, std::max(column + 1, px));
-            best = i;
-            column = px;
-        }
-    }
-
-private:
-    TimelineView* m_view;
-};
 
 TimelineView::TimelineView(Selection* selection, QWidget* parent)
     : QWidget(parent)

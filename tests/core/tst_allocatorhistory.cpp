@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The allocator's state at any event (LiveSetIndex checkpoints + AllocatorHistory).
+#include "core/allocationbands.h"
 #include "core/allocatorhistory.h"
 #include "core/loader.h"
 
@@ -7,6 +8,7 @@
 
 #include <algorithm>
 #include <random>
+#include <tuple>
 
 using namespace headroom;
 
@@ -196,4 +198,71 @@ TEST_CASE("The recorded state is the snapshot's blocks, exactly", "[allocator][r
     CHECK(st.allocatedBlocks + st.pendingFree + st.inactive == st.reserved);
     for (size_t i = 1; i < st.segments.size(); ++i)
         CHECK(st.segments[i - 1].address < st.segments[i].address);
+}
+
+TEST_CASE("By-allocation bands: the largest allocations stacked by birth over the merged small ones", "[bands][real]")
+{
+    auto trace = Loader::load(std::string(HEADROOM_REAL_TRACES_DIR) + "/pt27_kk_memory_ctx128_fullstep.pickle");
+    const MemoryTimeline& tl = trace->timelines[0];
+    const auto n = int64_t(tl.allocated.size());
+    const AllocationBands bands(tl, 200);
+    CHECK(bands.bandCount() == 200);
+    int64_t bigger = 0;
+    for (const Allocation& a : tl.allocations)
+        bigger += a.size > bands.threshold();
+    CHECK(bigger < 200);
+
+    // 700 columns over the whole run, and a zoomed window of 50 columns.
+    for (auto [from, to, cols] : {std::tuple<int64_t, int64_t, int64_t>{0, n, 700}, {19000, 19341, 50}}) {
+        std::vector<int64_t> bounds;
+        for (int64_t c = 0; c <= cols; ++c)
+            bounds.push_back(from + (to - from) * c / cols);
+        const BandColumns bc = bands.layout(tl, bounds);
+        REQUIRE(bc.columns() == size_t(cols));
+        for (size_t c = 0; c < bc.columns(); ++c) {
+            const int64_t e = bc.events[c];
+            INFO("column " << c << " event " << e);
+            // The column's event is its bucket's highest point.
+            for (int64_t k = bounds[c]; k < bounds[c + 1]; ++k)
+                REQUIRE(tl.allocated[size_t(e)] >= tl.allocated[size_t(k)]);
+            // Exactly the band allocations alive at the event, stacked by birth, no gaps.
+            const std::vector<uint32_t> live = bruteLive(tl, e);
+            std::vector<uint32_t> expected;
+            for (uint32_t i : live)
+                if (tl.allocations[i].size >= bands.threshold())
+                    expected.push_back(i);
+            std::vector<uint32_t> got;
+            int64_t expectBottom = bc.small[c];
+            for (uint32_t s = bc.offsets[c]; s < bc.offsets[c + 1]; ++s) {
+                got.push_back(bc.slices[s].allocation);
+                REQUIRE(bc.slices[s].bottom == expectBottom);
+                expectBottom += tl.allocations[bc.slices[s].allocation].size;
+            }
+            // Every live allocation above the threshold has its band; ties at the threshold
+            // may go either way (the largest maxBands are chosen, not all of equal size).
+            std::vector<uint32_t> sortedGot = got;
+            std::sort(sortedGot.begin(), sortedGot.end());
+            for (uint32_t i : expected) {
+                if (tl.allocations[i].size > bands.threshold())
+                    REQUIRE(std::binary_search(sortedGot.begin(), sortedGot.end(), i));
+            }
+            for (uint32_t i : got)
+                REQUIRE(std::binary_search(live.begin(), live.end(), i));
+            for (size_t k = 1; k < got.size(); ++k) {
+                const Allocation& a = tl.allocations[got[k - 1]];
+                const Allocation& b = tl.allocations[got[k]];
+                REQUIRE((a.start < b.start || (a.start == b.start && got[k - 1] < got[k])));
+            }
+            REQUIRE(bc.small[c] + (expectBottom - bc.small[c]) == bc.total[c]);
+            REQUIRE(bc.total[c] == tl.allocated[size_t(e)]);
+            // Hit testing finds the band under a y value.
+            if (!got.empty()) {
+                const BandSlice& mid = bc.slices[bc.offsets[c]];
+                const BandSlice* hit = bc.sliceAt(tl, c, mid.bottom + tl.allocations[mid.allocation].size / 2);
+                REQUIRE(hit);
+                CHECK(hit->allocation == mid.allocation);
+            }
+            CHECK(bc.sliceAt(tl, c, bc.total[c] + 1) == nullptr);
+        }
+    }
 }

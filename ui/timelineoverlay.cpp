@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: MIT
+#include "ui/timelineoverlay.h"
+
+#include "core/loader.h"
+#include "ui/categorystyle.h"
+#include "ui/timelinestyle.h"
+#include "ui/timelineview.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace headroom {
+
+using namespace timelinestyle;
+
+TimelineOverlay::TimelineOverlay(QCustomPlot* plot, TimelineView* view)
+    : QCPLayerable(plot, QStringLiteral("overlay"))
+    , m_view(view)
+{
+}
+
+void TimelineOverlay::draw(QCPPainter* painter)
+{
+    const TimelineView& v = *m_view;
+    if (v.eventCount() == 0)
+        return;
+    const QRect rect = mParentPlot->axisRect()->rect();
+    const QColor text = v.palette().color(QPalette::WindowText);
+    if (v.m_data) {
+        // Iteration separators: dashed lines at every iteration's first event.
+        const auto& iterations = v.m_data->analysis.phases.iterations;
+        if (iterations.size() > 1 && iterations.size() < 2000) {
+            QColor c = text;
+            c.setAlpha(110);
+            painter->setPen(QPen(c, 1, Qt::DashLine));
+            for (size_t i = 1; i < iterations.size(); ++i) {
+                const double x = v.pixelOfEvent(iterations[i].startEvent - 1);
+                if (x >= rect.left() && x <= rect.right())
+                    painter->drawLine(QPointF(x, rect.top()), QPointF(x, rect.bottom()));
+            }
+        }
+        // Phase bands along the top, named where they are wide enough.
+        const double h = std::max(double(v.fontMetrics().height() + 2), rect.height() * kPhaseBandRatio);
+        double lastRight = -1e9;
+        for (const PhaseSpan& s : v.m_data->analysis.phases.spans) {
+            const double x0 = v.pixelOfEvent(s.startEvent - 1);
+            const double x1 = v.pixelOfEvent(s.endEvent);
+            if (x1 < rect.left() || x0 > rect.right())
+                continue;
+            if (x1 <= lastRight) // sub-pixel span: the previous band already covers it
+                continue;
+            const double left = std::max(x0, lastRight);
+            const QRectF band(left, rect.top(), std::max(1.0, x1 - left), h);
+            QColor fill = phaseColor(s.phase);
+            fill.setAlpha(170);
+            painter->fillRect(band, fill);
+            const QString name = phaseDisplayName(s.phase);
+            if (band.width() > v.fontMetrics().horizontalAdvance(name) + 6) {
+                painter->setPen(QColor(20, 20, 20));
+                painter->drawText(band, Qt::AlignCenter, name);
+            }
+            lastRight = std::max(left + 1.0, x1);
+        }
+    }
+    // The selected allocation: its lifetime and size.
+    if (v.m_data && v.m_selection.allocation >= 0
+        && size_t(v.m_selection.allocation) < v.m_timeline->allocations.size()) {
+        const Allocation& a = v.m_timeline->allocations[size_t(v.m_selection.allocation)];
+        const double x0 = v.pixelOfEvent(a.start == Allocation::kBeforeWindow ? -1 : a.start - 1);
+        const double x1 = v.pixelOfEvent(a.end == Allocation::kStillAlive ? v.eventCount() - 1 : a.end - 1);
+        const double y0 = mParentPlot->yAxis->coordToPixel(0);
+        const double y1 = mParentPlot->yAxis->coordToPixel(double(a.size));
+        QColor fill = kSelectionColor;
+        fill.setAlpha(90);
+        const QRectF r(QPointF(x0, std::min(y1, y0 - 3)), QPointF(std::max(x1, x0 + 2), y0));
+        painter->fillRect(r, fill);
+        painter->setPen(QPen(kSelectionColor, 2));
+        painter->drawRect(r);
+    }
+    // The selected range.
+    const SelectionState& s = v.m_selection;
+    auto shade = [&](double xa, double xb) {
+        QColor fill = kSelectionColor;
+        fill.setAlpha(45);
+        const QRectF r(QPointF(std::min(xa, xb), rect.top()), QPointF(std::max(xa, xb), rect.bottom()));
+        painter->fillRect(r, fill);
+        painter->setPen(QPen(kSelectionColor, 1));
+        painter->drawLine(r.topLeft(), r.bottomLeft());
+        painter->drawLine(r.topRight(), r.bottomRight());
+    };
+    if (v.m_drag == TimelineView::Drag::Range)
+        shade(v.m_pressX, v.m_dragX);
+    else if (s.hasRange())
+        shade(v.pixelOfEvent(s.rangeFirst - 1), v.pixelOfEvent(s.rangeLast));
+    // The selected event.
+    if (s.hasEvent()) {
+        const double x = v.pixelOfEvent(s.event);
+        painter->setPen(QPen(kSelectionColor, 2));
+        painter->drawLine(QPointF(x, rect.top()), QPointF(x, rect.bottom()));
+    }
+}
+
+} // namespace headroom

@@ -1,0 +1,17 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+// Colours and proportions the timeline's layers share.
+
+#include <QColor>
+
+namespace headroom::timelinestyle {
+
+inline constexpr double kPhaseBandRatio = 0.035; ///< of the axis rect's height
+inline const QColor kAllocatedColor{31, 119, 180};
+inline const QColor kReservedColor{230, 126, 34};
+inline const QColor kPeakColor{200, 30, 30};
+inline const QColor kOomColor{190, 0, 0};
+inline const QColor kSelectionColor{0, 150, 136};
+
+} // namespace headroom::timelinestyle
