@@ -9,12 +9,19 @@
 #include "ui/categoryarealayer.h"
 #include "ui/timelineoverlay.h"
 #include "ui/timelinestyle.h"
+#include "ui/timelinetooltip.h"
+#include "ui/allocationbandlayer.h"
 
 #include <qcustomplot.h>
 
 #include <QEvent>
 #include <QFileInfo>
 #include <QToolTip>
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QShortcut>
+#include <QSpinBox>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -26,7 +33,6 @@ using namespace timelinestyle;
 
 namespace {
 
-constexpr size_t kTooltipFrames = 5;
 constexpr int64_t kMaxTooltipScan = 200000; // events inspected per hover pixel
 constexpr double kDragThresholdPx = 4.0;
 
@@ -170,6 +176,9 @@ TimelineView::TimelineView(Selection* selection, QWidget* parent)
 
     m_overlay = new TimelineOverlay(m_plot, this);
     m_areas = new CategoryAreaLayer(m_plot, this);
+    m_bandLayer = new AllocationBandLayer(m_plot, this);
+    m_bandLayer->setVisible(false);
+    buildControls();
 
     m_plot->setInteractions(QCP::iRangeZoom);
     m_plot->axisRect()->setRangeZoom(Qt::Horizontal);
@@ -240,9 +249,94 @@ void TimelineView::setData(const ExplorerDataPtr& data)
     if (data->trace != m_trace || static_cast<int>(data->deviceIndex) != m_deviceIndex)
         setTrace(data->trace, static_cast<int>(data->deviceIndex));
     m_data = data;
+    m_bands = AllocationBands(data->timeline(), size_t(m_bandDetail));
+    m_bandLayer->invalidate();
     rebuildFilterCurve();
     updateLegend();
     rebuild();
+}
+
+void TimelineView::buildControls()
+{
+    auto* bar = new QHBoxLayout;
+    bar->setContentsMargins(4, 2, 4, 0);
+    m_modeCombo = new QComboBox(this);
+    m_modeCombo->addItem(tr("By category"), int(Mode::ByCategory));
+    m_modeCombo->addItem(tr("By allocation"), int(Mode::ByAllocation));
+    m_modeCombo->setToolTip(tr("By category: stacked areas per tensor category.\n"
+                               "By allocation: every large allocation as its own band, stacked by birth, "
+                               "as PyTorch's Active Memory Timeline draws it (Ctrl+Shift+M toggles)"));
+    m_detailSpin = new QSpinBox(this);
+    m_detailSpin->setRange(10, 20000);
+    m_detailSpin->setSingleStep(100);
+    m_detailSpin->setValue(m_bandDetail);
+    m_detailSpin->setSuffix(tr(" bands"));
+    m_detailSpin->setToolTip(tr("Detail: how many of the largest allocations get their own band; "
+                                "the smaller ones are merged into the grey band at the bottom"));
+    m_detailSpin->setEnabled(false);
+    bar->addWidget(new QLabel(tr("Show:"), this));
+    bar->addWidget(m_modeCombo);
+    bar->addWidget(m_detailSpin);
+    bar->addStretch();
+    static_cast<QVBoxLayout*>(layout())->insertLayout(0, bar);
+    connect(m_modeCombo, &QComboBox::currentIndexChanged, this,
+            [this](int i) { setMode(Mode(m_modeCombo->itemData(i).toInt())); });
+    connect(m_detailSpin, &QSpinBox::editingFinished, this, [this] { setBandDetail(m_detailSpin->value()); });
+    auto* toggle = new QShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_M), this);
+    connect(toggle, &QShortcut::activated, this,
+            [this] { setMode(m_mode == Mode::ByCategory ? Mode::ByAllocation : Mode::ByCategory); });
+}
+
+void TimelineView::setMode(Mode mode)
+{
+    if (mode == m_mode)
+        return;
+    m_mode = mode;
+    const QSignalBlocker block(m_modeCombo);
+    m_modeCombo->setCurrentIndex(m_modeCombo->findData(int(mode)));
+    m_detailSpin->setEnabled(mode == Mode::ByAllocation);
+    m_areas->setVisible(mode == Mode::ByCategory);
+    m_bandLayer->setVisible(mode == Mode::ByAllocation);
+    m_bandLayer->invalidate();
+    updateGraphs();
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
+    emit modeChanged(mode);
+}
+
+void TimelineView::setBandDetail(int maxBands)
+{
+    maxBands = std::clamp(maxBands, 1, 1000000);
+    if (maxBands == m_bandDetail)
+        return;
+    m_bandDetail = maxBands;
+    const QSignalBlocker block(m_detailSpin);
+    m_detailSpin->setValue(maxBands);
+    if (m_data)
+        m_bands = AllocationBands(m_data->timeline(), size_t(maxBands));
+    m_bandLayer->invalidate();
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+int64_t TimelineView::allocationAtPixel(double px, double py) const
+{
+    if (m_mode != Mode::ByAllocation || !m_data || !m_timeline)
+        return -1;
+    const int column = m_bandLayer->columnAt(px);
+    if (column < 0)
+        return -1;
+    const double bytes = m_plot->yAxis->pixelToCoord(py);
+    if (bytes < 0)
+        return -1;
+    const BandSlice* s = m_bandLayer->columns().sliceAt(*m_timeline, size_t(column), int64_t(bytes));
+    return s ? int64_t(s->allocation) : -1;
+}
+
+int64_t TimelineView::firstEventAtOrAfterKey(double key) const
+{
+    const int64_t n = eventCount();
+    if (xAxisMode() == XAxisMode::EventIndex)
+        return std::clamp<int64_t>(int64_t(std::ceil(key)), 0, n);
+    return std::lower_bound(m_timeKeys.begin(), m_timeKeys.end(), key) - m_timeKeys.begin();
 }
 
 void TimelineView::selectionChanged(const SelectionState& state, Selection::Fields fields)
@@ -589,7 +683,8 @@ void TimelineView::updateGraphs()
     m_allocated->setData(keys, allocated, true);
     m_reserved->setData(reservedKeys, reserved, true);
 
-    if (m_data) {
+    m_bandLayer->invalidate();
+    if (m_data && m_mode == Mode::ByCategory) {
         // Category areas at the total's sample points: the stack's top follows the total's
         // extremes, so no peak disappears between samples.
         const std::vector<GroupedSeries::Values> values = m_data->categories.valuesAt(events);
@@ -679,55 +774,19 @@ int64_t TimelineView::eventAtPixel(double px) const
     return best;
 }
 
-QString TimelineView::eventTime(int64_t index) const
-{
-    const int64_t t = m_device->trace.timeUs[size_t(index)];
-    if (t == TraceEvents::kNoTime)
-        return QString();
-    return QString::fromStdString(formatDurationUs(t - m_firstTimeUs));
-}
 
 QString TimelineView::describeEvent(int64_t index) const
 {
-    if (index < 0 || index >= eventCount())
+    if (!m_trace || index < 0 || index >= eventCount())
         return QString();
-    const TraceEvents& ev = m_device->trace;
-    const size_t i = size_t(index);
-    QString html = QStringLiteral("<p style='white-space:pre'><b>") + tr("Event %1").arg(index) + QStringLiteral("</b>");
-    if (hasTime())
-        html += QStringLiteral(" \u00B7 ") + tr("at %1").arg(eventTime(index));
-    if (m_data && i < m_data->analysis.phases.eventPhase.size())
-        html += QStringLiteral(" \u00B7 ") + phaseDisplayName(m_data->analysis.phases.eventPhase[i]);
-    html += QStringLiteral("<br>") + QString::fromLatin1(actionName(ev.action[i]));
-    if (ev.size[i] != 0)
-        html += QLatin1Char(' ') + bytes(ev.size[i]);
-    if (ev.addr[i] != 0)
-        html += QStringLiteral(" at 0x") + QString::number(ev.addr[i], 16);
-    html += QStringLiteral("<br>") + tr("allocated: %1 \u00B7 reserved: %2")
-                                         .arg(bytes(m_timeline->allocated[i]), bytes(m_timeline->reserved[i]));
-    if (m_data) {
-        const GroupedSeries::Values v = m_data->categories.valueAt(index);
-        for (TensorCategory c : categoryStackOrder()) {
-            if (v[size_t(c)] <= 0)
-                continue;
-            html += QStringLiteral("<br>&nbsp;&nbsp;<span style='color:%1'>\u25A0</span> %2: %3")
-                        .arg(categoryColor(c).name(), categoryDisplayName(c), bytes(v[size_t(c)]));
-        }
-    }
-    const FrameTable& frames = m_trace->snapshot.frames;
-    const std::vector<uint32_t> top = frames.topFrames(ev.stack[i], kTooltipFrames);
-    if (top.empty()) {
-        html += QStringLiteral("<br><i>") + tr("no Python frames recorded") + QStringLiteral("</i>");
-    } else {
-        html += QStringLiteral("<br><i>") + tr("top frames:") + QStringLiteral("</i>");
-        for (uint32_t f : top) {
-            QString text = QString::fromStdString(frames.formatFrame(f));
-            if (text.size() > 110)
-                text = QStringLiteral("\u2026") + text.right(109);
-            html += QStringLiteral("<br>&nbsp;&nbsp;") + text.toHtmlEscaped();
-        }
-    }
-    return html + QStringLiteral("</p>");
+    return TimelineTooltip(*m_trace, size_t(m_deviceIndex), m_data.get(), m_firstTimeUs).event(index);
+}
+
+QString TimelineView::describeAllocation(size_t allocation, int64_t atEvent) const
+{
+    if (!m_trace)
+        return QString();
+    return TimelineTooltip(*m_trace, size_t(m_deviceIndex), m_data.get(), m_firstTimeUs).allocation(allocation, atEvent);
 }
 
 void TimelineView::onMousePress(QMouseEvent* event)
@@ -768,6 +827,12 @@ void TimelineView::onMouseMove(QMouseEvent* event)
         QToolTip::hideText();
         return;
     }
+    if (const int64_t alloc = allocationAtPixel(pos.x(), pos.y()); alloc >= 0) {
+        const int column = m_bandLayer->columnAt(pos.x());
+        QToolTip::showText(event->globalPosition().toPoint(),
+                           describeAllocation(size_t(alloc), m_bandLayer->columns().events[size_t(column)]), m_plot);
+        return;
+    }
     QToolTip::showText(event->globalPosition().toPoint(), describeEvent(index), m_plot);
 }
 
@@ -782,6 +847,9 @@ void TimelineView::onMouseRelease(QMouseEvent* event)
         if (e >= 0) {
             m_selectionObject->clearRange();
             m_selectionObject->setEvent(e);
+            // By allocation: a click on a band selects that allocation too.
+            if (const int64_t alloc = allocationAtPixel(event->position().x(), event->position().y()); alloc >= 0)
+                m_selectionObject->setAllocation(alloc);
         }
     } else if (drag == Drag::Range) {
         const int64_t a = eventAtKey(m_plot->xAxis->pixelToCoord(std::min(m_pressX, event->position().x())));

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include "core/allocationbands.h"
 #include "ui/explorerview.h"
 
 #include <QWidget>
@@ -18,6 +19,8 @@ class QCPItemStraightLine;
 class QCPTextElement;
 class QCPRange;
 class QMouseEvent;
+class QComboBox;
+class QSpinBox;
 
 namespace headroom {
 
@@ -26,6 +29,7 @@ struct DeviceData;
 struct MemoryTimeline;
 class TimelineOverlay;
 class CategoryAreaLayer;
+class AllocationBandLayer;
 
 /// The memory-over-time chart of one device. Before the analysis arrives it shows the
 /// allocated bytes (filled) and reserved bytes (outline); with it, the allocated bytes
@@ -42,6 +46,11 @@ class TimelineView : public QWidget, public ExplorerView {
 public:
     enum class XAxisMode { Time, EventIndex };
     Q_ENUM(XAxisMode)
+    /// By category: stacked areas per tensor category. By allocation: the largest
+    /// allocations as their own bands (PyTorch's Active Memory Timeline).
+    enum class Mode { ByCategory, ByAllocation };
+    Q_ENUM(Mode)
+    static constexpr int kDefaultBands = 2000;
 
     explicit TimelineView(Selection* selection, QWidget* parent = nullptr);
     ~TimelineView() override;
@@ -62,6 +71,16 @@ public:
     void setXAxisMode(XAxisMode mode);
     XAxisMode xAxisMode() const;
     bool hasTime() const;
+
+    void setMode(Mode mode);
+    Mode mode() const { return m_mode; }
+    /// By-allocation detail: how many of the largest allocations get their own band.
+    void setBandDetail(int maxBands);
+    int bandDetail() const { return m_bandDetail; }
+    /// The allocation whose band is under plot pixel (px, py) in by-allocation mode; -1 if none.
+    int64_t allocationAtPixel(double px, double py) const;
+    /// Hover text of an allocation band (rich text).
+    QString describeAllocation(size_t allocation, int64_t atEvent = -1) const;
 
     void zoomToFit();
     /// Renders now instead of on the next event loop pass (screenshots).
@@ -88,6 +107,7 @@ public:
 
 signals:
     void xAxisModeChanged(headroom::TimelineView::XAxisMode mode);
+    void modeChanged(headroom::TimelineView::Mode mode);
 
 protected:
     void changeEvent(QEvent* event) override;
@@ -95,6 +115,7 @@ protected:
 private:
     friend class TimelineOverlay;
     friend class CategoryAreaLayer;
+    friend class AllocationBandLayer;
     struct OomMarker {
         QCPItemStraightLine* line = nullptr;
         QCPItemText* label = nullptr;
@@ -104,6 +125,9 @@ private:
     int64_t eventCount() const;
     double keyOf(int64_t event) const;
     int64_t eventAtKey(double key) const;
+    /// The first event whose key is at or after `key` (eventCount() when none).
+    int64_t firstEventAtOrAfterKey(double key) const;
+    void buildControls();
     void rebuild();
     void rebuildMarkers();
     void rebuildFilterCurve();
@@ -115,7 +139,6 @@ private:
     void onMouseMove(QMouseEvent* event);
     void onMouseRelease(QMouseEvent* event);
     void applyPalette();
-    QString eventTime(int64_t index) const;
 
     Selection* m_selectionObject;
     QCustomPlot* m_plot;
@@ -134,6 +157,12 @@ private:
     QCPTextElement* m_title;
     TimelineOverlay* m_overlay;
     CategoryAreaLayer* m_areas;
+    AllocationBandLayer* m_bandLayer;
+    AllocationBands m_bands;
+    Mode m_mode = Mode::ByCategory;
+    int m_bandDetail = kDefaultBands;
+    QComboBox* m_modeCombo = nullptr;
+    QSpinBox* m_detailSpin = nullptr;
     /// The category areas' samples: x keys and cumulative tops by stack position.
     std::vector<double> m_areaKeys;
     std::vector<std::array<double, kTensorCategoryCount>> m_areaStacks;

@@ -149,6 +149,44 @@ TEST_CASE("kk full step: the views hold the analysis at the peak")
     CHECK(a.explorer().allocator()->summaryText().contains(QStringLiteral("reserved")));
 }
 
+TEST_CASE("timeline by allocation: bands of the largest allocations, hover and click select them")
+{
+    Analysed a(realTrace("pt27_kk_memory_ctx128_fullstep.pickle"));
+    const ExplorerData& d = a.data();
+    const MemoryTimeline& tl = d.timeline();
+    TimelineView* timeline = a.explorer().timeline();
+    timeline->setMode(TimelineView::Mode::ByAllocation);
+    CHECK(timeline->mode() == TimelineView::Mode::ByAllocation);
+    CHECK(timeline->bandDetail() == TimelineView::kDefaultBands);
+    timeline->replotNow();
+
+    // At the peak's pixel, the middle of the stack is one of the largest allocations.
+    QCustomPlot* plot = timeline->plot();
+    const double px = timeline->pixelOfEvent(tl.peakEventIndex);
+    const double py = plot->yAxis->coordToPixel(double(tl.peakAllocated) * 0.5);
+    const int64_t alloc = timeline->allocationAtPixel(px, py);
+    REQUIRE(alloc >= 0);
+    const Allocation& al = tl.allocations[size_t(alloc)];
+    CHECK(al.size >= 10 << 20);
+    CHECK(timeline->describeAllocation(size_t(alloc)).contains(QStringLiteral("Allocation of")));
+    // Above the curve there is no band.
+    CHECK(timeline->allocationAtPixel(px, plot->yAxis->coordToPixel(double(tl.peakAllocated) * 1.1)) == -1);
+
+    // A click on the band selects the allocation (and its event) for every view.
+    QTest::mouseClick(plot, Qt::LeftButton, {}, QPoint(int(px), int(py)));
+    CHECK(a.explorer().selection()->state().allocation >= 0);
+    if (qEnvironmentVariableIsSet("HEADROOM_SHOT_DIR"))
+        a.window.grab().save(qEnvironmentVariable("HEADROOM_SHOT_DIR") + QStringLiteral("/timeline_by_allocation.png"));
+
+    // Less detail: the same point now falls into the merged band of the smaller ones.
+    timeline->setBandDetail(10);
+    timeline->replotNow();
+    CHECK(timeline->allocationAtPixel(px, plot->yAxis->coordToPixel(double(tl.peakAllocated) * 0.05)) == -1);
+
+    timeline->setMode(TimelineView::Mode::ByCategory);
+    CHECK(timeline->plottedStackPeak() == Approx(double(d.analysis.atPeak.total)));
+}
+
 TEST_CASE("allocator view: follows the selected event and steps with the arrow keys")
 {
     Analysed a(realTrace("pt27_kk_memory_ctx128_fullstep.pickle"));
