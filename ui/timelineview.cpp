@@ -10,6 +10,7 @@
 #include "ui/timelineoverlay.h"
 #include "ui/timelinestyle.h"
 #include "ui/timelinetooltip.h"
+#include "ui/timelineminimap.h"
 #include "ui/allocationbandlayer.h"
 
 #include <qcustomplot.h>
@@ -179,6 +180,12 @@ TimelineView::TimelineView(Selection* selection, QWidget* parent)
     m_bandLayer = new AllocationBandLayer(m_plot, this);
     m_bandLayer->setVisible(false);
     buildControls();
+    m_minimap = new TimelineMinimap(this);
+    layout->addWidget(m_minimap);
+    connect(m_minimap, &TimelineMinimap::rangeRequested, this, [this](double lower, double upper) {
+        m_plot->xAxis->setRange(lower, upper);
+        m_plot->replot(QCustomPlot::rpQueuedReplot);
+    });
 
     m_plot->setInteractions(QCP::iRangeZoom);
     m_plot->axisRect()->setRangeZoom(Qt::Horizontal);
@@ -555,7 +562,25 @@ void TimelineView::rebuild()
         const QString file = QFileInfo(QString::fromStdString(m_trace->snapshot.path)).fileName();
         m_title->setText(tr("Device %1 \u2014 %2").arg(m_device->device).arg(file));
     }
+    updateMinimap();
     zoomToFit();
+}
+
+void TimelineView::updateMinimap()
+{
+    const int64_t n = eventCount();
+    if (n == 0) {
+        m_minimap->clear();
+        return;
+    }
+    const std::vector<size_t> idx =
+        downsampleMinMax(m_timeline->allocated, 0, size_t(n), size_t(std::max(200, m_minimap->width() / 2)));
+    std::vector<double> keys{keyOf(-1)}, values{double(m_timeline->initialAllocated)};
+    for (size_t i : idx) {
+        keys.push_back(keyOf(int64_t(i)));
+        values.push_back(double(m_timeline->allocated[i]));
+    }
+    m_minimap->setCurve(std::move(keys), std::move(values), keyOf(-1), keyOf(n - 1));
 }
 
 void TimelineView::rebuildMarkers()
@@ -626,6 +651,7 @@ void TimelineView::onRangeChanged(const QCPRange& range)
             m_plot->xAxis->setRange(lo - margin, hi + margin);
     }
     m_inRangeChange = false;
+    m_minimap->setVisibleRange(m_plot->xAxis->range().lower, m_plot->xAxis->range().upper);
     updateGraphs();
     updateLabelAlignment();
     m_plot->replot(QCustomPlot::rpQueuedReplot);

@@ -30,6 +30,7 @@ struct MemoryTimeline;
 class TimelineOverlay;
 class CategoryAreaLayer;
 class AllocationBandLayer;
+class TimelineMinimap;
 
 /// The memory-over-time chart of one device. Before the analysis arrives it shows the
 /// allocated bytes (filled) and reserved bytes (outline); with it, the allocated bytes
@@ -94,6 +95,7 @@ public:
     bool categoryVisible(TensorCategory c) const;
     void setCategoryVisible(TensorCategory c, bool visible);
     QCustomPlot* plot() const { return m_plot; }
+    TimelineMinimap* minimap() const { return m_minimap; }
     /// The tooltip text for event `index` (rich text).
     QString describeEvent(int64_t index) const;
     /// The event the tooltip shows for plot x-pixel `px`; -1 when none.
@@ -128,6 +130,7 @@ private:
     /// The first event whose key is at or after `key` (eventCount() when none).
     int64_t firstEventAtOrAfterKey(double key) const;
     void buildControls();
+    void updateMinimap();
     void rebuild();
     void rebuildMarkers();
     void rebuildFilterCurve();
@@ -158,6 +161,7 @@ private:
     TimelineOverlay* m_overlay;
     CategoryAreaLayer* m_areas;
     AllocationBandLayer* m_bandLayer;
+    TimelineMinimap* m_minimap;
     AllocationBands m_bands;
     Mode m_mode = Mode::ByCategory;
     int m_bandDetail = kDefaultBands;

@@ -13,6 +13,7 @@
 #include "ui/loadcontroller.h"
 #include "ui/mainwindow.h"
 #include "ui/stackview.h"
+#include "ui/timelineminimap.h"
 #include "ui/timelineview.h"
 #include "ui/viewexport.h"
 #include "ui/whatifpanel.h"
@@ -185,6 +186,29 @@ TEST_CASE("timeline by allocation: bands of the largest allocations, hover and c
 
     timeline->setMode(TimelineView::Mode::ByCategory);
     CHECK(timeline->plottedStackPeak() == Approx(double(d.analysis.atPeak.total)));
+}
+
+TEST_CASE("timeline minimap: shows the visible range and moves the view")
+{
+    Analysed a(realTrace("pt27_kk_memory_ctx128_fullstep.pickle"));
+    TimelineView* timeline = a.explorer().timeline();
+    TimelineMinimap* map = timeline->minimap();
+    QCustomPlot* plot = timeline->plot();
+    const QCPRange whole = plot->xAxis->range();
+    CHECK(map->visibleLower() == Approx(whole.lower));
+    CHECK(map->visibleUpper() == Approx(whole.upper));
+
+    // Zoom the timeline: the frame follows.
+    plot->xAxis->setRange(whole.lower + whole.size() * 0.4, whole.lower + whole.size() * 0.5);
+    CHECK(map->visibleLower() == Approx(whole.lower + whole.size() * 0.4));
+    // A click near the minimap's right end moves the view there, keeping its width.
+    const double span = plot->xAxis->range().size();
+    QTest::mouseClick(map, Qt::LeftButton, {}, QPoint(map->width() - 20, map->height() / 2));
+    CHECK(plot->xAxis->range().size() == Approx(span));
+    CHECK(plot->xAxis->range().center() > whole.lower + whole.size() * 0.8);
+    // A double click shows the whole run again.
+    QTest::mouseDClick(map, Qt::LeftButton, {}, QPoint(map->width() / 2, map->height() / 2));
+    CHECK(plot->xAxis->range().size() >= span * 5);
 }
 
 TEST_CASE("allocator view: follows the selected event and steps with the arrow keys")
