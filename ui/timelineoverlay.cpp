@@ -29,14 +29,19 @@ void TimelineOverlay::draw(QCPPainter* painter)
     if (v.m_data) {
         // Iteration separators: dashed lines at every iteration's first event.
         const auto& iterations = v.m_data->analysis.phases.iterations;
-        if (iterations.size() > 1 && iterations.size() < 2000) {
+        if (iterations.size() > 1) {
+            // Solid cosmetic lines (a dash pattern is stroked, not blitted); where several
+            // separators fall within a few pixels only the first is drawn.
             QColor c = text;
-            c.setAlpha(110);
-            painter->setPen(QPen(c, 1, Qt::DashLine));
+            c.setAlpha(90);
+            painter->setPen(QPen(c, 0));
+            double lastX = -1e9;
             for (size_t i = 1; i < iterations.size(); ++i) {
-                const double x = v.pixelOfEvent(iterations[i].startEvent - 1);
-                if (x >= rect.left() && x <= rect.right())
-                    painter->drawLine(QPointF(x, rect.top()), QPointF(x, rect.bottom()));
+                const double x = std::round(v.pixelOfEvent(iterations[i].startEvent - 1));
+                if (x < rect.left() || x > rect.right() || x - lastX < 3)
+                    continue;
+                painter->drawLine(QPointF(x, rect.top()), QPointF(x, rect.bottom()));
+                lastX = x;
             }
         }
         // Phase bands along the top, named where they are wide enough.

@@ -2,6 +2,7 @@
 #include "ui/timelineview.h"
 
 #include "core/downsample.h"
+#include "core/minmaxpyramid.h"
 #include "core/loader.h"
 #include "core/units.h"
 #include "ui/byteaxisticker.h"
@@ -224,6 +225,8 @@ void TimelineView::setTrace(std::shared_ptr<const LoadedTrace> trace, int device
         m_timeline = &m_trace->timelines[static_cast<size_t>(deviceIndex)];
         m_deviceIndex = deviceIndex;
     }
+    m_allocatedPyramid = m_timeline ? MinMaxPyramid(m_timeline->allocated) : MinMaxPyramid();
+    m_reservedPyramid = m_timeline ? MinMaxPyramid(m_timeline->reserved) : MinMaxPyramid();
     m_timeKeys.clear();
     if (m_device && m_device->trace.anyTime) {
         const std::vector<int64_t>& t = m_device->trace.timeUs;
@@ -366,6 +369,7 @@ void TimelineView::rebuildFilterCurve()
     const MemoryTimeline& tl = m_data->timeline();
     m_filterCurve = filteredLiveBytes(tl, size_t(eventCount()),
                                       [&](size_t i) { return stackStartsWith(frames, tl.allocations[i].stack, path); });
+    m_filterPyramid = MinMaxPyramid(m_filterCurve);
 }
 
 bool TimelineView::hasFilterCurve() const
@@ -574,7 +578,7 @@ void TimelineView::updateMinimap()
         return;
     }
     const std::vector<size_t> idx =
-        downsampleMinMax(m_timeline->allocated, 0, size_t(n), size_t(std::max(200, m_minimap->width() / 2)));
+        m_allocatedPyramid.downsample(m_timeline->allocated, 0, size_t(n), size_t(std::max(200, m_minimap->width() / 2)));
     std::vector<double> keys{keyOf(-1)}, values{double(m_timeline->initialAllocated)};
     for (size_t i : idx) {
         keys.push_back(keyOf(int64_t(i)));
@@ -682,8 +686,8 @@ void TimelineView::updateGraphs()
     const size_t buckets = static_cast<size_t>(std::max(256, m_plot->axisRect()->width()));
 
     // The event indices drawn: every bucket's min and max of the total, -1 for the start.
-    auto sample = [&](const std::vector<int64_t>& values) {
-        std::vector<size_t> idx = downsampleMinMax(values, first, last, buckets);
+    auto sample = [&](const std::vector<int64_t>& values, const MinMaxPyramid& pyramid) {
+        std::vector<size_t> idx = pyramid.downsample(values, first, last, buckets);
         std::vector<int64_t> events;
         events.reserve(idx.size() + 2);
         if (first == 0)
@@ -703,9 +707,9 @@ void TimelineView::updateGraphs()
             v.push_back(static_cast<double>(e < 0 ? initial : values[size_t(e)]));
         }
     };
-    const std::vector<int64_t> events = sample(m_timeline->allocated);
+    const std::vector<int64_t> events = sample(m_timeline->allocated, m_allocatedPyramid);
     fill(events, m_timeline->allocated, m_timeline->initialAllocated, keys, allocated);
-    fill(sample(m_timeline->reserved), m_timeline->reserved, m_timeline->initialReserved, reservedKeys, reserved);
+    fill(sample(m_timeline->reserved, m_reservedPyramid), m_timeline->reserved, m_timeline->initialReserved, reservedKeys, reserved);
     m_allocated->setData(keys, allocated, true);
     m_reserved->setData(reservedKeys, reserved, true);
 
@@ -728,7 +732,7 @@ void TimelineView::updateGraphs()
             }
         }
         if (!m_filterCurve.empty()) {
-            const std::vector<int64_t> fe = sample(m_filterCurve);
+            const std::vector<int64_t> fe = sample(m_filterCurve, m_filterPyramid);
             QVector<double> fk, fv;
             int64_t initial = 0;
             fill(fe, m_filterCurve, initial, fk, fv);

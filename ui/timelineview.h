@@ -2,6 +2,7 @@
 #pragma once
 
 #include "core/allocationbands.h"
+#include "core/minmaxpyramid.h"
 #include "ui/explorerview.h"
 
 #include <QWidget>
@@ -176,6 +177,7 @@ private:
     ExplorerDataPtr m_data;
     SelectionState m_selection;
     std::vector<int64_t> m_filterCurve; ///< per event; empty without a stack filter
+    MinMaxPyramid m_allocatedPyramid, m_reservedPyramid, m_filterPyramid; ///< fast downsampling
     const DeviceData* m_device = nullptr;
     const MemoryTimeline* m_timeline = nullptr;
     int m_deviceIndex = -1;

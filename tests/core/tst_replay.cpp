@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: MIT
 #include "core/addressmap.h"
 #include "core/downsample.h"
+#include "core/minmaxpyramid.h"
 #include "core/replay.h"
 #include "core/units.h"
 
 #include <catch2/catch.hpp>
 
 #include <random>
+#include <tuple>
 #include <unordered_map>
 
 using namespace headroom;
@@ -114,4 +116,41 @@ TEST_CASE("AddressMap behaves like a map under random inserts and erases", "[rep
     CHECK(m.size() == ref.size());
     for (auto [k, v] : ref)
         REQUIRE(m.find(k) == v);
+}
+
+TEST_CASE("The min/max pyramid downsamples like a full pass, keeping every bucket's extremes", "[downsample]")
+{
+    std::mt19937_64 rng(3);
+    std::vector<int64_t> v(300007);
+    int64_t x = 0;
+    for (auto& e : v) {
+        x += int64_t(rng() % 2001) - 1000;
+        e = x;
+    }
+    v[123457] = INT64_MAX / 2; // a lone spike must survive
+    v[200001] = -INT64_MAX / 2;
+    const MinMaxPyramid pyramid(v);
+    for (auto [first, last, buckets] : {std::tuple<size_t, size_t, size_t>{0, v.size(), 1920}, {1000, 250000, 700},
+                                        {5, 90, 20}, {0, v.size(), 7}, {123000, 124000, 1920}}) {
+        INFO(first << ".." << last << " in " << buckets);
+        const auto idx = pyramid.downsample(v, first, last, buckets);
+        REQUIRE(!idx.empty());
+        CHECK(idx.back() == last - 1);
+        CHECK(std::is_sorted(idx.begin(), idx.end()));
+        CHECK(idx.size() <= 2 * buckets + 1);
+        // The range's global extremes are among the points.
+        const auto mx = size_t(std::max_element(v.begin() + ptrdiff_t(first), v.begin() + ptrdiff_t(last)) - v.begin());
+        const auto mn = size_t(std::min_element(v.begin() + ptrdiff_t(first), v.begin() + ptrdiff_t(last)) - v.begin());
+        CHECK(std::find(idx.begin(), idx.end(), mx) != idx.end());
+        CHECK(std::find(idx.begin(), idx.end(), mn) != idx.end());
+    }
+    // minMax on arbitrary ranges equals a scan.
+    for (int t = 0; t < 200; ++t) {
+        const size_t lo = rng() % (v.size() - 1);
+        const size_t hi = lo + 1 + rng() % std::min<size_t>(v.size() - lo - 1, 100000);
+        size_t iMin = 0, iMax = 0;
+        pyramid.minMax(v, lo, hi, iMin, iMax);
+        CHECK(v[iMax] == *std::max_element(v.begin() + ptrdiff_t(lo), v.begin() + ptrdiff_t(hi)));
+        CHECK(v[iMin] == *std::min_element(v.begin() + ptrdiff_t(lo), v.begin() + ptrdiff_t(hi)));
+    }
 }

@@ -407,7 +407,8 @@ TEST_CASE("what-if: docked, calibrated on the analysis, settings saved with the 
 // Not run by default: `tst_gui "[.benchmark]"` (needs /tmp/big1m.pickle, 1,000,000 events).
 TEST_CASE("timeline redraw on a million events", "[.benchmark]")
 {
-    const QString path = QStringLiteral("/tmp/big1m.pickle");
+    const QString path = qEnvironmentVariableIsSet("HEADROOM_BENCH_FILE") ? qEnvironmentVariable("HEADROOM_BENCH_FILE")
+                                                                         : QStringLiteral("/tmp/big1m.pickle");
     if (!QFileInfo::exists(path))
         return;
     Analysed a(path);
@@ -439,6 +440,12 @@ TEST_CASE("timeline redraw on a million events", "[.benchmark]")
     measure("totals only (categories hidden), whole run");
     for (int c = 0; c < kTensorCategoryCount; ++c)
         timeline->setCategoryVisible(TensorCategory(c), true);
+    timeline->setMode(TimelineView::Mode::ByAllocation);
+    measure("by allocation, whole run");
+    plot->xAxis->setRange(plot->xAxis->range().lower, plot->xAxis->range().lower + plot->xAxis->range().size() / 10);
+    measure("by allocation, a tenth");
+    timeline->setMode(TimelineView::Mode::ByCategory);
+    timeline->zoomToFit();
     a.explorer().timeline()->plot()->layer(QStringLiteral("overlay"))->setVisible(false);
     measure("by category without the overlay layer, whole run");
 }
