@@ -41,10 +41,30 @@ MemoryTimeline replayDevice(const DeviceData& dev)
     int64_t running = 0;     // allocated delta since the start
     int64_t initial = 0;     // allocations alive before the window
     int64_t reservedDelta = 0;
+    // A free_requested that no free_completed (or re-alloc) follows at the same address is
+    // still pending at snapshot time. Tracked forwards: `pending` holds the addresses whose
+    // last alloc/free action was a free_requested; it stays as small as the frees in flight
+    // (a backward pass needed a map of every address of the trace: slower, and much larger).
+    AddressMap pending(64);
+    auto settlePending = [&](uint64_t addr, TraceAction a) {
+        if (pending.size() > 0 && pending.find(addr) != AddressMap::kMissing) {
+            if (a == TraceAction::FreeRequested) {
+                ++t.pendingFreeCount; // the earlier request was never completed
+                return;
+            }
+            pending.erase(addr);
+        } else if (a == TraceAction::FreeRequested) {
+            pending.set(addr, 1);
+        }
+    };
     for (size_t i = 0; i < n; ++i) {
         const int64_t size = ev.size[i];
         switch (ev.action[i]) {
+        case TraceAction::FreeRequested:
+            settlePending(ev.addr[i], TraceAction::FreeRequested);
+            break;
         case TraceAction::Alloc: {
+            settlePending(ev.addr[i], TraceAction::Alloc);
             if (const uint32_t prev = open.find(ev.addr[i]); prev != AddressMap::kMissing) {
                 // The address was reused without a recorded free (events lost): close the old one.
                 Allocation& old = t.allocations[prev];
@@ -58,6 +78,7 @@ MemoryTimeline replayDevice(const DeviceData& dev)
         }
         case TraceAction::FreeCompleted:
         case TraceAction::Free: {
+            settlePending(ev.addr[i], TraceAction::Free);
             if (const uint32_t idx = open.find(ev.addr[i]); idx != AddressMap::kMissing) {
                 Allocation& a = t.allocations[idx];
                 a.end = static_cast<int64_t>(i);
@@ -87,24 +108,7 @@ MemoryTimeline replayDevice(const DeviceData& dev)
         t.reserved[i] = reservedDelta;
     }
 
-    // A free_requested that no free_completed (or re-alloc) follows at the same address is
-    // still pending at snapshot time. One backward pass: the next action seen per address.
-    {
-        AddressMap next; // addr -> the next alloc/free action at that address
-        for (size_t k = n; k-- > 0;) {
-            const TraceAction a = ev.action[k];
-            if (a == TraceAction::FreeRequested) {
-                const uint32_t after = next.find(ev.addr[k]);
-                const bool completed = after != AddressMap::kMissing &&
-                                       static_cast<TraceAction>(after) != TraceAction::FreeRequested;
-                if (!completed)
-                    ++t.pendingFreeCount;
-            }
-            if (a == TraceAction::Alloc || a == TraceAction::FreeRequested || a == TraceAction::FreeCompleted ||
-                a == TraceAction::Free)
-                next.set(ev.addr[k], static_cast<uint32_t>(a));
-        }
-    }
+    t.pendingFreeCount += static_cast<int64_t>(pending.size());
 
     // Ghost blocks: active at the end with no open allocation.
     for (const Block& b : dev.blocks) {
