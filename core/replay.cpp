@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include "core/addressmap.h"
+#include "core/hugepages.h"
 
 namespace headroom {
 
@@ -34,10 +35,12 @@ MemoryTimeline replayDevice(const DeviceData& dev)
         return t;
     }
 
+    reserveHuge(t.allocated, n);
+    reserveHuge(t.reserved, n);
     t.allocated.resize(n);
     t.reserved.resize(n);
     AddressMap open; // addr -> allocation index
-    t.allocations.reserve(n / 2 + 16);
+    reserveHuge(t.allocations, n / 2 + 16);
     int64_t running = 0;     // allocated delta since the start
     int64_t initial = 0;     // allocations alive before the window
     int64_t reservedDelta = 0;

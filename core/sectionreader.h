@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include "core/hugepages.h"
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -60,6 +62,7 @@ public:
         need(uint64_t(count) * sizeof(T));
         out.clear();
         const size_t first = std::min(count, std::max<size_t>(plausibleCount(sizeof(T)), 1u << 12));
+        reserveHuge(out, first);
         size_t done = 0;
         for (size_t step = first; done < count; step = std::min(count, done * 2)) {
             out.resize(step);
