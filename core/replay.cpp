@@ -35,39 +35,42 @@ MemoryTimeline replayDevice(const DeviceData& dev)
         return t;
     }
 
-    reserveHuge(t.allocated, n);
+    reserveHuge(t.allocated, n); // filled by push_back below: each page is written once, not zeroed first
     reserveHuge(t.reserved, n);
-    t.allocated.resize(n);
-    t.reserved.resize(n);
     AddressMap open; // addr -> allocation index
     reserveHuge(t.allocations, n / 2 + 16);
     int64_t running = 0;     // allocated delta since the start
     int64_t initial = 0;     // allocations alive before the window
     int64_t reservedDelta = 0;
     // A free_requested that no free_completed (or re-alloc) follows at the same address is
-    // still pending at snapshot time. Tracked forwards: `pending` holds the addresses whose
-    // last alloc/free action was a free_requested; it stays as small as the frees in flight
-    // (a backward pass needed a map of every address of the trace: slower, and much larger).
-    AddressMap pending(64);
-    auto settlePending = [&](uint64_t addr, TraceAction a) {
-        if (pending.size() > 0 && pending.find(addr) != AddressMap::kMissing) {
-            if (a == TraceAction::FreeRequested) {
-                ++t.pendingFreeCount; // the earlier request was never completed
-                return;
-            }
-            pending.erase(addr);
-        } else if (a == TraceAction::FreeRequested) {
-            pending.set(addr, 1);
-        }
+    // still pending at snapshot time. Tracked forwards, mostly without a lookup of its own: an
+    // open allocation carries a flag; `loose` holds the few requests at addresses that are not
+    // open (allocated before the window). A backward pass needed a map of every address.
+    std::vector<uint8_t> requested; // per allocation index: a free_requested is outstanding
+    reserveHuge(requested, n / 2 + 16);
+    AddressMap loose(64);
+    // An alloc/free action at `addr`: an outstanding request there was completed.
+    auto settleLoose = [&](uint64_t addr) {
+        if (loose.size() > 0)
+            loose.erase(addr);
     };
     for (size_t i = 0; i < n; ++i) {
         const int64_t size = ev.size[i];
         switch (ev.action[i]) {
-        case TraceAction::FreeRequested:
-            settlePending(ev.addr[i], TraceAction::FreeRequested);
+        case TraceAction::FreeRequested: {
+            const uint64_t addr = ev.addr[i];
+            if (const uint32_t idx = open.find(addr); idx != AddressMap::kMissing) {
+                t.pendingFreeCount += requested[idx]; // the earlier request was never completed
+                requested[idx] = 1;
+            } else if (loose.size() > 0 && loose.find(addr) != AddressMap::kMissing) {
+                ++t.pendingFreeCount;
+            } else {
+                loose.set(addr, 1);
+            }
             break;
+        }
         case TraceAction::Alloc: {
-            settlePending(ev.addr[i], TraceAction::Alloc);
+            settleLoose(ev.addr[i]);
             if (const uint32_t prev = open.find(ev.addr[i]); prev != AddressMap::kMissing) {
                 // The address was reused without a recorded free (events lost): close the old one.
                 Allocation& old = t.allocations[prev];
@@ -76,12 +79,13 @@ MemoryTimeline replayDevice(const DeviceData& dev)
             }
             open.set(ev.addr[i], static_cast<uint32_t>(t.allocations.size()));
             t.allocations.push_back({ev.addr[i], size, static_cast<int64_t>(i), Allocation::kStillAlive, ev.stack[i]});
+            requested.push_back(0);
             running += size;
             break;
         }
         case TraceAction::FreeCompleted:
         case TraceAction::Free: {
-            settlePending(ev.addr[i], TraceAction::Free);
+            settleLoose(ev.addr[i]);
             if (const uint32_t idx = open.find(ev.addr[i]); idx != AddressMap::kMissing) {
                 Allocation& a = t.allocations[idx];
                 a.end = static_cast<int64_t>(i);
@@ -92,6 +96,7 @@ MemoryTimeline replayDevice(const DeviceData& dev)
                 initial += size;
                 running -= size;
                 t.allocations.push_back({ev.addr[i], size, Allocation::kBeforeWindow, static_cast<int64_t>(i), ev.stack[i]});
+                requested.push_back(0);
                 ++t.initialAllocationCount;
             }
             break;
@@ -107,11 +112,15 @@ MemoryTimeline replayDevice(const DeviceData& dev)
         default:
             break;
         }
-        t.allocated[i] = running;
-        t.reserved[i] = reservedDelta;
+        t.allocated.push_back(running);
+        t.reserved.push_back(reservedDelta);
     }
 
-    t.pendingFreeCount += static_cast<int64_t>(pending.size());
+    // Still pending: the loose requests and the open allocations with a request outstanding
+    // (an allocation is open exactly while its end is kStillAlive).
+    t.pendingFreeCount += static_cast<int64_t>(loose.size());
+    for (size_t k = 0; k < t.allocations.size(); ++k)
+        t.pendingFreeCount += requested[k] && t.allocations[k].end == Allocation::kStillAlive;
 
     // Ghost blocks: active at the end with no open allocation.
     for (const Block& b : dev.blocks) {
