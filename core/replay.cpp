@@ -46,7 +46,8 @@ MemoryTimeline replayDevice(const DeviceData& dev)
     // still pending at snapshot time. Tracked forwards, mostly without a lookup of its own: an
     // open allocation carries a flag; `loose` holds the few requests at addresses that are not
     // open (allocated before the window). A backward pass needed a map of every address.
-    std::vector<uint8_t> requested; // per allocation index: a free_requested is outstanding
+    std::vector<uint8_t> requested; // per allocation index: open, with a free_requested outstanding
+    int64_t outstanding = 0;        // how many are set
     reserveHuge(requested, n / 2 + 16);
     AddressMap loose(64);
     // An alloc/free action at `addr`: an outstanding request there was completed.
@@ -60,7 +61,10 @@ MemoryTimeline replayDevice(const DeviceData& dev)
         case TraceAction::FreeRequested: {
             const uint64_t addr = ev.addr[i];
             if (const uint32_t idx = open.find(addr); idx != AddressMap::kMissing) {
-                t.pendingFreeCount += requested[idx]; // the earlier request was never completed
+                if (requested[idx])
+                    ++t.pendingFreeCount; // the earlier request was never completed
+                else
+                    ++outstanding;
                 requested[idx] = 1;
             } else if (loose.size() > 0 && loose.find(addr) != AddressMap::kMissing) {
                 ++t.pendingFreeCount;
@@ -76,6 +80,8 @@ MemoryTimeline replayDevice(const DeviceData& dev)
                 Allocation& old = t.allocations[prev];
                 old.end = static_cast<int64_t>(i);
                 running -= old.size;
+                outstanding -= requested[prev]; // a request there is completed by the re-alloc
+                requested[prev] = 0;
             }
             open.set(ev.addr[i], static_cast<uint32_t>(t.allocations.size()));
             t.allocations.push_back({ev.addr[i], size, static_cast<int64_t>(i), Allocation::kStillAlive, ev.stack[i]});
@@ -90,6 +96,8 @@ MemoryTimeline replayDevice(const DeviceData& dev)
                 Allocation& a = t.allocations[idx];
                 a.end = static_cast<int64_t>(i);
                 running -= a.size;
+                outstanding -= requested[idx];
+                requested[idx] = 0;
                 open.erase(ev.addr[i]);
             } else {
                 // Freed but never allocated in the window: alive since before it.
@@ -116,11 +124,8 @@ MemoryTimeline replayDevice(const DeviceData& dev)
         t.reserved.push_back(reservedDelta);
     }
 
-    // Still pending: the loose requests and the open allocations with a request outstanding
-    // (an allocation is open exactly while its end is kStillAlive).
-    t.pendingFreeCount += static_cast<int64_t>(loose.size());
-    for (size_t k = 0; k < t.allocations.size(); ++k)
-        t.pendingFreeCount += requested[k] && t.allocations[k].end == Allocation::kStillAlive;
+    // Still pending: the loose requests and the open allocations with a request outstanding.
+    t.pendingFreeCount += static_cast<int64_t>(loose.size()) + outstanding;
 
     // Ghost blocks: active at the end with no open allocation.
     for (const Block& b : dev.blocks) {
