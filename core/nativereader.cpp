@@ -326,10 +326,11 @@ void NativeReader::read(const uint8_t* data, size_t size, const std::string& pat
     uint16_t major, minor;
     std::memcpy(&major, data + 8, 2);
     std::memcpy(&minor, data + 10, 2);
-    if (major != NativeFormat::kMajor)
+    constexpr uint16_t kMajor = NativeFormat::kMajor;
+    if (major != kMajor)
         throw LoadError(path, 8, "Headroom trace format version " + std::to_string(major) + "." + std::to_string(minor) +
-                                     " cannot be read by this build, which reads version " + std::to_string(NativeFormat::kMajor) +
-                                     ".x; " + (major > NativeFormat::kMajor ? "open it with a newer Headroom" : "the file is corrupt"));
+                                     " cannot be read by this build, which reads version " + std::to_string(kMajor) +
+                                     ".x; " + (major > kMajor ? "open it with a newer Headroom" : "the file is corrupt"));
     ReadState st;
     size_t pos = 24;
     bool ended = false, haveMeta = false;
