@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include "core/addressmap.h"
+#include "core/hugepages.h"
 
 namespace headroom {
 
@@ -34,40 +35,76 @@ MemoryTimeline replayDevice(const DeviceData& dev)
         return t;
     }
 
-    t.allocated.resize(n);
-    t.reserved.resize(n);
+    reserveHuge(t.allocated, n); // filled by push_back below: each page is written once, not zeroed first
+    reserveHuge(t.reserved, n);
     AddressMap open; // addr -> allocation index
-    t.allocations.reserve(n / 2 + 16);
+    reserveHuge(t.allocations, n / 2 + 16);
     int64_t running = 0;     // allocated delta since the start
     int64_t initial = 0;     // allocations alive before the window
     int64_t reservedDelta = 0;
+    // A free_requested that no free_completed (or re-alloc) follows at the same address is
+    // still pending at snapshot time. Tracked forwards, mostly without a lookup of its own: an
+    // open allocation carries a flag; `loose` holds the few requests at addresses that are not
+    // open (allocated before the window). A backward pass needed a map of every address.
+    std::vector<uint8_t> requested; // per allocation index: open, with a free_requested outstanding
+    int64_t outstanding = 0;        // how many are set
+    reserveHuge(requested, n / 2 + 16);
+    AddressMap loose(64);
+    // An alloc/free action at `addr`: an outstanding request there was completed.
+    auto settleLoose = [&](uint64_t addr) {
+        if (loose.size() > 0)
+            loose.erase(addr);
+    };
     for (size_t i = 0; i < n; ++i) {
         const int64_t size = ev.size[i];
         switch (ev.action[i]) {
+        case TraceAction::FreeRequested: {
+            const uint64_t addr = ev.addr[i];
+            if (const uint32_t idx = open.find(addr); idx != AddressMap::kMissing) {
+                if (requested[idx])
+                    ++t.pendingFreeCount; // the earlier request was never completed
+                else
+                    ++outstanding;
+                requested[idx] = 1;
+            } else if (loose.size() > 0 && loose.find(addr) != AddressMap::kMissing) {
+                ++t.pendingFreeCount;
+            } else {
+                loose.set(addr, 1);
+            }
+            break;
+        }
         case TraceAction::Alloc: {
+            settleLoose(ev.addr[i]);
             if (const uint32_t prev = open.find(ev.addr[i]); prev != AddressMap::kMissing) {
                 // The address was reused without a recorded free (events lost): close the old one.
                 Allocation& old = t.allocations[prev];
                 old.end = static_cast<int64_t>(i);
                 running -= old.size;
+                outstanding -= requested[prev]; // a request there is completed by the re-alloc
+                requested[prev] = 0;
             }
             open.set(ev.addr[i], static_cast<uint32_t>(t.allocations.size()));
             t.allocations.push_back({ev.addr[i], size, static_cast<int64_t>(i), Allocation::kStillAlive, ev.stack[i]});
+            requested.push_back(0);
             running += size;
             break;
         }
         case TraceAction::FreeCompleted:
         case TraceAction::Free: {
+            settleLoose(ev.addr[i]);
             if (const uint32_t idx = open.find(ev.addr[i]); idx != AddressMap::kMissing) {
                 Allocation& a = t.allocations[idx];
                 a.end = static_cast<int64_t>(i);
                 running -= a.size;
+                outstanding -= requested[idx];
+                requested[idx] = 0;
                 open.erase(ev.addr[i]);
             } else {
                 // Freed but never allocated in the window: alive since before it.
                 initial += size;
                 running -= size;
                 t.allocations.push_back({ev.addr[i], size, Allocation::kBeforeWindow, static_cast<int64_t>(i), ev.stack[i]});
+                requested.push_back(0);
                 ++t.initialAllocationCount;
             }
             break;
@@ -83,28 +120,12 @@ MemoryTimeline replayDevice(const DeviceData& dev)
         default:
             break;
         }
-        t.allocated[i] = running;
-        t.reserved[i] = reservedDelta;
+        t.allocated.push_back(running);
+        t.reserved.push_back(reservedDelta);
     }
 
-    // A free_requested that no free_completed (or re-alloc) follows at the same address is
-    // still pending at snapshot time. One backward pass: the next action seen per address.
-    {
-        AddressMap next; // addr -> the next alloc/free action at that address
-        for (size_t k = n; k-- > 0;) {
-            const TraceAction a = ev.action[k];
-            if (a == TraceAction::FreeRequested) {
-                const uint32_t after = next.find(ev.addr[k]);
-                const bool completed = after != AddressMap::kMissing &&
-                                       static_cast<TraceAction>(after) != TraceAction::FreeRequested;
-                if (!completed)
-                    ++t.pendingFreeCount;
-            }
-            if (a == TraceAction::Alloc || a == TraceAction::FreeRequested || a == TraceAction::FreeCompleted ||
-                a == TraceAction::Free)
-                next.set(ev.addr[k], static_cast<uint32_t>(a));
-        }
-    }
+    // Still pending: the loose requests and the open allocations with a request outstanding.
+    t.pendingFreeCount += static_cast<int64_t>(loose.size()) + outstanding;
 
     // Ghost blocks: active at the end with no open allocation.
     for (const Block& b : dev.blocks) {

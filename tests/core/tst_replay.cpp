@@ -154,3 +154,36 @@ TEST_CASE("The min/max pyramid downsamples like a full pass, keeping every bucke
         CHECK(v[iMin] == *std::min_element(v.begin() + ptrdiff_t(lo), v.begin() + ptrdiff_t(hi)));
     }
 }
+
+TEST_CASE("Pending frees: the forward count equals the definition", "[replay]")
+{
+    // Definition (the backward pass replay used before): a free_requested is pending when the
+    // next alloc/free action at its address is another free_requested, or there is none.
+    auto reference = [](const TraceEvents& ev) {
+        std::unordered_map<uint64_t, TraceAction> next;
+        int64_t pending = 0;
+        for (size_t k = ev.count(); k-- > 0;) {
+            const TraceAction a = ev.action[k];
+            if (a == TraceAction::FreeRequested) {
+                auto it = next.find(ev.addr[k]);
+                pending += it == next.end() || it->second == TraceAction::FreeRequested;
+            }
+            if (a == TraceAction::Alloc || a == TraceAction::FreeRequested || a == TraceAction::FreeCompleted ||
+                a == TraceAction::Free)
+                next[ev.addr[k]] = a;
+        }
+        return pending;
+    };
+    const TraceAction kinds[] = {TraceAction::Alloc, TraceAction::FreeRequested, TraceAction::FreeCompleted,
+                                 TraceAction::Free, TraceAction::SegmentAlloc, TraceAction::Oom};
+    std::mt19937_64 rng(7);
+    for (int round = 0; round < 300; ++round) {
+        DeviceData d;
+        const int events = 1 + static_cast<int>(rng() % 200);
+        const uint64_t addresses = 1 + rng() % 12; // few addresses: every interleaving occurs
+        for (int i = 0; i < events; ++i)
+            add(d, kinds[rng() % std::size(kinds)], 0x1000 * (rng() % addresses), 16 + static_cast<int64_t>(rng() % 64));
+        INFO("round " << round);
+        CHECK(replayDevice(d).pendingFreeCount == reference(d.trace));
+    }
+}
