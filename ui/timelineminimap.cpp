@@ -5,7 +5,6 @@
 
 #include <QMouseEvent>
 #include <QPainter>
-#include <QPainterPath>
 #include <QWheelEvent>
 
 #include <algorithm>
@@ -35,6 +34,7 @@ void TimelineMinimap::setCurve(std::vector<double> keys, std::vector<double> val
     m_lower = lower;
     m_upper = upper > lower ? upper : lower + 1;
     m_maxValue = m_values.empty() ? 0 : *std::max_element(m_values.begin(), m_values.end());
+    m_curve = QPixmap();
     update();
 }
 
@@ -71,31 +71,48 @@ void TimelineMinimap::request(double lower, double upper)
     emit rangeRequested(lower, lower + span);
 }
 
-void TimelineMinimap::paintEvent(QPaintEvent*)
+void TimelineMinimap::renderCurve()
 {
-    QPainter p(this);
-    const QPalette pal = palette();
-    p.fillRect(rect(), pal.color(QPalette::AlternateBase));
+    const qreal dpr = devicePixelRatioF();
+    m_curve = QPixmap(size() * dpr);
+    m_curve.setDevicePixelRatio(dpr);
+    m_curveBackground = palette().color(QPalette::AlternateBase);
+    m_curve.fill(m_curveBackground);
     if (m_keys.empty() || !(m_maxValue > 0))
         return;
+    QPainter p(&m_curve);
     const double bottom = height() - kMargin, top = kMargin + 2;
     auto yOf = [&](double v) { return bottom - v / m_maxValue * (bottom - top); };
-    QPainterPath path(QPointF(xOf(m_keys.front()), bottom));
-    for (size_t i = 0; i < m_keys.size(); ++i) {
-        const double x = xOf(m_keys[i]);
-        if (i > 0)
-            path.lineTo(x, yOf(m_values[i - 1])); // step-left, as the timeline draws it
-        path.lineTo(x, yOf(m_values[i]));
-    }
-    path.lineTo(xOf(m_keys.back()), bottom);
-    path.closeSubpath();
     QColor fill = timelinestyle::kAllocatedColor;
     fill.setAlpha(120);
-    p.fillPath(path, fill);
-    // The peak.
+    // One rectangle per pixel column at the column's highest sample (step-left: a sample
+    // holds until the next one), so no peak is lost and no path is rasterised.
+    const int w = width();
+    std::vector<double> colMax(size_t(std::max(1, w)), -1);
+    for (size_t i = 0; i < m_keys.size(); ++i) {
+        const double x0 = xOf(m_keys[i]);
+        const double x1 = i + 1 < m_keys.size() ? xOf(m_keys[i + 1]) : x0 + 1;
+        for (int c = std::max(0, int(x0)); c < std::min(w, std::max(int(x0) + 1, int(x1))); ++c)
+            colMax[size_t(c)] = std::max(colMax[size_t(c)], m_values[i]);
+    }
+    for (int c = 0; c < w; ++c)
+        if (colMax[size_t(c)] > 0)
+            p.fillRect(QRectF(c, yOf(colMax[size_t(c)]), 1, bottom - yOf(colMax[size_t(c)])), fill);
     const auto peak = size_t(std::max_element(m_values.begin(), m_values.end()) - m_values.begin());
     p.setPen(QPen(timelinestyle::kPeakColor, 2));
     p.drawLine(QPointF(xOf(m_keys[peak]), top - 2), QPointF(xOf(m_keys[peak]), bottom));
+}
+
+void TimelineMinimap::paintEvent(QPaintEvent*)
+{
+    if (m_curve.isNull() || m_curve.deviceIndependentSize().toSize() != size() ||
+        m_curveBackground != palette().color(QPalette::AlternateBase)) // resized, or a theme change
+        renderCurve();
+    QPainter p(this);
+    const QPalette pal = palette();
+    p.drawPixmap(0, 0, m_curve);
+    if (m_keys.empty())
+        return;
     // What the timeline shows.
     const double x0 = std::clamp(xOf(m_visLower), 0.0, double(width()));
     const double x1 = std::clamp(xOf(m_visUpper), x0 + 2, double(width()));

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include <QPixmap>
 #include <QWidget>
 
 #include <vector>
@@ -45,7 +46,11 @@ private:
     double keyAt(double x) const;
     void request(double lower, double upper);
 
+    void renderCurve();
+
     std::vector<double> m_keys, m_values;
+    QColor m_curveBackground;
+    QPixmap m_curve; ///< the run's curve at the widget's size (repainting it on every pan cost a frame)
     double m_lower = 0, m_upper = 1;       ///< the whole run
     double m_visLower = 0, m_visUpper = 1; ///< the timeline's range
     double m_maxValue = 0;

@@ -87,6 +87,9 @@ TimelineView::TimelineView(Selection* selection, QWidget* parent)
     // aliased fill and 1-pixel pens (no QStroker) keep a replot fast.
     m_allocated->setAntialiasedFill(false);
     m_allocated->setLayer(QStringLiteral("curves"));
+    // Step curves are axis-aligned: antialiasing adds nothing but sends the stroke through
+    // the grey-scale rasteriser, whose per-row cell lists made it most of a frame's cost.
+    m_allocated->setAntialiased(false);
 
     m_reserved = m_plot->addGraph();
     m_reserved->setName(tr("reserved"));
@@ -94,6 +97,7 @@ TimelineView::TimelineView(Selection* selection, QWidget* parent)
     m_reserved->setPen(QPen(kReservedColor, 1));
     m_reserved->setAdaptiveSampling(false);
     m_reserved->setLayer(QStringLiteral("curves"));
+    m_reserved->setAntialiased(false);
 
     // Category areas, top of the stack first so the lower ones paint over them.
     const auto& order = categoryStackOrder();
@@ -118,6 +122,7 @@ TimelineView::TimelineView(Selection* selection, QWidget* parent)
     m_filtered->setPen(QPen(kSelectionColor, 2));
     m_filtered->setAdaptiveSampling(false);
     m_filtered->setLayer(QStringLiteral("curves"));
+    m_filtered->setAntialiased(false);
     m_filtered->removeFromLegend();
 
     m_plot->yAxis->setTicker(QSharedPointer<QCPAxisTicker>(new ByteAxisTicker));
@@ -909,8 +914,8 @@ void TimelineView::applyPalette()
         axis->setTickLabelColor(text);
         axis->setLabelColor(text);
         QColor grid = text;
-        grid.setAlpha(40);
-        axis->grid()->setPen(QPen(grid, 1, Qt::DotLine));
+        grid.setAlpha(28);
+        axis->grid()->setPen(QPen(grid, 0)); // solid cosmetic: a dotted pen is stroked on every replot
     }
     m_title->setTextColor(text);
     m_plot->legend->setTextColor(text);
