@@ -4,6 +4,7 @@
 #include "ui/allocationsview.h"
 #include "ui/allocatorview.h"
 #include "ui/analysiscontroller.h"
+#include "ui/bookmarksview.h"
 #include "ui/breakdownview.h"
 #include "ui/postmortem.h"
 #include "ui/diagnosisview.h"
@@ -17,6 +18,7 @@
 
 #include <QActionGroup>
 #include <QDockWidget>
+#include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QFileDialog>
@@ -30,7 +32,7 @@ namespace headroom {
 namespace {
 const QString kLayoutKey = QStringLiteral("explorer/layout");
 const QString kLayoutVersionKey = QStringLiteral("explorer/layoutVersion");
-constexpr int kLayoutVersion = 2; // 2: the what-if dock
+constexpr int kLayoutVersion = 3; // 2: the what-if dock, 3: notes
 } // namespace
 
 Explorer::Explorer(QMainWindow* window)
@@ -46,6 +48,7 @@ Explorer::Explorer(QMainWindow* window)
     m_diagnosis = new DiagnosisView(m_selection);
     m_allocator = new AllocatorView(m_selection);
     m_whatIf = new WhatIfView(m_selection);
+    m_bookmarks = new BookmarksView(m_selection);
 
     window->setDockNestingEnabled(true);
     window->setDockOptions(QMainWindow::AnimatedDocks | QMainWindow::AllowNestedDocks | QMainWindow::AllowTabbedDocks);
@@ -56,9 +59,11 @@ Explorer::Explorer(QMainWindow* window)
     QDockWidget* breakdown = addDock(m_breakdown, Qt::BottomDockWidgetArea);
     QDockWidget* diagnosis = addDock(m_diagnosis, Qt::BottomDockWidgetArea);
     QDockWidget* whatIf = addDock(m_whatIf, Qt::BottomDockWidgetArea);
+    QDockWidget* bookmarks = addDock(m_bookmarks, Qt::BottomDockWidgetArea);
     window->splitDockWidget(allocations, breakdown, Qt::Horizontal);
     window->tabifyDockWidget(allocations, stacks);
     window->tabifyDockWidget(stacks, allocator);
+    window->tabifyDockWidget(allocator, bookmarks);
     window->tabifyDockWidget(breakdown, diagnosis);
     window->tabifyDockWidget(diagnosis, whatIf);
     allocations->raise();
@@ -72,6 +77,7 @@ Explorer::Explorer(QMainWindow* window)
             v->selectionChanged(state, fields);
     });
     connect(m_analysis, &AnalysisController::analysisAvailable, this, &Explorer::setData);
+    connect(m_bookmarks, &BookmarksView::bookmarksChanged, this, &Explorer::storeBookmarks);
     connect(m_timeline, &TimelineView::xAxisModeChanged, this, &Explorer::syncAxisActions);
 }
 
@@ -101,6 +107,8 @@ void Explorer::showDevice(std::shared_ptr<const LoadedTrace> trace, int deviceIn
     const bool valid = trace && deviceIndex >= 0 && deviceIndex < int(trace->timelines.size());
     if (valid && !trace->snapshot.userData.empty())
         m_whatIf->setPendingSettings(QString::fromStdString(trace->snapshot.userData));
+    if (valid)
+        loadBookmarks(trace, deviceIndex);
     m_selection->reset(deviceIndex, valid ? trace->timelines[size_t(deviceIndex)].peakEventIndex : SelectionState::kNone);
     if (valid)
         m_analysis->analyze(std::move(trace), deviceIndex);
@@ -120,7 +128,7 @@ void Explorer::setData(const ExplorerDataPtr& data)
 
 std::string Explorer::userData(const std::string& base) const
 {
-    QJsonObject root = QJsonDocument::fromJson(QByteArray::fromStdString(base)).object();
+    QJsonObject root = !m_userTrace.expired() ? m_user : QJsonDocument::fromJson(QByteArray::fromStdString(base)).object();
     if (m_data) {
         const QJsonObject panel =
             QJsonDocument::fromJson(m_whatIf->panel()->settingsJson().toUtf8()).object();
@@ -130,6 +138,46 @@ std::string Explorer::userData(const std::string& base) const
     if (root.isEmpty())
         return {};
     return QJsonDocument(root).toJson(QJsonDocument::Compact).toStdString();
+}
+
+void Explorer::loadBookmarks(const std::shared_ptr<const LoadedTrace>& trace, int deviceIndex)
+{
+    if (trace != m_userTrace.lock()) { // a new file: its own user data
+        m_user = QJsonDocument::fromJson(QByteArray::fromStdString(trace->snapshot.userData)).object();
+        m_userTrace = trace;
+    }
+    m_userDevice = trace->snapshot.devices[size_t(deviceIndex)].device;
+    QJsonArray mine;
+    for (const QJsonValue& v : m_user.value(QStringLiteral("bookmarks")).toArray()) {
+        const QJsonValue d = v.toObject().value(QStringLiteral("device"));
+        if (d.isUndefined() || d.toInt() == m_userDevice)
+            mine.append(v);
+    }
+    const QSignalBlocker block(m_bookmarks); // loading is not a change
+    m_bookmarks->setBookmarks(BookmarksView::fromJson(mine));
+    m_timeline->setBookmarks(m_bookmarks->bookmarks());
+}
+
+void Explorer::storeBookmarks()
+{
+    m_timeline->setBookmarks(m_bookmarks->bookmarks());
+    if (m_userTrace.expired())
+        return;
+    QJsonArray all;
+    for (const QJsonValue& v : m_user.value(QStringLiteral("bookmarks")).toArray()) {
+        const QJsonValue d = v.toObject().value(QStringLiteral("device"));
+        if (!d.isUndefined() && d.toInt() != m_userDevice)
+            all.append(v); // another device's bookmarks stay as they are
+    }
+    for (const QJsonValue& v : m_bookmarks->toJson()) {
+        QJsonObject o = v.toObject();
+        o[QStringLiteral("device")] = m_userDevice;
+        all.append(o);
+    }
+    if (all.isEmpty())
+        m_user.remove(QStringLiteral("bookmarks"));
+    else
+        m_user[QStringLiteral("bookmarks")] = all;
 }
 
 ExplorerView* Explorer::view(const QString& id) const

@@ -4,6 +4,7 @@
 #include "ui/explorerdata.h"
 #include "ui/selection.h"
 
+#include <QJsonObject>
 #include <QObject>
 
 #include <memory>
@@ -19,6 +20,7 @@ namespace headroom {
 class AllocationsView;
 class AllocatorView;
 class AnalysisController;
+class BookmarksView;
 class BreakdownView;
 class DiagnosisView;
 class ExplorerView;
@@ -58,10 +60,11 @@ public:
     DiagnosisView* diagnosis() const { return m_diagnosis; }
     AllocatorView* allocator() const { return m_allocator; }
     WhatIfView* whatIf() const { return m_whatIf; }
+    BookmarksView* bookmarks() const { return m_bookmarks; }
 
     /// The user's annotations to save with the trace (the native format's USER section):
-    /// `base`, the opened file's own user data, with the what-if settings replaced by the
-    /// panel's. JSON text.
+    /// the opened file's own user data (`base` when no file is shown) with the bookmarks of
+    /// every device and the what-if panel's settings. JSON text.
     std::string userData(const std::string& base) const;
 
     /// View ▸ (x axis, zoom, panels, layout reset, theme) and per-view export entries.
@@ -85,6 +88,8 @@ private:
     void setData(const ExplorerDataPtr& data);
     void exportView(ExplorerView* view);
     void syncAxisActions();
+    void loadBookmarks(const std::shared_ptr<const LoadedTrace>& trace, int deviceIndex);
+    void storeBookmarks();
 
     QMainWindow* m_window;
     Selection* m_selection;
@@ -96,6 +101,11 @@ private:
     DiagnosisView* m_diagnosis;
     AllocatorView* m_allocator;
     WhatIfView* m_whatIf;
+    BookmarksView* m_bookmarks;
+    /// The shown file's user data, kept up to date with the bookmarks of every device.
+    QJsonObject m_user;
+    std::weak_ptr<const LoadedTrace> m_userTrace;
+    int m_userDevice = -1; ///< device ordinal whose bookmarks the view shows
     std::vector<ExplorerView*> m_views;
     std::vector<QDockWidget*> m_docks;
     QByteArray m_defaultLayout;

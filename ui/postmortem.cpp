@@ -3,6 +3,7 @@
 
 #include "core/units.h"
 #include "ui/categorystyle.h"
+#include "ui/bookmarksview.h"
 #include "ui/diagnosisview.h"
 #include "ui/explorer.h"
 #include "ui/explorerview.h"
@@ -110,6 +111,8 @@ bool writePostmortem(Explorer& explorer, const QString& directory, QString* erro
     }
     md += QObject::tr("\n![Stacks at the peak](stacks_at_peak.png)\n\n");
     md += QObject::tr("## Diagnosis\n\n") + DiagnosisView::markdown(*data) + QStringLiteral("\n![Diagnosis](diagnosis.png)\n\n");
+    if (const QString notes = explorer.bookmarks()->markdown(); !notes.isEmpty())
+        md += QObject::tr("## Notes and bookmarks\n\n") + notes + QStringLiteral("\n");
     md += QObject::tr("## What-if\n\n") + explorer.whatIf()->panel()->markdown() +
           QStringLiteral("\n![What-if](whatif.png)\n");
 

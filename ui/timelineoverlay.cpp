@@ -67,6 +67,29 @@ void TimelineOverlay::draw(QCPPainter* painter)
             lastRight = std::max(left + 1.0, x1);
         }
     }
+    // Bookmarks: a flag under the phase bands with the title where there is room.
+    {
+        const double y = rect.top() + std::max(double(v.fontMetrics().height() + 2), rect.height() * kPhaseBandRatio) + 2;
+        const QColor flag(0x6a, 0x3d, 0x9a);
+        double lastRight = -1e9;
+        for (const auto& [event, title] : v.m_bookmarks) {
+            const double x = std::round(v.pixelOfEvent(event));
+            if (x < rect.left() || x > rect.right())
+                continue;
+            painter->setPen(QPen(flag, 0));
+            painter->drawLine(QPointF(x, y), QPointF(x, y + 14));
+            const QPointF tri[3] = {{x, y}, {x + 8, y + 3.5}, {x, y + 7}};
+            painter->setBrush(flag);
+            painter->drawPolygon(tri, 3);
+            const double textWidth = v.fontMetrics().horizontalAdvance(title);
+            if (x + 10 > lastRight && x + 10 + textWidth < rect.right()) {
+                painter->setPen(flag);
+                painter->drawText(QPointF(x + 10, y + v.fontMetrics().ascent() - 1), title);
+                lastRight = x + 14 + textWidth;
+            }
+        }
+        painter->setBrush(Qt::NoBrush);
+    }
     // The selected allocation: its lifetime and size.
     if (v.m_data && v.m_selection.allocation >= 0
         && size_t(v.m_selection.allocation) < v.m_timeline->allocations.size()) {

@@ -6,6 +6,7 @@
 #include "core/loader.h"
 #include "core/units.h"
 #include "ui/byteaxisticker.h"
+#include "ui/bookmarksview.h"
 #include "ui/categorystyle.h"
 #include "ui/categoryarealayer.h"
 #include "ui/timelineoverlay.h"
@@ -300,6 +301,14 @@ void TimelineView::buildControls()
     auto* toggle = new QShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_M), this);
     connect(toggle, &QShortcut::activated, this,
             [this] { setMode(m_mode == Mode::ByCategory ? Mode::ByAllocation : Mode::ByCategory); });
+}
+
+void TimelineView::setBookmarks(const std::vector<Bookmark>& bookmarks)
+{
+    m_bookmarks.clear();
+    for (const Bookmark& b : bookmarks)
+        m_bookmarks.emplace_back(b.event, b.title);
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
 }
 
 void TimelineView::setMode(Mode mode)

@@ -74,6 +74,8 @@ public:
     XAxisMode xAxisMode() const;
     bool hasTime() const;
 
+    /// Bookmarked events, drawn as flags with their titles.
+    void setBookmarks(const std::vector<struct Bookmark>& bookmarks);
     void setMode(Mode mode);
     Mode mode() const { return m_mode; }
     /// By-allocation detail: how many of the largest allocations get their own band.
@@ -177,6 +179,7 @@ private:
     ExplorerDataPtr m_data;
     SelectionState m_selection;
     std::vector<int64_t> m_filterCurve; ///< per event; empty without a stack filter
+    std::vector<std::pair<int64_t, QString>> m_bookmarks; ///< event, title
     MinMaxPyramid m_allocatedPyramid, m_reservedPyramid, m_filterPyramid; ///< fast downsampling
     const DeviceData* m_device = nullptr;
     const MemoryTimeline* m_timeline = nullptr;

@@ -7,6 +7,7 @@
 #include "ui/allocationsmodel.h"
 #include "ui/allocationsview.h"
 #include "ui/allocatorview.h"
+#include "ui/bookmarksview.h"
 #include "ui/breakdownview.h"
 #include "ui/diagnosisview.h"
 #include "ui/explorer.h"
@@ -33,6 +34,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 #include <QTableView>
+#include <QTableWidget>
 #include <QTextBrowser>
 #include <QTreeView>
 #include <QUrl>
@@ -210,6 +212,52 @@ TEST_CASE("timeline minimap: shows the visible range and moves the view")
     // A double click shows the whole run again.
     QTest::mouseDClick(map, Qt::LeftButton, {}, QPoint(map->width() / 2, map->height() / 2));
     CHECK(plot->xAxis->range().size() >= span * 5);
+}
+
+TEST_CASE("notes and bookmarks: Ctrl+B, edited in place, saved with the trace, in the postmortem")
+{
+    Analysed a(realTrace("pt27_kk_memory_ctx128_fullstep.pickle"));
+    const MemoryTimeline& tl = a.data().timeline();
+    BookmarksView* view = a.explorer().bookmarks();
+    a.explorer().showView(QStringLiteral("bookmarks"));
+    a.explorer().selection()->setEvent(tl.peakEventIndex);
+    QTest::keyClick(&a.window, Qt::Key_B, Qt::ControlModifier);
+    REQUIRE(view->bookmarks().size() == 1);
+    CHECK(view->bookmarks()[0].event == tl.peakEventIndex);
+    CHECK(view->table()->item(0, 1)->text().contains(QStringLiteral("the peak")));
+    // Title and note are edited in the table.
+    view->table()->item(0, 2)->setText(QStringLiteral("OOM here"));
+    view->table()->item(0, 3)->setText(QStringLiteral("Adam moments | fp32"));
+    CHECK(view->bookmarks()[0].note == QStringLiteral("Adam moments | fp32"));
+    a.explorer().selection()->setEvent(100);
+    view->addBookmark(100, QStringLiteral("forward starts"));
+    CHECK(view->bookmarks().front().event == 100); // sorted by event
+    // A double click on the event cell goes there.
+    a.explorer().selection()->setEvent(5);
+    emit view->table()->cellDoubleClicked(1, 0);
+    CHECK(a.explorer().selection()->state().event == tl.peakEventIndex);
+
+    QTemporaryDir dir;
+    QString error;
+    REQUIRE(a.window.exportPostmortem(dir.filePath(QStringLiteral("pm")), &error));
+    QFile md(dir.filePath(QStringLiteral("pm/report.md")));
+    REQUIRE(md.open(QIODevice::ReadOnly));
+    const QString text = QString::fromUtf8(md.readAll());
+    CHECK(text.contains(QStringLiteral("## Notes and bookmarks")));
+    CHECK(text.contains(QStringLiteral("Adam moments \\| fp32")));
+
+    const QString hrt = dir.filePath(QStringLiteral("noted.hrt"));
+    REQUIRE(a.window.saveAs(hrt, &error));
+    Analysed b(hrt);
+    const auto& again = b.explorer().bookmarks()->bookmarks();
+    REQUIRE(again.size() == 2);
+    CHECK(again[1].title == QStringLiteral("OOM here"));
+    CHECK(again[1].note == QStringLiteral("Adam moments | fp32"));
+    if (qEnvironmentVariableIsSet("HEADROOM_SHOT_DIR")) {
+        b.explorer().showView(QStringLiteral("bookmarks"));
+        QApplication::processEvents();
+        b.window.grab().save(qEnvironmentVariable("HEADROOM_SHOT_DIR") + QStringLiteral("/bookmarks.png"));
+    }
 }
 
 TEST_CASE("allocator view: follows the selected event and steps with the arrow keys")
