@@ -6,6 +6,7 @@
 #include "ui/analysiscontroller.h"
 #include "ui/bookmarksview.h"
 #include "ui/breakdownview.h"
+#include "ui/compareview.h"
 #include "ui/postmortem.h"
 #include "ui/diagnosisview.h"
 #include "ui/stackview.h"
@@ -32,7 +33,7 @@ namespace headroom {
 namespace {
 const QString kLayoutKey = QStringLiteral("explorer/layout");
 const QString kLayoutVersionKey = QStringLiteral("explorer/layoutVersion");
-constexpr int kLayoutVersion = 3; // 2: the what-if dock, 3: notes
+constexpr int kLayoutVersion = 4; // 2: the what-if dock, 3: notes, 4: compare
 } // namespace
 
 Explorer::Explorer(QMainWindow* window)
@@ -49,6 +50,7 @@ Explorer::Explorer(QMainWindow* window)
     m_allocator = new AllocatorView(m_selection);
     m_whatIf = new WhatIfView(m_selection);
     m_bookmarks = new BookmarksView(m_selection);
+    m_compare = new CompareView(m_selection);
 
     window->setDockNestingEnabled(true);
     window->setDockOptions(QMainWindow::AnimatedDocks | QMainWindow::AllowNestedDocks | QMainWindow::AllowTabbedDocks);
@@ -60,12 +62,14 @@ Explorer::Explorer(QMainWindow* window)
     QDockWidget* diagnosis = addDock(m_diagnosis, Qt::BottomDockWidgetArea);
     QDockWidget* whatIf = addDock(m_whatIf, Qt::BottomDockWidgetArea);
     QDockWidget* bookmarks = addDock(m_bookmarks, Qt::BottomDockWidgetArea);
+    QDockWidget* compare = addDock(m_compare, Qt::BottomDockWidgetArea);
     window->splitDockWidget(allocations, breakdown, Qt::Horizontal);
     window->tabifyDockWidget(allocations, stacks);
     window->tabifyDockWidget(stacks, allocator);
     window->tabifyDockWidget(allocator, bookmarks);
     window->tabifyDockWidget(breakdown, diagnosis);
     window->tabifyDockWidget(diagnosis, whatIf);
+    window->tabifyDockWidget(whatIf, compare);
     allocations->raise();
     breakdown->raise();
     window->resizeDocks({timeline, allocations}, {55, 45}, Qt::Vertical);

@@ -22,6 +22,7 @@ class AllocatorView;
 class AnalysisController;
 class BookmarksView;
 class BreakdownView;
+class CompareView;
 class DiagnosisView;
 class ExplorerView;
 class StackView;
@@ -61,6 +62,7 @@ public:
     AllocatorView* allocator() const { return m_allocator; }
     WhatIfView* whatIf() const { return m_whatIf; }
     BookmarksView* bookmarks() const { return m_bookmarks; }
+    CompareView* compare() const { return m_compare; }
 
     /// The user's annotations to save with the trace (the native format's USER section):
     /// the opened file's own user data (`base` when no file is shown) with the bookmarks of
@@ -102,6 +104,7 @@ private:
     AllocatorView* m_allocator;
     WhatIfView* m_whatIf;
     BookmarksView* m_bookmarks;
+    CompareView* m_compare;
     /// The shown file's user data, kept up to date with the bookmarks of every device.
     QJsonObject m_user;
     std::weak_ptr<const LoadedTrace> m_userTrace;

@@ -4,6 +4,7 @@
 #include "core/diagnosis.h"
 #include "core/loader.h"
 #include "core/memoryanalysis.h"
+#include "core/snapshotcompare.h"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -229,4 +230,34 @@ TEST_CASE("The recording helper's phase markers and iteration counter are recogn
     for (size_t i = 0; i < tl.allocations.size(); ++i)
         if (tl.allocations[i].size == 4096)
             CHECK(a.classes[i].category == TensorCategory::Activation);
+}
+
+TEST_CASE("Comparing two snapshots: peaks, categories and what only one of them holds", "[analysis][compare]")
+{
+    auto a = loadReal("pt27_kk_memory_ctx128_fullstep.pickle");
+    auto b = loadReal("pt27_silmont_mem_snapshot.pickle");
+    const DeviceAnalysis da = analyzeDevice(*a, 0);
+    const DeviceAnalysis db = analyzeDevice(*b, 0);
+
+    // A file against itself: no differences at all.
+    const Comparison same = Comparison::compute({a.get(), 0, &da}, {a.get(), 0, &da});
+    CHECK(same.peakA == same.peakB);
+    CHECK(same.differences.empty());
+    CHECK(same.onlyInA == 0);
+
+    const Comparison c = Comparison::compute({a.get(), 0, &da}, {b.get(), 0, &db});
+    CHECK(c.peakA == a->timelines[0].peakAllocated);
+    CHECK(c.peakB == 3249143816);
+    CHECK(c.categoriesA == da.atPeak.byCategory);
+    // What differs accounts for the whole difference of the live bytes at the two peaks.
+    int64_t liveA = 0, liveB = 0;
+    for (int64_t v : da.atPeak.byCategory)
+        liveA += v;
+    for (int64_t v : db.atPeak.byCategory)
+        liveB += v;
+    const Comparison all = Comparison::compute({a.get(), 0, &da}, {b.get(), 0, &db}, SIZE_MAX);
+    CHECK(all.onlyInB - all.onlyInA == liveB - liveA);
+    REQUIRE_FALSE(c.differences.empty());
+    for (size_t i = 1; i < c.differences.size(); ++i)
+        CHECK(std::abs(c.differences[i - 1].bytesDelta()) >= std::abs(c.differences[i].bytesDelta()));
 }

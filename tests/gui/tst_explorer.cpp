@@ -9,6 +9,7 @@
 #include "ui/allocatorview.h"
 #include "ui/bookmarksview.h"
 #include "ui/breakdownview.h"
+#include "ui/compareview.h"
 #include "ui/diagnosisview.h"
 #include "ui/explorer.h"
 #include "ui/loadcontroller.h"
@@ -258,6 +259,39 @@ TEST_CASE("notes and bookmarks: Ctrl+B, edited in place, saved with the trace, i
         QApplication::processEvents();
         b.window.grab().save(qEnvironmentVariable("HEADROOM_SHOT_DIR") + QStringLiteral("/bookmarks.png"));
     }
+}
+
+TEST_CASE("compare: another snapshot side by side, differences at the peaks, bad files reported")
+{
+    Analysed a(realTrace("pt27_kk_memory_ctx128_fullstep.pickle"));
+    CompareView* view = a.explorer().compare();
+    a.explorer().showView(QStringLiteral("compare"));
+    QSignalSpy ready(view, &CompareView::comparisonReady);
+    view->compareWith(QStringLiteral(HEADROOM_SAMPLE_DIR "/pt27_silmont_mem_snapshot.pickle"));
+    REQUIRE((ready.count() > 0 || ready.wait(kTimeoutMs)));
+    REQUIRE(view->comparison());
+    const Comparison& c = *view->comparison();
+    CHECK(c.peakA == a.data().timeline().peakAllocated);
+    CHECK(c.peakB == 3249143816);
+    CHECK(view->summaryTable()->item(0, 1)->text() == QStringLiteral("51.04 GiB"));
+    CHECK(view->summaryTable()->item(0, 2)->text() == QStringLiteral("3.03 GiB"));
+    CHECK(view->differencesTable()->rowCount() > 0);
+    CHECK(view->statusText().contains(QStringLiteral("pt27_silmont_mem_snapshot.pickle")));
+    if (qEnvironmentVariableIsSet("HEADROOM_SHOT_DIR")) {
+        QApplication::processEvents();
+        a.window.grab().save(qEnvironmentVariable("HEADROOM_SHOT_DIR") + QStringLiteral("/compare.png"));
+    }
+
+    // A bad file: a clear error in the view, nothing compared.
+    QTemporaryDir dir;
+    QFile bad(dir.filePath(QStringLiteral("bad.pickle")));
+    REQUIRE(bad.open(QIODevice::WriteOnly));
+    bad.write("\x80\x04not a pickle");
+    bad.close();
+    view->compareWith(bad.fileName());
+    REQUIRE((ready.count() > 1 || ready.wait(kTimeoutMs)));
+    CHECK_FALSE(view->comparison());
+    CHECK(view->statusText().contains(QStringLiteral("bad.pickle")));
 }
 
 TEST_CASE("allocator view: follows the selected event and steps with the arrow keys")
