@@ -8,6 +8,7 @@
 #include "ui/breakdownview.h"
 #include "ui/compareview.h"
 #include "ui/postmortem.h"
+#include "ui/ranksview.h"
 #include "ui/diagnosisview.h"
 #include "ui/stackview.h"
 #include "ui/timelineview.h"
@@ -33,7 +34,7 @@ namespace headroom {
 namespace {
 const QString kLayoutKey = QStringLiteral("explorer/layout");
 const QString kLayoutVersionKey = QStringLiteral("explorer/layoutVersion");
-constexpr int kLayoutVersion = 4; // 2: the what-if dock, 3: notes, 4: compare
+constexpr int kLayoutVersion = 5; // 2: the what-if dock, 3: notes, 4: compare, 5: ranks
 } // namespace
 
 Explorer::Explorer(QMainWindow* window)
@@ -51,6 +52,7 @@ Explorer::Explorer(QMainWindow* window)
     m_whatIf = new WhatIfView(m_selection);
     m_bookmarks = new BookmarksView(m_selection);
     m_compare = new CompareView(m_selection);
+    m_ranks = new RanksView(m_selection);
 
     window->setDockNestingEnabled(true);
     window->setDockOptions(QMainWindow::AnimatedDocks | QMainWindow::AllowNestedDocks | QMainWindow::AllowTabbedDocks);
@@ -63,6 +65,7 @@ Explorer::Explorer(QMainWindow* window)
     QDockWidget* whatIf = addDock(m_whatIf, Qt::BottomDockWidgetArea);
     QDockWidget* bookmarks = addDock(m_bookmarks, Qt::BottomDockWidgetArea);
     QDockWidget* compare = addDock(m_compare, Qt::BottomDockWidgetArea);
+    QDockWidget* ranks = addDock(m_ranks, Qt::BottomDockWidgetArea);
     window->splitDockWidget(allocations, breakdown, Qt::Horizontal);
     window->tabifyDockWidget(allocations, stacks);
     window->tabifyDockWidget(stacks, allocator);
@@ -70,6 +73,7 @@ Explorer::Explorer(QMainWindow* window)
     window->tabifyDockWidget(breakdown, diagnosis);
     window->tabifyDockWidget(diagnosis, whatIf);
     window->tabifyDockWidget(whatIf, compare);
+    window->tabifyDockWidget(compare, ranks);
     allocations->raise();
     breakdown->raise();
     window->resizeDocks({timeline, allocations}, {55, 45}, Qt::Vertical);
@@ -82,6 +86,7 @@ Explorer::Explorer(QMainWindow* window)
     });
     connect(m_analysis, &AnalysisController::analysisAvailable, this, &Explorer::setData);
     connect(m_bookmarks, &BookmarksView::bookmarksChanged, this, &Explorer::storeBookmarks);
+    connect(m_ranks, &RanksView::showRequested, this, &Explorer::traceRequested);
     connect(m_timeline, &TimelineView::xAxisModeChanged, this, &Explorer::syncAxisActions);
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "ui/explorerdata.h"
+#include "ui/loadcontroller.h" // the LoadedTrace pointer metatype
 #include "ui/selection.h"
 
 #include <QJsonObject>
@@ -23,6 +24,7 @@ class AnalysisController;
 class BookmarksView;
 class BreakdownView;
 class CompareView;
+class RanksView;
 class DiagnosisView;
 class ExplorerView;
 class StackView;
@@ -63,6 +65,7 @@ public:
     WhatIfView* whatIf() const { return m_whatIf; }
     BookmarksView* bookmarks() const { return m_bookmarks; }
     CompareView* compare() const { return m_compare; }
+    RanksView* ranks() const { return m_ranks; }
 
     /// The user's annotations to save with the trace (the native format's USER section):
     /// the opened file's own user data (`base` when no file is shown) with the bookmarks of
@@ -84,6 +87,8 @@ public:
 signals:
     /// The analysis of the device on screen arrived and the views show it.
     void dataAvailable(const headroom::ExplorerDataPtr& data);
+    /// The Ranks view asks to show another loaded rank file (or device) in the window.
+    void traceRequested(const QString& path, std::shared_ptr<const headroom::LoadedTrace> trace, int device);
 
 private:
     QDockWidget* addDock(ExplorerView* view, Qt::DockWidgetArea area);
@@ -105,6 +110,7 @@ private:
     WhatIfView* m_whatIf;
     BookmarksView* m_bookmarks;
     CompareView* m_compare;
+    RanksView* m_ranks;
     /// The shown file's user data, kept up to date with the bookmarks of every device.
     QJsonObject m_user;
     std::weak_ptr<const LoadedTrace> m_userTrace;

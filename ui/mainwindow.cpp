@@ -60,6 +60,12 @@ MainWindow::MainWindow(QWidget* parent)
     setAcceptDrops(true);
     createActions();
     m_explorer->restoreLayout();
+    connect(m_explorer, &Explorer::traceRequested, this,
+            [this](const QString& path, std::shared_ptr<const LoadedTrace> trace, int device) {
+                if (trace != m_trace)
+                    setTrace(path, std::move(trace));
+                selectDevice(device);
+            });
     restoreGeometry(QSettings().value(QStringLiteral("window/geometry")).toByteArray());
 
     m_summary->setTextInteractionFlags(Qt::TextSelectableByMouse);

@@ -10,6 +10,7 @@
 #include "ui/bookmarksview.h"
 #include "ui/breakdownview.h"
 #include "ui/compareview.h"
+#include "ui/ranksview.h"
 #include "ui/diagnosisview.h"
 #include "ui/explorer.h"
 #include "ui/loadcontroller.h"
@@ -292,6 +293,41 @@ TEST_CASE("compare: another snapshot side by side, differences at the peaks, bad
     REQUIRE((ready.count() > 1 || ready.wait(kTimeoutMs)));
     CHECK_FALSE(view->comparison());
     CHECK(view->statusText().contains(QStringLiteral("bad.pickle")));
+}
+
+TEST_CASE("ranks: rank files side by side, the worst marked, a double click shows a rank")
+{
+    // Two copies named as ranks of one run, and the real file on screen.
+    QTemporaryDir dir;
+    const QString rank0 = dir.filePath(QStringLiteral("rank0.pickle"));
+    const QString rank1 = dir.filePath(QStringLiteral("rank1.pickle"));
+    REQUIRE(QFile::copy(realTrace("pt27_kk_memory_ctx128_fullstep.pickle"), rank0));
+    REQUIRE(QFile::copy(QStringLiteral(HEADROOM_SAMPLE_DIR "/pt27_silmont_mem_snapshot.pickle"), rank1));
+    Analysed a(rank0);
+    RanksView* view = a.explorer().ranks();
+    a.explorer().showView(QStringLiteral("ranks"));
+    CHECK(view->rows().size() == 1);
+    QSignalSpy added(view, &RanksView::filesAdded);
+    view->addFiles({rank1, dir.filePath(QStringLiteral("missing.pickle"))});
+    REQUIRE((added.count() > 0 || added.wait(kTimeoutMs)));
+    REQUIRE(view->rows().size() == 2);
+    CHECK(view->rows()[0].rank == 0);
+    CHECK(view->rows()[1].rank == 1);
+    CHECK(view->rows()[0].peakAllocatedBytes == a.data().timeline().peakAllocated);
+    CHECK(view->statusText().contains(QStringLiteral("missing.pickle"))); // the error is shown
+    CHECK(view->table()->item(0, 3)->foreground().color() == QColor(190, 0, 0)); // rank 0 is the worst
+
+    // A double click on rank 1 shows it in every view; the list of ranks stays.
+    QSignalSpy analysed(&a.explorer(), &Explorer::dataAvailable);
+    emit view->table()->cellDoubleClicked(1, 0);
+    REQUIRE((analysed.count() > 0 || analysed.wait(kTimeoutMs)));
+    CHECK(a.window.currentPath().endsWith(QStringLiteral("rank1.pickle")));
+    CHECK(a.explorer().data()->timeline().peakAllocated == 3249143816);
+    CHECK(view->rows().size() == 2);
+    if (qEnvironmentVariableIsSet("HEADROOM_SHOT_DIR")) {
+        QApplication::processEvents();
+        a.window.grab().save(qEnvironmentVariable("HEADROOM_SHOT_DIR") + QStringLiteral("/ranks.png"));
+    }
 }
 
 TEST_CASE("allocator view: follows the selected event and steps with the arrow keys")
