@@ -135,7 +135,7 @@ int main(int argc, char** argv)
     parser.addOption(deviceOption);
     QCommandLineOption viewOption(QStringLiteral("view"),
                                   QStringLiteral("With --screenshot: render only this view (timeline, breakdown, "
-                                                 "allocations, stacks, diagnosis, allocator, whatif); .png, .svg or .pdf."),
+                                                 "allocations, stacks, diagnosis, allocator, whatif, bookmarks, compare, ranks); .png, .svg or .pdf."),
                                   QStringLiteral("NAME"));
     parser.addOption(viewOption);
     QCommandLineOption themeOption(QStringLiteral("theme"), QStringLiteral("system, light or dark (default: the saved choice)."),

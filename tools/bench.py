@@ -101,6 +101,16 @@ def main():
     out = subprocess.run([cli, "state", "--query-bench", "200", path], capture_output=True, text=True, check=True).stdout
     for line in out.splitlines():
         print("state --query-bench: " + line)
+    # Timeline redraw (issue 5): pans of a few pixels at 1,951 px wide, whole run and a
+    # tenth, by category and by allocation (tests/gui/tst_explorer.cpp "[.benchmark]").
+    tst_gui = os.path.join(args.build, "tests", "gui", "tst_gui")
+    if os.path.exists(tst_gui):
+        out = subprocess.run([tst_gui, "[.benchmark]"], capture_output=True, text=True,
+                             env=dict(env, HEADROOM_BENCH_FILE=path)).stdout
+        for line in " ".join(out.split()).split("warning: ")[1:]:
+            line = line.split(" /")[0].split(" ====")[0]
+            if "ms per frame" in line:
+                print("timeline redraw: " + line + "   (target <= 16 ms)")
     if have_gui:
         mc = statistics.median(c)
         print("headroom --screenshot         median %.3f s, peak RSS %.1f MiB" % (mc, max(rss_c) / 2**20))
