@@ -111,6 +111,8 @@ def main():
             line = line.split(" /")[0].split(" ====")[0]
             if "ms per frame" in line:
                 print("timeline redraw: " + line + "   (target <= 16 ms)")
+            elif "stall" in line:
+                print("GUI " + line + "   (target < 50 ms)")
     if have_gui:
         mc = statistics.median(c)
         print("headroom --screenshot         median %.3f s, peak RSS %.1f MiB" % (mc, max(rss_c) / 2**20))

@@ -93,6 +93,7 @@ signals:
 private:
     QDockWidget* addDock(ExplorerView* view, Qt::DockWidgetArea area);
     void setData(const ExplorerDataPtr& data);
+    void deliverData(quint64 generation, size_t next);
     void exportView(ExplorerView* view);
     void syncAxisActions();
     void loadBookmarks(const std::shared_ptr<const LoadedTrace>& trace, int deviceIndex);
@@ -122,6 +123,7 @@ private:
     QAction* m_indexAxisAction = nullptr;
     QAction* m_zoomFitAction = nullptr;
     ExplorerDataPtr m_data;
+    quint64 m_deliveryGeneration = 0;
 };
 
 } // namespace headroom

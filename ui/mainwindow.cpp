@@ -14,6 +14,7 @@
 #include <QComboBox>
 #include <QDragEnterEvent>
 #include <QDropEvent>
+#include <QElapsedTimer>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QLabel>
@@ -207,7 +208,11 @@ void MainWindow::showDevice(int index)
 {
     if (!m_trace)
         return;
+    QElapsedTimer t;
+    t.start();
     m_explorer->showDevice(m_trace, index);
+    if (qEnvironmentVariableIsSet("HEADROOM_TIMING"))
+        qInfo("showDevice: %.1f ms", double(t.nsecsElapsed()) / 1e6);
     updateSummary();
 }
 

@@ -38,6 +38,7 @@
 #include <QTableView>
 #include <QTableWidget>
 #include <QTextBrowser>
+#include <QTimer>
 #include <QTreeView>
 #include <QUrl>
 
@@ -530,6 +531,30 @@ TEST_CASE("timeline redraw on a million events", "[.benchmark]")
                                                                          : QStringLiteral("/tmp/big1m.pickle");
     if (!QFileInfo::exists(path))
         return;
+    {
+        // The longest event-loop stall while the file loads and is analysed (issue 7 §4):
+        // a 1 ms timer records the largest gap between its ticks.
+        MainWindow window;
+        window.resize(1400, 900);
+        window.show();
+        QSignalSpy analysed(window.explorer(), &Explorer::dataAvailable);
+        QElapsedTimer clock;
+        qint64 last = 0, worst = 0;
+        QTimer tick;
+        tick.setInterval(1);
+        QObject::connect(&tick, &QTimer::timeout, [&] {
+            const qint64 now = clock.nsecsElapsed();
+            worst = std::max(worst, now - last);
+            last = now;
+        });
+        clock.start();
+        tick.start();
+        window.openFile(path);
+        REQUIRE(analysed.wait(5 * kTimeoutMs));
+        tick.stop();
+        WARN("event-loop stall, longest while loading and analysing: " << double(worst) / 1e6 << " ms over "
+                                                                      << double(clock.nsecsElapsed()) / 1e9 << " s");
+    }
     Analysed a(path);
     TimelineView* timeline = a.explorer().timeline();
     a.window.resize(1920 + 120, 1000);
