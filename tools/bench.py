@@ -101,6 +101,13 @@ def main():
     out = subprocess.run([cli, "state", "--query-bench", "200", path], capture_output=True, text=True, check=True).stdout
     for line in out.splitlines():
         print("state --query-bench: " + line)
+    # What-if recompute after a slider move (issue 6).
+    tst_core = os.path.join(args.build, "tests", "tst_core")
+    if os.path.exists(tst_core):
+        out = subprocess.run([tst_core, "[.benchmark]"], capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            if line.startswith("projection recompute"):
+                print("what-if " + line + "   (target: well under 1 ms)")
     # Timeline redraw (issue 5): pans of a few pixels at 1,951 px wide, whole run and a
     # tenth, by category and by allocation (tests/gui/tst_explorer.cpp "[.benchmark]").
     tst_gui = os.path.join(args.build, "tests", "gui", "tst_gui")

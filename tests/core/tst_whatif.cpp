@@ -483,7 +483,8 @@ TEST_CASE("Peak-phase awareness: a longer sequence does not move an optimizer-st
     CHECK(said);
 }
 
-TEST_CASE("Recomputing a projection takes well under a millisecond", "[whatif][bench]")
+// A benchmark, not a timed test (hidden; tools/bench.py runs it): `tst_core "[.benchmark]"`.
+TEST_CASE("Recomputing a projection after a slider move", "[.benchmark][whatif]")
 {
     Section7 s;
     LeverConfig c = s.config;
@@ -496,7 +497,6 @@ TEST_CASE("Recomputing a projection takes well under a millisecond", "[whatif][b
         sink += s.with(c).peak;
     }
     const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / n;
-    std::printf("projection recompute: %.2f us per projection (%d runs)\n", us, n);
+    std::printf("projection recompute: %.2f us per projection (%d runs), %.5f of a 16 ms frame\n", us, n, us / 16000.0);
     CHECK(sink > 0);
-    CHECK(us < 1000.0);
 }
