@@ -15,6 +15,7 @@
 #include <QApplication>
 #include <QComboBox>
 #include <QMessageBox>
+#include <QSettings>
 #include <QSignalSpy>
 #include <QStandardPaths>
 #include <QTemporaryDir>
@@ -185,6 +186,38 @@ TEST_CASE("a bad file reports an error and keeps the previous trace")
 
     REQUIRE(f.awaitFailed(QStringLiteral(HEADROOM_SOURCE_DIR "/tests/fixtures/does-not-exist.pickle")));
     CHECK(f.window.trace() == before);
+}
+
+TEST_CASE("a corrupted settings file: the window still opens, files open, settings are rewritten")
+{
+    const QString settingsPath = QSettings().fileName();
+    QSettings().sync();
+    {
+        QFile out(settingsPath);
+        REQUIRE(out.open(QIODevice::WriteOnly | QIODevice::Truncate));
+        // Binary junk, a broken group, values of the wrong type and truncated serialised
+        // variants for every key the app reads.
+        out.write(QByteArray("\x00\xff\xfe[General\n", 13));
+        out.write("recentFiles=@Variant(\\0\\0\\0\\x7f\\xff\\xff)\n");
+        out.write("window/geometry=@ByteArray(\\x1\\xd9\\xd0\\xcb\\0\\x3)\n");
+        out.write("explorer/layout=@ByteArray(garbage)\nexplorer/layoutVersion=not-a-number\n");
+        out.write("theme=@Variant(\\0\\0\\0\\n\\xff)\n[broken\n=\n");
+        out.write(QByteArray(5000, 'x'));
+    }
+    {
+        WindowFixture f; // constructing it reads every setting
+        REQUIRE(f.awaitLoaded(realTrace("pt27_silmont_mem_snapshot.pickle")));
+        CHECK(f.plottedMax() == 3249143816.0);
+        f.window.close(); // writes geometry, layout and recent files back
+    }
+    QSettings s;
+    s.sync();
+    CHECK(s.status() == QSettings::NoError);
+    const QStringList recent = s.value(QStringLiteral("recentFiles")).toStringList();
+    REQUIRE_FALSE(recent.isEmpty());
+    CHECK(recent.front().endsWith(QStringLiteral("pt27_silmont_mem_snapshot.pickle")));
+    WindowFixture again; // and the rewritten file reads back
+    CHECK(again.window.isVisible());
 }
 
 TEST_CASE("cancel drops the running load and keeps the previous trace")
