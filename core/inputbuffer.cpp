@@ -249,7 +249,11 @@ InputBuffer InputBuffer::open(const std::string& path, uint64_t maxInflated)
         throw LoadError(path, 0, "the file is empty; expected a memory snapshot or trace");
     }
     // MAP_POPULATE: the whole file is read anyway; one prefault beats a page fault per 4 KiB.
-    void* map = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    // Not for large files: readers release the pages behind them (releaseBefore), which
+    // only keeps resident memory down if the pages were not all faulted in up front.
+    const bool populate = st.st_size < (256 << 20);
+    void* map = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE | (populate ? MAP_POPULATE : 0),
+                       fd, 0);
     if (map == MAP_FAILED) {
         // Fall back to reading (some filesystems cannot map).
         std::vector<uint8_t> bytes(static_cast<size_t>(st.st_size));
@@ -275,6 +279,18 @@ InputBuffer InputBuffer::open(const std::string& path, uint64_t maxInflated)
     }
     buf.decodeTransport(maxInflated);
     return buf;
+}
+
+void InputBuffer::releaseBefore(size_t upTo) const
+{
+    // Only a file mapping whose bytes are the data: MADV_DONTNEED on owned memory would
+    // zero it.
+    if (!m_map || m_data != m_map)
+        return;
+    const auto page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+    const size_t end = std::min(upTo, m_mapSize) / page * page;
+    if (end > 0)
+        ::madvise(m_map, end, MADV_DONTNEED);
 }
 
 InputBuffer InputBuffer::fromBytes(std::string name, std::vector<uint8_t> bytes, uint64_t maxInflated)

@@ -38,6 +38,12 @@ public:
     Encoding encoding() const { return m_encoding; }
     uint64_t fileSize() const { return m_fileSize; }
 
+    /// Gives the pages of [0, upTo) back to the kernel when the data is a read-only
+    /// mapping of the file (a later read of them faults them in again from the file);
+    /// does nothing for owned (inflated) data. Sequential readers call it behind them so
+    /// that resident memory follows the model being built, not the size of the file.
+    void releaseBefore(size_t upTo) const;
+
 private:
     InputBuffer() = default;
     void decodeTransport(uint64_t maxInflated);

@@ -121,6 +121,7 @@ std::shared_ptr<const LoadedTrace> loadFromBuffer(const InputBuffer& in, const L
         popt.cancel = options.cancel;
         if (options.progress)
             popt.progress = [&](uint64_t done, uint64_t) { options.progress(done * 9 / 10, total); };
+        popt.consumed = [&in](size_t offset) { in.releaseBefore(offset > (1 << 20) ? offset - (1 << 20) : 0); };
         PickleDocument doc(snap.frames);
         PickleReader::parse(doc, d, n, in.path(), popt);
         snap.format = std::string(doc.cppPicklerStyle() ? "C++ (TorchScript) pickler, protocol "

@@ -499,6 +499,10 @@ void PickleParser::checkpoint()
         throw LoadCancelled();
     if (m_opt.progress)
         m_opt.progress(static_cast<uint64_t>(m_p - m_begin), static_cast<uint64_t>(m_end - m_begin));
+    // The parser reads strictly forward; what it keeps are views that the document
+    // resolves later, and those pages fault in again from the file when read.
+    if (m_opt.consumed)
+        m_opt.consumed(static_cast<size_t>(m_p - m_begin));
 }
 
 void PickleParser::run()

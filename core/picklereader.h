@@ -25,6 +25,9 @@ public:
     struct Options {
         ProgressFn progress;
         const std::atomic<bool>* cancel = nullptr;
+        /// Called now and then with the offset below which the parser will not read the
+        /// input again (Loader releases those pages of a mapped file).
+        std::function<void(size_t)> consumed;
     };
 
     /// Parses `size` bytes at `data` (which must outlive the document: strings point into it).

@@ -44,6 +44,9 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--events", type=int, default=1000000)
     ap.add_argument("--file", help="use this snapshot instead of generating one")
+    ap.add_argument("--huge-events", type=int, default=0,
+                    help="also generate a snapshot of this many events (5600000: about 1 GiB) and report "
+                         "headroom-cli's time and peak RSS on it (issue 7: file + 100 MiB)")
     args = ap.parse_args()
 
     cli = os.path.join(args.build, "app", "headroom-cli")
@@ -96,6 +99,17 @@ def main():
     print(".hrt size                     %.1f MiB = %.4f of the pickle   (target <= 0.33)"
           % (hrt_size / 2**20, hrt_size / size))
     os.unlink(hrt)
+    if args.huge_events:
+        huge = os.path.join(tempfile.gettempdir(), "headroom-bench", "gen_%d_seed5.pickle" % args.huge_events)
+        if not os.path.exists(huge):
+            gen = os.path.join(ROOT, "..", "shared", "tools", "gen_snapshot.py")
+            print("generating %s ..." % huge, flush=True)
+            subprocess.check_call([sys.executable, gen, "--events", str(args.huge_events), "--seed", "5",
+                                   "--out", huge], stdout=subprocess.DEVNULL)
+        hsize = os.path.getsize(huge)
+        t, r = run([cli, "summary", "--json", huge])
+        print("huge file %.0f MiB: headroom-cli summary %.2f s, peak RSS %.0f MiB = file %+.0f MiB   (target <= file + 100 MiB)"
+              % (hsize / 2**20, t, r / 2**20, (r - hsize) / 2**20))
     # Queries at random events (issue 4 §6): timed inside one process, against one pass over
     # every allocation measured in the same run.
     out = subprocess.run([cli, "state", "--query-bench", "200", path], capture_output=True, text=True, check=True).stdout
