@@ -75,12 +75,14 @@ AllocatorHistory::AllocatorHistory(const DeviceData& dev, const MemoryTimeline& 
         const uint64_t segEnd = seg.address + uint64_t(std::max<int64_t>(0, seg.totalSize));
         uint64_t cursor = seg.address;
         for (auto it = open.lower_bound(seg.address); it != open.end() && it->first < segEnd; ++it) {
-            SegmentSpan& s = m_spans[it->second];
-            s.largePool = seg.largePool;
-            if (s.address > cursor)
-                m_spans.push_back({cursor, int64_t(s.address - cursor), seg.stream, Allocation::kBeforeWindow,
+            m_spans[it->second].largePool = seg.largePool;
+            // Copies: the push_back below may move m_spans (found by fuzz_snapshot).
+            const uint64_t spanAddress = m_spans[it->second].address;
+            const uint64_t spanEnd = spanAddress + uint64_t(m_spans[it->second].size);
+            if (spanAddress > cursor)
+                m_spans.push_back({cursor, int64_t(spanAddress - cursor), seg.stream, Allocation::kBeforeWindow,
                                    Allocation::kStillAlive, seg.largePool});
-            cursor = std::max(cursor, s.address + uint64_t(s.size));
+            cursor = std::max(cursor, spanEnd);
         }
         if (cursor < segEnd)
             m_spans.push_back({cursor, int64_t(segEnd - cursor), seg.stream, Allocation::kBeforeWindow,

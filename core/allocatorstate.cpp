@@ -2,6 +2,7 @@
 #include "core/allocatorstate.h"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace headroom {
 
@@ -10,6 +11,8 @@ int64_t allocatorRoundSize(int64_t requested)
     constexpr int64_t kMinBlock = 512;
     if (requested < kMinBlock)
         return kMinBlock;
+    if (requested > INT64_MAX - kMinBlock)
+        return requested; // no room to round up (only absurd sizes from a damaged file)
     return (requested + kMinBlock - 1) / kMinBlock * kMinBlock;
 }
 
