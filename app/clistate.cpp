@@ -142,8 +142,7 @@ int StateCommand::run()
                 // The baseline: one pass over every allocation (what a query cost before the index).
                 scan.push_back(timeUs([&] {
                     for (const Allocation& al : tl.allocations)
-                        sink += size_t((al.start == Allocation::kBeforeWindow || al.start <= e) &&
-                                       (al.end == Allocation::kStillAlive || al.end > e));
+                        sink += size_t(al.aliveAfter(e));
                 }));
             }
             std::sort(scan.begin(), scan.end());

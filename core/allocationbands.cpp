@@ -69,7 +69,7 @@ BandColumns AllocationBands::layout(const MemoryTimeline& tl, const std::vector<
     const int64_t e0 = out.events.front();
     for (uint32_t i : m_byStart) {
         const Allocation& a = allocs[i];
-        if ((a.start == Allocation::kBeforeWindow || a.start <= e0) && (a.end == Allocation::kStillAlive || a.end > e0))
+        if (a.aliveAfter(e0))
             live.push_back(i); // m_byStart is already in stacking order
     }
     size_t born = size_t(std::upper_bound(m_byStart.begin(), m_byStart.end(), e0,

@@ -139,11 +139,8 @@ AllocatorState AllocatorHistory::stateAt(const MemoryTimeline& tl, int64_t event
     AllocatorState st;
     const int64_t e = std::clamp<int64_t>(event, -1, m_events - 1);
     st.event = e;
-    auto alive = [e](int64_t start, int64_t end) {
-        return (start == Allocation::kBeforeWindow || start <= e) && (end == Allocation::kStillAlive || end > e);
-    };
     for (const SegmentSpan& s : m_spans)
-        if (alive(s.start, s.end)) {
+        if (Allocation::alive(s.start, s.end, e)) {
             StateSegment seg;
             seg.address = s.address;
             seg.size = s.size;

@@ -16,16 +16,15 @@
 #include <memory>
 #include <span>
 
+#include "core/nativelayout.h"
+
 namespace headroom {
 
 namespace {
 
 using json = nlohmann::json;
 
-constexpr uint32_t kCompressed = 1u;
-constexpr uint32_t kCritical = 2u;
-constexpr uint32_t kEncRaw = 0;
-constexpr uint32_t kEncDelta = 1;
+using namespace nativelayout;
 
 class Out {
 public:

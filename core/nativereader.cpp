@@ -14,18 +14,15 @@
 #include <cstring>
 #include <type_traits>
 
+#include "core/nativelayout.h"
+
 namespace headroom {
 
 namespace {
 
 using json = nlohmann::json;
 
-constexpr uint32_t kCompressed = 1u;
-constexpr uint32_t kCritical = 2u;
-constexpr uint32_t kEncRaw = 0;
-constexpr uint32_t kEncDelta = 1;
-constexpr size_t kSegmentRecord = 4 + 8 * 6 + 2 + 16 + 12;
-constexpr size_t kBlockRecord = 8 * 3 + 1 + 4;
+using namespace nativelayout;
 
 /// Little-endian fields of a record already in memory (segments, blocks, sparse pairs).
 class Record {

@@ -18,6 +18,13 @@ struct Allocation {
     int64_t start = kBeforeWindow;
     int64_t end = kStillAlive;
     uint32_t stack = 0;
+
+    /// Alive after `event` (-1: before the first event): born by then, not yet freed.
+    static bool alive(int64_t start, int64_t end, int64_t event)
+    {
+        return (start == kBeforeWindow || start <= event) && (end == kStillAlive || end > event);
+    }
+    bool aliveAfter(int64_t event) const { return alive(start, end, event); }
 };
 
 /// The replay of one device's trace (FORMATS.md §1.9, §1.11), as PyTorch's viewer does it:
