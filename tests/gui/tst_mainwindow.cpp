@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: MIT
 // The main window loads real snapshots offscreen and plots what the core replayed.
-#define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
 #include "core/loader.h"
@@ -281,16 +280,4 @@ TEST_CASE("byte axis labels use binary units")
     CHECK(ByteAxisTicker::formatTick(512 * 1024.0 * 1024.0, 256 * 1024.0 * 1024.0, 900 * 1024.0 * 1024.0)
           == QStringLiteral("512 MiB"));
     CHECK(ByteAxisTicker::formatTick(0, gib, gib) == QStringLiteral("0"));
-}
-
-int main(int argc, char** argv)
-{
-    if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
-        qputenv("QT_QPA_PLATFORM", "offscreen");
-    QApplication app(argc, argv);
-    // Recent files go to a throwaway settings location, not the user's.
-    QStandardPaths::setTestModeEnabled(true);
-    QApplication::setOrganizationName(QStringLiteral("HeadroomTests"));
-    QApplication::setApplicationName(QStringLiteral("tst_gui"));
-    return Catch::Session().run(argc, argv);
 }

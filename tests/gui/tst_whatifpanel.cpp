@@ -2,7 +2,6 @@
 // The what-if panel offscreen: sliders recompute the projection, a ladder rung applies on
 // click, settings round-trip, and a generated trace calibrates. HEADROOM_WHATIF_SCREENSHOT=path
 // saves a rendering.
-#define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
 #include "ui/whatifconstantsdialog.h"
@@ -158,12 +157,4 @@ TEST_CASE("The panel calibrates on a generated trace and asks for what it cannot
         panel.show();
         panel.grab().save(QString::fromLocal8Bit(shot));
     }
-}
-
-int main(int argc, char** argv)
-{
-    if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
-        qputenv("QT_QPA_PLATFORM", "offscreen");
-    QApplication app(argc, argv);
-    return Catch::Session().run(argc, argv);
 }
