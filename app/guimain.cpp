@@ -6,6 +6,7 @@
 #include "ui/explorerview.h"
 #include "ui/loadcontroller.h"
 #include "ui/mainwindow.h"
+#include "ui/preferences.h"
 #include "ui/theme.h"
 #include "ui/timelineview.h"
 #include "ui/viewexport.h"
@@ -160,14 +161,16 @@ int main(int argc, char** argv)
             return 2;
         }
     }
-    headroom::Theme theme = headroom::savedTheme();
+    // Units and theme before the first widget exists; --theme wins over the saved choice
+    // for this run only.
+    headroom::Preferences prefs = headroom::Preferences::load();
     if (parser.isSet(themeOption)) {
         const QString t = parser.value(themeOption);
-        theme = t == QLatin1String("dark") ? headroom::Theme::Dark
-              : t == QLatin1String("light") ? headroom::Theme::Light
-                                            : headroom::Theme::System;
+        prefs.theme = t == QLatin1String("dark") ? headroom::Theme::Dark
+                    : t == QLatin1String("light") ? headroom::Theme::Light
+                                                  : headroom::Theme::System;
     }
-    headroom::applyTheme(theme);
+    prefs.apply();
     headroom::MainWindow window;
     if (parser.isSet(screenshotOption)) {
         if (files.size() != 1) {

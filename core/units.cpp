@@ -1,27 +1,45 @@
 // SPDX-License-Identifier: MIT
 #include "core/units.h"
 
+#include <atomic>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
 
 namespace headroom {
 
+namespace {
+std::atomic<ByteUnits> g_units{ByteUnits::Binary};
+}
+
+void setByteUnits(ByteUnits units)
+{
+    g_units.store(units, std::memory_order_relaxed);
+}
+
+ByteUnits byteUnits()
+{
+    return g_units.load(std::memory_order_relaxed);
+}
+
 std::string formatBytes(int64_t bytes, int decimals)
 {
-    static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    static constexpr const char* kBinary[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    static constexpr const char* kDecimal[] = {"B", "kB", "MB", "GB", "TB", "PB", "EB"};
+    const bool binary = byteUnits() == ByteUnits::Binary;
+    const double base = binary ? 1024.0 : 1000.0;
     const bool negative = bytes < 0;
     const double mag = negative ? -static_cast<double>(bytes) : static_cast<double>(bytes);
-    if (mag < 1024.0)
+    if (mag < base)
         return std::to_string(bytes) + " B";
     int unit = 0;
     double v = mag;
-    while (v >= 1024.0 && unit < 6) {
-        v /= 1024.0;
+    while (v >= base && unit < 6) {
+        v /= base;
         ++unit;
     }
     char buf[64];
-    std::snprintf(buf, sizeof buf, "%s%.*f %s", negative ? "-" : "", decimals, v, kUnits[unit]);
+    std::snprintf(buf, sizeof buf, "%s%.*f %s", negative ? "-" : "", decimals, v, (binary ? kBinary : kDecimal)[unit]);
     return buf;
 }
 

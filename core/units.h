@@ -7,7 +7,14 @@
 
 namespace headroom {
 
-/// "1.50 GiB", "512 B", "-3.00 MiB": binary units, as the tool shows sizes everywhere.
+/// How sizes are written: binary (KiB = 1024 B, the default, as PyTorch and nvidia-smi
+/// count) or decimal SI units (kB = 1000 B). A process-wide choice: the GUI sets it from
+/// its preferences; the CLI and the tests keep the binary default.
+enum class ByteUnits { Binary, Decimal };
+void setByteUnits(ByteUnits units);
+ByteUnits byteUnits();
+
+/// "1.50 GiB", "512 B", "-3.00 MiB" (or "1.61 GB" with decimal units).
 std::string formatBytes(int64_t bytes, int decimals = 2);
 /// "12.3 ms", "4.56 s", "1 min 3 s".
 std::string formatDurationUs(int64_t us);

@@ -22,8 +22,8 @@ void AnalysisController::analyze(std::shared_ptr<const LoadedTrace> trace, int d
     m_running = true;
     emit analysisStarted();
     QPointer<AnalysisController> self(this);
-    QtConcurrent::run([trace = std::move(trace), deviceIndex] {
-        return ExplorerData::compute(trace, static_cast<size_t>(deviceIndex));
+    QtConcurrent::run([trace = std::move(trace), deviceIndex, capacity = m_defaultCapacity] {
+        return ExplorerData::compute(trace, static_cast<size_t>(deviceIndex), capacity);
     }).then(this, [self, generation](ExplorerDataPtr data) {
         if (!self || generation != self->m_generation)
             return; // stale: a newer request (or clear) came in meanwhile

@@ -19,6 +19,10 @@ public:
     void analyze(std::shared_ptr<const LoadedTrace> trace, int deviceIndex);
     /// Drops whatever is running; nothing arrives from it.
     void clear();
+    /// The capacity to assume when a file does not tell it (bytes, 0: none); applies to
+    /// the next analysis.
+    void setDefaultCapacity(int64_t bytes) { m_defaultCapacity = bytes; }
+    int64_t defaultCapacity() const { return m_defaultCapacity; }
     bool isRunning() const { return m_running; }
 
 signals:
@@ -28,6 +32,7 @@ signals:
 private:
     quint64 m_generation = 0;
     bool m_running = false;
+    int64_t m_defaultCapacity = 0;
 };
 
 } // namespace headroom

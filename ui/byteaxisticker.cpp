@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "ui/byteaxisticker.h"
 
+#include "core/units.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -8,18 +10,37 @@ namespace headroom {
 
 namespace {
 
-constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+constexpr const char* kBinaryUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+constexpr const char* kDecimalUnits[] = {"B", "kB", "MB", "GB", "TB", "PB", "EB"};
 
-/// The largest binary unit (1024^k) that is at most `step`, and its index.
+bool binaryUnits()
+{
+    return byteUnits() == ByteUnits::Binary;
+}
+
+/// The largest unit (1024^k, or 1000^k with decimal units) that is at most `step`, and
+/// its index.
 std::pair<double, int> unitFor(double step)
 {
+    const double base = binaryUnits() ? 1024.0 : 1000.0;
     double unit = 1.0;
     int index = 0;
-    while (index < 6 && unit * 1024.0 <= step) {
-        unit *= 1024.0;
+    while (index < 6 && unit * base <= step) {
+        unit *= base;
         ++index;
     }
     return {unit, index};
+}
+
+/// Decimal units: steps of 1, 2 or 5 times a power of ten, the one closest to `ideal`.
+double decimalStep(double ideal)
+{
+    const double decade = std::pow(10.0, std::floor(std::log10(ideal)));
+    double best = decade;
+    for (double m : {1.0, 2.0, 5.0, 10.0})
+        if (std::abs(std::log(m * decade / ideal)) < std::abs(std::log(best / ideal)))
+            best = m * decade;
+    return best;
 }
 
 } // namespace
@@ -39,7 +60,7 @@ double ByteAxisTicker::getTickStep(const QCPRange& range)
     }
     // Candidates: 2^n bytes (n >= 0); pick the one closest to the ideal step on a log
     // scale, so a 0..60 GiB range gets 8 GiB or 16 GiB steps, never 10 GiB.
-    double step = std::exp2(std::round(std::log2(ideal)));
+    double step = binaryUnits() ? std::exp2(std::round(std::log2(ideal))) : decimalStep(ideal);
     if (step < 1.0)
         step = 1.0;
     m_lastStep = step;
@@ -87,7 +108,7 @@ QString ByteAxisTicker::formatTick(double bytes, double step, double axisMax)
         if (text.endsWith(QLatin1Char('.')))
             text.chop(1);
     }
-    return text + QLatin1Char(' ') + QLatin1String(kUnits[index]);
+    return text + QLatin1Char(' ') + QLatin1String((binaryUnits() ? kBinaryUnits : kDecimalUnits)[index]);
 }
 
 } // namespace headroom

@@ -19,6 +19,7 @@
 #include "ui/theme.h"
 
 #include <QActionGroup>
+#include <QApplication>
 #include <QDockWidget>
 #include <QElapsedTimer>
 #include <QTimer>
@@ -267,18 +268,6 @@ void Explorer::populateViewMenu(QMenu* view)
         docks->addAction(d->toggleViewAction());
     docks->addSeparator();
     docks->addAction(tr("&Reset Layout"), this, &Explorer::resetLayout);
-    QMenu* theme = view->addMenu(tr("T&heme"));
-    auto* themes = new QActionGroup(menu);
-    const std::pair<Theme, QString> entries[] = {{Theme::System, tr("&System")}, {Theme::Light, tr("&Light")}, {Theme::Dark, tr("&Dark")}};
-    for (const auto& [value, name] : entries) {
-        QAction* a = theme->addAction(name, menu, [value] {
-            applyTheme(value);
-            saveTheme(value);
-        });
-        a->setCheckable(true);
-        a->setChecked(savedTheme() == value);
-        themes->addAction(a);
-    }
     m_zoomFitAction = fit;
 }
 
@@ -293,6 +282,14 @@ void Explorer::syncAxisActions()
 
 void Explorer::populateExportMenu(QMenu* menu)
 {
+    QAction* current = menu->addAction(tr("&Current View…"), this, [this] { exportView(currentView()); });
+    current->setObjectName(QStringLiteral("actionExportCurrentView"));
+    current->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
+    QAction* copyCurrent = menu->addAction(tr("C&opy Current View as Image"), this,
+                                           [this] { ViewExport::copyToClipboard(currentView()); });
+    copyCurrent->setObjectName(QStringLiteral("actionCopyCurrentView"));
+    copyCurrent->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C));
+    menu->addSeparator();
     for (ExplorerView* v : m_views) {
         QMenu* sub = menu->addMenu(v->viewTitle());
         QAction* save = sub->addAction(tr("Save as PNG, SVG or PDF\u2026"), this, [this, v] { exportView(v); });
@@ -311,6 +308,7 @@ void Explorer::addPostmortemAction(QMenu* menu)
             QMessageBox::warning(m_window, tr("Export failed"), error);
     });
     action->setObjectName(QStringLiteral("actionExportPostmortem"));
+    action->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E));
     action->setEnabled(false);
     connect(this, &Explorer::dataAvailable, action, [action](const ExplorerDataPtr& d) { action->setEnabled(d != nullptr); });
     connect(m_analysis, &AnalysisController::analysisStarted, action, [action] { action->setEnabled(false); });
@@ -327,10 +325,34 @@ void Explorer::exportView(ExplorerView* view)
         QMessageBox::warning(m_window, tr("Export failed"), error);
 }
 
+void Explorer::setDocksHidden(bool hidden)
+{
+    if (hidden == m_docksHidden)
+        return;
+    m_docksHidden = hidden;
+    if (hidden) {
+        m_layoutBeforeHiding = m_window->saveState(kLayoutVersion);
+        for (QDockWidget* d : m_docks)
+            d->hide();
+    } else {
+        m_window->restoreState(m_layoutBeforeHiding, kLayoutVersion);
+        m_layoutBeforeHiding.clear();
+    }
+}
+
+ExplorerView* Explorer::currentView() const
+{
+    for (QWidget* w = QApplication::focusWidget(); w; w = w->parentWidget())
+        for (size_t i = 0; i < m_docks.size(); ++i)
+            if (w == m_docks[i])
+                return m_views[i];
+    return m_timeline;
+}
+
 void Explorer::saveLayout() const
 {
     QSettings settings;
-    settings.setValue(kLayoutKey, m_window->saveState(kLayoutVersion));
+    settings.setValue(kLayoutKey, m_docksHidden ? m_layoutBeforeHiding : m_window->saveState(kLayoutVersion));
     settings.setValue(kLayoutVersionKey, kLayoutVersion);
 }
 

@@ -79,6 +79,11 @@ public:
     void addPostmortemAction(QMenu* menu);
     /// Zoom to fit (View menu and tool bar); valid after populateViewMenu.
     QAction* zoomToFitAction() const { return m_zoomFitAction; }
+    /// The start page: hides every dock (remembering the layout) or brings them back.
+    void setDocksHidden(bool hidden);
+    bool docksHidden() const { return m_docksHidden; }
+    /// The view that has the keyboard focus (the timeline when none has).
+    ExplorerView* currentView() const;
     /// The layout that restoreLayout brings back (saved in QSettings on close).
     void saveLayout() const;
     void restoreLayout();
@@ -119,6 +124,8 @@ private:
     std::vector<ExplorerView*> m_views;
     std::vector<QDockWidget*> m_docks;
     QByteArray m_defaultLayout;
+    QByteArray m_layoutBeforeHiding; ///< while the start page is shown
+    bool m_docksHidden = false;
     QAction* m_timeAxisAction = nullptr;
     QAction* m_indexAxisAction = nullptr;
     QAction* m_zoomFitAction = nullptr;

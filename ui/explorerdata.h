@@ -28,7 +28,10 @@ struct ExplorerData {
     int64_t eventCount() const { return static_cast<int64_t>(device().trace.count()); }
 
     /// Computes it all (seconds on a million events; call from a worker thread).
-    static std::shared_ptr<const ExplorerData> compute(std::shared_ptr<const LoadedTrace> trace, size_t deviceIndex);
+    /// `defaultCapacity` (bytes, 0: none) is the capacity to assume when the file does
+    /// not tell it (Preferences).
+    static std::shared_ptr<const ExplorerData> compute(std::shared_ptr<const LoadedTrace> trace, size_t deviceIndex,
+                                                       int64_t defaultCapacity = 0);
 };
 
 using ExplorerDataPtr = std::shared_ptr<const ExplorerData>;

@@ -3,11 +3,19 @@
 
 #include "core/loader.h"
 #include "core/nativeformat.h"
+#include "ui/aboutdialog.h"
+#include "ui/analysiscontroller.h"
 #include "ui/categorystyle.h"
 #include "ui/explorer.h"
+#include "ui/filechangewatcher.h"
 #include "ui/loadcontroller.h"
+#include "ui/navigationactions.h"
 #include "ui/postmortem.h"
+#include "ui/preferencesdialog.h"
 #include "ui/recentfiles.h"
+#include "ui/reloadbar.h"
+#include "ui/shortcutsdialog.h"
+#include "ui/startpage.h"
 
 #include <QApplication>
 #include <QCloseEvent>
@@ -59,8 +67,35 @@ MainWindow::MainWindow(QWidget* parent)
 {
     setWindowTitle(tr("Headroom"));
     setAcceptDrops(true);
+    m_prefs = Preferences::load();
+    m_explorer->analysis()->setDefaultCapacity(m_prefs.defaultCapacity);
     createActions();
     m_explorer->restoreLayout();
+    m_startPage = new StartPage(m_recent, this);
+    connect(m_startPage, &StartPage::openRequested, this, &MainWindow::showOpenDialog);
+    connect(m_startPage, &StartPage::fileRequested, this, &MainWindow::openFile);
+    setStartPageShown(true);
+
+    m_watcher = new FileChangeWatcher(this);
+    connect(m_watcher, &FileChangeWatcher::changed, this, &MainWindow::fileChangedOnDisk);
+    m_reloadBar = new ReloadBar(this);
+    m_reloadToolBar = new QToolBar(tr("File Changed"), this);
+    m_reloadToolBar->setObjectName(QStringLiteral("reloadToolBar"));
+    m_reloadToolBar->setMovable(false);
+    m_reloadToolBar->setFloatable(false);
+    m_reloadToolBar->toggleViewAction()->setVisible(false);
+    m_reloadToolBar->addWidget(m_reloadBar);
+    addToolBarBreak(Qt::TopToolBarArea);
+    addToolBar(Qt::TopToolBarArea, m_reloadToolBar);
+    m_reloadToolBar->hide();
+    connect(m_reloadBar, &ReloadBar::dismissed, m_reloadToolBar, &QWidget::hide);
+    connect(m_reloadBar, &ReloadBar::reloadRequested, this, &MainWindow::reload);
+    connect(m_reloadBar, &ReloadBar::alwaysReloadRequested, this, [this] {
+        Preferences p = m_prefs;
+        p.autoReload = true;
+        setPreferences(p);
+        reload();
+    });
     connect(m_explorer, &Explorer::traceRequested, this,
             [this](const QString& path, std::shared_ptr<const LoadedTrace> trace, int device) {
                 if (trace != m_trace)
@@ -130,6 +165,21 @@ void MainWindow::createActions()
     quit->setShortcut(QKeySequence::Quit);
 
     m_explorer->populateViewMenu(menuBar()->addMenu(tr("&View")));
+    m_navigation = new NavigationActions(m_explorer, menuBar()->addMenu(tr("&Go")), this);
+    QMenu* settings = menuBar()->addMenu(tr("&Settings"));
+    QAction* prefs = settings->addAction(tr("&Preferences…"), this, &MainWindow::showPreferences);
+    prefs->setObjectName(QStringLiteral("actionPreferences"));
+    prefs->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Comma));
+    prefs->setMenuRole(QAction::PreferencesRole);
+    QMenu* help = menuBar()->addMenu(tr("&Help"));
+    QAction* keys = help->addAction(tr("&Keyboard Shortcuts"), this, &MainWindow::showShortcuts);
+    keys->setObjectName(QStringLiteral("actionShortcuts"));
+    keys->setShortcut(QKeySequence(Qt::Key_F1));
+    help->addSeparator();
+    QAction* about = help->addAction(tr("&About Headroom"), this, &MainWindow::showAbout);
+    about->setObjectName(QStringLiteral("actionAbout"));
+    about->setMenuRole(QAction::AboutRole);
+    help->addAction(tr("About &Qt"), qApp, &QApplication::aboutQt)->setMenuRole(QAction::AboutQtRole);
     QToolBar* bar = addToolBar(tr("Device"));
     bar->setObjectName(QStringLiteral("deviceToolBar"));
     bar->setMovable(false);
@@ -149,8 +199,85 @@ void MainWindow::openFile(const QString& path)
 
 void MainWindow::reload()
 {
-    if (!m_path.isEmpty())
-        openFile(m_path);
+    if (m_path.isEmpty())
+        return;
+    // Come back to the device on screen (a per-rank file keeps its ordinal).
+    const int index = m_deviceCombo->currentIndex();
+    if (m_trace && index >= 0 && index < int(m_trace->snapshot.devices.size())) {
+        const int ordinal = m_trace->snapshot.devices[size_t(index)].device;
+        connect(m_loader, &LoadController::traceLoaded, this, [this, ordinal] { selectDevice(ordinal); },
+                Qt::SingleShotConnection);
+    }
+    m_reloadToolBar->hide();
+    openFile(m_path);
+}
+
+bool MainWindow::startPageShown() const
+{
+    return centralWidget() == m_startPage && m_startPage->isVisible();
+}
+
+void MainWindow::setStartPageShown(bool shown)
+{
+    if (shown == (centralWidget() == m_startPage))
+        return;
+    if (shown) {
+        setCentralWidget(m_startPage);
+        m_startPage->show();
+    } else {
+        takeCentralWidget(); // keeps the page for later
+        m_startPage->hide();
+    }
+    m_explorer->setDocksHidden(shown);
+}
+
+void MainWindow::fileChangedOnDisk(const QString& path)
+{
+    if (path != QFileInfo(m_path).absoluteFilePath())
+        return;
+    if (m_prefs.autoReload) {
+        statusBar()->showMessage(tr("%1 changed on disk: reloading").arg(QFileInfo(path).fileName()), 4000);
+        reload();
+        return;
+    }
+    m_reloadBar->showFor(path);
+    m_reloadToolBar->show();
+}
+
+void MainWindow::setPreferences(const Preferences& prefs)
+{
+    const Preferences before = m_prefs;
+    m_prefs = prefs;
+    m_prefs.save();
+    m_prefs.apply();
+    m_explorer->analysis()->setDefaultCapacity(m_prefs.defaultCapacity);
+    // Sizes are written when the views take their data: show the device again (its
+    // analysis runs once more, in the background) when units or capacity changed.
+    if (m_trace && (before.units != m_prefs.units || before.defaultCapacity != m_prefs.defaultCapacity))
+        showDevice(m_deviceCombo->currentIndex());
+    updateSummary();
+}
+
+void MainWindow::showPreferences()
+{
+    auto* dialog = new PreferencesDialog(m_prefs, this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    connect(dialog, &QDialog::accepted, this, [this, dialog] { setPreferences(dialog->preferences()); });
+    dialog->open();
+}
+
+void MainWindow::showShortcuts()
+{
+    auto* dialog = new ShortcutsDialog(menuBar(), this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    dialog->open();
+}
+
+void MainWindow::showAbout()
+{
+    auto* dialog = new AboutDialog(this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    dialog->open();
 }
 
 bool MainWindow::selectDevice(int ordinal)
@@ -189,6 +316,13 @@ void MainWindow::setTrace(const QString& path, std::shared_ptr<const LoadedTrace
     m_trace = std::move(trace);
     m_path = path;
     m_recent->add(path);
+    int64_t peak = 0;
+    for (const MemoryTimeline& tl : m_trace->timelines)
+        peak = std::max(peak, tl.peakAllocated);
+    m_recent->setPeak(path, peak);
+    m_watcher->watch(path);
+    m_reloadToolBar->hide();
+    setStartPageShown(false);
     m_reloadAction->setEnabled(true);
     m_saveAsAction->setEnabled(true);
     setWindowTitle(tr("%1 \u2014 Headroom").arg(QFileInfo(path).fileName()));

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include "ui/preferences.h"
+
 #include <QMainWindow>
 
 #include <memory>
@@ -11,13 +13,18 @@ class QComboBox;
 class QLabel;
 class QProgressBar;
 class QPushButton;
+class QToolBar;
 
 namespace headroom {
 
 struct LoadedTrace;
 class LoadController;
 class Explorer;
+class FileChangeWatcher;
+class NavigationActions;
 class RecentFiles;
+class ReloadBar;
+class StartPage;
 class TimelineView;
 
 /// Files, menus, the device picker and the status bar. The views live in an Explorer
@@ -46,6 +53,18 @@ public:
     /// File ▸ Export Postmortem into `directory`.
     bool exportPostmortem(const QString& directory, QString* error);
 
+    StartPage* startPage() const { return m_startPage; }
+    bool startPageShown() const;
+    ReloadBar* reloadBar() const { return m_reloadBar; }
+    FileChangeWatcher* fileWatcher() const { return m_watcher; }
+    const Preferences& preferences() const { return m_prefs; }
+    /// Saves and applies new preferences (what the Preferences dialog does on OK).
+    void setPreferences(const Preferences& prefs);
+    /// Settings ▸ Preferences, Help ▸ Keyboard Shortcuts, Help ▸ About (window-modal, not blocking).
+    void showPreferences();
+    void showShortcuts();
+    void showAbout();
+
 protected:
     void dragEnterEvent(QDragEnterEvent* event) override;
     void dropEvent(QDropEvent* event) override;
@@ -59,6 +78,8 @@ private:
     void showLoadError(const QString& path, const QString& message);
     void setLoading(bool loading);
     void updateSummary();
+    void setStartPageShown(bool shown);
+    void fileChangedOnDisk(const QString& path);
 
     LoadController* m_loader;
     Explorer* m_explorer;
@@ -70,6 +91,12 @@ private:
     QLabel* m_summary;
     QProgressBar* m_progress;
     QPushButton* m_cancelButton;
+    StartPage* m_startPage = nullptr;
+    ReloadBar* m_reloadBar = nullptr;
+    QToolBar* m_reloadToolBar = nullptr;
+    FileChangeWatcher* m_watcher = nullptr;
+    NavigationActions* m_navigation = nullptr;
+    Preferences m_prefs;
 
     std::shared_ptr<const LoadedTrace> m_trace;
     QString m_path;

@@ -10,7 +10,14 @@ namespace headroom {
 
 namespace {
 const QString kSettingsKey = QStringLiteral("recentFiles");
+/// path -> {"opened": ISO date, "peak": bytes}
+const QString kInfoKey = QStringLiteral("recentFilesInfo");
+
+QVariantMap infoMap()
+{
+    return QSettings().value(kInfoKey).toMap();
 }
+} // namespace
 
 RecentFiles::RecentFiles(QMenu* menu, QObject* parent)
     : QObject(parent)
@@ -29,7 +36,35 @@ void RecentFiles::add(const QString& path)
     m_files.prepend(absolute);
     while (m_files.size() > kMaxEntries)
         m_files.removeLast();
+    QVariantMap map = infoMap();
+    QVariantMap entry = map.value(absolute).toMap();
+    entry[QStringLiteral("opened")] = QDateTime::currentDateTime().toString(Qt::ISODate);
+    map[absolute] = entry;
+    QSettings().setValue(kInfoKey, map);
     save();
+}
+
+void RecentFiles::setPeak(const QString& path, qint64 peakBytes)
+{
+    const QString absolute = QFileInfo(path).absoluteFilePath();
+    QVariantMap map = infoMap();
+    QVariantMap entry = map.value(absolute).toMap();
+    entry[QStringLiteral("peak")] = peakBytes;
+    map[absolute] = entry;
+    QSettings().setValue(kInfoKey, map);
+    emit changed();
+}
+
+RecentFileInfo RecentFiles::info(const QString& path) const
+{
+    const QVariantMap entry = infoMap().value(QFileInfo(path).absoluteFilePath()).toMap();
+    RecentFileInfo info;
+    info.opened = QDateTime::fromString(entry.value(QStringLiteral("opened")).toString(), Qt::ISODate);
+    bool ok = false;
+    const qint64 peak = entry.value(QStringLiteral("peak")).toLongLong(&ok);
+    if (ok && peak >= 0)
+        info.peakBytes = peak;
+    return info;
 }
 
 void RecentFiles::remove(const QString& path)
@@ -46,8 +81,15 @@ void RecentFiles::clear()
 
 void RecentFiles::save()
 {
-    QSettings().setValue(kSettingsKey, m_files);
+    QSettings settings;
+    settings.setValue(kSettingsKey, m_files);
+    // Details only for the files still listed.
+    QVariantMap map = settings.value(kInfoKey).toMap();
+    for (auto it = map.begin(); it != map.end();)
+        it = m_files.contains(it.key()) ? std::next(it) : map.erase(it);
+    settings.setValue(kInfoKey, map);
     rebuildMenu();
+    emit changed();
 }
 
 void RecentFiles::rebuildMenu()

@@ -1,12 +1,19 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include <QDateTime>
 #include <QObject>
 #include <QStringList>
 
 class QMenu;
 
 namespace headroom {
+
+/// What the start page shows for a recent file: when it was last opened and its peak.
+struct RecentFileInfo {
+    QDateTime opened;      ///< invalid: unknown
+    qint64 peakBytes = -1; ///< the largest device peak; -1: unknown
+};
 
 /// The "Open Recent" list, kept in QSettings (most recent first, at most kMaxEntries)
 /// and mirrored into a menu whose actions emit fileRequested().
@@ -19,11 +26,16 @@ public:
 
     QStringList files() const { return m_files; }
     void add(const QString& path);
+    /// Remembers the peak of a file in the list (and that it was opened now).
+    void setPeak(const QString& path, qint64 peakBytes);
+    RecentFileInfo info(const QString& path) const;
     void remove(const QString& path);
     void clear();
 
 signals:
     void fileRequested(const QString& path);
+    /// The list or its details changed (the start page redraws).
+    void changed();
 
 private:
     void save();

@@ -656,6 +656,40 @@ void TimelineView::zoomToFit()
         onRangeChanged(m_plot->xAxis->range()); // no signal when the range stays the same
 }
 
+void TimelineView::zoomToEvents(int64_t first, int64_t last)
+{
+    if (eventCount() <= 0)
+        return;
+    first = std::clamp<int64_t>(std::min(first, last), -1, eventCount() - 1);
+    last = std::clamp<int64_t>(std::max(first, last), -1, eventCount() - 1);
+    double lo = keyOf(first), hi = keyOf(last);
+    const double pad = std::max((hi - lo) * 0.03, xAxisMode() == XAxisMode::EventIndex ? 1.0 : 1e-3);
+    m_plot->xAxis->setRange(lo - pad, hi + pad);
+}
+
+int64_t TimelineView::peakEvent() const
+{
+    return m_timeline && eventCount() > 0 ? m_timeline->peakEventIndex : -1;
+}
+
+void TimelineView::zoomBy(double factor)
+{
+    if (!(factor > 0))
+        return;
+    m_plot->xAxis->scaleRange(factor, m_plot->xAxis->range().center());
+}
+
+void TimelineView::ensureEventVisible(int64_t event)
+{
+    if (eventCount() <= 0)
+        return;
+    const double key = keyOf(std::clamp<int64_t>(event, -1, eventCount() - 1));
+    const QCPRange r = m_plot->xAxis->range();
+    if (key >= r.lower && key <= r.upper)
+        return;
+    m_plot->xAxis->setRange(key - r.size() / 2, key + r.size() / 2);
+}
+
 void TimelineView::onRangeChanged(const QCPRange& range)
 {
     if (m_inRangeChange)

@@ -87,6 +87,16 @@ public:
     QString describeAllocation(size_t allocation, int64_t atEvent = -1) const;
 
     void zoomToFit();
+    /// Zooms so that events first..last fill the plot (with a little air on both sides).
+    void zoomToEvents(int64_t first, int64_t last);
+    /// Zooms around the middle of the visible range: factor < 1 in, > 1 out.
+    void zoomBy(double factor);
+    /// Pans, keeping the zoom, so that the event is in view (keyboard stepping).
+    void ensureEventVisible(int64_t event);
+    /// The number of events of the device shown (0 without a trace) and its peak's event
+    /// (-1 when none): what keyboard navigation steps through.
+    int64_t shownEventCount() const { return eventCount(); }
+    int64_t peakEvent() const;
     /// Renders now instead of on the next event loop pass (screenshots).
     void replotNow();
 
