@@ -235,7 +235,7 @@ def cmd_deb(a, tmp):
         fail("Depends names development packages: %s" % ", ".join(dev))
     want = ["libc6", "libstdc++6", "libzstd1", "zlib1g"]
     if a.gui:
-        want += ["libqt6core6", "libqt6widgets6", "libqt6svg6", "libqcustomplot2.1"]
+        want += ["libqt6core6", "libqt6widgets6", "libqt6gui6", "libqt6svg6", "libqcustomplot2.1-qt6"]
     missing = [w for w in want if w not in deps]
     if missing:
         fail("Depends lacks %s (did dpkg-shlibdeps run?): %s" % (", ".join(missing), fields["Depends"]))
