@@ -7,6 +7,7 @@
 #include "core/loader.h"
 #include "core/loaderror.h"
 #include "core/summary.h"
+#include "headroom_version.h" // generated at build time: HEADROOM_GIT_COMMIT
 
 #include <CLI/CLI.hpp>
 
@@ -22,7 +23,7 @@ int main(int argc, char** argv)
     CLI::App app{"headroom-cli: inspect PyTorch memory snapshots without a GUI"};
     app.require_subcommand(0, 1);
     bool version = false;
-    app.add_flag("--version", version, "Print the version and exit");
+    app.add_flag("--version", version, "Print the version, the commit and the Qt version of the GUI, and exit");
 
     std::vector<std::string> files;
     bool json = false;
@@ -59,7 +60,13 @@ int main(int argc, char** argv)
         return app.exit(e) == 0 ? 0 : 2;
     }
     if (version) {
-        std::cout << "headroom-cli " << HEADROOM_VERSION << " (commit " << HEADROOM_GIT_COMMIT << ")\n";
+        std::cout << "headroom-cli " << HEADROOM_VERSION << " (commit " << HEADROOM_GIT_COMMIT
+#ifdef HEADROOM_GUI_QT_VERSION
+                  << "; core only, does not link Qt; the GUI is built with Qt " << HEADROOM_GUI_QT_VERSION
+#else
+                  << "; core only, does not link Qt; built without the GUI"
+#endif
+                  << ")\n";
         return 0;
     }
     if (analyze->parsed()) {

@@ -12,6 +12,7 @@ PACKAGES=(
   clang libclang-rt-14-dev
   python3
   xvfb xauth fonts-dejavu-core
+  desktop-file-utils dpkg-dev
 )
 
 missing=()
