@@ -2,6 +2,7 @@
 // headroom: the desktop memory-snapshot explorer.
 //   headroom [FILE]
 //   headroom --screenshot OUT.png [--view NAME] FILE   (renders offscreen, writes the image, exits)
+#include "headroom_version.h" // HEADROOM_GIT_COMMIT, written at build time
 #include "ui/explorer.h"
 #include "ui/explorerview.h"
 #include "ui/loadcontroller.h"
@@ -14,6 +15,7 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QEventLoop>
+#include <QIcon>
 #include <QPixmap>
 #include <QTimer>
 
@@ -111,6 +113,19 @@ int takeScreenshot(headroom::MainWindow& window, const QString& out, const QStri
     return 0;
 }
 
+/// The window as it opens without a file (the start page).
+int takeStartScreenshot(headroom::MainWindow& window, const QString& out)
+{
+    window.resize(kScreenshotWidth, kScreenshotHeight);
+    window.show();
+    QApplication::processEvents();
+    if (!window.grab().save(out)) {
+        std::fprintf(stderr, "headroom: cannot write %s\n", qPrintable(out));
+        return 2;
+    }
+    return 0;
+}
+
 } // namespace
 
 int main(int argc, char** argv)
@@ -120,6 +135,8 @@ int main(int argc, char** argv)
     QApplication::setApplicationName(QStringLiteral("Headroom"));
     QApplication::setOrganizationName(QStringLiteral("Headroom"));
     QApplication::setApplicationVersion(QStringLiteral(HEADROOM_VERSION));
+    QApplication::setDesktopFileName(QStringLiteral("io.github.headroom.Headroom"));
+    QApplication::setWindowIcon(QIcon::fromTheme(QStringLiteral("headroom"), QIcon(QStringLiteral(":/icons/headroom.svg"))));
 
     QCommandLineParser parser;
     parser.setApplicationDescription(QStringLiteral("Explore PyTorch CUDA memory snapshots."));
@@ -128,7 +145,7 @@ int main(int argc, char** argv)
                                      QStringLiteral("Print the version, the Qt version and the commit."));
     parser.addOption(versionOption);
     QCommandLineOption screenshotOption(QStringLiteral("screenshot"),
-                                        QStringLiteral("Render the main window for FILE offscreen into OUT.png and exit."),
+                                        QStringLiteral("Render the main window for FILE (without FILE: the start page) offscreen into OUT.png and exit."),
                                         QStringLiteral("OUT.png"));
     parser.addOption(screenshotOption);
     QCommandLineOption deviceOption(QStringLiteral("device"), QStringLiteral("Show this device (its ordinal) first."),
@@ -173,8 +190,10 @@ int main(int argc, char** argv)
     prefs.apply();
     headroom::MainWindow window;
     if (parser.isSet(screenshotOption)) {
+        if (files.isEmpty() && !parser.isSet(viewOption)) // the start page
+            return takeStartScreenshot(window, parser.value(screenshotOption));
         if (files.size() != 1) {
-            std::fprintf(stderr, "headroom: --screenshot needs exactly one FILE\n");
+            std::fprintf(stderr, "headroom: --screenshot needs one FILE (none: the start page)\n");
             return 2;
         }
         return takeScreenshot(window, parser.value(screenshotOption), files.first(), device, parser.value(viewOption));

@@ -2,6 +2,7 @@
 #include "ui/aboutdialog.h"
 
 #include "core/libraries.h"
+#include "headroom_version.h" // HEADROOM_GIT_COMMIT, written at build time
 
 #include <qcustomplot.h>
 
@@ -10,10 +11,6 @@
 #include <QLabel>
 #include <QTextBrowser>
 #include <QVBoxLayout>
-
-#ifndef HEADROOM_GIT_COMMIT
-#define HEADROOM_GIT_COMMIT "unknown"
-#endif
 
 namespace headroom {
 

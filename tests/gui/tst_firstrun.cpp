@@ -92,6 +92,16 @@ T* waitForDialog(QWidget* parent)
     return d;
 }
 
+/// HEADROOM_FIRSTRUN_SCREENSHOTS=DIR saves what the tests show, to look at.
+void screenshot(QWidget* w, const char* name)
+{
+    const QByteArray dir = qgetenv("HEADROOM_FIRSTRUN_SCREENSHOTS");
+    if (dir.isEmpty())
+        return;
+    QApplication::processEvents();
+    w->grab().save(QString::fromLocal8Bit(dir) + QLatin1Char('/') + QLatin1String(name) + QStringLiteral(".png"));
+}
+
 QAction* action(MainWindow& w, const char* name)
 {
     return w.findChild<QAction*>(QLatin1String(name));
@@ -107,6 +117,7 @@ TEST_CASE("start page: shown without a file, opens an example, lists it as recen
     w.resize(1200, 700);
     w.show();
     REQUIRE(w.startPageShown());
+    screenshot(&w, "startpage-empty");
     for (QDockWidget* d : w.findChildren<QDockWidget*>())
         CHECK_FALSE(d->isVisible());
     StartPage* page = w.startPage();
@@ -135,6 +146,11 @@ TEST_CASE("start page: shown without a file, opens an example, lists it as recen
     CHECK(recent.startsWith(QStringLiteral("pt27_silmont_mem_snapshot.pickle")));
     CHECK(recent.contains(QStringLiteral("peak ")));
     CHECK(recent.contains(QStringLiteral("opened ")));
+    w.close();
+    MainWindow again; // the next start: the page lists it
+    again.resize(1200, 700);
+    again.show();
+    screenshot(&again, "startpage");
 }
 
 TEST_CASE("preferences: edited in the dialog, they survive a restart of the application", "[firstrun]")
@@ -157,6 +173,7 @@ TEST_CASE("preferences: edited in the dialog, they survive a restart of the appl
         capacity->setCurrentText(QStringLiteral("80 GiB"));
         CHECK(ok->isEnabled());
         dialog->findChild<QCheckBox*>(QStringLiteral("autoReloadCheck"))->setChecked(true);
+        screenshot(dialog, "preferences");
         ok->click();
         CHECK(w.preferences().units == ByteUnits::Decimal);
         CHECK(formatBytes(int64_t(80) << 30) == "85.90 GB");
@@ -221,6 +238,7 @@ TEST_CASE("a file that changes on disk: the bar offers to reload, then it reload
         out.write(bytes.mid(bytes.size() / 2));
     }
     REQUIRE(QTest::qWaitFor([&] { return w.reloadBar()->isVisible(); }, 10000));
+    screenshot(&w, "reloadbar");
     QSignalSpy loaded(w.loadController(), &LoadController::traceLoaded);
     w.reloadBar()->findChild<QPushButton*>(QStringLiteral("reloadBarReload"))->click();
     REQUIRE(loaded.wait(kLoadTimeoutMs));
@@ -299,10 +317,13 @@ TEST_CASE("keyboard: navigation steps the selection, shortcuts are unique and li
         shown += table->isRowHidden(r) ? 0 : 1;
     CHECK(shown >= 1);
     CHECK(shown < 4);
+    dialog->findChild<QLineEdit*>(QStringLiteral("shortcutsFilter"))->clear();
+    screenshot(dialog, "shortcuts");
     dialog->reject();
 
     action(w, "actionAbout")->trigger();
     auto* about = waitForDialog<AboutDialog>(&w);
+    screenshot(about, "about");
     CHECK(AboutDialog::librariesHtml().contains(QStringLiteral("QCustomPlot")));
     CHECK(AboutDialog::librariesHtml().contains(QStringLiteral("GPL-3.0")));
     CHECK(AboutDialog::librariesHtml().contains(QStringLiteral("Zstandard")));
