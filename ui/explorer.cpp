@@ -282,7 +282,7 @@ void Explorer::syncAxisActions()
 
 void Explorer::populateExportMenu(QMenu* menu)
 {
-    QAction* current = menu->addAction(tr("&Current View…"), this, [this] { exportView(currentView()); });
+    QAction* current = menu->addAction(tr("Export &Current View…"), this, [this] { exportView(currentView()); });
     current->setObjectName(QStringLiteral("actionExportCurrentView"));
     current->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
     QAction* copyCurrent = menu->addAction(tr("C&opy Current View as Image"), this,
