@@ -3,6 +3,8 @@
 //   headroom [FILE]
 //   headroom --screenshot OUT.png [--view NAME] FILE   (renders offscreen, writes the image, exits)
 #include "headroom_version.h" // HEADROOM_GIT_COMMIT, written at build time
+#include "core/units.h"
+#include "ui/analysiscontroller.h"
 #include "ui/explorer.h"
 #include "ui/explorerview.h"
 #include "ui/loadcontroller.h"
@@ -89,7 +91,7 @@ int takeScreenshot(headroom::MainWindow& window, const QString& out, const QStri
         return 2;
     }
     // The analysis fills in every view a moment after the load.
-    if (!window.explorer()->data()) {
+    if (!window.explorer()->dataDelivered()) { // the views take it one per event-loop turn
         QEventLoop analysed;
         QObject::connect(window.explorer(), &headroom::Explorer::dataAvailable, &analysed, &QEventLoop::quit);
         analysed.exec();
@@ -159,6 +161,11 @@ int main(int argc, char** argv)
     QCommandLineOption themeOption(QStringLiteral("theme"), QStringLiteral("system, light or dark (default: the saved choice)."),
                                    QStringLiteral("THEME"));
     parser.addOption(themeOption);
+    QCommandLineOption capacityOption(QStringLiteral("capacity"),
+                                      QStringLiteral("Device memory to assume for this run when the file does not tell it "
+                                                     "(e.g. 48GiB; default: Settings > Preferences)."),
+                                      QStringLiteral("SIZE"));
+    parser.addOption(capacityOption);
     parser.addPositionalArgument(QStringLiteral("file"), QStringLiteral("A memory snapshot to open."),
                                  QStringLiteral("[FILE]"));
     parser.process(app);
@@ -189,6 +196,15 @@ int main(int argc, char** argv)
     }
     prefs.apply();
     headroom::MainWindow window;
+    if (parser.isSet(capacityOption)) {
+        const auto bytes = headroom::parseByteSize(parser.value(capacityOption).toStdString());
+        if (!bytes || *bytes <= 0) {
+            std::fprintf(stderr, "headroom: --capacity needs a size such as 80GiB, not \"%s\"\n",
+                         qPrintable(parser.value(capacityOption)));
+            return 2;
+        }
+        window.explorer()->analysis()->setDefaultCapacity(*bytes);
+    }
     if (parser.isSet(screenshotOption)) {
         if (files.isEmpty() && !parser.isSet(viewOption)) // the start page
             return takeStartScreenshot(window, parser.value(screenshotOption));

@@ -110,6 +110,7 @@ QDockWidget* Explorer::addDock(ExplorerView* view, Qt::DockWidgetArea area)
 void Explorer::showDevice(std::shared_ptr<const LoadedTrace> trace, int deviceIndex)
 {
     m_data.reset();
+    m_delivered = false;
     ++m_deliveryGeneration; // a delivery still staging belongs to the previous device
     for (ExplorerView* v : m_views)
         if (v != m_timeline)
@@ -135,6 +136,7 @@ void Explorer::setData(const ExplorerDataPtr& data)
     // from repainting for about 100 ms on a million-event trace; staged, the longest
     // turn is the slowest single view.
     m_data = data;
+    m_delivered = false;
     const quint64 generation = ++m_deliveryGeneration;
     deliverData(generation, 0);
 }
@@ -144,6 +146,7 @@ void Explorer::deliverData(quint64 generation, size_t next)
     if (generation != m_deliveryGeneration)
         return; // newer data (or none) arrived meanwhile: that delivery takes over
     if (next >= m_views.size()) {
+        m_delivered = true;
         emit dataAvailable(m_data);
         return;
     }

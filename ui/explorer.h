@@ -48,6 +48,8 @@ public:
     Selection* selection() const { return m_selection; }
     AnalysisController* analysis() const { return m_analysis; }
     ExplorerDataPtr data() const { return m_data; }
+    /// Every view has the current analysis (dataAvailable was emitted for it).
+    bool dataDelivered() const { return m_data && m_delivered; }
 
     const std::vector<ExplorerView*>& views() const { return m_views; }
     /// By viewId(): timeline, breakdown, allocations, stacks, diagnosis, allocator, whatif.
@@ -131,6 +133,7 @@ private:
     QAction* m_zoomFitAction = nullptr;
     ExplorerDataPtr m_data;
     quint64 m_deliveryGeneration = 0;
+    bool m_delivered = false;
 };
 
 } // namespace headroom

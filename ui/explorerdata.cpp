@@ -13,7 +13,7 @@ std::shared_ptr<const ExplorerData> ExplorerData::compute(std::shared_ptr<const 
     data->categories = categorySeries(data->timeline(), data->analysis.classes);
     data->capacity = estimateCapacity(*data->trace, deviceIndex, std::nullopt);
     if (data->capacity.bytes <= 0 && defaultCapacity > 0)
-        data->capacity = {defaultCapacity, "default capacity (Preferences)"};
+        data->capacity = {defaultCapacity, "assumed: Preferences or --capacity"};
     data->findings = diagnose(*data->trace, deviceIndex, data->analysis, data->capacity);
     return data;
 }

@@ -10,6 +10,9 @@
 #include <QFileInfo>
 #include <QPdfWriter>
 #include <QSvgGenerator>
+#include <QtMath>
+
+#include <algorithm>
 
 namespace headroom::ViewExport {
 
@@ -29,7 +32,11 @@ QSize sizeFor(ExplorerView* view, QSize size)
 QImage image(ExplorerView* view, QSize size)
 {
     size = sizeFor(view, size);
-    QImage img(size, QImage::Format_ARGB32_Premultiplied);
+    // Sharp on a high-DPI screen: as many pixels as the screen shows for `size`
+    // (twice as many at 200% scaling), painted in the same logical coordinates.
+    const qreal dpr = std::max<qreal>(1.0, view->widget()->devicePixelRatioF());
+    QImage img(QSize(qCeil(size.width() * dpr), qCeil(size.height() * dpr)), QImage::Format_ARGB32_Premultiplied);
+    img.setDevicePixelRatio(dpr);
     img.fill(view->widget()->palette().color(QPalette::Base));
     QCPPainter painter(&img);
     painter.setRenderHint(QPainter::Antialiasing);

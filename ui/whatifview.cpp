@@ -27,6 +27,10 @@ void WhatIfView::setData(const ExplorerDataPtr& data)
     // The panel shares the explorer's analysis (an aliasing pointer keeps the data alive).
     m_panel->setTrace(data->trace, int(data->deviceIndex),
                       std::shared_ptr<const DeviceAnalysis>(data, &data->analysis));
+    // The device the file (an OOM record) or the preferences say; settings saved with
+    // the trace, restored next, win.
+    if (data->capacity.bytes > 0)
+        m_panel->setCapacity(data->capacity.bytes);
     if (!m_pending.isEmpty()) {
         m_panel->restoreSettings(m_pending);
         m_pending.clear();
