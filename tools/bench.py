@@ -134,6 +134,8 @@ def main():
                 print("timeline redraw: " + line + "   (target <= 16 ms)")
             elif "stall" in line:
                 print("GUI " + line + "   (target < 50 ms)")
+            elif "cancel frees memory" in line:
+                print("GUI " + line + "   (target: back to about the size before)")
     if have_gui:
         mc = statistics.median(c)
         print("headroom --screenshot         median %.3f s, peak RSS %.1f MiB" % (mc, max(rss_c) / 2**20))

@@ -49,6 +49,7 @@ DiagnosisView::DiagnosisView(Selection* selection, QWidget* parent)
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(m_browser);
     m_browser->setOpenLinks(false);
+    m_browser->viewport()->installEventFilter(this);
     m_browser->setOpenExternalLinks(false);
     connect(m_browser, &QTextBrowser::anchorClicked, this, &DiagnosisView::openLink);
     rebuild();
@@ -59,7 +60,35 @@ DiagnosisView::~DiagnosisView() = default;
 void DiagnosisView::setData(const ExplorerDataPtr& data)
 {
     m_data = data;
-    rebuild();
+    if (onScreen(this) || !data)
+        rebuild();
+    else
+        m_dirty = true;
+}
+
+bool DiagnosisView::eventFilter(QObject* watched, QEvent* event)
+{
+    if (event->type() == QEvent::Paint && watched == m_browser->viewport())
+        ensureBuilt(); // brought to the front: write the text before it is drawn
+    return QWidget::eventFilter(watched, event);
+}
+
+void DiagnosisView::ensureBuilt() const
+{
+    if (m_dirty)
+        const_cast<DiagnosisView*>(this)->rebuild();
+}
+
+void DiagnosisView::showEvent(QShowEvent* event)
+{
+    QWidget::showEvent(event);
+    ensureBuilt();
+}
+
+void DiagnosisView::render(QCPPainter* painter, const QSize& size)
+{
+    ensureBuilt();
+    ExplorerView::render(painter, size);
 }
 
 void DiagnosisView::openLink(const QUrl& url)
@@ -76,6 +105,7 @@ void DiagnosisView::openLink(const QUrl& url)
 
 void DiagnosisView::rebuild()
 {
+    m_dirty = false;
     if (!m_data) {
         m_browser->setHtml(tr("<p><i>The diagnosis appears here once a file is open and analysed.</i></p>"));
         return;
@@ -160,8 +190,12 @@ QString DiagnosisView::markdown(const ExplorerData& d)
 void DiagnosisView::changeEvent(QEvent* event)
 {
     QWidget::changeEvent(event);
-    if (event->type() == QEvent::PaletteChange)
-        rebuild();
+    if (event->type() == QEvent::PaletteChange) {
+        if (onScreen(this))
+            rebuild();
+        else
+            m_dirty = true;
+    }
 }
 
 } // namespace headroom

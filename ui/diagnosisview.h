@@ -25,7 +25,12 @@ public:
     void setData(const ExplorerDataPtr& data) override;
     void selectionChanged(const SelectionState&, Selection::Fields) override {}
 
-    QTextBrowser* browser() const { return m_browser; }
+    QTextBrowser* browser() const
+    {
+        ensureBuilt();
+        return m_browser;
+    }
+    void render(QCPPainter* painter, const QSize& size) override;
     /// Follows a link the way a click does ("event:123").
     void openLink(const QUrl& url);
     /// The findings as Markdown (the postmortem report).
@@ -33,13 +38,18 @@ public:
 
 protected:
     void changeEvent(QEvent* event) override;
+    void showEvent(QShowEvent* event) override;
+    bool eventFilter(QObject* watched, QEvent* event) override;
 
 private:
     void rebuild();
+    /// Hidden (a background tab): the text is written when it is shown or asked for.
+    void ensureBuilt() const;
 
     Selection* m_selection;
     QTextBrowser* m_browser;
     ExplorerDataPtr m_data;
+    bool m_dirty = false;
 };
 
 } // namespace headroom

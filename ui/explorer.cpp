@@ -156,7 +156,8 @@ void Explorer::deliverData(quint64 generation, size_t next)
     v->setData(m_data);
     v->selectionChanged(m_selection->state(), Selection::All);
     if (qEnvironmentVariableIsSet("HEADROOM_TIMING"))
-        qInfo("%s: %.1f ms", qPrintable(v->viewId()), double(t.nsecsElapsed()) / 1e6);
+        qInfo("%s: %.1f ms%s", qPrintable(v->viewId()), double(t.nsecsElapsed()) / 1e6,
+              ExplorerView::onScreen(v->widget()) ? "" : " (not on screen)");
     QTimer::singleShot(0, this, [this, generation, next] { deliverData(generation, next + 1); });
 }
 

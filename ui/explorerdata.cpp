@@ -14,6 +14,7 @@ std::shared_ptr<const ExplorerData> ExplorerData::compute(std::shared_ptr<const 
     data->capacity = estimateCapacity(*data->trace, deviceIndex, std::nullopt);
     if (data->capacity.bytes <= 0 && defaultCapacity > 0)
         data->capacity = {defaultCapacity, "assumed: Preferences or --capacity"};
+    data->bands = AllocationBands(data->timeline(), size_t(kDefaultBands));
     data->findings = diagnose(*data->trace, deviceIndex, data->analysis, data->capacity);
     return data;
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include "core/allocationbands.h"
 #include "core/diagnosis.h"
 #include "core/loader.h"
 #include "core/memoryanalysis.h"
@@ -21,6 +22,10 @@ struct ExplorerData {
     GroupedSeries categories;
     CapacityEstimate capacity;
     std::vector<Finding> findings;
+    /// The timeline's by-allocation bands at the default detail, built with the rest in
+    /// the worker so that showing the analysis does not build them on the GUI thread.
+    static constexpr int kDefaultBands = 2000;
+    AllocationBands bands;
 
     const DeviceData& device() const { return trace->snapshot.devices[deviceIndex]; }
     const MemoryTimeline& timeline() const { return trace->timelines[deviceIndex]; }

@@ -17,6 +17,11 @@ void ExplorerView::render(QCPPainter* painter, const QSize& size)
     w->resize(own);
 }
 
+bool ExplorerView::onScreen(const QWidget* w)
+{
+    return w->isVisible() && !w->visibleRegion().isEmpty();
+}
+
 QSize ExplorerView::exportSize() const
 {
     return const_cast<ExplorerView*>(this)->widget()->size();

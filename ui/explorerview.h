@@ -25,6 +25,11 @@ public:
     virtual QString viewTitle() const = 0;
     virtual QWidget* widget() = 0;
 
+    /// Whether a view's widget can be seen now: shown and not hidden behind another tab
+    /// (a background dock tab can count as visible with nothing of it on screen). Views
+    /// that are costly to fill defer the work until they are painted.
+    static bool onScreen(const QWidget* w);
+
     /// New analysis (null: no file, or the analysis is still running).
     virtual void setData(const ExplorerDataPtr& data) = 0;
     /// The shared selection changed; `fields` says what.

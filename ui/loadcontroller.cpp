@@ -9,8 +9,27 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib> // defines __GLIBC__ on glibc
+
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 namespace headroom {
+
+namespace {
+
+/// The partial model of a cancelled or failed load is freed as the loader unwinds, but
+/// glibc keeps freed pages in this worker thread's arena; hand them back to the system,
+/// so the memory a cancel frees shows in the process size too.
+void returnFreedMemory()
+{
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+}
+
+} // namespace
 
 /// State shared between the controller and one worker; outlives whichever ends last.
 struct LoadController::Job {
@@ -78,6 +97,8 @@ void LoadController::load(const QString& path)
         } catch (...) {
             r.error = QStringLiteral("%1: unexpected error while loading").arg(QString::fromStdString(file));
         }
+        if (!r.trace)
+            returnFreedMemory(); // a cancelled or failed load gives its memory back at once
         return r;
     });
     future.then(this, [this, generation](const Result& result) { finish(generation, result); });

@@ -322,7 +322,11 @@ void MainWindow::setTrace(const QString& path, std::shared_ptr<const LoadedTrace
     m_recent->setPeak(path, peak);
     m_watcher->watch(path);
     m_reloadToolBar->hide();
+    QElapsedTimer startPageTimer;
+    startPageTimer.start();
     setStartPageShown(false);
+    if (qEnvironmentVariableIsSet("HEADROOM_TIMING"))
+        qInfo("start page hidden, panels back: %.1f ms", double(startPageTimer.nsecsElapsed()) / 1e6);
     m_reloadAction->setEnabled(true);
     m_saveAsAction->setEnabled(true);
     setWindowTitle(tr("%1 \u2014 Headroom").arg(QFileInfo(path).fileName()));

@@ -41,17 +41,39 @@ StackView::~StackView() = default;
 void StackView::setData(const ExplorerDataPtr& data)
 {
     m_data = data;
-    rebuild();
+    // The explorer follows new data with selectionChanged(All), which rebuilds: building
+    // the tree here too would do it twice.
+    m_dirty = true;
+    if (!data)
+        requestRebuild();
+    update();
+}
+
+void StackView::requestRebuild()
+{
+    if (onScreen(this))
+        rebuild();
+    else
+        m_dirty = true;
+}
+
+void StackView::ensureBuilt() const
+{
+    if (m_dirty)
+        const_cast<StackView*>(this)->rebuild();
+}
+
+void StackView::showEvent(QShowEvent* event)
+{
+    QWidget::showEvent(event);
+    ensureBuilt();
 }
 
 void StackView::selectionChanged(const SelectionState& state, Selection::Fields fields)
 {
     m_state = state;
-    if (fields & (Selection::Event | Selection::Range | Selection::Device))
-        rebuild();
-    else if (fields & (Selection::StackFilter | Selection::Allocation)) {
-        rebuild(); // cheap enough: the paths are recomputed from the tree
-    }
+    if (fields & (Selection::Event | Selection::Range | Selection::Device | Selection::StackFilter | Selection::Allocation))
+        requestRebuild(); // the paths are recomputed from the tree
 }
 
 int StackView::rowHeight() const
@@ -66,6 +88,7 @@ int StackView::top() const
 
 void StackView::rebuild()
 {
+    m_dirty = false;
     m_nodes.clear();
     m_children.clear();
     m_filterPath.clear();
@@ -148,6 +171,7 @@ void StackView::layoutBoxes()
 
 std::vector<uint32_t> StackView::pathTo(int32_t node) const
 {
+    ensureBuilt();
     std::vector<uint32_t> path;
     for (int32_t at = node; at > 0; at = m_nodes[size_t(at)].parent)
         path.push_back(m_nodes[size_t(at)].frame);
@@ -157,6 +181,7 @@ std::vector<uint32_t> StackView::pathTo(int32_t node) const
 
 std::vector<int32_t> StackView::highlightedNodes() const
 {
+    ensureBuilt();
     std::vector<int32_t> out = m_filterPath;
     out.insert(out.end(), m_allocationPath.begin(), m_allocationPath.end());
     return out;
@@ -177,6 +202,7 @@ QString StackView::label(int32_t node) const
 
 void StackView::paintEvent(QPaintEvent*)
 {
+    ensureBuilt();
     QPainter p(this);
     const QColor text = palette().color(QPalette::WindowText);
     p.setPen(text);

@@ -32,8 +32,16 @@ public:
         QRectF rect;
         int depth;
     };
-    const std::vector<Box>& boxes() const { return m_boxes; }
-    const std::vector<StackNode>& nodes() const { return m_nodes; }
+    const std::vector<Box>& boxes() const
+    {
+        ensureBuilt();
+        return m_boxes;
+    }
+    const std::vector<StackNode>& nodes() const
+    {
+        ensureBuilt();
+        return m_nodes;
+    }
     /// Frame path (outermost first) from the root to a node.
     std::vector<uint32_t> pathTo(int32_t node) const;
     /// Nodes drawn highlighted: on the stack filter's path or the selected allocation's.
@@ -45,9 +53,14 @@ protected:
     void resizeEvent(QResizeEvent* event) override;
     void mousePressEvent(QMouseEvent* event) override;
     bool event(QEvent* event) override;
+    void showEvent(QShowEvent* event) override;
 
 private:
     void rebuild();
+    /// Rebuilds now when shown, else when it is next shown, painted or asked: a view in a
+    /// background tab costs nothing while a file loads.
+    void requestRebuild();
+    void ensureBuilt() const;
     void layoutBoxes();
     int32_t nodeAt(const QPointF& pos) const;
     QString label(int32_t node) const;
@@ -63,6 +76,7 @@ private:
     std::vector<int32_t> m_filterPath;     ///< nodes on the stack filter's path
     std::vector<int32_t> m_allocationPath; ///< nodes on the selected allocation's path
     int64_t m_event = SelectionState::kNone;
+    bool m_dirty = false;
 };
 
 } // namespace headroom

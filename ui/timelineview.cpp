@@ -265,7 +265,7 @@ void TimelineView::setData(const ExplorerDataPtr& data)
     if (data->trace != m_trace || static_cast<int>(data->deviceIndex) != m_deviceIndex)
         setTrace(data->trace, static_cast<int>(data->deviceIndex));
     m_data = data;
-    m_bands = AllocationBands(data->timeline(), size_t(m_bandDetail));
+    m_bands = m_bandDetail == ExplorerData::kDefaultBands ? data->bands : AllocationBands(data->timeline(), size_t(m_bandDetail));
     m_bandLayer->invalidate();
     rebuildFilterCurve();
     updateLegend();

@@ -52,7 +52,7 @@ public:
     /// allocations as their own bands (PyTorch's Active Memory Timeline).
     enum class Mode { ByCategory, ByAllocation };
     Q_ENUM(Mode)
-    static constexpr int kDefaultBands = 2000;
+    static constexpr int kDefaultBands = ExplorerData::kDefaultBands;
 
     explicit TimelineView(Selection* selection, QWidget* parent = nullptr);
     ~TimelineView() override;

@@ -35,12 +35,16 @@
 #include <QSortFilterProxyModel>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QThreadPool>
 #include <QTableView>
 #include <QTableWidget>
 #include <QTextBrowser>
 #include <QTimer>
 #include <QTreeView>
 #include <QUrl>
+
+#include <cstdio>
+#include <unistd.h>
 
 using namespace headroom;
 
@@ -531,6 +535,38 @@ TEST_CASE("timeline redraw on a million events", "[.benchmark]")
                                                                          : QStringLiteral("/tmp/big1m.pickle");
     if (!QFileInfo::exists(path))
         return;
+    {
+        // Cancelling a load gives its memory back (issue 7 §4): the process size before,
+        // at the moment of the cancel (half-way), and once the worker has unwound.
+        auto rssMiB = [] {
+            long pages = 0, resident = 0;
+            if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+                if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2)
+                    resident = 0;
+                std::fclose(f);
+            }
+            return double(resident) * double(sysconf(_SC_PAGESIZE)) / 1048576.0;
+        };
+        MainWindow window;
+        window.show();
+        QApplication::processEvents();
+        const double before = rssMiB();
+        LoadController* loader = window.loadController();
+        QSignalSpy cancelled(loader, &LoadController::loadCancelled);
+        int permille = 0;
+        QObject::connect(loader, &LoadController::progressChanged, [&](int p) { permille = p; });
+        window.openFile(path);
+        REQUIRE(QTest::qWaitFor([&] { return permille >= 500; }, 5 * kTimeoutMs));
+        const double atCancel = rssMiB();
+        loader->cancel();
+        QThreadPool::globalInstance()->waitForDone(); // the worker has seen the flag and unwound
+        QApplication::processEvents();
+        const double after = rssMiB();
+        CHECK(cancelled.count() == 1);
+        CHECK(window.trace() == nullptr);
+        WARN("cancel frees memory: RSS " << before << " MiB before the load, " << atCancel << " MiB at the cancel ("
+                                          << permille / 10.0 << "% read), " << after << " MiB after it");
+    }
     {
         // The longest event-loop stall while the file loads and is analysed (issue 7 §4):
         // a 1 ms timer records the largest gap between its ticks.
