@@ -117,6 +117,9 @@ MainWindow::MainWindow(QWidget* parent)
 
     connect(m_cancelButton, &QPushButton::clicked, m_loader, &LoadController::cancel);
     connect(m_loader, &LoadController::loadStarted, this, [this](const QString& path) {
+        // The panels come back now, empty, while the file loads: laying them out here
+        // rather than together with the first data keeps each event-loop turn short.
+        setStartPageShown(false);
         setLoading(true);
         statusBar()->showMessage(tr("Loading %1\u2026").arg(QFileInfo(path).fileName()));
     });
@@ -125,6 +128,8 @@ MainWindow::MainWindow(QWidget* parent)
     connect(m_loader, &LoadController::loadFailed, this, &MainWindow::showLoadError);
     connect(m_loader, &LoadController::loadCancelled, this, [this] {
         setLoading(false);
+        if (!m_trace)
+            setStartPageShown(true);
         statusBar()->showMessage(tr("Loading cancelled"), 4000);
     });
     connect(m_deviceCombo, qOverload<int>(&QComboBox::currentIndexChanged), this, &MainWindow::showDevice);
@@ -357,6 +362,8 @@ void MainWindow::showDevice(int index)
 void MainWindow::showLoadError(const QString& path, const QString& message)
 {
     setLoading(false);
+    if (!m_trace)
+        setStartPageShown(true);
     statusBar()->showMessage(tr("Could not open %1").arg(QFileInfo(path).fileName()), 6000);
     // Window-modal but not blocking: the event loop (and tests) keep running.
     auto* box = new QMessageBox(QMessageBox::Warning, tr("Could not open file"),

@@ -32,6 +32,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QListWidget>
+#include <QMessageBox>
 #include <QMenuBar>
 #include <QPushButton>
 #include <QSettings>
@@ -126,6 +127,22 @@ TEST_CASE("start page: shown without a file, opens an example, lists it as recen
     CHECK(page->findChild<QPlainTextEdit*>()->toPlainText().contains(QStringLiteral("_dump_snapshot")));
     page->findChild<QPushButton*>(QStringLiteral("startCopySnippet"))->click();
     CHECK(QApplication::clipboard()->text() == StartPage::recordingSnippet());
+
+    // A file that cannot be read: the error is reported and the start page comes back.
+    {
+        QTemporaryDir dir;
+        const QString bad = dir.filePath(QStringLiteral("not a snapshot.pickle"));
+        QFile f(bad);
+        REQUIRE(f.open(QIODevice::WriteOnly));
+        f.write("this is not a pickle");
+        f.close();
+        QSignalSpy failed(w.loadController(), &LoadController::loadFailed);
+        w.openFile(bad);
+        REQUIRE(failed.wait(kLoadTimeoutMs));
+        CHECK(w.startPageShown());
+        for (QMessageBox* box : w.findChildren<QMessageBox*>())
+            box->close();
+    }
 
     // Click the silmont example.
     QListWidgetItem* example = nullptr;
