@@ -6,11 +6,22 @@
 
 #include <bit>
 #include <cstring>
+#include <limits>
 #include <unordered_map>
 
 namespace headroom {
 
 namespace {
+
+/// A float time_us as an integer. Casting a value outside int64 (or NaN) is undefined
+/// behaviour (found by fuzz_pickle_reader): such a time becomes INT64_MAX, which the
+/// loader's range check then refuses with the device, entry and value named.
+int64_t timeFromFloat(double d)
+{
+    if (!(d > -9.0e18 && d < 9.0e18))
+        return std::numeric_limits<int64_t>::max();
+    return static_cast<int64_t>(d);
+}
 
 using Value = PickleValue;
 using Tag = PickleValue::Tag;
@@ -382,7 +393,7 @@ bool PickleParser::tryEvent(uint64_t container, const Value* kv, size_t n)
             break;
         case Word::TimeUs:
             if (auto x = m_doc.asInt(v)) { time = *x; ev.anyTime = true; }
-            else if (auto d = m_doc.asNumber(v)) { time = static_cast<int64_t>(*d); ev.anyTime = true; }
+            else if (auto d = m_doc.asNumber(v)) { time = timeFromFloat(*d); ev.anyTime = true; }
             break;
         case Word::Frames: stack = stackFor(m_p, v); break;
         case Word::CppFrames: cppStack = stackFor(m_p, v); break;
