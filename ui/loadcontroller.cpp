@@ -2,6 +2,7 @@
 #include "ui/loadcontroller.h"
 
 #include "core/loaderror.h"
+#include "ui/timelinecurves.h"
 
 #include <QFuture>
 #include <QTimer>
@@ -39,6 +40,7 @@ struct LoadController::Job {
 
 struct LoadController::Result {
     std::shared_ptr<const LoadedTrace> trace;
+    std::vector<std::shared_ptr<const TimelineCurves>> curves;
     QString error;
     bool cancelled = false;
 };
@@ -90,6 +92,7 @@ void LoadController::load(const QString& path)
         };
         try {
             r.trace = Loader::load(file, options);
+            r.curves = TimelineCurves::computeAll(*r.trace);
         } catch (const LoadCancelled&) {
             r.cancelled = true;
         } catch (const std::exception& e) {
@@ -138,6 +141,7 @@ void LoadController::finish(quint64 generation, const Result& result)
     m_loadingPath.clear();
     if (result.trace) {
         emit progressChanged(1000);
+        emit curvesPrepared(result.trace, result.curves);
         emit traceLoaded(path, result.trace);
     } else if (result.cancelled) {
         emit loadCancelled(path);

@@ -7,12 +7,15 @@
 #include <QString>
 
 #include <memory>
+#include <vector>
 
 class QTimer;
 
 Q_DECLARE_METATYPE(std::shared_ptr<const headroom::LoadedTrace>)
 
 namespace headroom {
+
+struct TimelineCurves;
 
 /// Loads snapshot files off the GUI thread. Only the latest request counts: a new
 /// load() or cancel() cancels the running job cooperatively (its atomic flag) and
@@ -35,6 +38,10 @@ signals:
     void loadStarted(const QString& path);
     /// 0..1000, at most every few tens of milliseconds and only when it moved.
     void progressChanged(int permille);
+    /// Just before traceLoaded: the timeline's curves for every device, prepared in the
+    /// worker so that showing the file does not compute them on the GUI thread.
+    void curvesPrepared(const std::shared_ptr<const headroom::LoadedTrace>& trace,
+                        std::vector<std::shared_ptr<const headroom::TimelineCurves>> curves);
     void traceLoaded(const QString& path, std::shared_ptr<const headroom::LoadedTrace> trace);
     void loadFailed(const QString& path, const QString& message);
     void loadCancelled(const QString& path);

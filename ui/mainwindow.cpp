@@ -16,6 +16,7 @@
 #include "ui/reloadbar.h"
 #include "ui/shortcutsdialog.h"
 #include "ui/startpage.h"
+#include "ui/timelineview.h"
 
 #include <QApplication>
 #include <QCloseEvent>
@@ -124,6 +125,7 @@ MainWindow::MainWindow(QWidget* parent)
         statusBar()->showMessage(tr("Loading %1\u2026").arg(QFileInfo(path).fileName()));
     });
     connect(m_loader, &LoadController::progressChanged, m_progress, &QProgressBar::setValue);
+    connect(m_loader, &LoadController::curvesPrepared, m_explorer->timeline(), &TimelineView::adoptPreparedCurves);
     connect(m_loader, &LoadController::traceLoaded, this, &MainWindow::setTrace);
     connect(m_loader, &LoadController::loadFailed, this, &MainWindow::showLoadError);
     connect(m_loader, &LoadController::loadCancelled, this, [this] {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "ui/timelineview.h"
 
+#include "ui/timelinecurves.h"
+
 #include "core/downsample.h"
 #include "core/minmaxpyramid.h"
 #include "core/loader.h"
@@ -69,6 +71,7 @@ TimelineView::TimelineView(Selection* selection, QWidget* parent)
     : QWidget(parent)
     , m_selectionObject(selection)
     , m_plot(new QCustomPlot(this))
+    , m_curves(TimelineCurves::compute(nullptr, nullptr))
 {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
@@ -231,27 +234,20 @@ void TimelineView::setTrace(std::shared_ptr<const LoadedTrace> trace, int device
         m_timeline = &m_trace->timelines[static_cast<size_t>(deviceIndex)];
         m_deviceIndex = deviceIndex;
     }
-    m_allocatedPyramid = m_timeline ? MinMaxPyramid(m_timeline->allocated) : MinMaxPyramid();
-    m_reservedPyramid = m_timeline ? MinMaxPyramid(m_timeline->reserved) : MinMaxPyramid();
-    m_timeKeys.clear();
-    if (m_device && m_device->trace.anyTime) {
-        const std::vector<int64_t>& t = m_device->trace.timeUs;
-        const auto first = std::find_if(t.begin(), t.end(), [](int64_t v) { return v != TraceEvents::kNoTime; });
-        m_firstTimeUs = *first;
-        const auto lastTime = std::find_if(t.rbegin(), t.rend(), [](int64_t v) { return v != TraceEvents::kNoTime; });
-        const int64_t span = *lastTime - m_firstTimeUs;
-        m_timeUnitUs = span >= 2000000 ? 1e6 : span >= 2000 ? 1e3 : 1.0;
-        m_timeKeys.resize(t.size());
-        double last = 0;
-        for (size_t i = 0; i < t.size(); ++i) {
-            // Entries without a time, or out of order, keep the previous key so the
-            // keys stay sorted (binary search, QCPGraph's alreadySorted).
-            if (t[i] != TraceEvents::kNoTime)
-                last = std::max(last, static_cast<double>(t[i] - m_firstTimeUs) / m_timeUnitUs);
-            m_timeKeys[i] = last;
-        }
-    }
+    // Prepared by the load worker when it can be (adoptPreparedCurves), else here.
+    const auto prepared = m_preparedTrace.lock();
+    if (m_timeline && prepared && prepared == m_trace && size_t(deviceIndex) < m_prepared.size() && m_prepared[size_t(deviceIndex)])
+        m_curves = m_prepared[size_t(deviceIndex)];
+    else
+        m_curves = TimelineCurves::compute(m_device, m_timeline);
     rebuild();
+}
+
+void TimelineView::adoptPreparedCurves(const std::shared_ptr<const LoadedTrace>& trace,
+                                       std::vector<std::shared_ptr<const TimelineCurves>> curves)
+{
+    m_preparedTrace = trace;
+    m_prepared = std::move(curves);
 }
 
 void TimelineView::setData(const ExplorerDataPtr& data)
@@ -360,7 +356,7 @@ int64_t TimelineView::firstEventAtOrAfterKey(double key) const
     const int64_t n = eventCount();
     if (xAxisMode() == XAxisMode::EventIndex)
         return std::clamp<int64_t>(int64_t(std::ceil(key)), 0, n);
-    return std::lower_bound(m_timeKeys.begin(), m_timeKeys.end(), key) - m_timeKeys.begin();
+    return std::lower_bound(m_curves->timeKeys.begin(), m_curves->timeKeys.end(), key) - m_curves->timeKeys.begin();
 }
 
 void TimelineView::selectionChanged(const SelectionState& state, Selection::Fields fields)
@@ -399,7 +395,7 @@ void TimelineView::clearData()
     m_device = nullptr;
     m_timeline = nullptr;
     m_deviceIndex = -1;
-    m_timeKeys.clear();
+    m_curves = TimelineCurves::compute(nullptr, nullptr);
     updateLegend();
     rebuild();
 }
@@ -423,7 +419,7 @@ TimelineView::XAxisMode TimelineView::xAxisMode() const
 
 bool TimelineView::hasTime() const
 {
-    return !m_timeKeys.empty();
+    return !m_curves->timeKeys.empty();
 }
 
 int64_t TimelineView::eventCount() const
@@ -437,7 +433,7 @@ double TimelineView::keyOf(int64_t event) const
         return static_cast<double>(event); // the state before the first event sits at -1
     if (event < 0)
         return 0.0;
-    return m_timeKeys[static_cast<size_t>(std::min(event, eventCount() - 1))];
+    return m_curves->timeKeys[static_cast<size_t>(std::min(event, eventCount() - 1))];
 }
 
 double TimelineView::pixelOfEvent(int64_t event) const
@@ -454,7 +450,7 @@ int64_t TimelineView::eventAtKey(double key) const
     if (xAxisMode() == XAxisMode::EventIndex) {
         i = static_cast<int64_t>(std::floor(key));
     } else {
-        i = std::upper_bound(m_timeKeys.begin(), m_timeKeys.end(), key) - m_timeKeys.begin() - 1;
+        i = std::upper_bound(m_curves->timeKeys.begin(), m_curves->timeKeys.end(), key) - m_curves->timeKeys.begin() - 1;
     }
     return std::clamp<int64_t>(i, 0, n - 1);
 }
@@ -556,7 +552,7 @@ void TimelineView::rebuild()
                                  .arg(bytes(t.allocated), bytes(t.reserved)));
         m_plot->xAxis->setLabel(tr("no trace entries (final state only)"));
     } else {
-        const QString unit = m_timeUnitUs >= 1e6 ? tr("s") : m_timeUnitUs >= 1e3 ? tr("ms") : tr("\u00B5s");
+        const QString unit = m_curves->timeUnitUs >= 1e6 ? tr("s") : m_curves->timeUnitUs >= 1e3 ? tr("ms") : tr("\u00B5s");
         if (xAxisMode() == XAxisMode::EventIndex) {
             // Whole events only: nice multiples of one, never "-0.8".
             auto ticker = QSharedPointer<QCPAxisTickerFixed>::create();
@@ -592,7 +588,7 @@ void TimelineView::updateMinimap()
         return;
     }
     const std::vector<size_t> idx =
-        m_allocatedPyramid.downsample(m_timeline->allocated, 0, size_t(n), size_t(std::max(200, m_minimap->width() / 2)));
+        m_curves->allocated.downsample(m_timeline->allocated, 0, size_t(n), size_t(std::max(200, m_minimap->width() / 2)));
     std::vector<double> keys{keyOf(-1)}, values{double(m_timeline->initialAllocated)};
     for (size_t i : idx) {
         keys.push_back(keyOf(int64_t(i)));
@@ -755,9 +751,9 @@ void TimelineView::updateGraphs()
             v.push_back(static_cast<double>(e < 0 ? initial : values[size_t(e)]));
         }
     };
-    const std::vector<int64_t> events = sample(m_timeline->allocated, m_allocatedPyramid);
+    const std::vector<int64_t> events = sample(m_timeline->allocated, m_curves->allocated);
     fill(events, m_timeline->allocated, m_timeline->initialAllocated, keys, allocated);
-    fill(sample(m_timeline->reserved, m_reservedPyramid), m_timeline->reserved, m_timeline->initialReserved, reservedKeys, reserved);
+    fill(sample(m_timeline->reserved, m_curves->reserved), m_timeline->reserved, m_timeline->initialReserved, reservedKeys, reserved);
     m_allocated->setData(keys, allocated, true);
     m_reserved->setData(reservedKeys, reserved, true);
 
@@ -857,14 +853,14 @@ QString TimelineView::describeEvent(int64_t index) const
 {
     if (!m_trace || index < 0 || index >= eventCount())
         return QString();
-    return TimelineTooltip(*m_trace, size_t(m_deviceIndex), m_data.get(), m_firstTimeUs).event(index);
+    return TimelineTooltip(*m_trace, size_t(m_deviceIndex), m_data.get(), m_curves->firstTimeUs).event(index);
 }
 
 QString TimelineView::describeAllocation(size_t allocation, int64_t atEvent) const
 {
     if (!m_trace)
         return QString();
-    return TimelineTooltip(*m_trace, size_t(m_deviceIndex), m_data.get(), m_firstTimeUs).allocation(allocation, atEvent);
+    return TimelineTooltip(*m_trace, size_t(m_deviceIndex), m_data.get(), m_curves->firstTimeUs).allocation(allocation, atEvent);
 }
 
 void TimelineView::onMousePress(QMouseEvent* event)

@@ -25,6 +25,8 @@ class QSpinBox;
 
 namespace headroom {
 
+struct TimelineCurves;
+
 struct LoadedTrace;
 struct DeviceData;
 struct MemoryTimeline;
@@ -67,6 +69,10 @@ public:
 
     /// The raw trace, shown at once while the analysis runs.
     void setTrace(std::shared_ptr<const LoadedTrace> trace, int deviceIndex);
+    /// Curves the load worker prepared for `trace` (one per device): setTrace uses them
+    /// instead of computing them on the GUI thread.
+    void adoptPreparedCurves(const std::shared_ptr<const LoadedTrace>& trace,
+                             std::vector<std::shared_ptr<const TimelineCurves>> curves);
     void clearData();
 
     /// The preferred mode; a device without `time_us` always shows event indices.
@@ -190,13 +196,13 @@ private:
     SelectionState m_selection;
     std::vector<int64_t> m_filterCurve; ///< per event; empty without a stack filter
     std::vector<std::pair<int64_t, QString>> m_bookmarks; ///< event, title
-    MinMaxPyramid m_allocatedPyramid, m_reservedPyramid, m_filterPyramid; ///< fast downsampling
+    MinMaxPyramid m_filterPyramid; ///< fast downsampling of the stack filter's curve
+    std::shared_ptr<const TimelineCurves> m_curves; ///< never null
+    std::weak_ptr<const LoadedTrace> m_preparedTrace;
+    std::vector<std::shared_ptr<const TimelineCurves>> m_prepared;
     const DeviceData* m_device = nullptr;
     const MemoryTimeline* m_timeline = nullptr;
     int m_deviceIndex = -1;
-    std::vector<double> m_timeKeys; ///< seconds since the first event, non-decreasing
-    int64_t m_firstTimeUs = 0;
-    double m_timeUnitUs = 1e6; ///< microseconds per x unit: s, ms or µs by the trace's length
     XAxisMode m_preferredMode = XAxisMode::Time;
     double m_peakKey = 0;
     bool m_inRangeChange = false;
