@@ -66,7 +66,8 @@ struct App {
     {
         QStandardPaths::setTestModeEnabled(true);
         QApplication::setOrganizationName(QStringLiteral("HeadroomTests"));
-        QApplication::setApplicationName(QStringLiteral("tst_firstrun"));
+        // Its own settings file per process: ctest runs the cases side by side.
+        QApplication::setApplicationName(qEnvironmentVariable("HEADROOM_SETTINGS_NAME", QStringLiteral("tst_firstrun")));
     }
 };
 
@@ -110,7 +111,7 @@ QAction* action(MainWindow& w, const char* name)
 
 } // namespace
 
-TEST_CASE("start page: shown without a file, opens an example, lists it as recent with its peak", "[firstrun]")
+TEST_CASE("start page: shown without a file, opens an example, lists it as recent with its peak", "[firstrun][startpage]")
 {
     App app;
     clearSettings();
@@ -178,7 +179,7 @@ TEST_CASE("start page: shown without a file, opens an example, lists it as recen
     screenshot(&again, "startpage");
 }
 
-TEST_CASE("preferences: edited in the dialog, they survive a restart of the application", "[firstrun]")
+TEST_CASE("preferences: edited in the dialog, they survive a restart of the application", "[firstrun][preferences]")
 {
     {
         App app;
@@ -237,7 +238,7 @@ TEST_CASE("preferences: edited in the dialog, they survive a restart of the appl
     }
 }
 
-TEST_CASE("a file that changes on disk: the bar offers to reload, then it reloads by itself", "[firstrun]")
+TEST_CASE("a file that changes on disk: the bar offers to reload, then it reloads by itself", "[firstrun][reload]")
 {
     App app;
     clearSettings();
@@ -282,7 +283,7 @@ TEST_CASE("a file that changes on disk: the bar offers to reload, then it reload
     clearSettings();
 }
 
-TEST_CASE("keyboard: navigation steps the selection, shortcuts are unique and listed", "[firstrun]")
+TEST_CASE("keyboard: navigation steps the selection, shortcuts are unique and listed", "[firstrun][keyboard]")
 {
     App app;
     clearSettings();
