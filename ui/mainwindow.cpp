@@ -322,18 +322,13 @@ void MainWindow::setTrace(const QString& path, std::shared_ptr<const LoadedTrace
     statusBar()->clearMessage();
     m_trace = std::move(trace);
     m_path = path;
-    m_recent->add(path);
     int64_t peak = 0;
     for (const MemoryTimeline& tl : m_trace->timelines)
         peak = std::max(peak, tl.peakAllocated);
-    m_recent->setPeak(path, peak);
+    m_recent->add(path, peak);
     m_watcher->watch(path);
     m_reloadToolBar->hide();
-    QElapsedTimer startPageTimer;
-    startPageTimer.start();
-    setStartPageShown(false);
-    if (qEnvironmentVariableIsSet("HEADROOM_TIMING"))
-        qInfo("start page hidden, panels back: %.1f ms", double(startPageTimer.nsecsElapsed()) / 1e6);
+    setStartPageShown(false); // already hidden when the load started; this covers a rank picked in Ranks
     m_reloadAction->setEnabled(true);
     m_saveAsAction->setEnabled(true);
     setWindowTitle(tr("%1 \u2014 Headroom").arg(QFileInfo(path).fileName()));

@@ -29,7 +29,7 @@ RecentFiles::RecentFiles(QMenu* menu, QObject* parent)
     rebuildMenu();
 }
 
-void RecentFiles::add(const QString& path)
+void RecentFiles::add(const QString& path, qint64 peakBytes)
 {
     const QString absolute = QFileInfo(path).absoluteFilePath();
     m_files.removeAll(absolute);
@@ -39,20 +39,10 @@ void RecentFiles::add(const QString& path)
     QVariantMap map = infoMap();
     QVariantMap entry = map.value(absolute).toMap();
     entry[QStringLiteral("opened")] = QDateTime::currentDateTime().toString(Qt::ISODate);
+    if (peakBytes >= 0)
+        entry[QStringLiteral("peak")] = peakBytes;
     map[absolute] = entry;
-    QSettings().setValue(kInfoKey, map);
-    save();
-}
-
-void RecentFiles::setPeak(const QString& path, qint64 peakBytes)
-{
-    const QString absolute = QFileInfo(path).absoluteFilePath();
-    QVariantMap map = infoMap();
-    QVariantMap entry = map.value(absolute).toMap();
-    entry[QStringLiteral("peak")] = peakBytes;
-    map[absolute] = entry;
-    QSettings().setValue(kInfoKey, map);
-    emit changed();
+    save(std::move(map));
 }
 
 RecentFileInfo RecentFiles::info(const QString& path) const
@@ -70,21 +60,20 @@ RecentFileInfo RecentFiles::info(const QString& path) const
 void RecentFiles::remove(const QString& path)
 {
     m_files.removeAll(QFileInfo(path).absoluteFilePath());
-    save();
+    save(infoMap());
 }
 
 void RecentFiles::clear()
 {
     m_files.clear();
-    save();
+    save(infoMap());
 }
 
-void RecentFiles::save()
+void RecentFiles::save(QVariantMap map)
 {
     QSettings settings;
     settings.setValue(kSettingsKey, m_files);
     // Details only for the files still listed.
-    QVariantMap map = settings.value(kInfoKey).toMap();
     for (auto it = map.begin(); it != map.end();)
         it = m_files.contains(it.key()) ? std::next(it) : map.erase(it);
     settings.setValue(kInfoKey, map);

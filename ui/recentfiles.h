@@ -4,6 +4,7 @@
 #include <QDateTime>
 #include <QObject>
 #include <QStringList>
+#include <QVariantMap>
 
 class QMenu;
 
@@ -25,9 +26,8 @@ public:
     explicit RecentFiles(QMenu* menu, QObject* parent = nullptr);
 
     QStringList files() const { return m_files; }
-    void add(const QString& path);
-    /// Remembers the peak of a file in the list (and that it was opened now).
-    void setPeak(const QString& path, qint64 peakBytes);
+    /// Puts `path` first, opened now, with its peak (bytes; -1: keep what is known).
+    void add(const QString& path, qint64 peakBytes = -1);
     RecentFileInfo info(const QString& path) const;
     void remove(const QString& path);
     void clear();
@@ -38,7 +38,8 @@ signals:
     void changed();
 
 private:
-    void save();
+    /// Writes the list and the details of the files still in it, once.
+    void save(QVariantMap info);
     void rebuildMenu();
 
     QMenu* m_menu;
