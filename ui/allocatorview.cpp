@@ -2,6 +2,7 @@
 #include "ui/allocatorview.h"
 
 #include "ui/categorystyle.h"
+#include "ui/deferredrebuild.h"
 #include "ui/eventlistmodel.h"
 #include "ui/segmentmapwidget.h"
 
@@ -85,6 +86,7 @@ AllocatorView::AllocatorView(Selection* selection, QWidget* parent)
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
     layout->addWidget(split);
+    m_refresh = new DeferredRebuild(this, [this] { refresh(); });
     setData(nullptr);
 }
 
@@ -93,17 +95,9 @@ AllocatorView::~AllocatorView() = default;
 void AllocatorView::setData(const ExplorerDataPtr& data)
 {
     m_data = data;
-    m_model->setData(data);
-    const QFontMetrics fm = m_events->fontMetrics();
-    const int pad = fm.horizontalAdvance(QStringLiteral("  ")) + 6;
-    m_events->setColumnWidth(EventListModel::IndexColumn,
-                             fm.horizontalAdvance(QLocale().toString(qlonglong(data ? data->eventCount() : 0))) + pad);
-    m_events->setColumnWidth(EventListModel::ActionColumn, fm.horizontalAdvance(QStringLiteral("free_requested")) + pad);
-    m_events->setColumnWidth(EventListModel::AddressColumn, fm.horizontalAdvance(QStringLiteral("0x7fffffffffff00")) + pad);
-    m_events->setColumnWidth(EventListModel::SizeColumn, fm.horizontalAdvance(QStringLiteral("1000.00 MiB")) + pad);
+    m_modelStale = true;
     m_event = m_selection->state().event;
-    m_dirty = true;
-    refresh();
+    m_refresh->request();
 }
 
 void AllocatorView::selectionChanged(const SelectionState& state, Selection::Fields fields)
@@ -111,21 +105,28 @@ void AllocatorView::selectionChanged(const SelectionState& state, Selection::Fie
     if (!(fields & (Selection::Event | Selection::Device)) || state.event == m_event)
         return;
     m_event = state.event;
-    m_dirty = true;
-    if (isVisible())
-        refresh();
+    m_refresh->request();
 }
 
-void AllocatorView::showEvent(QShowEvent* event)
+QTableView* AllocatorView::eventTable() const
 {
-    QWidget::showEvent(event);
-    if (m_dirty)
-        refresh();
+    m_refresh->ensure();
+    return m_events;
 }
 
 void AllocatorView::refresh()
 {
-    m_dirty = false;
+    if (m_modelStale) {
+        m_modelStale = false;
+        m_model->setData(m_data);
+        const QFontMetrics fm = m_events->fontMetrics();
+        const int pad = fm.horizontalAdvance(QStringLiteral("  ")) + 6;
+        m_events->setColumnWidth(EventListModel::IndexColumn,
+                                 fm.horizontalAdvance(QLocale().toString(qlonglong(m_data ? m_data->eventCount() : 0))) + pad);
+        m_events->setColumnWidth(EventListModel::ActionColumn, fm.horizontalAdvance(QStringLiteral("free_requested")) + pad);
+        m_events->setColumnWidth(EventListModel::AddressColumn, fm.horizontalAdvance(QStringLiteral("0x7fffffffffff00")) + pad);
+        m_events->setColumnWidth(EventListModel::SizeColumn, fm.horizontalAdvance(QStringLiteral("1000.00 MiB")) + pad);
+    }
     m_peak->setEnabled(bool(m_data));
     m_last->setEnabled(bool(m_data));
     if (!m_data) {
@@ -188,18 +189,19 @@ void AllocatorView::updateSummary()
 
 QString AllocatorView::summaryText() const
 {
+    m_refresh->ensure();
     return m_summary->text();
 }
 
 int AllocatorView::matchCount() const
 {
+    m_refresh->ensure();
     return m_map->matchCount();
 }
 
 const AllocatorState& AllocatorView::shownState()
 {
-    if (m_dirty)
-        refresh();
+    m_refresh->ensure();
     return m_map->state();
 }
 

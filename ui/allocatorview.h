@@ -14,6 +14,7 @@ class QToolButton;
 
 namespace headroom {
 
+class DeferredRebuild;
 class EventListModel;
 class SegmentMapWidget;
 
@@ -42,12 +43,10 @@ public:
     void setSearch(const QString& text);
     /// The state on screen (computed now if the view was hidden when the event changed).
     const AllocatorState& shownState();
-    QTableView* eventTable() const { return m_events; }
-
-protected:
-    void showEvent(QShowEvent* event) override;
+    QTableView* eventTable() const;
 
 private:
+    /// The event list and the map for the data and event now (deferred while hidden).
     void refresh();
     void updateSummary();
 
@@ -62,7 +61,8 @@ private:
     QToolButton* m_last;
     ExplorerDataPtr m_data;
     int64_t m_event = SelectionState::kNone;
-    bool m_dirty = true;
+    DeferredRebuild* m_refresh = nullptr;
+    bool m_modelStale = true; ///< the event list still shows the previous data
     bool m_syncing = false;
 };
 

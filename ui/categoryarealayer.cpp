@@ -30,6 +30,16 @@ void CategoryAreaLayer::draw(QCPPainter* painter)
     std::array<QColor, kTensorCategoryCount> colors;
     for (size_t p = 0; p < order.size(); ++p)
         colors[p] = categoryColor(order[p]);
+    if (v.m_areaTotalOnly) {
+        // Every level holds the total: one area, the total's colour at 35% over the
+        // background, mixed here: an opaque fill is a plain memory fill where a
+        // translucent one blends every pixel.
+        const QColor base = mParentPlot->palette().color(QPalette::Base);
+        constexpr double a = 90.0 / 255.0;
+        colors[0] = QColor::fromRgbF(float(kAllocatedColor.redF() * a + base.redF() * (1 - a)),
+                                     float(kAllocatedColor.greenF() * a + base.greenF() * (1 - a)),
+                                     float(kAllocatedColor.blueF() * a + base.blueF() * (1 - a)));
+    }
     QCPAxis* x = mParentPlot->xAxis;
     QCPAxis* y = mParentPlot->yAxis;
     const double y0 = y->coordToPixel(0);

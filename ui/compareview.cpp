@@ -5,6 +5,7 @@
 #include "ui/byteaxisticker.h"
 #include "core/loaderror.h"
 #include "ui/categorystyle.h"
+#include "ui/deferredrebuild.h"
 
 #include <qcustomplot.h>
 
@@ -106,6 +107,9 @@ CompareView::CompareView(Selection*, QWidget* parent)
     layout->setContentsMargins(4, 4, 4, 4);
     layout->addLayout(top);
     layout->addWidget(split, 1);
+    // The curves need a pyramid over each trace: built when the view is on screen.
+    m_curves = new DeferredRebuild(this, [this] { plotCurves(); });
+    m_curves->watch(m_plot);
     refresh();
 }
 
@@ -210,7 +214,7 @@ void CompareView::refresh()
         }
         m_differences->resizeColumnsToContents();
     }
-    plotCurves();
+    m_curves->request();
 }
 
 void CompareView::plotCurves()
@@ -229,7 +233,10 @@ void CompareView::plotCurves()
         QCPGraph* g = m_plot->addGraph();
         g->setName(name);
         g->setLineStyle(QCPGraph::lsStepLeft);
-        g->setPen(QPen(color, 1.5));
+        // One pixel, aliased: step lines are axis-aligned, and a wider or antialiased pen
+        // sends thousands of segments through QStroker (30 ms a replot on a million events).
+        g->setPen(QPen(color, 1));
+        g->setAntialiased(false);
         g->setAdaptiveSampling(false);
         g->setData(keys, values, true);
     };
@@ -241,7 +248,8 @@ void CompareView::plotCurves()
     m_plot->xAxis->setRange(0, 100);
     m_plot->yAxis->setRangeLower(0);
     m_plot->yAxis->setRangeUpper(m_plot->yAxis->range().upper * 1.1 + 1);
-    m_plot->replot(QCustomPlot::rpQueuedReplot);
+    // Drawn into the buffers now: this can run in the plot's own paint event.
+    m_plot->replot(QCustomPlot::rpQueuedRefresh);
 }
 
 } // namespace headroom

@@ -17,6 +17,8 @@ class QTableWidget;
 
 namespace headroom {
 
+class DeferredRebuild;
+
 /// Two snapshots side by side: the file on screen against another one the user picks
 /// (before and after a fix, two ranks, two micro-batches). The allocated curves overlaid
 /// on a shared axis (progress through each trace), the peaks and the category totals at
@@ -66,6 +68,7 @@ private:
     QString m_otherPath;
     QFutureWatcher<Other> m_watcher;
     std::optional<Comparison> m_comparison;
+    DeferredRebuild* m_curves = nullptr;
 };
 
 } // namespace headroom

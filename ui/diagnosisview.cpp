@@ -2,6 +2,7 @@
 #include "ui/diagnosisview.h"
 
 #include "ui/categorystyle.h"
+#include "ui/deferredrebuild.h"
 
 #include <QLocale>
 #include <QEvent>
@@ -49,7 +50,8 @@ DiagnosisView::DiagnosisView(Selection* selection, QWidget* parent)
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(m_browser);
     m_browser->setOpenLinks(false);
-    m_browser->viewport()->installEventFilter(this);
+    m_rebuild = new DeferredRebuild(this, [this] { rebuild(); });
+    m_rebuild->watch(m_browser->viewport()); // brought to the front: the text before it is drawn
     m_browser->setOpenExternalLinks(false);
     connect(m_browser, &QTextBrowser::anchorClicked, this, &DiagnosisView::openLink);
     rebuild();
@@ -60,29 +62,15 @@ DiagnosisView::~DiagnosisView() = default;
 void DiagnosisView::setData(const ExplorerDataPtr& data)
 {
     m_data = data;
-    if (onScreen(this) || !data)
-        rebuild();
+    if (data)
+        m_rebuild->request();
     else
-        m_dirty = true;
-}
-
-bool DiagnosisView::eventFilter(QObject* watched, QEvent* event)
-{
-    if (event->type() == QEvent::Paint && watched == m_browser->viewport())
-        ensureBuilt(); // brought to the front: write the text before it is drawn
-    return QWidget::eventFilter(watched, event);
+        rebuild();
 }
 
 void DiagnosisView::ensureBuilt() const
 {
-    if (m_dirty)
-        const_cast<DiagnosisView*>(this)->rebuild();
-}
-
-void DiagnosisView::showEvent(QShowEvent* event)
-{
-    QWidget::showEvent(event);
-    ensureBuilt();
+    m_rebuild->ensure();
 }
 
 void DiagnosisView::render(QCPPainter* painter, const QSize& size)
@@ -105,7 +93,6 @@ void DiagnosisView::openLink(const QUrl& url)
 
 void DiagnosisView::rebuild()
 {
-    m_dirty = false;
     if (!m_data) {
         m_browser->setHtml(tr("<p><i>The diagnosis appears here once a file is open and analysed.</i></p>"));
         return;
@@ -190,12 +177,8 @@ QString DiagnosisView::markdown(const ExplorerData& d)
 void DiagnosisView::changeEvent(QEvent* event)
 {
     QWidget::changeEvent(event);
-    if (event->type() == QEvent::PaletteChange) {
-        if (onScreen(this))
-            rebuild();
-        else
-            m_dirty = true;
-    }
+    if (event->type() == QEvent::PaletteChange && m_rebuild)
+        m_rebuild->request();
 }
 
 } // namespace headroom

@@ -10,6 +10,8 @@ class QUrl;
 
 namespace headroom {
 
+class DeferredRebuild;
+
 /// The diagnosis in plain language: each finding's verdict, evidence and first move, the
 /// peak, the OOMs and every iteration's peak. Event numbers are links: clicking one
 /// selects that event in the other views.
@@ -38,18 +40,16 @@ public:
 
 protected:
     void changeEvent(QEvent* event) override;
-    void showEvent(QShowEvent* event) override;
-    bool eventFilter(QObject* watched, QEvent* event) override;
 
 private:
     void rebuild();
-    /// Hidden (a background tab): the text is written when it is shown or asked for.
+    /// Hidden (a background tab): the text is written when it is shown, painted or asked for.
     void ensureBuilt() const;
 
     Selection* m_selection;
     QTextBrowser* m_browser;
     ExplorerDataPtr m_data;
-    bool m_dirty = false;
+    DeferredRebuild* m_rebuild = nullptr;
 };
 
 } // namespace headroom

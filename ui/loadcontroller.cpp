@@ -74,11 +74,6 @@ void LoadController::load(const QString& path)
     m_job = job;
     const quint64 generation = ++m_generation;
     m_loadingPath = path;
-    m_lastPermille = -1;
-    emit loadStarted(path);
-    emit progressChanged(0);
-    m_lastPermille = 0;
-    m_progressTimer->start();
 
     const std::string file = path.toStdString();
     QFuture<Result> future = QtConcurrent::run([job, file]() -> Result {
@@ -105,6 +100,13 @@ void LoadController::load(const QString& path)
         return r;
     });
     future.then(this, [this, generation](const Result& result) { finish(generation, result); });
+    // The worker is already reading while the window shows that it is (the result comes
+    // back queued, after these).
+    m_lastPermille = -1;
+    emit loadStarted(path);
+    emit progressChanged(0);
+    m_lastPermille = 0;
+    m_progressTimer->start();
 }
 
 void LoadController::cancel()

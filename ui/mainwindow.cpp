@@ -118,11 +118,15 @@ MainWindow::MainWindow(QWidget* parent)
 
     connect(m_cancelButton, &QPushButton::clicked, m_loader, &LoadController::cancel);
     connect(m_loader, &LoadController::loadStarted, this, [this](const QString& path) {
-        // The panels come back now, empty, while the file loads: laying them out here
-        // rather than together with the first data keeps each event-loop turn short.
-        setStartPageShown(false);
         setLoading(true);
         statusBar()->showMessage(tr("Loading %1\u2026").arg(QFileInfo(path).fileName()));
+        // The panels come back while the file loads, empty, on the next turn of the event
+        // loop: laying them out and painting them is a turn of its own, neither the one
+        // that starts the load nor the one that shows the loaded file.
+        QMetaObject::invokeMethod(this, [this] {
+            if (m_loader->isLoading())
+                setStartPageShown(false);
+        }, Qt::QueuedConnection);
     });
     connect(m_loader, &LoadController::progressChanged, m_progress, &QProgressBar::setValue);
     connect(m_loader, &LoadController::curvesPrepared, m_explorer->timeline(), &TimelineView::adoptPreparedCurves);

@@ -2,6 +2,7 @@
 #include "ui/stackview.h"
 
 #include "ui/categorystyle.h"
+#include "ui/deferredrebuild.h"
 
 #include <QLocale>
 #include <QHelpEvent>
@@ -34,6 +35,7 @@ StackView::StackView(Selection* selection, QWidget* parent)
     setMinimumSize(300, 150);
     setAutoFillBackground(true);
     setBackgroundRole(QPalette::Base);
+    m_rebuild = new DeferredRebuild(this, [this] { rebuild(); });
 }
 
 StackView::~StackView() = default;
@@ -43,37 +45,22 @@ void StackView::setData(const ExplorerDataPtr& data)
     m_data = data;
     // The explorer follows new data with selectionChanged(All), which rebuilds: building
     // the tree here too would do it twice.
-    m_dirty = true;
+    m_rebuild->invalidate();
     if (!data)
-        requestRebuild();
+        m_rebuild->request();
     update();
-}
-
-void StackView::requestRebuild()
-{
-    if (onScreen(this))
-        rebuild();
-    else
-        m_dirty = true;
 }
 
 void StackView::ensureBuilt() const
 {
-    if (m_dirty)
-        const_cast<StackView*>(this)->rebuild();
-}
-
-void StackView::showEvent(QShowEvent* event)
-{
-    QWidget::showEvent(event);
-    ensureBuilt();
+    m_rebuild->ensure();
 }
 
 void StackView::selectionChanged(const SelectionState& state, Selection::Fields fields)
 {
     m_state = state;
     if (fields & (Selection::Event | Selection::Range | Selection::Device | Selection::StackFilter | Selection::Allocation))
-        requestRebuild(); // the paths are recomputed from the tree
+        m_rebuild->request(); // the paths are recomputed from the tree
 }
 
 int StackView::rowHeight() const
@@ -88,7 +75,6 @@ int StackView::top() const
 
 void StackView::rebuild()
 {
-    m_dirty = false;
     m_nodes.clear();
     m_children.clear();
     m_filterPath.clear();

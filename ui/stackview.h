@@ -9,6 +9,8 @@
 
 namespace headroom {
 
+class DeferredRebuild;
+
 /// An icicle graph of the memory live at the selected event, by call stack: the root
 /// (all live memory) on top, each frame's callees below it, widths proportional to
 /// bytes. Clicking a frame sets the stack filter to the path down to it (the table and
@@ -53,13 +55,11 @@ protected:
     void resizeEvent(QResizeEvent* event) override;
     void mousePressEvent(QMouseEvent* event) override;
     bool event(QEvent* event) override;
-    void showEvent(QShowEvent* event) override;
 
 private:
     void rebuild();
-    /// Rebuilds now when shown, else when it is next shown, painted or asked: a view in a
+    /// Rebuilt now when on screen, else when it is next shown, painted or asked: a view in a
     /// background tab costs nothing while a file loads.
-    void requestRebuild();
     void ensureBuilt() const;
     void layoutBoxes();
     int32_t nodeAt(const QPointF& pos) const;
@@ -76,7 +76,7 @@ private:
     std::vector<int32_t> m_filterPath;     ///< nodes on the stack filter's path
     std::vector<int32_t> m_allocationPath; ///< nodes on the selected allocation's path
     int64_t m_event = SelectionState::kNone;
-    bool m_dirty = false;
+    DeferredRebuild* m_rebuild = nullptr;
 };
 
 } // namespace headroom

@@ -186,12 +186,35 @@ StartPage::StartPage(RecentFiles* recent, QWidget* parent)
     layout->addSpacing(12);
     layout->addLayout(columns, 1);
 
-    connect(m_recentFiles, &RecentFiles::changed, this, &StartPage::refreshRecent);
+    connect(m_recentFiles, &RecentFiles::changed, this, &StartPage::recentChanged);
     refreshRecent();
+}
+
+QListWidget* StartPage::recentList()
+{
+    if (m_recentStale)
+        refreshRecent();
+    return m_recent;
+}
+
+void StartPage::showEvent(QShowEvent* event)
+{
+    if (m_recentStale)
+        refreshRecent();
+    QWidget::showEvent(event);
+}
+
+void StartPage::recentChanged()
+{
+    if (isVisible())
+        refreshRecent();
+    else
+        m_recentStale = true;
 }
 
 void StartPage::refreshRecent()
 {
+    m_recentStale = false;
     m_recent->clear();
     const QLocale locale;
     for (const QString& path : m_recentFiles->files()) {

@@ -25,14 +25,22 @@ public:
     /// The snippet shown under "Record a snapshot".
     static QString recordingSnippet();
 
-    QListWidget* recentList() const { return m_recent; }
+    /// The recent files as listed (brought up to date first when the page was hidden).
+    QListWidget* recentList();
     QListWidget* exampleList() const { return m_examples; }
 
 signals:
     void openRequested();
     void fileRequested(const QString& path);
 
+protected:
+    void showEvent(QShowEvent* event) override;
+
 private:
+    /// Lists the recent files now when the page is on screen, else when it is next shown:
+    /// opening a file updates the list while the page is hidden, in the turn that shows
+    /// the loaded file.
+    void recentChanged();
     void refreshRecent();
     void activate(QListWidgetItem* item);
 
@@ -41,6 +49,7 @@ private:
     QListWidget* m_examples;
     QString m_lastRequest;
     QElapsedTimer m_lastRequestTime;
+    bool m_recentStale = false;
 };
 
 } // namespace headroom

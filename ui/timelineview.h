@@ -189,6 +189,7 @@ private:
     /// The category areas' samples: x keys and cumulative tops by stack position.
     std::vector<double> m_areaKeys;
     std::vector<std::array<double, kTensorCategoryCount>> m_areaStacks;
+    bool m_areaTotalOnly = true; ///< no category is present: the areas are the total alone
     std::vector<OomMarker> m_ooms;
 
     std::shared_ptr<const LoadedTrace> m_trace;

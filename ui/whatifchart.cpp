@@ -20,7 +20,7 @@ QString gib(double b) { return QString::number(b / kGiB, 'f', 1) + QStringLitera
 WhatIfChart::WhatIfChart(QWidget* parent)
     : QWidget(parent)
 {
-    setMinimumSize(360, 240);
+    setMinimumSize(360, 160); // short enough to share a laptop screen with the timeline
 }
 
 void WhatIfChart::set(const Projection* measured, const Projection& projected)

@@ -20,6 +20,8 @@
 #include <QListWidget>
 #include <QPainter>
 #include <QPushButton>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QSlider>
 #include <QSpinBox>
 #include <QSplitter>
@@ -129,7 +131,17 @@ void WhatIfPanel::buildUi()
     mf->addRow(m_measuredInfo);
     form->addRow(measuredBox);
     left->setMaximumWidth(330);
-    root->addWidget(left);
+    // The levers scroll: without it their column set the panel's minimum height (671 px),
+    // which made the window taller than a laptop screen once the panels were shown.
+    auto* leftScroll = new QScrollArea(this);
+    leftScroll->setObjectName(QStringLiteral("whatifLevers"));
+    leftScroll->setWidget(left);
+    leftScroll->setWidgetResizable(true);
+    leftScroll->setFrameShape(QFrame::NoFrame);
+    leftScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    leftScroll->setMaximumWidth(330 + leftScroll->verticalScrollBar()->sizeHint().width());
+    leftScroll->setMinimumWidth(left->minimumSizeHint().width() + leftScroll->verticalScrollBar()->sizeHint().width());
+    root->addWidget(leftScroll);
 
     auto* right = new QWidget(this);
     auto* rv = new QVBoxLayout(right);
@@ -142,8 +154,10 @@ void WhatIfPanel::buildUi()
     m_notes = new QLabel(right);
     m_notes->setWordWrap(true);
     rv->addWidget(m_notes);
+    // The ladder's heading on a line of its own, its controls below: one row of both set
+    // the panel's minimum width near 1000 px.
+    rv->addWidget(new QLabel(tr("<b>Make it fit</b>: click a rung to apply it"), right));
     auto* lh = new QHBoxLayout;
-    lh->addWidget(new QLabel(tr("<b>Make it fit</b>: click a rung to apply it"), right));
     m_fit = new QPushButton(tr("Rebuild ladder"), right);
     m_spendFirstCombo = new QComboBox(right);
     m_spendFirstCombo->addItem(tr("default order"), -1);

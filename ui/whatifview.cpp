@@ -3,6 +3,7 @@
 
 #include "ui/whatifpanel.h"
 
+#include <QScrollArea>
 #include <QVBoxLayout>
 
 namespace headroom {
@@ -11,10 +12,32 @@ WhatIfView::WhatIfView(Selection*, QWidget* parent)
     : QWidget(parent)
     , m_panel(new WhatIfPanel(this))
 {
+    // The panel scrolls when its dock is short: its own minimum height would otherwise
+    // set the window's, taller than a laptop screen.
+    m_scroll = new QScrollArea(this);
+    m_scroll->setWidget(m_panel);
+    m_scroll->setWidgetResizable(true);
+    m_scroll->setFrameShape(QFrame::NoFrame);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
-    layout->addWidget(m_panel);
+    layout->addWidget(m_scroll);
     connect(m_panel, &WhatIfPanel::settingsChanged, this, &WhatIfView::settingsChanged);
+}
+
+void WhatIfView::render(QCPPainter* painter, const QSize& size)
+{
+    // A hidden dock's scroll areas (this one and the levers') keep the scroll bars of their
+    // last on-screen size until a layout pass: an export is drawn without them.
+    const QList<QScrollArea*> areas = findChildren<QScrollArea*>();
+    for (QScrollArea* a : areas) {
+        a->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+        a->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    }
+    ExplorerView::render(painter, size);
+    for (QScrollArea* a : areas) {
+        a->setVerticalScrollBarPolicy(Qt::ScrollBarAsNeeded);
+        a->setHorizontalScrollBarPolicy(a == m_scroll ? Qt::ScrollBarAsNeeded : Qt::ScrollBarAlwaysOff);
+    }
 }
 
 void WhatIfView::setData(const ExplorerDataPtr& data)

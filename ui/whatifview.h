@@ -5,6 +5,8 @@
 
 #include <QWidget>
 
+class QScrollArea;
+
 namespace headroom {
 
 class WhatIfPanel;
@@ -23,6 +25,8 @@ public:
     QWidget* widget() override { return this; }
     void setData(const ExplorerDataPtr& data) override;
     void selectionChanged(const SelectionState&, Selection::Fields) override {}
+    /// The panel at the export size, without the scroll bars its dock may need.
+    void render(QCPPainter* painter, const QSize& size) override;
 
     WhatIfPanel* panel() const { return m_panel; }
     /// Settings to restore with the next data (from the opened file's user data).
@@ -33,6 +37,7 @@ signals:
 
 private:
     WhatIfPanel* m_panel;
+    QScrollArea* m_scroll;
     ExplorerDataPtr m_data;
     QString m_pending;
 };

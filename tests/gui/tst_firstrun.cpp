@@ -89,7 +89,7 @@ template <typename T>
 T* waitForDialog(QWidget* parent)
 {
     T* d = nullptr;
-    QTest::qWaitFor([&] { return (d = parent->findChild<T*>()) != nullptr && d->isVisible(); }, 5000);
+    (void)QTest::qWaitFor([&] { return (d = parent->findChild<T*>()) != nullptr && d->isVisible(); }, 5000);
     REQUIRE(d);
     return d;
 }
