@@ -9,6 +9,7 @@
 #include "ui/explorerview.h"
 #include "ui/loadcontroller.h"
 #include "ui/mainwindow.h"
+#include "ui/memorytuning.h"
 #include "ui/preferences.h"
 #include "ui/theme.h"
 #include "ui/timelineview.h"
@@ -132,6 +133,7 @@ int takeStartScreenshot(headroom::MainWindow& window, const QString& out)
 
 int main(int argc, char** argv)
 {
+    headroom::tuneAllocatorForInteractiveUse();
     preferOffscreenWhenHeadless(argc, argv);
     QApplication app(argc, argv);
     QApplication::setApplicationName(QStringLiteral("Headroom"));

@@ -2,6 +2,7 @@
 #include "ui/loadcontroller.h"
 
 #include "core/loaderror.h"
+#include "ui/memorytuning.h"
 #include "ui/timelinecurves.h"
 
 #include <QFuture>
@@ -10,27 +11,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib> // defines __GLIBC__ on glibc
-
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 
 namespace headroom {
-
-namespace {
-
-/// The partial model of a cancelled or failed load is freed as the loader unwinds, but
-/// glibc keeps freed pages in this worker thread's arena; hand them back to the system,
-/// so the memory a cancel frees shows in the process size too.
-void returnFreedMemory()
-{
-#ifdef __GLIBC__
-    malloc_trim(0);
-#endif
-}
-
-} // namespace
 
 /// State shared between the controller and one worker; outlives whichever ends last.
 struct LoadController::Job {

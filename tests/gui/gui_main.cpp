@@ -6,12 +6,15 @@
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
+#include "ui/memorytuning.h"
+
 #include <QApplication>
 #include <QFileInfo>
 #include <QStandardPaths>
 
 int main(int argc, char** argv)
 {
+    headroom::tuneAllocatorForInteractiveUse(); // as the application does
     if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
         qputenv("QT_QPA_PLATFORM", "offscreen");
     QApplication app(argc, argv);
