@@ -192,6 +192,7 @@ void MainWindow::createActions()
     about->setMenuRole(QAction::AboutRole);
     help->addAction(tr("About &Qt"), qApp, &QApplication::aboutQt)->setMenuRole(QAction::AboutQtRole);
     QToolBar* bar = addToolBar(tr("Device"));
+    m_deviceToolBar = bar;
     bar->setObjectName(QStringLiteral("deviceToolBar"));
     bar->setMovable(false);
     bar->addAction(m_explorer->zoomToFitAction());
@@ -240,6 +241,7 @@ void MainWindow::setStartPageShown(bool shown)
         m_startPage->hide();
     }
     m_explorer->setDocksHidden(shown);
+    m_deviceToolBar->setVisible(!shown);
 }
 
 void MainWindow::fileChangedOnDisk(const QString& path)

@@ -94,6 +94,7 @@ private:
     StartPage* m_startPage = nullptr;
     ReloadBar* m_reloadBar = nullptr;
     QToolBar* m_reloadToolBar = nullptr;
+    QToolBar* m_deviceToolBar = nullptr; ///< Zoom to Fit and the device picker: not on the start page
     FileChangeWatcher* m_watcher = nullptr;
     NavigationActions* m_navigation = nullptr;
     Preferences m_prefs;

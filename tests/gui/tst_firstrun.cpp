@@ -40,6 +40,7 @@
 #include <QStandardPaths>
 #include <QTableWidget>
 #include <QTemporaryDir>
+#include <QToolBar>
 #include <QTest>
 
 #include <map>
@@ -122,6 +123,9 @@ TEST_CASE("start page: shown without a file, opens an example, lists it as recen
     screenshot(&w, "startpage-empty");
     for (QDockWidget* d : w.findChildren<QDockWidget*>())
         CHECK_FALSE(d->isVisible());
+    QToolBar* deviceBar = w.findChild<QToolBar*>(QStringLiteral("deviceToolBar"));
+    REQUIRE(deviceBar);
+    CHECK_FALSE(deviceBar->isVisible()); // Zoom to Fit has nothing to zoom on the start page
     StartPage* page = w.startPage();
     REQUIRE(page->exampleList()->count() == 2);
     CHECK(page->recentList()->item(0)->flags() == Qt::NoItemFlags); // the "files appear here" line
@@ -166,6 +170,7 @@ TEST_CASE("start page: shown without a file, opens an example, lists it as recen
     CHECK_FALSE(w.startPageShown());
     CHECK(w.explorer()->dock(QStringLiteral("timeline"))->isVisible());
     CHECK(w.explorer()->dock(QStringLiteral("timeline"))->isVisibleTo(&w));
+    CHECK(deviceBar->isVisible());
     // The recent list has it, with its peak.
     REQUIRE(page->recentList()->count() == 1);
     const QString recent = page->recentList()->item(0)->text();
