@@ -66,9 +66,9 @@ const std::array<TensorCategory, kTensorCategoryCount>& categoryStackOrder()
     return kOrder;
 }
 
-QString formatBytesQ(int64_t bytes)
+QString formatBytesQ(int64_t bytes, int decimals)
 {
-    return QString::fromStdString(formatBytes(bytes));
+    return QString::fromStdString(formatBytes(bytes, decimals));
 }
 
 } // namespace headroom

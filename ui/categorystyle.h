@@ -23,7 +23,7 @@ QString phaseDisplayName(Phase p);
 /// Bottom to top in stacked charts: what lives longest at the bottom.
 const std::array<TensorCategory, kTensorCategoryCount>& categoryStackOrder();
 
-/// "1.50 GiB"
-QString formatBytesQ(int64_t bytes);
+/// "1.50 GiB" (or "1.61 GB" with decimal units, see core/units.h)
+QString formatBytesQ(int64_t bytes, int decimals = 2);
 
 } // namespace headroom

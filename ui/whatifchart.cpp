@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "ui/whatifchart.h"
 
+#include "core/units.h"
+#include "ui/categorystyle.h"
+
 #include <QPainter>
 
 #include <algorithm>
@@ -11,9 +14,11 @@ namespace headroom {
 
 namespace {
 
-constexpr double kGiB = double(1ull << 30);
+/// The scale's unit follows the preferences: GiB (binary) or GB (decimal).
+double unitBytes() { return byteUnits() == ByteUnits::Decimal ? 1e9 : double(1ull << 30); }
+QString unitName() { return byteUnits() == ByteUnits::Decimal ? QStringLiteral("GB") : QStringLiteral("GiB"); }
 
-QString gib(double b) { return QString::number(b / kGiB, 'f', 1) + QStringLiteral(" GiB"); }
+QString gib(double b) { return formatBytesQ(int64_t(b), 1); }
 
 } // namespace
 
@@ -62,11 +67,12 @@ void WhatIfChart::paintEvent(QPaintEvent*)
     const bool capacityOnScale = m_projected.capacity > 0 && m_projected.capacity <= 3 * top;
     if (capacityOnScale)
         top = std::max(top, m_projected.capacity);
-    top = std::max(top * 1.08, 0.1 * kGiB);
+    const double unit = unitBytes(); // GiB or GB
+    top = std::max(top * 1.08, 0.1 * unit);
     auto y = [&](double bytes) { return area.bottom() - int(bytes / top * area.height()); };
-    // Axis with GiB ticks.
+    // Axis with ticks in whole units (GiB or GB).
     p.setPen(palette().color(QPalette::Mid));
-    double step = std::pow(10.0, std::floor(std::log10(top / kGiB))) * kGiB;
+    double step = std::pow(10.0, std::floor(std::log10(top / unit))) * unit;
     if (top / step < 4)
         step /= 2;
     QFont small = font();
@@ -77,9 +83,9 @@ void WhatIfChart::paintEvent(QPaintEvent*)
         p.drawLine(area.left(), y(v), area.right(), y(v));
         p.setPen(palette().color(QPalette::Text));
         p.drawText(QRect(0, y(v) - 8, 48, 16), Qt::AlignRight | Qt::AlignVCenter,
-                   QString::number(v / kGiB, 'f', step < kGiB ? 1 : 0));
+                   QString::number(v / unit, 'f', step < unit ? 1 : 0));
     }
-    p.drawText(QRect(0, area.top() - 12, 48, 12), Qt::AlignRight, QStringLiteral("GiB"));
+    p.drawText(QRect(0, area.top() - 12, 48, 12), Qt::AlignRight, unitName());
     const int groups = 3, perGroup = m_hasMeasured ? 2 : 1;
     const int groupW = area.width() / groups;
     const int barW = std::min(56, (groupW - 16) / perGroup);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "ui/whatifpanel.h"
 
+#include "ui/categorystyle.h"
 #include "ui/whatifchart.h"
 #include "ui/whatifconstantsdialog.h"
 
@@ -36,7 +37,8 @@ namespace {
 
 constexpr double kGiB = double(1ull << 30);
 
-QString gib(double b) { return QString::number(b / kGiB, 'f', 1) + QStringLiteral(" GiB"); }
+/// Projected sizes in the units of the preferences, one decimal ("52.3 GiB", "56.2 GB").
+QString gib(double b) { return formatBytesQ(int64_t(b), 1); }
 
 } // namespace
 

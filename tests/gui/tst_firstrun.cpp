@@ -16,6 +16,8 @@
 #include "ui/reloadbar.h"
 #include "ui/shortcutsdialog.h"
 #include "ui/startpage.h"
+#include "ui/whatifpanel.h"
+#include "ui/whatifview.h"
 #include "ui/timelineview.h"
 
 #include <qcustomplot.h>
@@ -35,6 +37,7 @@
 #include <QMessageBox>
 #include <QMenuBar>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QStandardPaths>
@@ -214,6 +217,9 @@ TEST_CASE("preferences: edited in the dialog, they survive a restart of the appl
         REQUIRE((w.explorer()->data() || data.wait(kLoadTimeoutMs)));
         CHECK(QTest::qWaitFor([&] { return w.explorer()->data() && w.explorer()->data()->capacity.bytes == (int64_t(80) << 30); },
                               kLoadTimeoutMs));
+        // The what-if projections follow the units too (they stayed in GiB before).
+        const QString whatIf = w.explorer()->whatIf()->panel()->markdown();
+        CHECK(QRegularExpression(QStringLiteral("Projected peak \\*\\*[0-9.]+ (GB|MB)\\*\\*")).match(whatIf).hasMatch());
         w.close();
     }
     setByteUnits(ByteUnits::Binary); // what a new process starts with
