@@ -3,6 +3,7 @@
 
 #include "core/loader.h"
 #include "ui/categorystyle.h"
+#include "ui/timelineinteraction.h"
 #include "ui/timelinestyle.h"
 #include "ui/timelineview.h"
 
@@ -116,8 +117,8 @@ void TimelineOverlay::draw(QCPPainter* painter)
         painter->drawLine(r.topLeft(), r.bottomLeft());
         painter->drawLine(r.topRight(), r.bottomRight());
     };
-    if (v.m_drag == TimelineView::Drag::Range)
-        shade(v.m_pressX, v.m_dragX);
+    if (v.m_interaction->rangeDragging())
+        shade(v.m_interaction->pressX(), v.m_interaction->dragX());
     else if (s.hasRange())
         shade(v.pixelOfEvent(s.rangeFirst - 1), v.pixelOfEvent(s.rangeLast));
     // The selected event.

@@ -7,12 +7,13 @@
 #include "core/minmaxpyramid.h"
 #include "core/loader.h"
 #include "core/units.h"
-#include "ui/byteaxisticker.h"
 #include "ui/bookmarksview.h"
 #include "ui/categorystyle.h"
 #include "ui/categoryarealayer.h"
+#include "ui/timelinecontrols.h"
+#include "ui/timelineinteraction.h"
 #include "ui/timelineoverlay.h"
-#include "ui/timelinestyle.h"
+#include "ui/timelineplotitems.h"
 #include "ui/timelinetooltip.h"
 #include "ui/timelineminimap.h"
 #include "ui/allocationbandlayer.h"
@@ -21,25 +22,15 @@
 
 #include <QEvent>
 #include <QFileInfo>
-#include <QToolTip>
-#include <QComboBox>
-#include <QHBoxLayout>
-#include <QLabel>
-#include <QShortcut>
-#include <QSpinBox>
 #include <QVBoxLayout>
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 namespace headroom {
 
-using namespace timelinestyle;
-
 namespace {
-
-constexpr int64_t kMaxTooltipScan = 200000; // events inspected per hover pixel
-constexpr double kDragThresholdPx = 4.0;
 
 QString bytes(int64_t n)
 {
@@ -65,8 +56,6 @@ Totals finalTotals(const DeviceData& dev)
 
 } // namespace
 
-
-
 TimelineView::TimelineView(Selection* selection, QWidget* parent)
     : QWidget(parent)
     , m_selectionObject(selection)
@@ -79,139 +68,22 @@ TimelineView::TimelineView(Selection* selection, QWidget* parent)
     m_plot->setMinimumSize(400, 180);
     m_plot->setMouseTracking(true);
     m_plot->setNoAntialiasingOnDrag(true);
-    // Curves above the category areas; the overlay above both.
-    m_plot->addLayer(QStringLiteral("curves"), m_plot->layer(QStringLiteral("main")), QCustomPlot::limAbove);
-
-    m_allocated = m_plot->addGraph();
-    m_allocated->setName(tr("allocated"));
-    m_allocated->setLineStyle(QCPGraph::lsStepLeft);
-    m_allocated->setPen(QPen(kAllocatedColor, 1)); // width 1: the fast line path, no stroker
-    m_allocated->setAdaptiveSampling(false); // downsampled already, keeping every extreme
-    // A min/max-downsampled curve has a vertical edge in almost every pixel column: an
-    // aliased fill and 1-pixel pens (no QStroker) keep a replot fast.
-    m_allocated->setAntialiasedFill(false);
-    m_allocated->setLayer(QStringLiteral("curves"));
-    // Step curves are axis-aligned: antialiasing adds nothing but sends the stroke through
-    // the grey-scale rasteriser, whose per-row cell lists made it most of a frame's cost.
-    m_allocated->setAntialiased(false);
-
-    m_reserved = m_plot->addGraph();
-    m_reserved->setName(tr("reserved"));
-    m_reserved->setLineStyle(QCPGraph::lsStepLeft);
-    m_reserved->setPen(QPen(kReservedColor, 1));
-    m_reserved->setAdaptiveSampling(false);
-    m_reserved->setLayer(QStringLiteral("curves"));
-    m_reserved->setAntialiased(false);
-
-    // Category areas, top of the stack first so the lower ones paint over them.
-    const auto& order = categoryStackOrder();
-    for (size_t p = order.size(); p-- > 0;) {
-        const TensorCategory c = order[p];
-        QCPGraph* g = m_plot->addGraph();
-        g->setName(categoryDisplayName(c));
-        g->setLineStyle(QCPGraph::lsStepLeft);
-        g->setPen(Qt::NoPen);
-        g->setBrush(categoryColor(c));
-        g->setAdaptiveSampling(false);
-        g->setAntialiasedFill(false);
-        g->setAntialiased(false);
-        g->removeFromLegend();
-        m_categoryGraphs[p] = g;
-        m_categoryShown[size_t(c)] = true;
-    }
-
-    m_filtered = m_plot->addGraph();
-    m_filtered->setName(tr("stack filter"));
-    m_filtered->setLineStyle(QCPGraph::lsStepLeft);
-    m_filtered->setPen(QPen(kSelectionColor, 2));
-    m_filtered->setAdaptiveSampling(false);
-    m_filtered->setLayer(QStringLiteral("curves"));
-    m_filtered->setAntialiased(false);
-    m_filtered->removeFromLegend();
-
-    m_plot->yAxis->setTicker(QSharedPointer<QCPAxisTicker>(new ByteAxisTicker));
-    m_plot->yAxis->setLabel(tr("memory"));
-    m_plot->xAxis->setNumberFormat(QStringLiteral("g"));
-    m_plot->xAxis->setNumberPrecision(8);
-
-    // Header row: title on the left, legend on the right, out of the data's way.
-    auto* header = new QCPLayoutGrid;
-    m_plot->plotLayout()->insertRow(0);
-    m_plot->plotLayout()->addElement(0, 0, header);
-    m_plot->plotLayout()->setRowStretchFactor(0, 0.001);
-    m_title = new QCPTextElement(m_plot, QString(), QFont(font().family(), font().pointSize() + 1, QFont::Bold));
-    header->addElement(0, 0, m_title);
-    m_plot->axisRect()->insetLayout()->take(m_plot->legend);
-    header->addElement(0, 1, m_plot->legend);
-    header->setColumnStretchFactor(0, 0.001);
-    header->setColumnStretchFactor(1, 1.0);
-    m_plot->legend->setFillOrder(QCPLegend::foColumnsFirst);
-    m_plot->legend->setWrap(6);
-    m_plot->legend->setBorderPen(Qt::NoPen);
-    m_plot->legend->setBrush(Qt::NoBrush);
-    m_plot->legend->setVisible(true);
-    m_plot->legend->setSelectableParts(QCPLegend::spNone);
-
-    m_peakTracer = new QCPItemTracer(m_plot);
-    m_peakTracer->setStyle(QCPItemTracer::tsCircle);
-    m_peakTracer->setSize(9);
-    m_peakTracer->setPen(QPen(kPeakColor, 2));
-    m_peakTracer->setBrush(Qt::NoBrush);
-    m_peakTracer->position->setType(QCPItemPosition::ptPlotCoords);
-    m_peakLabel = new QCPItemText(m_plot);
-    m_peakLabel->position->setType(QCPItemPosition::ptAbsolute);
-    m_peakLabel->position->setParentAnchor(m_peakTracer->position);
-    m_peakLabel->position->setCoords(0, -8);
-    m_peakLabel->setColor(kPeakColor);
-    m_peakLabel->setFont(QFont(font().family(), font().pointSize(), QFont::Bold));
-    m_peakLabel->setPadding(QMargins(3, 1, 3, 1));
-
-    m_capacityLine = new QCPItemStraightLine(m_plot);
-    m_capacityLine->setPen(QPen(kPeakColor, 1, Qt::DotLine));
-    m_capacityLine->setVisible(false);
-    m_capacityLabel = new QCPItemText(m_plot);
-    m_capacityLabel->position->setTypeX(QCPItemPosition::ptAxisRectRatio);
-    m_capacityLabel->position->setTypeY(QCPItemPosition::ptPlotCoords);
-    m_capacityLabel->setPositionAlignment(Qt::AlignLeft | Qt::AlignBottom);
-    m_capacityLabel->setColor(kPeakColor);
-    m_capacityLabel->setVisible(false);
-
-    m_emptyText = new QCPItemText(m_plot);
-    m_emptyText->position->setType(QCPItemPosition::ptAxisRectRatio);
-    m_emptyText->position->setCoords(0.5, 0.4);
-    m_emptyText->setPositionAlignment(Qt::AlignCenter);
-    m_emptyText->setTextAlignment(Qt::AlignCenter);
-    m_emptyText->setFont(QFont(font().family(), font().pointSize() + 2));
-    m_emptyText->setPadding(QMargins(10, 8, 10, 8));
-    m_emptyText->setPen(QPen(Qt::gray));
+    m_items = std::make_unique<TimelinePlotItems>(m_plot, font());
 
     m_overlay = new TimelineOverlay(m_plot, this);
     m_areas = new CategoryAreaLayer(m_plot, this);
     m_bandLayer = new AllocationBandLayer(m_plot, this);
     m_bandLayer->setVisible(false);
-    buildControls();
+    m_controls = std::make_unique<TimelineControls>(this, layout);
     m_minimap = new TimelineMinimap(this);
     layout->addWidget(m_minimap);
-    connect(m_minimap, &TimelineMinimap::rangeRequested, this, [this](double lower, double upper) {
-        m_plot->xAxis->setRange(lower, upper);
-        m_plot->replot(QCustomPlot::rpQueuedReplot);
-    });
 
-    m_plot->setInteractions(QCP::iRangeZoom);
-    m_plot->axisRect()->setRangeZoom(Qt::Horizontal);
+    m_interaction = new TimelineInteraction(m_plot, this);
     connect(m_plot->xAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this,
             &TimelineView::onRangeChanged);
-    connect(m_plot, &QCustomPlot::mousePress, this, &TimelineView::onMousePress);
-    connect(m_plot, &QCustomPlot::mouseMove, this, &TimelineView::onMouseMove);
-    connect(m_plot, &QCustomPlot::mouseRelease, this, &TimelineView::onMouseRelease);
     connect(m_plot, &QCustomPlot::legendClick, this, [this](QCPLegend*, QCPAbstractLegendItem* item, QMouseEvent*) {
-        auto* pli = qobject_cast<QCPPlottableLegendItem*>(item);
-        if (!pli)
-            return;
-        const auto& order = categoryStackOrder();
-        for (size_t p = 0; p < order.size(); ++p)
-            if (pli->plottable() == m_categoryGraphs[p])
-                setCategoryVisible(order[p], !m_categoryShown[size_t(order[p])]);
+        if (const std::optional<TensorCategory> c = m_items->legendCategory(item))
+            setCategoryVisible(*c, !m_items->categoryShown(*c));
     });
 
     applyPalette();
@@ -268,37 +140,6 @@ void TimelineView::setData(const ExplorerDataPtr& data)
     rebuild();
 }
 
-void TimelineView::buildControls()
-{
-    auto* bar = new QHBoxLayout;
-    bar->setContentsMargins(4, 2, 4, 0);
-    m_modeCombo = new QComboBox(this);
-    m_modeCombo->addItem(tr("By category"), int(Mode::ByCategory));
-    m_modeCombo->addItem(tr("By allocation"), int(Mode::ByAllocation));
-    m_modeCombo->setToolTip(tr("By category: stacked areas per tensor category.\n"
-                               "By allocation: every large allocation as its own band, stacked by birth, "
-                               "as PyTorch's Active Memory Timeline draws it (Ctrl+Shift+M toggles)"));
-    m_detailSpin = new QSpinBox(this);
-    m_detailSpin->setRange(10, 20000);
-    m_detailSpin->setSingleStep(100);
-    m_detailSpin->setValue(m_bandDetail);
-    m_detailSpin->setSuffix(tr(" bands"));
-    m_detailSpin->setToolTip(tr("Detail: how many of the largest allocations get their own band; "
-                                "the smaller ones are merged into the grey band at the bottom"));
-    m_detailSpin->setEnabled(false);
-    bar->addWidget(new QLabel(tr("Show:"), this));
-    bar->addWidget(m_modeCombo);
-    bar->addWidget(m_detailSpin);
-    bar->addStretch();
-    static_cast<QVBoxLayout*>(layout())->insertLayout(0, bar);
-    connect(m_modeCombo, &QComboBox::currentIndexChanged, this,
-            [this](int i) { setMode(Mode(m_modeCombo->itemData(i).toInt())); });
-    connect(m_detailSpin, &QSpinBox::editingFinished, this, [this] { setBandDetail(m_detailSpin->value()); });
-    auto* toggle = new QShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_M), this);
-    connect(toggle, &QShortcut::activated, this,
-            [this] { setMode(m_mode == Mode::ByCategory ? Mode::ByAllocation : Mode::ByCategory); });
-}
-
 void TimelineView::setBookmarks(const std::vector<Bookmark>& bookmarks)
 {
     m_bookmarks.clear();
@@ -312,9 +153,7 @@ void TimelineView::setMode(Mode mode)
     if (mode == m_mode)
         return;
     m_mode = mode;
-    const QSignalBlocker block(m_modeCombo);
-    m_modeCombo->setCurrentIndex(m_modeCombo->findData(int(mode)));
-    m_detailSpin->setEnabled(mode == Mode::ByAllocation);
+    m_controls->showMode(mode);
     m_areas->setVisible(mode == Mode::ByCategory);
     m_bandLayer->setVisible(mode == Mode::ByAllocation);
     m_bandLayer->invalidate();
@@ -330,8 +169,7 @@ void TimelineView::setBandDetail(int maxBands)
     if (maxBands == m_bandDetail)
         return;
     m_bandDetail = maxBands;
-    const QSignalBlocker block(m_detailSpin);
-    m_detailSpin->setValue(maxBands);
+    m_controls->showBandDetail(maxBands);
     if (m_data)
         m_bands = AllocationBands(m_data->timeline(), size_t(maxBands));
     m_bandLayer->invalidate();
@@ -340,16 +178,7 @@ void TimelineView::setBandDetail(int maxBands)
 
 int64_t TimelineView::allocationAtPixel(double px, double py) const
 {
-    if (m_mode != Mode::ByAllocation || !m_data || !m_timeline)
-        return -1;
-    const int column = m_bandLayer->columnAt(px);
-    if (column < 0)
-        return -1;
-    const double bytes = m_plot->yAxis->pixelToCoord(py);
-    if (bytes < 0)
-        return -1;
-    const BandSlice* s = m_bandLayer->columns().sliceAt(*m_timeline, size_t(column), int64_t(bytes));
-    return s ? int64_t(s->allocation) : -1;
+    return m_interaction->allocationAtPixel(px, py);
 }
 
 int64_t TimelineView::firstEventAtOrAfterKey(double key) const
@@ -387,7 +216,7 @@ void TimelineView::rebuildFilterCurve()
 
 bool TimelineView::hasFilterCurve() const
 {
-    return !m_filterCurve.empty() && !m_filtered->data()->isEmpty();
+    return !m_filterCurve.empty() && !m_items->filtered()->data()->isEmpty();
 }
 
 void TimelineView::clearData()
@@ -460,14 +289,14 @@ int64_t TimelineView::eventAtKey(double key) const
 
 bool TimelineView::categoryVisible(TensorCategory c) const
 {
-    return m_categoryShown[size_t(c)];
+    return m_items->categoryShown(c);
 }
 
 void TimelineView::setCategoryVisible(TensorCategory c, bool visible)
 {
-    if (m_categoryShown[size_t(c)] == visible)
+    if (m_items->categoryShown(c) == visible)
         return;
-    m_categoryShown[size_t(c)] = visible;
+    m_items->setCategoryShown(c, visible);
     updateLegend();
     updateGraphs();
     m_plot->replot(QCustomPlot::rpQueuedReplot);
@@ -475,112 +304,48 @@ void TimelineView::setCategoryVisible(TensorCategory c, bool visible)
 
 void TimelineView::updateLegend()
 {
-    m_categoryPresent.fill(false);
-    if (m_data && eventCount() > 0) {
-        // A category is in the legend when it ever holds memory: at the peak, at the
-        // end, or anywhere (one look at every allocation's class).
-        for (size_t i = 0; i < m_data->analysis.classes.size(); ++i)
-            m_categoryPresent[size_t(m_data->analysis.classes[i].category)] = true;
-    }
-    const bool categories = std::any_of(m_categoryPresent.begin(), m_categoryPresent.end(), [](bool b) { return b; });
-    const auto& order = categoryStackOrder();
-    const QColor text = palette().color(QPalette::WindowText);
-    QColor dim = text;
-    dim.setAlpha(90);
-    for (size_t p = order.size(); p-- > 0;) {
-        QCPGraph* g = m_categoryGraphs[p];
-        const size_t c = size_t(order[p]);
-        g->setVisible(m_categoryPresent[c] && m_categoryShown[c]);
-        if (m_categoryPresent[c]) {
-            if (!m_plot->legend->hasItemWithPlottable(g))
-                g->addToLegend();
-            if (auto* item = m_plot->legend->itemWithPlottable(g))
-                item->setTextColor(m_categoryShown[c] ? text : dim);
-        } else {
-            g->removeFromLegend();
-        }
-    }
-    // Without categories the total is the filled area; with them, a line on top. In the
-    // category mode the area layer fills it (a few thousand rectangles); a QCPGraph fill of
-    // a min/max-downsampled step polygon cost 15-25 ms per frame on a million events.
-    m_areaTotalOnly = !categories;
-    QColor fill = kAllocatedColor;
-    fill.setAlpha(90);
-    m_allocated->setBrush(categories || m_mode == Mode::ByCategory ? QBrush(Qt::NoBrush) : QBrush(fill));
-    m_allocated->setPen(QPen(categories ? text : kAllocatedColor, 1));
-    // Legend order: totals, then the categories top of stack first (as drawn).
-    m_allocated->removeFromLegend();
-    m_reserved->removeFromLegend();
-    m_allocated->addToLegend();
-    m_reserved->addToLegend();
-    for (size_t p = order.size(); p-- > 0;)
-        if (m_plot->legend->hasItemWithPlottable(m_categoryGraphs[p])) {
-            m_categoryGraphs[p]->removeFromLegend();
-            m_categoryGraphs[p]->addToLegend();
-        }
+    const DeviceAnalysis* analysis = m_data && eventCount() > 0 ? &m_data->analysis : nullptr;
+    m_areaTotalOnly = !m_items->updateLegend(analysis, m_mode == Mode::ByCategory, palette());
 }
 
 void TimelineView::rebuild()
 {
-    for (const OomMarker& m : m_ooms) {
-        m_plot->removeItem(m.line);
-        m_plot->removeItem(m.label);
-    }
-    m_ooms.clear();
+    m_items->clearOomMarkers();
 
     const bool haveDevice = m_device != nullptr;
     const bool haveEvents = eventCount() > 0;
-    m_peakTracer->setVisible(haveEvents);
-    m_peakLabel->setVisible(haveEvents);
-    m_emptyText->setVisible(!haveEvents);
-    m_plot->xAxis->setTicks(haveEvents);
-    m_plot->xAxis->setTickLabels(haveEvents);
+    m_items->setHasEvents(haveEvents);
     const int64_t capacity = m_data ? m_data->capacity.bytes : 0;
-    m_capacityLine->setVisible(capacity > 0);
-    m_capacityLabel->setVisible(capacity > 0);
-    if (capacity > 0) {
-        m_capacityLine->point1->setCoords(0, double(capacity));
-        m_capacityLine->point2->setCoords(1, double(capacity));
-        m_capacityLabel->position->setCoords(0.005, double(capacity));
-        m_capacityLabel->setText(tr("device capacity %1 (%2)")
-                                     .arg(bytes(capacity), QString::fromStdString(m_data->capacity.source)));
-    }
+    m_items->setCapacity(capacity, capacity > 0 ? tr("device capacity %1 (%2)")
+                                                      .arg(bytes(capacity), QString::fromStdString(m_data->capacity.source))
+                                                : QString());
 
     if (!haveDevice) {
-        m_title->setText(tr("No file loaded"));
-        m_emptyText->setText(tr("Open a PyTorch memory snapshot (File \u25B8 Open, or drop a file here)."));
+        m_items->setTitle(tr("No file loaded"));
+        m_items->setEmptyText(tr("Open a PyTorch memory snapshot (File \u25B8 Open, or drop a file here)."));
         m_plot->xAxis->setLabel(QString());
     } else if (!haveEvents) {
         const Totals t = finalTotals(*m_device);
-        m_emptyText->setText(tr("Device %1 has no trace entries: only the final state is known.\n"
-                                "Allocated: %2    Reserved: %3")
-                                 .arg(m_device->device)
-                                 .arg(bytes(t.allocated), bytes(t.reserved)));
+        m_items->setEmptyText(tr("Device %1 has no trace entries: only the final state is known.\n"
+                                 "Allocated: %2    Reserved: %3")
+                                  .arg(m_device->device)
+                                  .arg(bytes(t.allocated), bytes(t.reserved)));
         m_plot->xAxis->setLabel(tr("no trace entries (final state only)"));
     } else {
         const QString unit = m_curves->timeUnitUs >= 1e6 ? tr("s") : m_curves->timeUnitUs >= 1e3 ? tr("ms") : tr("\u00B5s");
-        if (xAxisMode() == XAxisMode::EventIndex) {
-            // Whole events only: nice multiples of one, never "-0.8".
-            auto ticker = QSharedPointer<QCPAxisTickerFixed>::create();
-            ticker->setTickStep(1.0);
-            ticker->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
-            m_plot->xAxis->setTicker(ticker);
-        } else {
-            m_plot->xAxis->setTicker(QSharedPointer<QCPAxisTicker>::create());
-        }
+        m_items->setEventIndexTicks(xAxisMode() == XAxisMode::EventIndex);
         QString label = xAxisMode() == XAxisMode::Time ? tr("time since the first event (%1)").arg(unit)
                                                         : tr("trace event index");
         if (m_data)
             label += tr("   \u00B7   click: select an event, drag: select a range, wheel: zoom, right-drag: pan");
         m_plot->xAxis->setLabel(label);
-        m_peakKey = keyOf(m_timeline->peakEventIndex);
-        m_peakTracer->position->setCoords(m_peakKey, static_cast<double>(m_timeline->peakAllocated));
-        m_peakLabel->setText(tr("peak %1").arg(bytes(m_timeline->peakAllocated)));
+        m_items->setPeak(keyOf(m_timeline->peakEventIndex), m_timeline->peakAllocated,
+                         tr("peak %1").arg(bytes(m_timeline->peakAllocated)));
         rebuildMarkers();
     }
     if (haveDevice) {
         const QString file = QFileInfo(QString::fromStdString(m_trace->snapshot.path)).fileName();
-        m_title->setText(tr("Device %1 \u2014 %2").arg(m_device->device).arg(file));
+        m_items->setTitle(tr("Device %1 \u2014 %2").arg(m_device->device).arg(file));
     }
     updateMinimap();
     zoomToFit();
@@ -605,27 +370,12 @@ void TimelineView::updateMinimap()
 
 void TimelineView::rebuildMarkers()
 {
-    int row = 0;
-    for (const OomEvent& oom : m_device->ooms) {
-        OomMarker m;
-        m.key = keyOf(oom.eventIndex);
-        m.line = new QCPItemStraightLine(m_plot);
-        m.line->setPen(QPen(kOomColor, 1.5, Qt::DashLine));
-        m.line->point1->setCoords(m.key, 0);
-        m.line->point2->setCoords(m.key, 1);
-        m.label = new QCPItemText(m_plot);
-        m.label->position->setTypeX(QCPItemPosition::ptPlotCoords);
-        m.label->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
-        m.label->position->setCoords(m.key, 0.06 + 0.08 * (row++ % 5));
-        m.label->setText(tr("OOM: requested %1, free %2").arg(bytes(oom.size), bytes(oom.deviceFree)));
-        m.label->setColor(kOomColor);
-        m.label->setFont(QFont(font().family(), font().pointSize(), QFont::Bold));
-        m.label->setPadding(QMargins(4, 2, 4, 2));
-        QColor bg = palette().color(QPalette::Base);
-        bg.setAlpha(220);
-        m.label->setBrush(bg);
-        m_ooms.push_back(m);
-    }
+    QColor bg = palette().color(QPalette::Base);
+    bg.setAlpha(220);
+    for (const OomEvent& oom : m_device->ooms)
+        m_items->addOomMarker(keyOf(oom.eventIndex),
+                              tr("OOM: requested %1, free %2").arg(bytes(oom.size), bytes(oom.deviceFree)),
+                              QFont(font().family(), font().pointSize(), QFont::Bold), bg);
 }
 
 void TimelineView::zoomToFit()
@@ -660,13 +410,7 @@ void TimelineView::zoomToFit()
 
 void TimelineView::zoomToEvents(int64_t first, int64_t last)
 {
-    if (eventCount() <= 0)
-        return;
-    first = std::clamp<int64_t>(std::min(first, last), -1, eventCount() - 1);
-    last = std::clamp<int64_t>(std::max(first, last), -1, eventCount() - 1);
-    double lo = keyOf(first), hi = keyOf(last);
-    const double pad = std::max((hi - lo) * 0.03, xAxisMode() == XAxisMode::EventIndex ? 1.0 : 1e-3);
-    m_plot->xAxis->setRange(lo - pad, hi + pad);
+    m_interaction->zoomToEvents(first, last);
 }
 
 int64_t TimelineView::peakEvent() const
@@ -676,20 +420,12 @@ int64_t TimelineView::peakEvent() const
 
 void TimelineView::zoomBy(double factor)
 {
-    if (!(factor > 0))
-        return;
-    m_plot->xAxis->scaleRange(factor, m_plot->xAxis->range().center());
+    m_interaction->zoomBy(factor);
 }
 
 void TimelineView::ensureEventVisible(int64_t event)
 {
-    if (eventCount() <= 0)
-        return;
-    const double key = keyOf(std::clamp<int64_t>(event, -1, eventCount() - 1));
-    const QCPRange r = m_plot->xAxis->range();
-    if (key >= r.lower && key <= r.upper)
-        return;
-    m_plot->xAxis->setRange(key - r.size() / 2, key + r.size() / 2);
+    m_interaction->ensureEventVisible(event);
 }
 
 void TimelineView::onRangeChanged(const QCPRange& range)
@@ -697,17 +433,11 @@ void TimelineView::onRangeChanged(const QCPRange& range)
     if (m_inRangeChange)
         return;
     m_inRangeChange = true;
-    if (eventCount() > 0) {
-        // Never zoom out past the whole trace (the wheel would shrink it to a line).
-        const double lo = keyOf(-1), hi = std::max(keyOf(eventCount() - 1), lo + 1);
-        const double margin = (hi - lo) * 0.015;
-        if (range.size() > (hi - lo) + 2 * margin)
-            m_plot->xAxis->setRange(lo - margin, hi + margin);
-    }
+    m_interaction->limitZoomOut(range);
     m_inRangeChange = false;
     m_minimap->setVisibleRange(m_plot->xAxis->range().lower, m_plot->xAxis->range().upper);
     updateGraphs();
-    updateLabelAlignment();
+    m_items->updateLabelAlignment(m_plot->xAxis->range());
     m_plot->replot(QCustomPlot::rpQueuedReplot);
 }
 
@@ -717,7 +447,7 @@ void TimelineView::updateGraphs()
     const int64_t n = eventCount();
     m_areaKeys.clear();
     m_areaStacks.clear();
-    m_filtered->data()->clear();
+    m_items->filtered()->data()->clear();
     if (n == 0) {
         if (m_device) { // final state only: flat lines across the empty axis
             const Totals t = finalTotals(*m_device);
@@ -725,8 +455,8 @@ void TimelineView::updateGraphs()
             allocated = {double(t.allocated), double(t.allocated)};
             reserved = {double(t.reserved), double(t.reserved)};
         }
-        m_allocated->setData(keys, allocated, true);
-        m_reserved->setData(keys, reserved, true);
+        m_items->allocated()->setData(keys, allocated, true);
+        m_items->reserved()->setData(keys, reserved, true);
         return;
     }
     const QCPRange range = m_plot->xAxis->range();
@@ -760,8 +490,8 @@ void TimelineView::updateGraphs()
     const std::vector<int64_t> events = sample(m_timeline->allocated, m_curves->allocated);
     fill(events, m_timeline->allocated, m_timeline->initialAllocated, keys, allocated);
     fill(sample(m_timeline->reserved, m_curves->reserved), m_timeline->reserved, m_timeline->initialReserved, reservedKeys, reserved);
-    m_allocated->setData(keys, allocated, true);
-    m_reserved->setData(reservedKeys, reserved, true);
+    m_items->allocated()->setData(keys, allocated, true);
+    m_items->reserved()->setData(reservedKeys, reserved, true);
 
     m_bandLayer->invalidate();
     if (m_mode == Mode::ByCategory && m_areaTotalOnly) {
@@ -781,9 +511,9 @@ void TimelineView::updateGraphs()
             m_areaKeys[i] = keys[qsizetype(i)];
             double cum = 0;
             for (size_t p = 0; p < order.size(); ++p) {
-                const size_t c = size_t(order[p]);
-                if (m_categoryPresent[c] && m_categoryShown[c])
-                    cum += static_cast<double>(values[i][c]);
+                const TensorCategory c = order[p];
+                if (m_items->categoryDrawn(c))
+                    cum += static_cast<double>(values[i][size_t(c)]);
                 m_areaStacks[i][p] = cum;
             }
         }
@@ -794,26 +524,8 @@ void TimelineView::updateGraphs()
             fill(fe, m_filterCurve, initial, fk, fv);
             if (!fv.isEmpty() && fe.front() < 0) // the state before event 0: the first value's
                 fv[0] = fv.size() > 1 ? fv[1] : 0;
-            m_filtered->setData(fk, fv, true);
+            m_items->filtered()->setData(fk, fv, true);
         }
-    }
-}
-
-void TimelineView::updateLabelAlignment()
-{
-    const QCPRange r = m_plot->xAxis->range();
-    auto alignFor = [&r](double key) -> Qt::Alignment {
-        const double f = (key - r.lower) / r.size();
-        if (f > 0.8)
-            return Qt::AlignRight;
-        if (f < 0.2)
-            return Qt::AlignLeft;
-        return Qt::AlignHCenter;
-    };
-    m_peakLabel->setPositionAlignment(Qt::AlignBottom | alignFor(m_peakKey));
-    for (const OomMarker& m : m_ooms) {
-        const Qt::Alignment h = alignFor(m.key) == Qt::AlignRight ? Qt::AlignRight : Qt::AlignLeft;
-        m.label->setPositionAlignment(Qt::AlignTop | h);
     }
 }
 
@@ -831,7 +543,7 @@ void TimelineView::render(QCPPainter* painter, const QSize& size)
 double TimelineView::plottedPeakBytes() const
 {
     double peak = 0;
-    for (auto it = m_allocated->data()->constBegin(); it != m_allocated->data()->constEnd(); ++it)
+    for (auto it = m_items->allocated()->data()->constBegin(); it != m_items->allocated()->data()->constEnd(); ++it)
         peak = std::max(peak, it->value);
     return peak;
 }
@@ -846,20 +558,8 @@ double TimelineView::plottedStackPeak() const
 
 int64_t TimelineView::eventAtPixel(double px) const
 {
-    if (eventCount() == 0)
-        return -1;
-    // Of the events under this pixel, the one with the most memory allocated: that is
-    // the top of what the min/max-downsampled curve draws there.
-    const int64_t a = eventAtKey(m_plot->xAxis->pixelToCoord(px - 0.5));
-    const int64_t b = eventAtKey(m_plot->xAxis->pixelToCoord(px + 0.5));
-    int64_t best = a;
-    const int64_t end = std::min(b, a + kMaxTooltipScan);
-    for (int64_t i = a + 1; i <= end; ++i)
-        if (m_timeline->allocated[size_t(i)] > m_timeline->allocated[size_t(best)])
-            best = i;
-    return best;
+    return m_interaction->eventAtPixel(px);
 }
-
 
 QString TimelineView::describeEvent(int64_t index) const
 {
@@ -875,77 +575,6 @@ QString TimelineView::describeAllocation(size_t allocation, int64_t atEvent) con
     return TimelineTooltip(*m_trace, size_t(m_deviceIndex), m_data.get(), m_curves->firstTimeUs).allocation(allocation, atEvent);
 }
 
-void TimelineView::onMousePress(QMouseEvent* event)
-{
-    if (eventCount() == 0 || !m_plot->axisRect()->rect().contains(event->position().toPoint()))
-        return;
-    m_pressX = m_dragX = event->position().x();
-    if (event->button() == Qt::LeftButton) {
-        m_drag = Drag::Pending;
-    } else if (event->button() == Qt::RightButton || event->button() == Qt::MiddleButton) {
-        m_drag = Drag::Pan;
-        m_panLower = m_plot->xAxis->range().lower;
-        m_panUpper = m_plot->xAxis->range().upper;
-    }
-}
-
-void TimelineView::onMouseMove(QMouseEvent* event)
-{
-    const QPointF pos = event->position();
-    if (m_drag == Drag::Pending && std::abs(pos.x() - m_pressX) >= kDragThresholdPx)
-        m_drag = Drag::Range;
-    if (m_drag == Drag::Range) {
-        m_dragX = pos.x();
-        m_plot->replot(QCustomPlot::rpQueuedReplot);
-        return;
-    }
-    if (m_drag == Drag::Pan) {
-        const double dx = m_plot->xAxis->pixelToCoord(m_pressX) - m_plot->xAxis->pixelToCoord(pos.x());
-        m_plot->xAxis->setRange(m_panLower + dx, m_panUpper + dx);
-        return;
-    }
-    if (event->buttons() != Qt::NoButton || !m_plot->axisRect()->rect().contains(pos.toPoint())) {
-        QToolTip::hideText();
-        return;
-    }
-    const int64_t index = eventAtPixel(pos.x());
-    if (index < 0) {
-        QToolTip::hideText();
-        return;
-    }
-    if (const int64_t alloc = allocationAtPixel(pos.x(), pos.y()); alloc >= 0) {
-        const int column = m_bandLayer->columnAt(pos.x());
-        QToolTip::showText(event->globalPosition().toPoint(),
-                           describeAllocation(size_t(alloc), m_bandLayer->columns().events[size_t(column)]), m_plot);
-        return;
-    }
-    QToolTip::showText(event->globalPosition().toPoint(), describeEvent(index), m_plot);
-}
-
-void TimelineView::onMouseRelease(QMouseEvent* event)
-{
-    const Drag drag = m_drag;
-    m_drag = Drag::None;
-    if (!m_selectionObject || eventCount() == 0)
-        return;
-    if (drag == Drag::Pending) {
-        const int64_t e = eventAtPixel(event->position().x());
-        if (e >= 0) {
-            m_selectionObject->clearRange();
-            m_selectionObject->setEvent(e);
-            // By allocation: a click on a band selects that allocation too.
-            if (const int64_t alloc = allocationAtPixel(event->position().x(), event->position().y()); alloc >= 0)
-                m_selectionObject->setAllocation(alloc);
-        }
-    } else if (drag == Drag::Range) {
-        const int64_t a = eventAtKey(m_plot->xAxis->pixelToCoord(std::min(m_pressX, event->position().x())));
-        const int64_t b = eventAtKey(m_plot->xAxis->pixelToCoord(std::max(m_pressX, event->position().x())));
-        m_selectionObject->setRange(a, b);
-        m_selectionObject->setEvent(maxEventInRange(*m_timeline, a, b));
-        m_plot->replot(QCustomPlot::rpQueuedReplot);
-    }
-}
-
 void TimelineView::changeEvent(QEvent* event)
 {
     QWidget::changeEvent(event);
@@ -955,29 +584,7 @@ void TimelineView::changeEvent(QEvent* event)
 
 void TimelineView::applyPalette()
 {
-    const QPalette pal = palette();
-    const QColor text = pal.color(QPalette::WindowText);
-    m_plot->setBackground(pal.brush(QPalette::Base));
-    for (QCPAxis* axis : {m_plot->xAxis, m_plot->yAxis}) {
-        axis->setBasePen(QPen(text));
-        axis->setTickPen(QPen(text));
-        axis->setSubTickPen(QPen(text));
-        axis->setTickLabelColor(text);
-        axis->setLabelColor(text);
-        QColor grid = text;
-        grid.setAlpha(28);
-        axis->grid()->setPen(QPen(grid, 0)); // solid cosmetic: a dotted pen is stroked on every replot
-    }
-    m_title->setTextColor(text);
-    m_plot->legend->setTextColor(text);
-    m_emptyText->setColor(text);
-    QColor bg = pal.color(QPalette::Base);
-    bg.setAlpha(220);
-    m_peakLabel->setBrush(bg);
-    m_emptyText->setBrush(bg);
-    m_capacityLabel->setBrush(bg);
-    for (const OomMarker& m : m_ooms)
-        m.label->setBrush(bg);
+    m_items->applyPalette(palette());
     updateLegend();
     m_plot->replot(QCustomPlot::rpQueuedReplot);
 }

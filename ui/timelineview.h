@@ -13,15 +13,7 @@
 #include <vector>
 
 class QCustomPlot;
-class QCPGraph;
-class QCPItemTracer;
-class QCPItemText;
-class QCPItemStraightLine;
-class QCPTextElement;
 class QCPRange;
-class QMouseEvent;
-class QComboBox;
-class QSpinBox;
 
 namespace headroom {
 
@@ -34,6 +26,9 @@ class TimelineOverlay;
 class CategoryAreaLayer;
 class AllocationBandLayer;
 class TimelineMinimap;
+class TimelineControls;
+class TimelineInteraction;
+class TimelinePlotItems;
 
 /// The memory-over-time chart of one device. Before the analysis arrives it shows the
 /// allocated bytes (filled) and reserved bytes (outline); with it, the allocated bytes
@@ -137,60 +132,41 @@ private:
     friend class TimelineOverlay;
     friend class CategoryAreaLayer;
     friend class AllocationBandLayer;
-    struct OomMarker {
-        QCPItemStraightLine* line = nullptr;
-        QCPItemText* label = nullptr;
-        double key = 0;
-    };
+    friend class TimelineInteraction;
 
     int64_t eventCount() const;
     double keyOf(int64_t event) const;
     int64_t eventAtKey(double key) const;
     /// The first event whose key is at or after `key` (eventCount() when none).
     int64_t firstEventAtOrAfterKey(double key) const;
-    void buildControls();
     void updateMinimap();
     void rebuild();
     void rebuildMarkers();
     void rebuildFilterCurve();
     void updateGraphs();
     void updateLegend();
-    void updateLabelAlignment();
     void onRangeChanged(const QCPRange& range);
-    void onMousePress(QMouseEvent* event);
-    void onMouseMove(QMouseEvent* event);
-    void onMouseRelease(QMouseEvent* event);
     void applyPalette();
 
     Selection* m_selectionObject;
     QCustomPlot* m_plot;
-    QCPGraph* m_allocated;
-    QCPGraph* m_reserved;
-    QCPGraph* m_filtered;
-    /// By stack position; legend entries only (the areas are drawn by CategoryAreaLayer).
-    std::array<QCPGraph*, kTensorCategoryCount> m_categoryGraphs{};
-    std::array<bool, kTensorCategoryCount> m_categoryShown{};         ///< by category
-    std::array<bool, kTensorCategoryCount> m_categoryPresent{};       ///< by category
-    QCPItemTracer* m_peakTracer;
-    QCPItemText* m_peakLabel;
-    QCPItemText* m_emptyText;
-    QCPItemStraightLine* m_capacityLine;
-    QCPItemText* m_capacityLabel;
-    QCPTextElement* m_title;
+    /// The curves, legend entries, axes and annotations (peak, capacity, OOMs, title).
+    std::unique_ptr<TimelinePlotItems> m_items;
+    /// Mouse clicks, drags and hover tooltips on the plot; zooming and panning.
+    TimelineInteraction* m_interaction = nullptr;
     TimelineOverlay* m_overlay;
     CategoryAreaLayer* m_areas;
     AllocationBandLayer* m_bandLayer;
     TimelineMinimap* m_minimap;
+    /// The mode and band-detail row above the plot.
+    std::unique_ptr<TimelineControls> m_controls;
     AllocationBands m_bands;
     Mode m_mode = Mode::ByCategory;
     int m_bandDetail = kDefaultBands;
-    QComboBox* m_modeCombo = nullptr;
-    QSpinBox* m_detailSpin = nullptr;
     /// The category areas' samples: x keys and cumulative tops by stack position.
     std::vector<double> m_areaKeys;
     std::vector<std::array<double, kTensorCategoryCount>> m_areaStacks;
     bool m_areaTotalOnly = true; ///< no category is present: the areas are the total alone
-    std::vector<OomMarker> m_ooms;
 
     std::shared_ptr<const LoadedTrace> m_trace;
     ExplorerDataPtr m_data;
@@ -205,15 +181,7 @@ private:
     const MemoryTimeline* m_timeline = nullptr;
     int m_deviceIndex = -1;
     XAxisMode m_preferredMode = XAxisMode::Time;
-    double m_peakKey = 0;
     bool m_inRangeChange = false;
-
-    // Mouse state: a left press becomes a click or a range drag; right/middle pans.
-    enum class Drag { None, Pending, Range, Pan };
-    Drag m_drag = Drag::None;
-    double m_pressX = 0;
-    double m_dragX = 0;
-    double m_panLower = 0, m_panUpper = 0;
 };
 
 } // namespace headroom
