@@ -3,6 +3,7 @@
 
 #include "ui/byteaxisticker.h"
 #include "ui/categorystyle.h"
+#include "ui/plotstyle.h"
 
 #include <qcustomplot.h>
 
@@ -187,16 +188,10 @@ void BreakdownView::applyPalette()
     for (auto* el : m_plot->findChildren<QCPTextElement*>())
         el->setTextColor(text);
     for (QCPAxisRect* r : {m_categoryRect, m_phaseRect}) {
-        for (QCPAxis* axis : r->axes()) {
-            axis->setBasePen(QPen(text));
-            axis->setTickPen(QPen(text));
-            axis->setSubTickPen(QPen(text));
-            axis->setTickLabelColor(text);
-            axis->setLabelColor(text);
-            QColor grid = text;
-            grid.setAlpha(40);
-            axis->grid()->setPen(QPen(grid, 1, Qt::DotLine));
-        }
+        QColor grid = text;
+        grid.setAlpha(40);
+        for (QCPAxis* axis : r->axes())
+            applyAxisColors(axis, text, QPen(grid, 1, Qt::DotLine));
     }
     m_plot->replot(QCustomPlot::rpQueuedReplot);
 }

@@ -31,11 +31,11 @@ void CategoryAreaLayer::draw(QCPPainter* painter)
     for (size_t p = 0; p < order.size(); ++p)
         colors[p] = categoryColor(order[p]);
     if (v.m_areaTotalOnly) {
-        // Every level holds the total: one area, the total's colour at 35% over the
-        // background, mixed here: an opaque fill is a plain memory fill where a
+        // Every level holds the total: one area, the total's translucent colour mixed
+        // with the background here: an opaque fill is a plain memory fill where a
         // translucent one blends every pixel.
         const QColor base = mParentPlot->palette().color(QPalette::Base);
-        constexpr double a = 90.0 / 255.0;
+        constexpr double a = kAllocatedFillAlpha / 255.0;
         colors[0] = QColor::fromRgbF(float(kAllocatedColor.redF() * a + base.redF() * (1 - a)),
                                      float(kAllocatedColor.greenF() * a + base.greenF() * (1 - a)),
                                      float(kAllocatedColor.blueF() * a + base.blueF() * (1 - a)));

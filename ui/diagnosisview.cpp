@@ -62,10 +62,7 @@ DiagnosisView::~DiagnosisView() = default;
 void DiagnosisView::setData(const ExplorerDataPtr& data)
 {
     m_data = data;
-    if (data)
-        m_rebuild->request();
-    else
-        rebuild();
+    m_rebuild->request();
 }
 
 void DiagnosisView::ensureBuilt() const

@@ -2,6 +2,7 @@
 #include "ui/startpage.h"
 
 #include "ui/categorystyle.h"
+#include "ui/deferredrebuild.h"
 #include "ui/recentfiles.h"
 
 #include <QApplication>
@@ -186,35 +187,19 @@ StartPage::StartPage(RecentFiles* recent, QWidget* parent)
     layout->addSpacing(12);
     layout->addLayout(columns, 1);
 
-    connect(m_recentFiles, &RecentFiles::changed, this, &StartPage::recentChanged);
+    m_refresh = new DeferredRebuild(this, [this] { refreshRecent(); });
+    connect(m_recentFiles, &RecentFiles::changed, m_refresh, &DeferredRebuild::request);
     refreshRecent();
 }
 
 QListWidget* StartPage::recentList()
 {
-    if (m_recentStale)
-        refreshRecent();
+    m_refresh->ensure();
     return m_recent;
-}
-
-void StartPage::showEvent(QShowEvent* event)
-{
-    if (m_recentStale)
-        refreshRecent();
-    QWidget::showEvent(event);
-}
-
-void StartPage::recentChanged()
-{
-    if (isVisible())
-        refreshRecent();
-    else
-        m_recentStale = true;
 }
 
 void StartPage::refreshRecent()
 {
-    m_recentStale = false;
     m_recent->clear();
     const QLocale locale;
     for (const QString& path : m_recentFiles->files()) {

@@ -9,6 +9,7 @@ class QListWidgetItem;
 
 namespace headroom {
 
+class DeferredRebuild;
 class RecentFiles;
 
 /// What the window shows while no file is open (hotspot's and heaptrack's start
@@ -33,14 +34,7 @@ signals:
     void openRequested();
     void fileRequested(const QString& path);
 
-protected:
-    void showEvent(QShowEvent* event) override;
-
 private:
-    /// Lists the recent files now when the page is on screen, else when it is next shown:
-    /// opening a file updates the list while the page is hidden, in the turn that shows
-    /// the loaded file.
-    void recentChanged();
     void refreshRecent();
     void activate(QListWidgetItem* item);
 
@@ -49,7 +43,9 @@ private:
     QListWidget* m_examples;
     QString m_lastRequest;
     QElapsedTimer m_lastRequestTime;
-    bool m_recentStale = false;
+    /// The list is refreshed now when the page is on screen, else when it is next shown:
+    /// opening a file updates it while the page is hidden, in the turn that shows the file.
+    DeferredRebuild* m_refresh = nullptr;
 };
 
 } // namespace headroom

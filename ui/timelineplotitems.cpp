@@ -4,6 +4,7 @@
 #include "core/memoryanalysis.h"
 #include "ui/byteaxisticker.h"
 #include "ui/categorystyle.h"
+#include "ui/plotstyle.h"
 #include "ui/timelinestyle.h"
 
 #include <qcustomplot.h>
@@ -20,26 +21,25 @@ TimelinePlotItems::TimelinePlotItems(QCustomPlot* plot, const QFont& font)
     // Curves above the category areas; the overlay above both.
     m_plot->addLayer(QStringLiteral("curves"), m_plot->layer(QStringLiteral("main")), QCustomPlot::limAbove);
 
-    m_allocated = m_plot->addGraph();
-    m_allocated->setName(QObject::tr("allocated"));
-    m_allocated->setLineStyle(QCPGraph::lsStepLeft);
-    m_allocated->setPen(QPen(kAllocatedColor, 1)); // width 1: the fast line path, no stroker
-    m_allocated->setAdaptiveSampling(false); // downsampled already, keeping every extreme
+    // The curves: steps on the curves layer, downsampled already (keeping every extreme),
+    // so no adaptive sampling. Step curves are axis-aligned: antialiasing adds nothing but
+    // sends the stroke through the grey-scale rasteriser, whose per-row cell lists made it
+    // most of a frame's cost.
+    auto addStepCurve = [this](const QString& name, const QPen& pen) {
+        QCPGraph* g = m_plot->addGraph();
+        g->setName(name);
+        g->setLineStyle(QCPGraph::lsStepLeft);
+        g->setPen(pen);
+        g->setAdaptiveSampling(false);
+        g->setLayer(QStringLiteral("curves"));
+        g->setAntialiased(false);
+        return g;
+    };
+    m_allocated = addStepCurve(QObject::tr("allocated"), QPen(kAllocatedColor, 1)); // width 1: the fast line path, no stroker
     // A min/max-downsampled curve has a vertical edge in almost every pixel column: an
-    // aliased fill and 1-pixel pens (no QStroker) keep a replot fast.
+    // aliased fill keeps a replot fast.
     m_allocated->setAntialiasedFill(false);
-    m_allocated->setLayer(QStringLiteral("curves"));
-    // Step curves are axis-aligned: antialiasing adds nothing but sends the stroke through
-    // the grey-scale rasteriser, whose per-row cell lists made it most of a frame's cost.
-    m_allocated->setAntialiased(false);
-
-    m_reserved = m_plot->addGraph();
-    m_reserved->setName(QObject::tr("reserved"));
-    m_reserved->setLineStyle(QCPGraph::lsStepLeft);
-    m_reserved->setPen(QPen(kReservedColor, 1));
-    m_reserved->setAdaptiveSampling(false);
-    m_reserved->setLayer(QStringLiteral("curves"));
-    m_reserved->setAntialiased(false);
+    m_reserved = addStepCurve(QObject::tr("reserved"), QPen(kReservedColor, 1));
 
     // Category areas, top of the stack first so the lower ones paint over them.
     const auto& order = categoryStackOrder();
@@ -58,13 +58,7 @@ TimelinePlotItems::TimelinePlotItems(QCustomPlot* plot, const QFont& font)
         m_categoryShown[size_t(c)] = true;
     }
 
-    m_filtered = m_plot->addGraph();
-    m_filtered->setName(QObject::tr("stack filter"));
-    m_filtered->setLineStyle(QCPGraph::lsStepLeft);
-    m_filtered->setPen(QPen(kSelectionColor, 2));
-    m_filtered->setAdaptiveSampling(false);
-    m_filtered->setLayer(QStringLiteral("curves"));
-    m_filtered->setAntialiased(false);
+    m_filtered = addStepCurve(QObject::tr("stack filter"), QPen(kSelectionColor, 2));
     m_filtered->removeFromLegend();
 
     m_plot->yAxis->setTicker(QSharedPointer<QCPAxisTicker>(new ByteAxisTicker));
@@ -167,7 +161,7 @@ bool TimelinePlotItems::updateLegend(const DeviceAnalysis* analysis, bool byCate
     // category mode the area layer fills it (a few thousand rectangles); a QCPGraph fill of
     // a min/max-downsampled step polygon cost 15-25 ms per frame on a million events.
     QColor fill = kAllocatedColor;
-    fill.setAlpha(90);
+    fill.setAlpha(kAllocatedFillAlpha);
     m_allocated->setBrush(categories || byCategory ? QBrush(Qt::NoBrush) : QBrush(fill));
     m_allocated->setPen(QPen(categories ? text : kAllocatedColor, 1));
     // Legend order: totals, then the categories top of stack first (as drawn).
@@ -187,16 +181,10 @@ void TimelinePlotItems::applyPalette(const QPalette& pal)
 {
     const QColor text = pal.color(QPalette::WindowText);
     m_plot->setBackground(pal.brush(QPalette::Base));
-    for (QCPAxis* axis : {m_plot->xAxis, m_plot->yAxis}) {
-        axis->setBasePen(QPen(text));
-        axis->setTickPen(QPen(text));
-        axis->setSubTickPen(QPen(text));
-        axis->setTickLabelColor(text);
-        axis->setLabelColor(text);
-        QColor grid = text;
-        grid.setAlpha(28);
-        axis->grid()->setPen(QPen(grid, 0)); // solid cosmetic: a dotted pen is stroked on every replot
-    }
+    QColor grid = text;
+    grid.setAlpha(28);
+    for (QCPAxis* axis : {m_plot->xAxis, m_plot->yAxis})
+        applyAxisColors(axis, text, QPen(grid, 0)); // solid cosmetic: a dotted pen is stroked on every replot
     m_title->setTextColor(text);
     m_plot->legend->setTextColor(text);
     m_emptyText->setColor(text);

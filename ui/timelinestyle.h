@@ -9,6 +9,9 @@ namespace headroom::timelinestyle {
 
 inline constexpr double kPhaseBandRatio = 0.035; ///< of the axis rect's height
 inline const QColor kAllocatedColor{31, 119, 180};
+/// The filled total's opacity (no categories): QCPGraph's brush by allocation, mixed
+/// with the background by CategoryAreaLayer by category.
+inline constexpr int kAllocatedFillAlpha = 90;
 inline const QColor kReservedColor{230, 126, 34};
 inline const QColor kPeakColor{200, 30, 30};
 inline const QColor kOomColor{190, 0, 0};

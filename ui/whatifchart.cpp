@@ -18,8 +18,6 @@ namespace {
 double unitBytes() { return byteUnits() == ByteUnits::Decimal ? 1e9 : double(1ull << 30); }
 QString unitName() { return byteUnits() == ByteUnits::Decimal ? QStringLiteral("GB") : QStringLiteral("GiB"); }
 
-QString gib(double b) { return formatBytesQ(int64_t(b), 1); }
-
 } // namespace
 
 WhatIfChart::WhatIfChart(QWidget* parent)
@@ -135,14 +133,14 @@ void WhatIfChart::paintEvent(QPaintEvent*)
     if (m_projected.capacity > 0 && !capacityOnScale) {
         p.setPen(QColor(0xd3, 0x2f, 0x2f));
         p.drawText(QRect(area.left() + 4, area.top() - 12, 400, 14), Qt::AlignLeft,
-                   QStringLiteral("capacity ") + gib(m_projected.capacity) + QStringLiteral(" (above the scale)"));
+                   QStringLiteral("capacity ") + formatBytesQ(int64_t(m_projected.capacity), 1) + QStringLiteral(" (above the scale)"));
     }
     if (m_projected.capacity > 0 && capacityOnScale) {
         p.setPen(QPen(QColor(0xd3, 0x2f, 0x2f), 2, Qt::DashLine));
         const int cy = y(m_projected.capacity);
         p.drawLine(area.left(), cy, area.right(), cy);
         p.drawText(QRect(area.left() + 4, cy - 16, 200, 14), Qt::AlignLeft,
-                   QStringLiteral("capacity ") + gib(m_projected.capacity));
+                   QStringLiteral("capacity ") + formatBytesQ(int64_t(m_projected.capacity), 1));
         const double usable = m_projected.capacity * (1 - m_projected.margin);
         p.setPen(QPen(QColor(0xd3, 0x2f, 0x2f, 110), 1, Qt::DotLine));
         p.drawLine(area.left(), y(usable), area.right(), y(usable));

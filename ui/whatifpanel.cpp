@@ -38,7 +38,7 @@ namespace {
 constexpr double kGiB = double(1ull << 30);
 
 /// Projected sizes in the units of the preferences, one decimal ("52.3 GiB", "56.2 GB").
-QString gib(double b) { return formatBytesQ(int64_t(b), 1); }
+QString projected(double bytes) { return formatBytesQ(int64_t(bytes), 1); }
 
 } // namespace
 
@@ -419,7 +419,7 @@ void WhatIfPanel::recompute()
                           : p.verdict == Verdict::Tight ? QStringLiteral("#ef6c00")
                                                         : QStringLiteral("#c62828");
     QString s = QStringLiteral("<b>Peak %1</b> (%2 .. %3) in the %4 &mdash; <b style='color:%5'>%6</b> on %7<br>")
-                    .arg(gib(p.peak), gib(p.peakLow), gib(p.peakHigh),
+                    .arg(projected(p.peak), projected(p.peakLow), projected(p.peakHigh),
                          QString::fromStdString(std::string(stepPhaseLabel(p.peakPhase))), color,
                          QString::fromStdString(std::string(verdictName(p.verdict))), QString::fromStdString(m_device.name));
     if (p.config.microBatch > 0 && p.config.seq > 0 && p.config.devices > 0)
@@ -484,7 +484,7 @@ void WhatIfPanel::rebuildLadder()
                 cur << QString::fromStdString(c + ": " + v);
         QString text = QStringLiteral("%1. %2 -> %3 (high %4), %5, %6 s/step\n    %7")
                            .arg(i + 1)
-                           .arg(QString::fromStdString(r.title), gib(r.projection.peak), gib(r.projection.peakHigh),
+                           .arg(QString::fromStdString(r.title), projected(r.projection.peak), projected(r.projection.peakHigh),
                                 QString::fromStdString(std::string(verdictName(r.projection.verdict))))
                            .arg(r.projection.time.total, 0, 'f', 2)
                            .arg(cur.join(QStringLiteral("; ")));
@@ -610,7 +610,7 @@ QString WhatIfPanel::markdown() const
                    c.flashAttention ? tr("on") : tr("off"));
     md += tr("Projected peak **%1** (band %2 to %3) in the %4, on %5: **%6**. Step time %7 s (x%8 of the measured run), "
              "%9 tokens/s.\n\n")
-              .arg(gib(p.peak), gib(p.peakLow), gib(p.peakHigh),
+              .arg(projected(p.peak), projected(p.peakLow), projected(p.peakHigh),
                    QString::fromStdString(std::string(stepPhaseLabel(p.peakPhase))), QString::fromStdString(m_device.name),
                    QString::fromStdString(std::string(verdictName(p.verdict))))
               .arg(p.time.total, 0, 'f', 3)
@@ -638,7 +638,7 @@ QString WhatIfPanel::markdown() const
                 cur << QString::fromStdString(name + ": " + v);
         md += QStringLiteral("| %1 | %2 | %3 (%4) | %5 | %6 s | %7 |\n")
                   .arg(i + 1)
-                  .arg(QString::fromStdString(r.title), gib(r.projection.peak), gib(r.projection.peakHigh),
+                  .arg(QString::fromStdString(r.title), projected(r.projection.peak), projected(r.projection.peakHigh),
                        QString::fromStdString(std::string(verdictName(r.projection.verdict))))
                   .arg(r.projection.time.total, 0, 'f', 2)
                   .arg(cur.join(QStringLiteral("; ")));

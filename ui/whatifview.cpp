@@ -6,6 +6,8 @@
 #include <QScrollArea>
 #include <QVBoxLayout>
 
+#include <vector>
+
 namespace headroom {
 
 WhatIfView::WhatIfView(Selection*, QWidget* parent)
@@ -28,15 +30,20 @@ void WhatIfView::render(QCPPainter* painter, const QSize& size)
 {
     // A hidden dock's scroll areas (this one and the levers') keep the scroll bars of their
     // last on-screen size until a layout pass: an export is drawn without them.
-    const QList<QScrollArea*> areas = findChildren<QScrollArea*>();
-    for (QScrollArea* a : areas) {
+    struct Policies {
+        QScrollArea* area;
+        Qt::ScrollBarPolicy vertical, horizontal;
+    };
+    std::vector<Policies> saved;
+    for (QScrollArea* a : findChildren<QScrollArea*>()) {
+        saved.push_back({a, a->verticalScrollBarPolicy(), a->horizontalScrollBarPolicy()});
         a->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
         a->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
     }
     ExplorerView::render(painter, size);
-    for (QScrollArea* a : areas) {
-        a->setVerticalScrollBarPolicy(Qt::ScrollBarAsNeeded);
-        a->setHorizontalScrollBarPolicy(a == m_scroll ? Qt::ScrollBarAsNeeded : Qt::ScrollBarAlwaysOff);
+    for (const Policies& p : saved) {
+        p.area->setVerticalScrollBarPolicy(p.vertical);
+        p.area->setHorizontalScrollBarPolicy(p.horizontal);
     }
 }
 
