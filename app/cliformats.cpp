@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "app/cliformats.h"
 
+#include "app/clijson.h"
+
 #include "core/atomicfile.h"
 #include "core/loader.h"
 #include "core/loaderror.h"
@@ -56,7 +58,7 @@ int multiSummary(const std::vector<std::string>& inputs, bool json)
         out["files"] = nlohmann::json::array();
         for (const auto& t : traces)
             out["files"].push_back(summaryJson(*t));
-        std::cout << out.dump(1) << "\n";
+        printJson(std::move(out));
     } else {
         std::cout << files.size() << " files\n\n" << table.toText();
     }

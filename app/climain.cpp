@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 // headroom-cli: the headless front end of core/ (summaries for scripts, CI and servers).
+#include "app/clicheck.h"
+#include "app/clidoctor.h"
 #include "app/cliformats.h"
+#include "app/clijson.h"
 #include "app/clistate.h"
 #include "app/cliwhatif.h"
 #include "core/analysisreport.h"
@@ -53,6 +56,10 @@ int main(int argc, char** argv)
     whatIf.add(app);
     headroom::cli::StateCommand state;
     state.add(app);
+    headroom::cli::CheckCommand check;
+    check.add(app);
+    headroom::cli::DoctorCommand doctor;
+    doctor.add(app);
 
     try {
         app.parse(argc, argv);
@@ -82,7 +89,7 @@ int main(int argc, char** argv)
         try {
             auto trace = headroom::Loader::load(analyzeFile);
             if (analyzeJson)
-                std::cout << headroom::analysisJson(*trace, capacity).dump(1) << "\n";
+                headroom::cli::printJson(headroom::analysisJson(*trace, capacity));
             else
                 std::cout << headroom::analysisText(*trace, capacity);
             return 0;
@@ -96,6 +103,10 @@ int main(int argc, char** argv)
     }
     if (state.parsed())
         return state.run();
+    if (check.parsed())
+        return check.run();
+    if (doctor.parsed())
+        return doctor.run();
     if (whatIf.parsed())
         return whatIf.run();
     if (convert->parsed())
@@ -110,7 +121,7 @@ int main(int argc, char** argv)
     try {
         auto trace = headroom::Loader::load(file);
         if (json)
-            std::cout << headroom::summaryJson(*trace).dump(1) << "\n";
+            headroom::cli::printJson(headroom::summaryJson(*trace));
         else
             std::cout << headroom::summaryText(*trace);
         return 0;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "app/clistate.h"
 
+#include "app/clijson.h"
+
 #include "core/loader.h"
 #include "core/loaderror.h"
 #include "core/memoryanalysis.h"
@@ -168,7 +170,7 @@ int StateCommand::run()
         }
         const AllocatorState st = a.allocator.stateAt(tl, event);
         if (m_json)
-            std::cout << stateJson(st, devs[d].device).dump(1) << "\n";
+            printJson(stateJson(st, devs[d].device));
         else
             printState(st, devs[d].device, m_blocks);
         return 0;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "app/cliwhatif.h"
 
+#include "app/clijson.h"
+
 #include "core/diagnosis.h"
 #include "core/loader.h"
 #include "core/loaderror.h"
@@ -224,7 +226,7 @@ int WhatIfCommands::runOne(const Options& o, bool ladder)
                 for (const auto& it : measured)
                     m[it.key] = {{"value", it.value}, {"how", it.how}, {"detail", it.detail}};
                 j["measured"] = m;
-                std::cout << j.dump(1) << "\n";
+                printJson(std::move(j));
             } else {
                 std::cout << ladderText(l);
             }
@@ -232,7 +234,7 @@ int WhatIfCommands::runOne(const Options& o, bool ladder)
         }
         const Projection p = project(base, t, k, dev);
         if (o.json)
-            std::cout << projectionJson(p, measured, k, dev).dump(1) << "\n";
+            printJson(projectionJson(p, measured, k, dev));
         else
             std::cout << projectionText(p, measured, dev);
         return 0;

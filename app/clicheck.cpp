@@ -1,0 +1,318 @@
+// SPDX-License-Identifier: MIT
+#include "app/clicheck.h"
+
+#include "app/clijson.h"
+#include "core/loader.h"
+#include "core/loaderror.h"
+#include "core/memoryanalysis.h"
+#include "core/snapshotcompare.h"
+#include "core/units.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+namespace headroom::cli {
+
+namespace {
+
+/// A bad argument or an unreadable file: exit 2 with this one line.
+struct Unusable : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+/// The default --margin of --fit: room for what a snapshot does not count (the CUDA
+/// context, NCCL and cuBLAS workspaces, fragmentation) on the device the job will run on.
+constexpr double kDefaultMargin = 0.10;
+
+/// "5%", "5", "12.5 %" -> 0.05, 0.05, 0.125; nullopt for anything else or a negative value.
+std::optional<double> parsePercent(const std::string& text)
+{
+    std::string t;
+    for (char c : text)
+        if (c != ' ')
+            t += c;
+    if (!t.empty() && t.back() == '%')
+        t.pop_back();
+    if (t.empty() || t.find_first_not_of("0123456789.") != std::string::npos)
+        return std::nullopt;
+    try {
+        size_t used = 0;
+        const double v = std::stod(t, &used);
+        if (used != t.size() || !std::isfinite(v) || v < 0)
+            return std::nullopt;
+        return v / 100.0;
+    } catch (...) {
+        return std::nullopt;
+    }
+}
+
+std::string percent(double fraction)
+{
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f%%", fraction * 100.0);
+    return buf;
+}
+
+std::string signedBytes(int64_t delta) { return (delta >= 0 ? "+" : "") + formatBytes(delta); }
+
+int64_t sizeOption(const std::string& flag, const std::string& text)
+{
+    const auto v = parseByteSize(text);
+    if (!v)
+        throw Unusable(flag + ": expected a size such as 70GiB, 24GB or 1073741824, got '" + text + "'");
+    return *v;
+}
+
+double percentOption(const std::string& flag, const std::string& text, double max)
+{
+    const auto v = parsePercent(text);
+    if (!v || *v >= max)
+        throw Unusable(flag + ": expected a percentage such as 5% (0 to " + std::to_string(int(max * 100)) +
+                       "), got '" + text + "'");
+    return *v;
+}
+
+/// `what` names the argument ("--baseline") when the path alone would not say which it is.
+void requireFile(const std::string& path, const char* what)
+{
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec))
+        throw Unusable((*what ? std::string(what) + " " : std::string()) + path +
+                       ": no such file; expected a PyTorch memory snapshot (.pickle), a trace or a .hrt file");
+}
+
+std::shared_ptr<const LoadedTrace> loadInput(const std::string& path, const char* what)
+{
+    requireFile(path, what);
+    try {
+        return Loader::load(path);
+    } catch (const LoadError& e) {
+        throw Unusable(e.what());
+    } catch (const std::bad_alloc&) {
+        throw Unusable(path + ": out of memory while loading");
+    }
+}
+
+/// The device a check looks at: the one asked for, else the one with the highest peak.
+size_t pickDevice(const LoadedTrace& t, std::optional<int> ordinal, const std::string& path)
+{
+    const auto& devs = t.snapshot.devices;
+    if (devs.empty())
+        throw Unusable(path + ": no devices; expected a snapshot or trace with at least one device");
+    if (ordinal) {
+        std::string list;
+        for (size_t i = 0; i < devs.size(); ++i) {
+            if (devs[i].device == *ordinal)
+                return i;
+            list += (list.empty() ? "" : ", ") + std::to_string(devs[i].device);
+        }
+        throw Unusable(path + ": no device " + std::to_string(*ordinal) + " (devices: " + list + ")");
+    }
+    size_t best = 0;
+    for (size_t i = 1; i < devs.size(); ++i)
+        if (t.timelines[i].peakAllocated > t.timelines[best].peakAllocated)
+            best = i;
+    return best;
+}
+
+std::string peakPhase(const DeviceAnalysis& a, const MemoryTimeline& tl)
+{
+    if (tl.peakEventIndex < 0)
+        return "before the first event";
+    const PhaseSpan* s = a.phases.spanOf(tl.peakEventIndex);
+    return s ? std::string(phaseKey(s->phase)) : "unknown";
+}
+
+/// (name, delta) pairs that grew, largest first.
+template <size_t N, typename NameFn>
+std::vector<std::pair<std::string, int64_t>> grown(const std::array<int64_t, N>& before,
+                                                   const std::array<int64_t, N>& after, NameFn name)
+{
+    std::vector<std::pair<std::string, int64_t>> out;
+    for (size_t i = 0; i < N; ++i)
+        if (after[i] > before[i])
+            out.emplace_back(name(i), after[i] - before[i]);
+    std::stable_sort(out.begin(), out.end(), [](auto& x, auto& y) { return x.second > y.second; });
+    return out;
+}
+
+template <size_t N, typename NameFn>
+nlohmann::json deltas(const std::array<int64_t, N>& before, const std::array<int64_t, N>& after, NameFn name)
+{
+    nlohmann::json m = nlohmann::json::object();
+    for (size_t i = 0; i < N; ++i)
+        m[name(i)] = {{"baseline_bytes", before[i]}, {"bytes", after[i]}, {"delta_bytes", after[i] - before[i]}};
+    return m;
+}
+
+std::string categoryKey(size_t i) { return categoryLowerName(static_cast<TensorCategory>(i)); }
+std::string phaseName(size_t i) { return std::string(phaseKey(static_cast<Phase>(i))); }
+
+/// "activation +300.00 MiB, gradient +12.00 MiB" (the two largest).
+std::string listGrowth(const std::vector<std::pair<std::string, int64_t>>& g)
+{
+    std::string s;
+    for (size_t i = 0; i < g.size() && i < 2; ++i)
+        s += (s.empty() ? "" : ", ") + g[i].first + " " + signedBytes(g[i].second);
+    return s.empty() ? "none" : s;
+}
+
+} // namespace
+
+void CheckCommand::add(CLI::App& app)
+{
+    m_cmd = app.add_subcommand("check", "A memory gate for CI: exit 1 when the peak is over a limit, does not fit a "
+                                        "device or grew over a baseline");
+    m_cmd->add_option("FILE", m_file, "Snapshot or trace to check")->required();
+    m_cmd->add_option("--max-peak", m_maxPeak, "Fail when the peak allocated exceeds this size, e.g. 70GiB");
+    m_cmd->add_option("--fit", m_fit, "Fail unless the peak allocated fits a device of this capacity, e.g. 80GiB, "
+                                      "keeping --margin of it free");
+    m_cmd->add_option("--margin", m_margin, "Share of the --fit capacity to keep free (default 10%)");
+    m_cmd->add_option("--baseline", m_baseline, "An earlier snapshot of the same job to compare with");
+    m_cmd->add_option("--max-growth", m_maxGrowth, "Fail when the peak allocated grew more than this over "
+                                                   "--baseline, e.g. 5%");
+    m_cmd->add_option("--device", m_device, "Device ordinal (default: the device with the highest peak)");
+    m_cmd->add_flag("--json", m_json, "Machine-readable JSON output");
+}
+
+int CheckCommand::run()
+{
+    try {
+        if (!m_margin.empty() && m_fit.empty())
+            throw Unusable("--margin: only with --fit SIZE");
+        if (m_baseline.empty() != m_maxGrowth.empty())
+            throw Unusable(m_baseline.empty() ? "--max-growth: only with --baseline OLD"
+                                              : "--baseline: expected --max-growth PCT too, e.g. --max-growth 5%");
+        if (m_maxPeak.empty() && m_fit.empty() && m_baseline.empty())
+            throw Unusable("check: nothing to check; expected --max-peak SIZE, --fit SIZE or --baseline OLD "
+                           "--max-growth PCT");
+        // Every argument is checked before the (possibly slow) loads.
+        // 0: not asked for (parseByteSize never returns 0; plain integers keep GCC's
+        // -Wmaybe-uninitialized quiet, which misfires on optionals here).
+        const int64_t maxPeak = m_maxPeak.empty() ? 0 : sizeOption("--max-peak", m_maxPeak);
+        const int64_t fit = m_fit.empty() ? 0 : sizeOption("--fit", m_fit);
+        const double margin = m_margin.empty() ? kDefaultMargin : percentOption("--margin", m_margin, 1.0);
+        const double maxGrowth = m_maxGrowth.empty() ? 0.0 : percentOption("--max-growth", m_maxGrowth, 1e6);
+
+        if (!m_baseline.empty())
+            requireFile(m_baseline, "--baseline"); // before the first load, which may take a while
+        const auto trace = loadInput(m_file, "");
+        const size_t di = pickDevice(*trace, m_device, m_file);
+        const MemoryTimeline& tl = trace->timelines[di];
+        const DeviceAnalysis a = analyzeDevice(*trace, di);
+        const int device = trace->snapshot.devices[di].device;
+        const int64_t peak = tl.peakAllocated;
+        const std::string where = "device " + std::to_string(device) +
+                                  (tl.peakEventIndex >= 0 ? ", event " + std::to_string(tl.peakEventIndex) : "") +
+                                  ", " + peakPhase(a, tl);
+
+        nlohmann::json checks = nlohmann::json::array();
+        std::vector<std::string> lines;
+        bool passed = true;
+        auto report = [&](nlohmann::json c, bool ok, const std::string& line) {
+            passed = passed && ok;
+            c["passed"] = ok;
+            c["message"] = line;
+            lines.push_back(std::string(ok ? "PASS " : "FAIL ") + c["name"].get<std::string>() + ": " + line);
+            checks.push_back(std::move(c));
+        };
+
+        if (maxPeak > 0) {
+            const bool ok = peak <= maxPeak;
+            report({{"name", "max-peak"}, {"value_bytes", peak}, {"limit_bytes", maxPeak}}, ok,
+                   "peak allocated " + formatBytes(peak) + " (" + where + ")" +
+                       (ok ? " <= " + formatBytes(maxPeak)
+                           : " exceeds " + formatBytes(maxPeak) + " by " + formatBytes(peak - maxPeak)));
+        }
+        if (fit > 0) {
+            const auto limit = static_cast<int64_t>(double(fit) * (1.0 - margin));
+            const bool ok = peak <= limit;
+            report({{"name", "fit"},
+                    {"value_bytes", peak},
+                    {"capacity_bytes", fit},
+                    {"margin", margin},
+                    {"limit_bytes", limit}},
+                   ok,
+                   "peak allocated " + formatBytes(peak) + " (" + where + ")" +
+                       (ok ? " fits " + formatBytes(fit) + " with " + percent(margin) + " free (limit " +
+                                 formatBytes(limit) + ")"
+                           : " does not fit " + formatBytes(fit) + " with " + percent(margin) + " free (limit " +
+                                 formatBytes(limit) + ", over by " + formatBytes(peak - limit) + ")"));
+        }
+        if (!m_baseline.empty()) {
+            const auto base = loadInput(m_baseline, "--baseline");
+            const bool same = std::any_of(base->snapshot.devices.begin(), base->snapshot.devices.end(),
+                                          [&](const DeviceData& d) { return d.device == device; });
+            const size_t bi = pickDevice(*base, same ? std::optional(device) : std::nullopt, m_baseline);
+            const DeviceAnalysis ba = analyzeDevice(*base, bi);
+            // Comparison is the GUI's compare view: peaks, categories and the allocations
+            // (by innermost frame and size) alive at one peak and not the other.
+            const Comparison cmp = Comparison::compute({base.get(), bi, &ba}, {trace.get(), di, &a}, 20);
+            const int64_t before = cmp.peakA;
+            const double growth = before > 0 ? double(peak - before) / double(before) : (peak > 0 ? INFINITY : 0.0);
+            const bool ok = growth <= maxGrowth;
+            const auto cats = grown(cmp.categoriesA, cmp.categoriesB, categoryKey);
+            const auto phases = grown(ba.atPeak.byPhase, a.atPeak.byPhase, phaseName);
+            nlohmann::json sigs = nlohmann::json::array();
+            std::string largestNew;
+            for (const SignatureDiff& d : cmp.differences) {
+                if (d.countB <= d.countA)
+                    continue;
+                if (largestNew.empty())
+                    largestNew = std::to_string(d.countB - d.countA) + " x " + formatBytes(d.size) + " at " +
+                                 (d.frame.empty() ? "(no stack)" : d.frame);
+                sigs.push_back({{"frame", d.frame},
+                                {"size", d.size},
+                                {"baseline_count", d.countA},
+                                {"count", d.countB},
+                                {"delta_bytes", d.bytesDelta()}});
+            }
+            const std::string growthText = std::isinf(growth) ? "from 0 B" : percent(growth);
+            std::string line = "peak allocated " + formatBytes(peak) + " vs baseline " + formatBytes(before) + " (" +
+                               (growth >= 0 && !std::isinf(growth) ? "+" : "") + growthText + ", limit " +
+                               percent(maxGrowth) + ")";
+            if (!ok) {
+                line = "peak allocated grew " + growthText + " over the baseline (" + formatBytes(before) + " -> " +
+                       formatBytes(peak) + ", limit " + percent(maxGrowth) + "); grew by category: " +
+                       listGrowth(cats) + "; by phase: " + listGrowth(phases);
+                if (!largestNew.empty())
+                    line += "; largest new: " + largestNew;
+            }
+            report({{"name", "growth"},
+                    {"baseline_file", base->snapshot.path},
+                    {"baseline_device", base->snapshot.devices[bi].device},
+                    {"baseline_bytes", before},
+                    {"value_bytes", peak},
+                    {"growth", std::isinf(growth) ? nlohmann::json(nullptr) : nlohmann::json(growth)},
+                    {"max_growth", maxGrowth},
+                    {"baseline_peak_phase", peakPhase(ba, base->timelines[bi])},
+                    {"by_category", deltas(cmp.categoriesA, cmp.categoriesB, categoryKey)},
+                    {"by_phase", deltas(ba.atPeak.byPhase, a.atPeak.byPhase, phaseName)},
+                    {"grown_allocations", std::move(sigs)}},
+                   ok, line);
+        }
+
+        if (m_json) {
+            printJson({{"file", trace->snapshot.path},
+                       {"device", device},
+                       {"passed", passed},
+                       {"peak_allocated_bytes", peak},
+                       {"peak_reserved_bytes", tl.peakReserved},
+                       {"peak_event_index", tl.peakEventIndex},
+                       {"peak_phase", peakPhase(a, tl)},
+                       {"checks", std::move(checks)}});
+        } else {
+            for (const std::string& l : lines)
+                std::cout << l << "\n";
+        }
+        return passed ? 0 : 1;
+    } catch (const Unusable& e) {
+        std::cerr << "headroom-cli: " << e.what() << "\n";
+        return 2;
+    }
+}
+
+} // namespace headroom::cli

@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: MIT
+#include "app/clidoctor.h"
+
+#include "app/clijson.h"
+#include "core/capturedoctor.h"
+#include "core/loader.h"
+#include "core/loaderror.h"
+
+#include <iostream>
+
+namespace headroom::cli {
+
+void DoctorCommand::add(CLI::App& app)
+{
+    m_cmd = app.add_subcommand("doctor", "Is this capture good enough? What the file cannot show and how to record one "
+                                         "that can");
+    m_cmd->add_option("FILE", m_file, "Snapshot or trace file")->required();
+    m_cmd->add_flag("--json", m_json, "Machine-readable JSON output");
+}
+
+int DoctorCommand::run()
+{
+    std::shared_ptr<const LoadedTrace> trace;
+    try {
+        trace = Loader::load(m_file);
+    } catch (const LoadError& e) {
+        std::cerr << "headroom-cli: " << e.what() << "\n";
+        return 2;
+    } catch (const std::bad_alloc&) {
+        std::cerr << "headroom-cli: " << m_file << ": out of memory while loading\n";
+        return 2;
+    }
+    const std::vector<CaptureFinding> findings = CaptureDoctor::examine(*trace);
+    size_t warnings = 0;
+    for (const CaptureFinding& f : findings)
+        warnings += f.severity == CaptureFinding::Severity::Warning;
+    if (m_json) {
+        nlohmann::json list = nlohmann::json::array();
+        for (const CaptureFinding& f : findings) {
+            nlohmann::json data = nlohmann::json::object();
+            for (const auto& [k, v] : f.data)
+                data[k] = v;
+            list.push_back({{"kind", f.kind},
+                            {"severity", severityName(f.severity)},
+                            {"devices", f.devices},
+                            {"message", f.message},
+                            {"fix", f.fix},
+                            {"data", std::move(data)}});
+        }
+        printJson({{"file", trace->snapshot.path},
+                   {"format", trace->snapshot.format},
+                   {"warnings", warnings},
+                   {"findings", std::move(list)}});
+        return 0;
+    }
+    std::cout << trace->snapshot.path << " (" << trace->snapshot.format << "): ";
+    if (findings.empty()) {
+        std::cout << "nothing missing\n";
+        return 0;
+    }
+    std::cout << warnings << " warning" << (warnings == 1 ? "" : "s") << ", " << findings.size() - warnings << " note"
+              << (findings.size() - warnings == 1 ? "" : "s") << "\n";
+    for (const CaptureFinding& f : findings)
+        std::cout << "\n" << severityName(f.severity) << " " << f.kind << ": " << f.message << "\n  fix: " << f.fix
+                  << "\n";
+    return 0;
+}
+
+} // namespace headroom::cli

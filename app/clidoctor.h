@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+// `headroom-cli doctor FILE [--json]` (issue 19 §5): is this capture good enough? Prints
+// core/capturedoctor's findings, each with the recording option that avoids it. Exit 0
+// whatever it finds (it reports, it does not gate), 2 when the file cannot be read.
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+namespace headroom::cli {
+
+class DoctorCommand {
+public:
+    void add(CLI::App& app);
+    bool parsed() const { return m_cmd && m_cmd->parsed(); }
+    int run();
+
+private:
+    CLI::App* m_cmd = nullptr;
+    std::string m_file;
+    bool m_json = false;
+};
+
+} // namespace headroom::cli
