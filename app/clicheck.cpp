@@ -257,13 +257,18 @@ int CheckCommand::run()
             const auto cats = grown(cmp.categoriesA, cmp.categoriesB, categoryKey);
             const auto phases = grown(ba.atPeak.byPhase, a.atPeak.byPhase, phaseName);
             nlohmann::json sigs = nlohmann::json::array();
-            std::string largestNew;
+            // The line names the largest growth at a Python frame (the user's code) when
+            // there is one: C++-only stacks (autograd's thread) end in allocator frames.
+            std::string largestNew, largestNewPython;
             for (const SignatureDiff& d : cmp.differences) {
                 if (d.countB <= d.countA)
                     continue;
+                const std::string text = std::to_string(d.countB - d.countA) + " x " + formatBytes(d.size) + " at " +
+                                         (d.frame.empty() ? "(no stack)" : d.frame);
                 if (largestNew.empty())
-                    largestNew = std::to_string(d.countB - d.countA) + " x " + formatBytes(d.size) + " at " +
-                                 (d.frame.empty() ? "(no stack)" : d.frame);
+                    largestNew = text;
+                if (largestNewPython.empty() && d.frame.find(".py:") != std::string::npos)
+                    largestNewPython = text;
                 sigs.push_back({{"frame", d.frame},
                                 {"size", d.size},
                                 {"baseline_count", d.countA},
@@ -278,7 +283,9 @@ int CheckCommand::run()
                 line = "peak allocated grew " + growthText + " over the baseline (" + formatBytes(before) + " -> " +
                        formatBytes(peak) + ", limit " + percent(maxGrowth) + "); grew by category: " +
                        listGrowth(cats) + "; by phase: " + listGrowth(phases);
-                if (!largestNew.empty())
+                if (!largestNewPython.empty())
+                    line += "; largest new in Python code: " + largestNewPython;
+                else if (!largestNew.empty())
                     line += "; largest new: " + largestNew;
             }
             report({{"name", "growth"},

@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""`headroom-cli check`, the CI memory gate (issue 19 §4): exit codes, the one line that says
+why, and the baseline comparison naming what grew. Stdlib only.
+
+    test_check.py --cli BUILD/app/headroom-cli --source REPO --real REAL_DIR --workdir DIR
+
+The growth case compares two generated runs of the same model (tools/gen_snapshot.py) at
+micro-batch 2 and 4: the activations grow, the parameters do not.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+GiB = 1 << 30
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cli", required=True)
+    ap.add_argument("--source", required=True)
+    ap.add_argument("--real", required=True)
+    ap.add_argument("--workdir", required=True)
+    args = ap.parse_args()
+    problems = []
+    silmont = os.path.join(args.real, "pt27_silmont_mem_snapshot.pickle")  # peak 3249143816 B
+    kk = os.path.join(args.real, "pt27_kk_memory_ctx128_fullstep.pickle")  # peak 51.04 GiB
+
+    def run(*argv):
+        r = subprocess.run([args.cli, "check"] + [str(a) for a in argv], capture_output=True, text=True)
+        print("check %s -> %d\n  %s" % (" ".join(os.path.basename(str(a)) for a in argv), r.returncode,
+                                       (r.stdout + r.stderr).strip().replace("\n", "\n  ")[:600]))
+        return r
+
+    def expect(r, rc, stdout_has=(), stderr_has=(), what=""):
+        if r.returncode != rc:
+            problems.append("%s: exit %d, expected %d (%s%s)" % (what, r.returncode, rc, r.stdout, r.stderr))
+        for s in stdout_has:
+            if s not in r.stdout:
+                problems.append("%s: stdout lacks %r: %r" % (what, s, r.stdout))
+        for s in stderr_has:
+            if s not in r.stderr:
+                problems.append("%s: stderr lacks %r: %r" % (what, s, r.stderr))
+        if rc == 2:
+            lines = r.stderr.strip().splitlines()
+            if r.stdout or len(lines) != 1 or not lines[0].startswith("headroom-cli: "):
+                problems.append("%s: exit 2 must print one 'headroom-cli: ' line on stderr and nothing on stdout"
+                                % what)
+        if rc == 1 and not r.stdout.startswith("{"):
+            fails = [l for l in r.stdout.splitlines() if l.startswith("FAIL ")]
+            if len(fails) != 1:
+                problems.append("%s: expected exactly one FAIL line, got %r" % (what, r.stdout))
+
+    # Pass and fail on the peak.
+    expect(run(silmont, "--max-peak", "70GiB"), 0, ["PASS max-peak: peak allocated 3.03 GiB"], what="max-peak pass")
+    expect(run(silmont, "--max-peak", "3249143816"), 0, what="max-peak equal to the peak passes")
+    expect(run(silmont, "--max-peak", "3GiB"), 1, ["FAIL max-peak: peak allocated 3.03 GiB", "exceeds 3.00 GiB"],
+           what="max-peak fail")
+    # Fit with the default 10% margin and with an explicit one.
+    expect(run(kk, "--fit", "80GiB"), 0, ["PASS fit:", "with 10.0% free (limit 72.00 GiB)"], what="fit pass")
+    expect(run(kk, "--fit", "56GiB"), 1, ["FAIL fit:", "does not fit 56.00 GiB with 10.0% free"],
+           what="fit fail at the default margin")
+    expect(run(kk, "--fit", "56GiB", "--margin", "5%"), 0, ["with 5.0% free"], what="fit pass with a 5% margin")
+    # Bad input and bad arguments: exit 2, one line naming the file or the option.
+    missing = os.path.join(args.workdir, "no_such_run.pickle")
+    expect(run(missing, "--max-peak", "70GiB"), 2, stderr_has=["no_such_run.pickle: no such file; expected"],
+           what="missing file")
+    expect(run(silmont, "--max-peak", "70Gx"), 2,
+           stderr_has=["--max-peak: expected a size such as 70GiB", "got '70Gx'"], what="bad size")
+    expect(run(silmont, "--fit", "80GiB", "--margin", "lots"), 2, stderr_has=["--margin: expected a percentage"],
+           what="bad margin")
+    expect(run(silmont), 2, stderr_has=["nothing to check"], what="no criterion")
+    expect(run(silmont, "--baseline", kk), 2, stderr_has=["--max-growth"], what="baseline without max-growth")
+    expect(run(silmont, "--max-peak", "1GiB", "--baseline", missing, "--max-growth", "5%"), 2,
+           stderr_has=["--baseline", "no_such_run.pickle: no such file"], what="missing baseline")
+    expect(run(os.path.join(args.source, "tests", "fixtures", "malicious_reduce.pickle"), "--max-peak", "1GiB"), 2,
+           stderr_has=["malicious_reduce.pickle: byte 2:"], what="unreadable file")
+    expect(run(silmont, "--max-peak", "1GiB", "--device", "7"), 2, stderr_has=["no device 7 (devices: 0)"],
+           what="no such device")
+
+    # Growth over a baseline: two runs of one model, micro-batch 2 then 4.
+    os.makedirs(args.workdir, exist_ok=True)
+    gen = os.path.join(args.source, "tools", "gen_snapshot.py")
+    runs = {}
+    for mb in (2, 4):
+        runs[mb] = os.path.join(args.workdir, "run_mb%d.pickle" % mb)
+        subprocess.run([sys.executable, gen, "--out", runs[mb], "--layers", "2", "--steps", "2", "--micro-batch",
+                        str(mb), "--hidden", "512", "--heads", "8", "--vocab", "8000", "--seq-len", "512"],
+                       check=True, capture_output=True)
+    r = run(runs[4], "--baseline", runs[2], "--max-growth", "5%")
+    expect(r, 1, ["FAIL growth: peak allocated grew", "grew by category: activation +", "by phase: forward +"],
+           what="growth names the category and the phase")
+    expect(run(runs[2], "--baseline", runs[2], "--max-growth", "5%"), 0, ["PASS growth:", "(+0.0%, limit 5.0%)"],
+           what="no growth")
+    expect(run(runs[2], "--baseline", runs[4], "--max-growth", "0%"), 0, ["PASS growth:"], what="shrinking passes")
+    r = run(runs[4], "--baseline", runs[2], "--max-growth", "5%", "--json")
+    expect(r, 1, what="growth --json still exits 1")
+    try:
+        j = json.loads(r.stdout)
+        g = [c for c in j["checks"] if c["name"] == "growth"][0]
+        if j["schema_version"] != 1 or j["passed"] or g["passed"]:
+            problems.append("growth --json: passed/schema_version wrong: %r" % j)
+        if not g["by_category"]["activation"]["delta_bytes"] > 0 or g["by_category"]["parameter"]["delta_bytes"]:
+            problems.append("growth --json: activation must grow and parameters not: %r" % g["by_category"])
+        if not (g["growth"] > 0.05 and g["value_bytes"] - g["baseline_bytes"] == j["peak_allocated_bytes"] -
+                g["baseline_bytes"]):
+            problems.append("growth --json: growth %r" % g)
+    except (ValueError, KeyError, IndexError) as e:
+        problems.append("growth --json: %s in %r" % (e, r.stdout[:500]))
+    # Real files: the kk run against the much smaller silmont one (optimizer state and
+    # gradients make up most of the difference).
+    expect(run(kk, "--baseline", silmont, "--max-growth", "5%"), 1, ["grew by category: optimizer_state +"],
+           what="real growth")
+    # Several checks at once: one line each, the failing one says FAIL.
+    r = run(silmont, "--max-peak", "70GiB", "--fit", "2GiB", "--baseline", silmont, "--max-growth", "5%")
+    expect(r, 1, ["PASS max-peak:", "FAIL fit:", "PASS growth:"], what="three checks")
+    if len(r.stdout.strip().splitlines()) != 3:
+        problems.append("three checks must print three lines: %r" % r.stdout)
+
+    if problems:
+        print("FAIL:\n  " + "\n  ".join(problems))
+        return 1
+    print("check: exit codes, reasons and growth attribution hold")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
