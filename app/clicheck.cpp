@@ -66,12 +66,12 @@ int64_t sizeOption(const std::string& flag, const std::string& text)
     return *v;
 }
 
-double percentOption(const std::string& flag, const std::string& text, double max)
+/// `max`: the first fraction refused (1.0 for a margin, which must leave some capacity).
+double percentOption(const std::string& flag, const std::string& text, double max, const char* example)
 {
     const auto v = parsePercent(text);
     if (!v || *v >= max)
-        throw Unusable(flag + ": expected a percentage such as 5% (0 to " + std::to_string(int(max * 100)) +
-                       "), got '" + text + "'");
+        throw Unusable(flag + ": expected a percentage such as " + example + ", got '" + text + "'");
     return *v;
 }
 
@@ -194,8 +194,8 @@ int CheckCommand::run()
         // -Wmaybe-uninitialized quiet, which misfires on optionals here).
         const int64_t maxPeak = m_maxPeak.empty() ? 0 : sizeOption("--max-peak", m_maxPeak);
         const int64_t fit = m_fit.empty() ? 0 : sizeOption("--fit", m_fit);
-        const double margin = m_margin.empty() ? kDefaultMargin : percentOption("--margin", m_margin, 1.0);
-        const double maxGrowth = m_maxGrowth.empty() ? 0.0 : percentOption("--max-growth", m_maxGrowth, 1e6);
+        const double margin = m_margin.empty() ? kDefaultMargin : percentOption("--margin", m_margin, 1.0, "10% (below 100%)");
+        const double maxGrowth = m_maxGrowth.empty() ? 0.0 : percentOption("--max-growth", m_maxGrowth, 1e6, "5%");
 
         if (!m_baseline.empty())
             requireFile(m_baseline, "--baseline"); // before the first load, which may take a while

@@ -179,7 +179,8 @@ std::vector<CaptureFinding> CaptureDoctor::examine(const LoadedTrace& trace)
             const std::string entries = std::to_string(suggestedEntries(n));
             add("history_truncated", Sev::Warning, {dev.device},
                 devicePrefix(dev) + "the history was cut by max_entries (" + why +
-                    "); what happened before the first of its " + std::to_string(n) + (n == 1 ? " event" : " events") + " is lost",
+                    "); what happened before the first of its " + std::to_string(n) +
+                    (n == 1 ? " event" : " events") + " is lost",
                 legacy20 ? "record a longer history: torch.cuda.memory._record_memory_history(True, "
                            "trace_alloc_max_entries=" + entries + ", trace_alloc_record_context=True) on PyTorch 2.0; "
                            "on 2.1+ Recorder(\"snapshots\", max_entries=" + entries + ")"
