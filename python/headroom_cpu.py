@@ -1,0 +1,899 @@
+"""headroom_cpu: record a training step that runs on the CPU as a CUDA memory snapshot.
+
+Single file, needs only PyTorch (1.13 or later; written against Debian 12's 1.13.1 and the
+2.x API). Ground truth for Headroom without a GPU: tensor sizes and lifetimes of a training
+step are decided by PyTorch and the model, not by the device, so a CPU run holds the same
+activations, gradients and optimizer state a GPU run does (see python/README.md, "Recording
+on the CPU: ground truth", for what differs).
+
+    import headroom_cpu
+    with headroom_cpu.capture("step.pickle", micro_batch=4, seq=128, precision="fp32",
+                              optimizer="adamw") as cap:
+        model, opt = build()                    # built inside: every tensor is seen
+        with cap.iteration():                   # headroom.iteration#0
+            with cap.phase("forward"):          # ## forward ##
+                out = model(x)
+            with cap.phase("loss"):
+                loss = loss_fn(out, y)
+            with cap.phase("backward"):
+                loss.backward()
+            with cap.phase("optimizer"):
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+    print(cap.recorded_peak_bytes, cap.oracle_peak_bytes)
+
+What is recorded
+* Every aten op's outputs, through ``torch.utils._python_dispatch.TorchDispatchMode``:
+  forward, backward (on the CPU the autograd engine runs backward on the calling thread) and
+  the optimizer. Storages are tracked, not tensors: a storage is keyed by its data pointer,
+  each live tensor object on it holds one count (a weak reference with a callback), and the
+  storage is freed when the count reaches zero. Views share one allocation; zero-byte
+  storages (null data pointer) are not allocations.
+* Tensors that autograd saves for backward are packed through
+  ``torch.autograd.graph.saved_tensors_hooks`` as a detached alias, so a saved output stays
+  alive as long as the graph holds it (without the hook the Python object dies first).
+* ``nn.Parameter`` creation (``Tensor._make_subclass``) and ``tensor.data = ...`` (what
+  ``Module.to(dtype)`` does) are followed while the capture is active; an unknown tensor that
+  reaches an op is adopted (an alias of a known storage, or a storage that existed before).
+* Tensors that exist before the block (``model=``, ``optimizer=``, ``tensors=``, and storages
+  first seen as op inputs) are written as ``alloc`` entries at the start of the trace, before
+  every other entry, with one frame ``<before capture>`` naming the tensor.
+* The snapshot is PyTorch's ``_dump_snapshot`` format (2.4/2.5 era) for CUDA device 0:
+  ``segments`` is empty (a trace-only snapshot: no allocator simulation here),
+  ``device_traces[0]`` holds ``alloc`` / ``free_requested`` / ``free_completed`` entries with
+  sizes rounded as the CUDA caching allocator rounds them (512 B minimum, multiples of
+  512 B), addresses are the CPU allocator's addresses, ``time_us`` is wall-clock
+  microseconds made strictly increasing, ``frames`` is the Python stack (innermost first,
+  the recorder's own frames dropped, frame dicts and stacks interned).
+  ``external_annotations`` holds the phase and iteration markers, ``headroom_config`` the
+  configuration and the peaks.
+* The oracle: the legacy autograd profiler records every CPU-allocator allocation and free
+  (``kind() == 'memory_alloc'``); the running sum's maximum (plus the bytes alive before the
+  block) is ``oracle_peak_bytes``. ``recorded_peak_bytes`` is the recorder's peak of live
+  bytes before rounding; they should agree within 1%.
+"""
+
+import contextlib
+import os
+import pickle
+import sys
+import tempfile
+import threading
+import time
+import weakref
+
+__all__ = ["capture", "Capture", "HeadroomCpuError", "round_size", "PHASE_NAMES"]
+
+PICKLE_PROTOCOL = 4
+PHASE_NAMES = {
+    "forward": "## forward ##",
+    "loss": "## loss ##",
+    "backward": "## backward ##",
+    "optimizer": "## optimizer ##",
+}
+ITERATION_PREFIX = "headroom.iteration#"
+BEFORE_CAPTURE = "<before capture>"
+GPU_HELPER = "python/headroom_record.py"
+PRECISIONS = ("fp32", "amp-bf16", "bf16")
+OPTIMIZERS = ("sgd", "sgd-momentum", "adamw", "adam")
+CHECKPOINTS = ("none", "full")
+
+_DISPATCH_FILE = os.path.join("torch", "utils", "_python_dispatch.py")
+_PLAIN, _SKIP, _REBIND, _FRESH, _DETACH = 0, 1, 2, 3, 4
+# addresses for storages found mid-step that existed before it (below any heap or mmap
+# address of an x86-64/aarch64 Linux process, and under 2**63 for 8-byte pickle integers)
+_LATE_BASE = 0x100000000000
+_ACTIVE = [None]
+_LOCK = threading.Lock()
+
+
+class HeadroomCpuError(RuntimeError):
+    """The step cannot be recorded on the CPU (a CUDA tensor, a nested capture, ...)."""
+
+
+def round_size(size):
+    """Size the CUDA caching allocator hands out for a request of ``size`` bytes:
+    512 bytes at least, else rounded up to a multiple of 512 (kMinBlockSize)."""
+    if size < 512:
+        return 512
+    return (size + 511) // 512 * 512
+
+
+def _cuda_message(what):
+    return ("headroom_cpu records a step that runs on the CPU, but %s is on a CUDA device. "
+            "Run the step on the CPU (model.cpu(), tensors on the CPU), or record it on the GPU "
+            "with %s (torch.cuda.memory._record_memory_history)." % (what, GPU_HELPER))
+
+
+class _Storage(object):
+    """One live allocation: a storage and the number of live tensor objects on it."""
+    __slots__ = ("ptr", "addr", "nbytes", "count", "live", "host")
+
+    def __init__(self, ptr, nbytes, host=False, addr=None):
+        self.ptr = ptr  # the CPU data pointer: the key while the storage lives
+        self.addr = ptr if addr is None else addr  # the address written to the trace
+        self.nbytes = nbytes
+        self.count = 0
+        self.live = True
+        self.host = host  # a CPU tensor on a GPU run too: not in the snapshot
+
+
+def _storage_fn(torch):
+    if hasattr(torch.Tensor, "untyped_storage"):  # 2.x
+        def info(t):
+            s = t.untyped_storage()
+            return s.data_ptr(), s.nbytes()
+    else:  # 1.13: TypedStorage with data_ptr() and nbytes()
+        def info(t):
+            s = t.storage()
+            return s.data_ptr(), s.nbytes()
+    return info
+
+
+class Capture(object):
+    """Records one block of CPU training code; use :func:`capture`."""
+
+    def __init__(self, path, micro_batch=None, seq=None, precision="fp32", optimizer="adamw",
+                 checkpoint="none", accum=1, devices=1, iterations=None, model=None,
+                 tensors=None, oracle=True, **more):
+        import torch  # imported late so that the module itself imports without torch
+        self._torch = torch
+        self.path = os.fspath(path)
+        self._model_obj = model if isinstance(model, torch.nn.Module) else None
+        self._optim_obj = optimizer if isinstance(optimizer, torch.optim.Optimizer) else None
+        self._extra = list(tensors or [])
+        model_name = more.pop("model_name", None)
+        if model_name is None:
+            if model is None or isinstance(model, str):
+                model_name = model or ""
+            else:
+                model_name = type(model).__name__
+        if self._optim_obj is not None:
+            optimizer = _optimizer_name(self._optim_obj)
+        if precision not in PRECISIONS:
+            raise ValueError("precision must be one of %s, not %r" % (PRECISIONS, precision))
+        if checkpoint not in CHECKPOINTS:
+            raise ValueError("checkpoint must be one of %s, not %r" % (CHECKPOINTS, checkpoint))
+        self._iterations_arg = iterations
+        self.config = {
+            "micro_batch": micro_batch, "seq": seq, "precision": precision,
+            "optimizer": optimizer, "checkpoint": checkpoint, "accum": int(accum),
+            "devices": int(devices), "iterations": int(iterations or 1), "model": model_name,
+        }
+        self.config.update(more)
+        self._oracle_wanted = oracle
+        self.recorded_peak_bytes = None
+        self.recorded_peak_rounded_bytes = None
+        self.oracle_peak_bytes = None
+        self.oracle_records = None
+        self.incomplete = False
+        self._info = _storage_fn(torch)
+        self._table = {}      # ptr -> _Storage (live)
+        self._objs = {}       # id(tensor) -> (weakref, _Storage)
+        self._pre = []        # (addr, nbytes, frames): alive before the first entry
+        self._ev = []         # (action, addr, nbytes, time_us, frames)
+        self._ann = []        # (name, stage, time_us)
+        self._frames = {}     # (filename, line, name) -> frame dict
+        self._stacks = {}     # tuple of (code, line) -> list of frame dicts
+        self._last_us = 0
+        self._kinds = {}      # OpOverload -> _PLAIN / _SKIP / _REBIND / _FRESH / _DETACH
+        self._late = 0        # storages first seen mid-step that existed before it
+        self._iter = 0
+        self._active = False
+        self._patches = []
+
+    # ------------------------------------------------------------------ clock & stacks
+    def _now(self):
+        t = time.time_ns() // 1000
+        if t <= self._last_us:
+            t = self._last_us + 1
+        self._last_us = t
+        return t
+
+    def _stack(self):
+        f = sys._getframe(1)
+        keys = []
+        this = _THIS_FILE
+        while f is not None:
+            code = f.f_code
+            fn = code.co_filename
+            if fn != this and not fn.endswith(_DISPATCH_FILE):  # the recorder and the mode stack
+                keys.append((code, f.f_lineno))
+            f = f.f_back
+        keys = tuple(keys)
+        st = self._stacks.get(keys)
+        if st is None:
+            st = []
+            for code, line in keys:
+                k = (code.co_filename, line, code.co_name)
+                fr = self._frames.get(k)
+                if fr is None:
+                    fr = {"filename": k[0], "line": k[1], "name": k[2]}
+                    self._frames[k] = fr
+                st.append(fr)
+            self._stacks[keys] = st
+        return st
+
+    # ------------------------------------------------------------------ storage tracking
+    def _alloc(self, ptr, nbytes):
+        s = _Storage(ptr, nbytes)
+        self._table[ptr] = s
+        self._ev.append(("alloc", ptr, nbytes, self._now(), self._stack()))
+        return s
+
+    def _free(self, s):
+        s.live = False
+        if s.ptr == 0:  # a zero-byte placeholder: never an allocation
+            return
+        if self._table.get(s.ptr) is s:
+            del self._table[s.ptr]
+        if self._active and s.host:
+            self._ev.append(("host_free", s.addr, s.nbytes, 0, None))
+        elif self._active:
+            frames = self._stack()
+            t = self._now()
+            self._ev.append(("free_requested", s.addr, s.nbytes, t, frames))
+            self._ev.append(("free_completed", s.addr, s.nbytes, self._now(), frames))
+
+    def _host_tensor(self, t):
+        """A tensor that lives on the host on a GPU run too (the RNG state that
+        torch.utils.checkpoint saves): followed for the comparison with the oracle, left
+        out of the snapshot."""
+        info = self._info_safe(t)
+        if info is None or info[0] == 0 or id(t) in self._objs:
+            return
+        s = _Storage(info[0], info[1], host=True)
+        self._table[info[0]] = s
+        self._ev.append(("host_alloc", info[0], info[1], 0, None))
+        self._bind(t, s)
+
+    def _pre_existing(self, ptr, nbytes, label):
+        addr = None
+        if self._ev:
+            # first seen mid-step, written at the start of the trace: its CPU address may
+            # have served another allocation in between, so it gets an address of its own
+            self._late += 1
+            addr = _LATE_BASE + self._late * 512
+        s = _Storage(ptr, nbytes, addr=addr)
+        self._table[ptr] = s
+        self._pre.append((s.addr, nbytes, [{"filename": BEFORE_CAPTURE, "line": 0, "name": label}]))
+        return s
+
+    def _bind(self, t, s):
+        key = id(t)
+        s.count += 1
+
+        def dead(_ref, key=key, s=s, self=self):
+            rec = self._objs.get(key)
+            if rec is not None and rec[0] is _ref:
+                del self._objs[key]
+            self._release(s)
+        self._objs[key] = (weakref.ref(t, dead), s)
+
+    def _release(self, s):
+        s.count -= 1
+        if s.count == 0 and s.live:
+            self._free(s)
+
+    def _unbind(self, t):
+        rec = self._objs.pop(id(t), None)
+        if rec is not None:
+            self._release(rec[1])
+
+    def _check_device(self, t):
+        if t.is_cuda:
+            raise HeadroomCpuError(_cuda_message("a tensor of shape %s" % (tuple(t.shape),)))
+
+    def _info_safe(self, t):
+        try:
+            return self._info(t)
+        except Exception:  # sparse, mkldnn, wrapper subclasses: no plain storage
+            return None
+
+    def _adopt_input(self, t):
+        """A tensor object not seen before reaches an op: an alias of a known storage, or a
+        storage that existed before the block."""
+        if id(t) in self._objs:
+            return
+        if t.is_cuda:
+            self._check_device(t)
+        info = self._info_safe(t)
+        if info is None or info[0] == 0:
+            return
+        s = self._table.get(info[0])
+        if s is None:
+            s = self._pre_existing(info[0], info[1], "tensor %s %s" % (tuple(t.shape), t.dtype))
+        self._bind(t, s)
+
+    def _output(self, t, fresh):
+        rec = self._objs.get(id(t))
+        if t.is_cuda:
+            self._check_device(t)
+        info = self._info_safe(t)
+        if info is None:
+            return
+        ptr, nbytes = info
+        if rec is not None:  # a tracked object comes back (in-place op, out=)
+            s = rec[1]
+            if s.ptr != ptr or s.nbytes != nbytes:
+                self._moved(t, s, ptr, nbytes)
+            return
+        if ptr == 0:
+            # zero bytes: not an allocation, but follow the object in case it is resized
+            self._bind(t, _Storage(0, 0))
+            return
+        s = None if fresh else self._table.get(ptr)
+        if s is None:
+            if fresh and ptr in self._table:
+                old = self._table[ptr]
+                old.live = False  # a storage freed behind our back (no live tensor object)
+                self._free(old)
+            s = self._alloc(ptr, nbytes)
+        self._bind(t, s)
+
+    def _moved(self, t, s, ptr, nbytes):
+        """The storage under a tracked tensor object has a new data pointer or size: the
+        storage was reallocated (resize_, out=): all its aliases move with it."""
+        if s.ptr != 0 and s.live:
+            if self._table.get(s.ptr) is s:
+                del self._table[s.ptr]
+            frames = self._stack()
+            self._ev.append(("free_requested", s.addr, s.nbytes, self._now(), frames))
+            self._ev.append(("free_completed", s.addr, s.nbytes, self._now(), frames))
+        s.ptr, s.addr, s.nbytes = ptr, ptr, nbytes
+        if ptr != 0:
+            s.live = True
+            self._table[ptr] = s
+            self._ev.append(("alloc", ptr, nbytes, self._now(), self._stack()))
+
+    def _rebind(self, t):
+        """``t`` now points at another storage (``t.data = x``, ``set_``)."""
+        info = self._info_safe(t)
+        rec = self._objs.get(id(t))
+        if info is None:
+            return
+        if rec is not None and rec[1].ptr == info[0] and rec[1].live:
+            return
+        self._unbind(t)
+        if info[0] == 0:
+            self._bind(t, _Storage(0, 0))
+            return
+        s = self._table.get(info[0])
+        if s is None:
+            s = self._pre_existing(info[0], info[1], "tensor %s %s" % (tuple(t.shape), t.dtype))
+        self._bind(t, s)
+
+    def _op_kind(self, func):
+        kind = self._kinds.get(func)
+        if kind is None:
+            try:
+                qual = func._schema.name  # 'aten::add'
+                overload = func.__name__
+            except AttributeError:
+                qual = overload = str(func)
+            if qual.startswith("profiler::"):
+                kind = _SKIP  # record_function handles: CPU tensors even on a GPU run
+            elif overload.startswith("set_"):
+                kind = _REBIND
+            elif overload.startswith("detach"):
+                kind = _DETACH
+            elif overload.startswith("lift"):
+                kind = _FRESH  # torch.tensor(data): made outside the mode, fresh
+            else:
+                kind = _PLAIN
+            self._kinds[func] = kind
+        return kind
+
+    def _on_op(self, func, args, kwargs, out):
+        Tensor = self._torch.Tensor
+        kind = self._op_kind(func)
+        if kind == _SKIP:
+            return
+        # _DETACH is a plain op for the bookkeeping
+        if kind == _FRESH:  # torch.tensor(data): its input is the fresh tensor itself
+            if isinstance(out, Tensor):
+                self._output(out, True)
+            return
+        # inputs first, so that an output aliasing an unknown input finds its storage
+        for a in args:
+            if isinstance(a, Tensor):
+                if id(a) not in self._objs:
+                    self._adopt_input(a)
+            elif isinstance(a, (list, tuple)):
+                for b in a:
+                    if isinstance(b, Tensor) and id(b) not in self._objs:
+                        self._adopt_input(b)
+        if kwargs:
+            for a in kwargs.values():
+                if isinstance(a, Tensor) and id(a) not in self._objs:
+                    self._adopt_input(a)
+        if kind == _REBIND:
+            if isinstance(out, Tensor):
+                self._rebind(out)
+            return
+        fresh = False
+        if isinstance(out, Tensor):
+            self._output(out, fresh)
+        elif isinstance(out, (list, tuple)):
+            for o in out:
+                if isinstance(o, Tensor):
+                    self._output(o, fresh)
+                elif isinstance(o, (list, tuple)):
+                    for p in o:
+                        if isinstance(p, Tensor):
+                            self._output(p, fresh)
+
+    def _track_existing(self, t, label):
+        if t is None or not isinstance(t, self._torch.Tensor):
+            return
+        if t.is_cuda:
+            raise HeadroomCpuError(_cuda_message(label))
+        if id(t) in self._objs:
+            return
+        info = self._info_safe(t)
+        if info is None or info[0] == 0:
+            return
+        s = self._table.get(info[0])
+        if s is None:
+            s = self._pre_existing(info[0], info[1], label)
+        self._bind(t, s)
+
+    def _track_model_and_optimizer(self):
+        if self._model_obj is not None:
+            for n, p in self._model_obj.named_parameters():
+                self._track_existing(p, "parameter " + n)
+                self._track_existing(p.grad, "gradient of " + n)
+            for n, b in self._model_obj.named_buffers():
+                self._track_existing(b, "buffer " + n)
+        if self._optim_obj is not None:
+            names = {}
+            if self._model_obj is not None:
+                names = {id(p): n for n, p in self._model_obj.named_parameters()}
+            for g in self._optim_obj.param_groups:
+                for p in g["params"]:
+                    n = names.get(id(p), "parameter %s" % (tuple(p.shape),))
+                    self._track_existing(p, n if n.startswith("parameter") else "parameter " + n)
+                    self._track_existing(p.grad, "gradient of " + n)
+            for p, st in self._optim_obj.state.items():
+                n = names.get(id(p), "%s" % (tuple(p.shape),))
+                for k, v in st.items():
+                    self._track_existing(v, "optimizer state %s of %s" % (k, n))
+        for i, t in enumerate(self._extra):
+            self._track_existing(t, "tensor %d %s" % (i, tuple(t.shape)))
+
+    # ------------------------------------------------------------------ markers
+    def _mark(self, name, stage):
+        self._ann.append((name, stage, self._now()))
+
+    @contextlib.contextmanager
+    def phase(self, name):
+        """``with cap.phase("forward"):`` marks ``## forward ##`` (also ``loss``,
+        ``backward``, ``optimizer``; a full marker name is accepted as it is)."""
+        marker = PHASE_NAMES.get(name, name)
+        if marker not in PHASE_NAMES.values():
+            raise ValueError("phase must be one of %s, not %r" % (sorted(PHASE_NAMES), name))
+        self._mark(marker, "START")
+        try:
+            yield
+        finally:
+            self._mark(marker, "END")
+
+    @contextlib.contextmanager
+    def iteration(self):
+        """``with cap.iteration() as n:`` marks ``headroom.iteration#n``."""
+        n = self._iter
+        self._iter += 1
+        self._mark(ITERATION_PREFIX + str(n), "START")
+        try:
+            yield n
+        finally:
+            self._mark(ITERATION_PREFIX + str(n), "END")
+
+    # ------------------------------------------------------------------ enter / exit
+    def __enter__(self):
+        with _LOCK:
+            if _ACTIVE[0] is not None:
+                raise HeadroomCpuError("a headroom_cpu capture is already active")
+            _ACTIVE[0] = self
+        try:
+            self._t0 = self._now()
+            self._track_model_and_optimizer()
+            self._start_oracle()
+            self._install()
+        except BaseException:
+            self._uninstall()
+            self._stop_oracle(discard=True)
+            _ACTIVE[0] = None
+            raise
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        try:
+            self._uninstall()
+            self._stop_oracle()
+        finally:
+            _ACTIVE[0] = None
+        if exc_type is not None:
+            self.incomplete = True
+            self.config["incomplete"] = True
+            self.config["error"] = "%s: %s" % (exc_type.__name__, exc)
+        self._write()
+        if exc_type is not None:
+            print("headroom_cpu: the step raised %s; wrote what was recorded to %s "
+                  "(marked incomplete)" % (exc_type.__name__, self.path), file=sys.stderr)
+        return False
+
+    def _install(self):
+        torch = self._torch
+        from torch.utils._python_dispatch import TorchDispatchMode
+        rec = self
+        Tensor = torch.Tensor
+
+        class _Mode(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                out = func(*args, **(kwargs or {}))
+                if not isinstance(out, Tensor) and isinstance(out, (float, int, complex)) \
+                        and args and isinstance(args[0], Tensor) \
+                        and rec._op_kind(func) == _DETACH:
+                    # detach of a wrapped Python number (a saved scalar operand, unpacked by
+                    # our saved-tensor hook) comes back as a Python number; the caller needs
+                    # a tensor: hand back the wrapped number itself (never written to)
+                    return args[0]
+                rec._on_op(func, args, kwargs, out)
+                return out
+
+        # Parameter(...) wraps a detached alias made in C++, out of the mode's sight
+        base_make = torch._C._TensorBase._make_subclass
+        had_make = "_make_subclass" in torch.Tensor.__dict__
+        old_make = torch.Tensor.__dict__.get("_make_subclass")
+
+        def _make_subclass(cls, data, *a, **k):
+            out = base_make(cls, data, *a, **k)
+            if rec._active:
+                rec._adopt_input(out)
+            return out
+        torch.Tensor._make_subclass = staticmethod(_make_subclass)
+        self._patches.append(("_make_subclass", had_make, old_make))
+
+        # t.data (a shallow copy made in C++) and t.data = x (Module.to(dtype))
+        base_data = torch._C._TensorBase.__dict__["data"]
+        had_data = "data" in torch.Tensor.__dict__
+        old_data = torch.Tensor.__dict__.get("data")
+
+        def _get_data(t):
+            d = base_data.__get__(t, type(t))
+            if rec._active:
+                rec._adopt_input(d)
+            return d
+
+        def _set_data(t, v):
+            base_data.__set__(t, v)
+            if rec._active:
+                rec._rebind(t)
+        torch.Tensor.data = property(_get_data, _set_data)
+        self._patches.append(("data", had_data, old_data))
+
+        # torch.utils.checkpoint saves the CPU RNG state (a ByteTensor made outside the
+        # dispatcher): host memory on a GPU run as well
+        base_rng = torch.get_rng_state
+
+        def get_rng_state():
+            st = base_rng()
+            if rec._active:
+                rec._host_tensor(st)
+            return st
+        torch.get_rng_state = get_rng_state
+        self._rng = base_rng
+
+        from torch.utils._mode_utils import no_dispatch
+
+        def pack(t):
+            # A detached alias, as autograd saves an output (tensor_data): it holds the
+            # storage as long as the graph does, without a reference cycle through grad_fn.
+            # Made with the mode off (a wrapped Python number cannot pass through it) and
+            # counted here when its storage is a known one.
+            with no_dispatch():
+                d = t.detach()
+            if rec._active:
+                info = rec._info_safe(d)
+                if info is not None and info[0] in rec._table:
+                    rec._bind(d, rec._table[info[0]])
+            return d
+
+        def unpack(d):
+            return d
+        self._hooks = torch.autograd.graph.saved_tensors_hooks(pack, unpack)
+        self._hooks.__enter__()
+        self._mode = _Mode()
+        self._mode.__enter__()
+        self._active = True
+
+    def _uninstall(self):
+        torch = self._torch
+        was = self._active
+        self._active = False
+        if getattr(self, "_mode", None) is not None:
+            self._mode.__exit__(None, None, None)
+            self._mode = None
+        if getattr(self, "_hooks", None) is not None:
+            self._hooks.__exit__(None, None, None)
+            self._hooks = None
+        for name, had, old in reversed(self._patches):
+            if had:
+                setattr(torch.Tensor, name, old)
+            else:
+                try:
+                    delattr(torch.Tensor, name)
+                except AttributeError:
+                    pass
+        self._patches = []
+        if getattr(self, "_rng", None) is not None:
+            torch.get_rng_state = self._rng
+            self._rng = None
+        if was:
+            self._end_us = self._now()
+            # dropping the weak references drops their callbacks: tensors that outlive the
+            # block never call back into the recorder
+            self._objs_at_end = len(self._objs)
+            self._objs = {}
+
+    # ------------------------------------------------------------------ oracle
+    def _start_oracle(self):
+        self._oracle_on = False
+        if not self._oracle_wanted:
+            return
+        torch = self._torch
+        try:
+            from torch.autograd import ProfilerConfig, ProfilerState
+            cfg = ProfilerConfig(ProfilerState.CPU, False, True, False, False, False,
+                                 torch.profiler._ExperimentalConfig())
+            torch.autograd._enable_profiler_legacy(cfg)
+            self._oracle_on = True
+        except Exception as e:  # 2.x builds without the legacy profiler
+            self.config["oracle_error"] = "%s: %s" % (type(e).__name__, e)
+
+    def _stop_oracle(self, discard=False):
+        if not getattr(self, "_oracle_on", False):
+            return
+        self._oracle_on = False
+        recs = self._torch.autograd._disable_profiler_legacy()
+        if discard:
+            return
+        flat = [r for thread in recs for r in thread]
+        start = None
+        for r in flat:
+            if r.kind() == "mark" and r.name() == "__start_profile":
+                start = r
+                break
+        if start is None:
+            return
+        mem = []
+        for i, r in enumerate(flat):
+            if r.kind() == "memory_alloc":
+                mem.append((start.cpu_elapsed_us(r), i, r.cpu_memory_usage()))
+        mem.sort()
+        self.oracle_records = mem
+        run = peak = 0
+        for _, _, d in mem:
+            run += d
+            if run > peak:
+                peak = run
+        self._oracle_rel_peak = peak
+        self._oracle_flat = flat
+        self._oracle_start = start
+
+    # ------------------------------------------------------------------ output
+    def _trace(self):
+        t_pre = self._t0
+        entries = []
+        for addr, n, frames in self._pre:
+            entries.append({"action": "alloc", "addr": addr, "size": round_size(n), "stream": 0,
+                            "time_us": t_pre, "frames": frames})
+        for action, addr, n, t, frames in self._ev:
+            if action[0] == "h":  # host_alloc / host_free
+                continue
+            entries.append({"action": action, "addr": addr, "size": round_size(n), "stream": 0,
+                            "time_us": t, "frames": frames})
+        return entries
+
+    def _peaks(self):
+        live = live_r = sum(n for _, n, _ in self._pre)
+        live_r = sum(round_size(n) for _, n, _ in self._pre)
+        peak, peak_r = live, live_r
+        host = peak_h = live
+        for action, _addr, n, _t, _f in self._ev:
+            if action == "alloc":
+                live += n
+                host += n
+                live_r += round_size(n)
+                if live > peak:
+                    peak = live
+                if live_r > peak_r:
+                    peak_r = live_r
+            elif action == "free_completed":
+                live -= n
+                host -= n
+                live_r -= round_size(n)
+            elif action == "host_alloc":
+                host += n
+            elif action == "host_free":
+                host -= n
+            if host > peak_h:
+                peak_h = host
+        self.recorded_peak_with_host_bytes = peak_h
+        return peak, peak_r, live, live_r
+
+    def _write(self):
+        torch = self._torch
+        peak, peak_r, end, end_r = self._peaks()
+        self.recorded_peak_bytes = peak
+        self.recorded_peak_rounded_bytes = peak_r
+        pre_bytes = sum(n for _, n, _ in self._pre)
+        if getattr(self, "_oracle_rel_peak", None) is not None:
+            self.oracle_peak_bytes = pre_bytes + self._oracle_rel_peak
+        cfg = self.config
+        if self._iterations_arg is None and self._iter:
+            cfg["iterations"] = self._iter
+        cfg.update({
+            "recorder": "headroom_cpu",
+            "torch_version": str(torch.__version__),
+            "oracle_peak_bytes": (-1 if self.oracle_peak_bytes is None
+                                  else int(self.oracle_peak_bytes)),
+            "recorded_peak_bytes": int(peak),
+            "recorded_peak_rounded_bytes": int(peak_r),
+            "recorded_peak_with_host_bytes": int(self.recorded_peak_with_host_bytes),
+            "before_capture_bytes": int(pre_bytes),
+            "live_bytes_at_end": int(end),
+            "allocations": sum(1 for e in self._ev if e[0] == "alloc") + len(self._pre),
+            "host_allocations": sum(1 for e in self._ev if e[0] == "host_alloc"),
+            "before_capture_allocations": len(self._pre),
+            "found_mid_step_allocations": self._late,
+            "rounding": "cuda-caching-allocator-512",
+            "num_threads": int(torch.get_num_threads()),
+        })
+        ann = [{"name": n, "stage": st, "device": 0, "time_us": t} for n, st, t in self._ann]
+        snapshot = {
+            "segments": [],
+            "device_traces": [self._trace()],
+            "allocator_settings": {
+                "PYTORCH_CUDA_ALLOC_CONF": "",
+                "max_split_size": -1,
+                "garbage_collection_threshold": 0.0,
+                "expandable_segments": False,
+                "pinned_num_register_threads": 1,
+                "release_lock_on_cudamalloc": False,
+                "pinned_use_cuda_host_register": False,
+                "roundup_power2_divisions": {str(1 << i): 0 for i in range(16)},
+            },
+            "external_annotations": ann,
+            "headroom_config": _plain(cfg),
+        }
+        _atomic_pickle(self.path, snapshot)
+
+    # ------------------------------------------------------------------ diagnostics
+    def oracle_breakdown(self, ops=None):
+        """Explains a difference between the recorded and the oracle peak.
+
+        Every op the recorder sees runs twice nested in the profiler's records: the call
+        that reached the dispatch mode and, inside it, the mode's own call of the op (same
+        name), under which nothing is visible to Python. An allocation made and freed inside
+        that inner call (matched by size, last in first out) is kernel scratch. Returns
+        ``{'oracle_peak_bytes', 'peak_without_scratch_bytes', 'scratch_at_peak': [(op,
+        bytes), ...], 'scratch_ops': [(op, allocations, bytes), ...]}`` (bytes alive before
+        the block included in both peaks). ``ops`` (names such as 'aten::convolution')
+        limits the scratch to those ops."""
+        flat = getattr(self, "_oracle_flat", None)
+        if not flat:
+            return None
+        start = self._oracle_start
+        evs = []
+        for i, r in enumerate(flat):
+            k = r.kind()
+            if k in ("push", "pop", "memory_alloc"):
+                evs.append((start.cpu_elapsed_us(r), i, k, r.name(), r.cpu_memory_usage()))
+        evs.sort()
+        stack = []  # [name, inner call?, {size: [event positions]}]
+        scratch = {}  # event position -> op name
+        per_op = {}
+        for pos, (_t, _i, k, name, d) in enumerate(evs):
+            if k == "push":
+                inner = bool(stack) and stack[-1][0] == name and not stack[-1][1]
+                stack.append([name, inner, {}])
+            elif k == "pop":
+                if stack:
+                    stack.pop()
+            else:
+                frame = None
+                for f in reversed(stack):
+                    if f[1]:
+                        frame = f
+                        break
+                if frame is None or (ops is not None and frame[0] not in ops):
+                    continue
+                if d > 0:
+                    frame[2].setdefault(d, []).append(pos)
+                elif d < 0:
+                    opened = frame[2].get(-d)
+                    if opened:
+                        a = opened.pop()
+                        scratch[a] = scratch[pos] = frame[0]
+                        n, b = per_op.get(frame[0], (0, 0))
+                        per_op[frame[0]] = (n + 1, b - d)
+        pre = sum(n for _, n, _ in self._pre)
+        run = peak = run2 = peak2 = 0
+        live_scratch = {}
+        at_peak = {}
+        for pos, (_t, _i, k, name, d) in enumerate(evs):
+            if k != "memory_alloc":
+                continue
+            run += d
+            if pos in scratch:
+                live_scratch[scratch[pos]] = live_scratch.get(scratch[pos], 0) + d
+            else:
+                run2 += d
+                peak2 = max(peak2, run2)
+            if run > peak:
+                peak = run
+                at_peak = {o: b for o, b in live_scratch.items() if b}
+        return {
+            "oracle_peak_bytes": pre + peak,
+            "peak_without_scratch_bytes": pre + peak2,
+            "scratch_at_peak": sorted(at_peak.items(), key=lambda x: -x[1]),
+            "scratch_ops": sorted(((o, n, b) for o, (n, b) in per_op.items()), key=lambda x: -x[2]),
+        }
+
+
+# frames of this file are the recorder's own: the filename exactly as code objects carry it
+_THIS_FILE = Capture._stack.__code__.co_filename
+
+
+def _optimizer_name(opt):
+    n = type(opt).__name__.lower()
+    if n == "sgd":
+        mom = any(g.get("momentum", 0) for g in opt.param_groups)
+        return "sgd-momentum" if mom else "sgd"
+    return n
+
+
+def _plain(v):
+    """Config values as plain pickle types (dict, list, str, int, float, bool, None)."""
+    if isinstance(v, dict):
+        return {str(k): _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    return str(v)
+
+
+def _atomic_pickle(path, obj):
+    d = os.path.dirname(os.path.abspath(path))
+    os.makedirs(d, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=d, prefix="." + os.path.basename(path) + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            pickle.dump(obj, f, protocol=PICKLE_PROTOCOL)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def capture(path, micro_batch=None, seq=None, precision="fp32", optimizer="adamw",
+            checkpoint="none", accum=1, devices=1, **more):
+    """``with capture(path, ...) as cap: step()`` records the block and writes ``path``.
+
+    ``model=`` (an ``nn.Module``, or a name) and ``optimizer=`` (an ``Optimizer``, or one of
+    'sgd', 'sgd-momentum', 'adamw', 'adam') built before the block have their parameters,
+    buffers, gradients and optimizer state recorded as alive before the trace; ``tensors=``
+    adds more. ``oracle=False`` skips the legacy-profiler oracle. Other keyword arguments go
+    into ``headroom_config``.
+    """
+    return Capture(path, micro_batch=micro_batch, seq=seq, precision=precision,
+                   optimizer=optimizer, checkpoint=checkpoint, accum=accum, devices=devices,
+                   **more)
