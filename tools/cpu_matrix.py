@@ -20,6 +20,7 @@ DIR/<family>/<point>.pickle, and writes DIR/matrix.json:
 relative_difference = (recorded - oracle) / oracle, before the CUDA rounding;
 replay_peak_bytes is the peak of tests/tools/snapshot_summary.py on the written file, which
 must equal recorded_peak_rounded_bytes (the recorder's peak with the 512-byte rounding).
+Exit status 77 when torch cannot be imported (for ctest's SKIP_RETURN_CODE).
 
 Cache: a point is skipped when its pickle exists and the hash of (this script,
 cpu_models.py, headroom_cpu.py, the point's levers, the torch version) equals the key that
@@ -198,7 +199,7 @@ def main(argv=None):
     except ImportError as e:
         print("cpu_matrix: PyTorch is not importable (%s); on Debian 12 install python3-torch and "
               "run with /usr/bin/python3" % e, file=sys.stderr)
-        return 2
+        return 77  # "skipped" for ctest's SKIP_RETURN_CODE (argparse errors exit 2)
     families = [f for f in args.families.split(",") if f]
     for f in families:
         if f not in FAMILIES:
