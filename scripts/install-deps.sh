@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages Headroom needs to build, test and run.
 # Idempotent: installs only what is missing, and runs apt-get update only then.
+# --test adds what only the tests need: Debian's PyTorch for the CPU (python3-torch), which
+# records the real training steps the what-if is checked against (tools/cpu_matrix.py).
+# Building and running Headroom never need it.
 set -euo pipefail
 
 PACKAGES=(
@@ -12,8 +15,11 @@ PACKAGES=(
   clang libclang-rt-14-dev
   python3
   xvfb xauth fonts-dejavu-core
-  desktop-file-utils dpkg-dev
+  desktop-file-utils dpkg-dev file
 )
+if [ "${1:-}" = "--test" ]; then
+  PACKAGES+=(python3-torch)
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -10,7 +10,7 @@
 # the fuzz stage.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
+scripts/install-deps.sh --test
 export QT_QPA_PLATFORM=offscreen
 
 echo "== release build and tests"

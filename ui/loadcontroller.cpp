@@ -6,6 +6,7 @@
 #include "ui/timelinecurves.h"
 
 #include <QFuture>
+#include <QFutureWatcher>
 #include <QTimer>
 #include <QtConcurrent/QtConcurrentRun>
 
@@ -81,7 +82,14 @@ void LoadController::load(const QString& path)
             returnFreedMemory(); // a cancelled or failed load gives its memory back at once
         return r;
     });
-    future.then(this, [this, generation](const Result& result) { finish(generation, result); });
+    // A watcher connected before it is given the future reports a job that has already
+    // finished too (the documented race-free order); it is deleted with this controller.
+    auto* watcher = new QFutureWatcher<Result>(this);
+    connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, generation] {
+        finish(generation, watcher->result());
+        watcher->deleteLater();
+    });
+    watcher->setFuture(future);
     // The worker is already reading while the window shows that it is (the result comes
     // back queued, after these).
     m_lastPermille = -1;

@@ -26,7 +26,7 @@ using namespace headroom;
 
 namespace {
 
-constexpr int kLoadTimeoutMs = 30000;
+constexpr int kLoadTimeoutMs = 90000; // generous: ASan with both cores busy
 
 QString realTrace(const char* name)
 {
