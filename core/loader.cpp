@@ -24,7 +24,7 @@ void checkRanges(const Snapshot& snap, const std::string& path)
     auto mag = [](int64_t v) { return v < 0 ? uint64_t(0) - uint64_t(v) : uint64_t(v); };
     auto bad = [&](const std::string& where, const char* what, int64_t v, const char* limit) {
         throw LoadError(path, LoadError::kNoOffset,
-                        where + ": " + what + " " + std::to_string(v) + " is out of range (expected " + limit +
+                        where + ": " + what + " " + (v == INT64_MAX ? std::string("of 2^63 or more") : v == INT64_MIN ? std::string("of -2^63 or less") : std::to_string(v)) + " is out of range (expected " + limit +
                             "); the file is corrupt");
     };
     for (const DeviceData& dev : snap.devices) {

@@ -16,7 +16,9 @@ namespace {
 /// A float time_us as an integer. Casting a value outside int64 (or NaN) is undefined
 /// behaviour (found by fuzz_pickle_reader): such a time becomes INT64_MAX, which the
 /// loader's range check then refuses with the device, entry and value named.
-int64_t timeFromFloat(double d)
+/// A float where an integer belongs (a time, or a size written as 1e30): its integer value,
+/// or INT64_MAX beyond int64 so that the loader's range check refuses it by name.
+int64_t intFromFloat(double d)
 {
     if (!(d > -9.0e18 && d < 9.0e18))
         return std::numeric_limits<int64_t>::max();
@@ -284,7 +286,9 @@ Value PickleParser::readLong(const uint8_t* op, uint64_t n)
     } else if (highOnes && (low >> 63)) {
         big = {low, PickleBigInt::Kind::Signed};
     } else {
-        big = {negative ? uint64_t(INT64_MIN) : UINT64_MAX, PickleBigInt::Kind::Clamped};
+        // Wider than 8 bytes: saturate, so a size of 10^30 is refused by the range checks
+        // like 2^62 is (UINT64_MAX read as int64 would be -1, a 1-byte free).
+        big = {negative ? uint64_t(INT64_MIN) : uint64_t(INT64_MAX), PickleBigInt::Kind::Clamped};
     }
     if (big.kind == PickleBigInt::Kind::Signed)
         return makeInt(static_cast<int64_t>(big.bits));
@@ -387,13 +391,14 @@ bool PickleParser::tryEvent(uint64_t container, const Value* kv, size_t n)
             break;
         case Word::Size:
             if (auto x = m_doc.asInt(v)) size = *x;
+            else if (auto d = m_doc.asNumber(v)) size = intFromFloat(*d);
             break;
         case Word::Stream:
             if (auto x = m_doc.asInt(v)) stream = *x;
             break;
         case Word::TimeUs:
             if (auto x = m_doc.asInt(v)) { time = *x; ev.anyTime = true; }
-            else if (auto d = m_doc.asNumber(v)) { time = timeFromFloat(*d); ev.anyTime = true; }
+            else if (auto d = m_doc.asNumber(v)) { time = intFromFloat(*d); ev.anyTime = true; }
             break;
         case Word::Frames: stack = stackFor(m_p, v); break;
         case Word::CppFrames: cppStack = stackFor(m_p, v); break;

@@ -2,11 +2,14 @@
 // Bad input: a clear error naming the file, the byte offset and what was expected.
 #include "core/loader.h"
 #include "core/loaderror.h"
+#include "picklebuilder.h"
 
 #include <catch2/catch.hpp>
 #include <zlib.h>
 
+#include <cstring>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <iterator>
 
@@ -117,4 +120,60 @@ TEST_CASE("Cancellation stops a load", "[errors]")
     opt.cancel = &cancel;
     auto bytes = readFile(std::string(HEADROOM_REAL_TRACES_DIR) + "/pt27_kk_memory_ctx128_fullstep.pickle");
     REQUIRE_THROWS_AS(Loader::loadBytes("kk.pickle", bytes, opt), LoadCancelled);
+}
+
+namespace {
+
+/// {'segments': [], 'device_traces': [[{'action': 'alloc', 'addr': 4096, 'size': SIZE, 'stream': 0}]]}
+/// with SIZE written by `size`.
+std::vector<uint8_t> oneAlloc(const std::function<void(test::PickleBuilder&)>& size)
+{
+    test::PickleBuilder p;
+    p.proto(4).emptyDict().mark();
+    p.str("segments").emptyList();
+    p.str("device_traces").emptyList().emptyList().emptyDict().mark();
+    p.str("action").str("alloc").str("addr").binint(4096).str("size");
+    size(p);
+    p.str("stream").binint(0).setitems();
+    p.op('a').op('a'); // APPEND the entry, then the device's list
+    p.setitems().stop();
+    return p.b;
+}
+
+} // namespace
+
+TEST_CASE("An out-of-range size is refused whatever its width", "[errors]")
+{
+    // 8 bytes (2^62), 13 bytes (10^30, wider than any int64), a negative 13-byte one and a float.
+    auto le = [](unsigned __int128 v, size_t n) {
+        std::vector<uint8_t> out;
+        for (size_t i = 0; i < n; ++i, v >>= 8)
+            out.push_back(uint8_t(v));
+        return out;
+    };
+    unsigned __int128 e30 = 1;
+    for (int i = 0; i < 30; ++i)
+        e30 *= 10;
+    const std::vector<std::pair<std::string, std::vector<uint8_t>>> cases = {
+        {"2^62", oneAlloc([&](test::PickleBuilder& p) { p.long1(le((unsigned __int128)1 << 62, 8)); })},
+        {"10^30", oneAlloc([&](test::PickleBuilder& p) { p.long1(le(e30, 13)); })},
+        {"-10^30", oneAlloc([&](test::PickleBuilder& p) { p.long1(le(~e30 + 1, 13)); })},
+        {"1e30 as a float", oneAlloc([&](test::PickleBuilder& p) {
+             const double d = 1e30;
+             uint64_t bits;
+             std::memcpy(&bits, &d, 8);
+             p.op('G');
+             for (int i = 7; i >= 0; --i)
+                 p.op(uint8_t(bits >> (8 * i)));
+         })},
+    };
+    for (const auto& [what, bytes] : cases) {
+        INFO(what);
+        const std::string e = errorOf("huge.pickle", bytes);
+        CHECK_THAT(e, Catch::Contains("huge.pickle"));
+        CHECK_THAT(e, Catch::Contains("trace entry 0: size"));
+        CHECK_THAT(e, Catch::Contains("out of range (expected at most 1 PiB)"));
+    }
+    // The same entry with a plain size loads, so the refusals above are about the size alone.
+    CHECK(errorOf("ok.pickle", oneAlloc([](test::PickleBuilder& p) { p.binint(512); })) == "<loaded>");
 }
