@@ -138,9 +138,11 @@ void Importer::run(const json& root)
             for (size_t d = 0; d < it->size(); ++d)
                 importTrace((*it)[d], static_cast<int>(d), "device_traces[" + std::to_string(d) + "]");
         }
-        if (auto it = root.find("allocator_settings"); it != root.end() && it->is_object())
-            for (auto kv = it->begin(); kv != it->end(); ++kv)
-                m_snap.allocatorSettings.emplace_back(kv.key(), kv->is_string() ? kv->get<std::string>() : kv->dump());
+        for (auto [key, out] : {std::pair{"allocator_settings", &m_snap.allocatorSettings},
+                                std::pair{"headroom_config", &m_snap.runConfig}})
+            if (auto it = root.find(key); it != root.end() && it->is_object())
+                for (auto kv = it->begin(); kv != it->end(); ++kv)
+                    out->emplace_back(kv.key(), kv->is_string() ? kv->get<std::string>() : kv->dump());
         if (auto it = root.find("external_annotations"); it != root.end()) {
             if (!it->is_array())
                 fail("external_annotations", std::string("expected a list, found ") + typeName(*it));

@@ -188,6 +188,7 @@ std::vector<uint8_t> NativeFormat::encode(const Snapshot& snap, const WriteOptio
     meta["schema"] = snap.schemaEra;
     meta["notes"] = snap.notes;
     meta["allocator_settings"] = snap.allocatorSettings;
+    meta["run_config"] = snap.runConfig;
     json ann = json::array();
     for (const Annotation& a : snap.annotations)
         ann.push_back({{"name", a.name}, {"start", a.start}, {"device", a.device}, {"time_us", a.timeUs}});

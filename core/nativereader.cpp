@@ -132,6 +132,8 @@ void readMeta(const std::string& path, std::string_view text, Snapshot& snap)
         snap.notes = m.value("notes", std::vector<std::string>{});
         if (m.contains("allocator_settings"))
             snap.allocatorSettings = m["allocator_settings"].get<std::vector<std::pair<std::string, std::string>>>();
+        if (m.contains("run_config"))
+            snap.runConfig = m["run_config"].get<std::vector<std::pair<std::string, std::string>>>();
         for (const json& a : m.value("annotations", json::array()))
             snap.annotations.push_back({a.at("name").get<std::string>(), a.at("start").get<bool>(),
                                         a.at("device").get<int>(), a.at("time_us").get<int64_t>()});

@@ -58,7 +58,8 @@ private:
     void importSegments(Value list, const std::string& path);
     void importSegment(Value seg, const std::string& path);
     void importTraces(Value traces);
-    void importSettings(Value settings);
+    /// A dict of plain values as (key, text) pairs; any other type is ignored (informative only).
+    void importTextDict(Value dict, std::vector<std::pair<std::string, std::string>>& out);
     void importAnnotations(Value list);
 
     PickleDocument& m_doc;
@@ -90,7 +91,9 @@ void Importer::run()
         if (traces)
             importTraces(*traces);
         if (auto s = m_doc.get(root, "allocator_settings"))
-            importSettings(*s);
+            importTextDict(*s, m_snap.allocatorSettings);
+        if (auto s = m_doc.get(root, "headroom_config"))
+            importTextDict(*s, m_snap.runConfig);
         if (auto a = m_doc.get(root, "external_annotations"))
             importAnnotations(*a);
         const TraceEvents& ev = m_doc.events();
@@ -284,13 +287,13 @@ void Importer::importTraces(Value traces)
     }
 }
 
-void Importer::importSettings(Value settings)
+void Importer::importTextDict(Value dict, std::vector<std::pair<std::string, std::string>>& out)
 {
-    if (!m_doc.isDict(settings))
+    if (!m_doc.isDict(dict))
         return; // informative only; an odd type is not worth refusing the file
-    auto kv = m_doc.items(settings);
+    auto kv = m_doc.items(dict);
     for (size_t i = 0; i + 1 < kv.size(); i += 2)
-        m_snap.allocatorSettings.emplace_back(m_doc.toText(kv[i]), m_doc.toText(kv[i + 1]));
+        out.emplace_back(m_doc.toText(kv[i]), m_doc.toText(kv[i + 1]));
 }
 
 void Importer::importAnnotations(Value list)

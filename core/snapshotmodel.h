@@ -145,6 +145,9 @@ struct Snapshot {
     std::vector<DeviceData> devices; ///< sorted by device ordinal
     std::vector<Annotation> annotations;
     std::vector<std::pair<std::string, std::string>> allocatorSettings; ///< key, value as text
+    /// The run's configuration as a recorder stored it (`headroom_config`: micro_batch, seq,
+    /// precision, ...): key, value as text. Empty when the file has none.
+    std::vector<std::pair<std::string, std::string>> runConfig;
     std::vector<std::string> notes; ///< things the user should know (ring buffer wrapped, ...)
     std::vector<TimeWindow> timeWindows; ///< Chrome traces only; sorted by start
     std::string userData; ///< JSON text of user annotations (notes, bookmarks, what-if); kept verbatim in .hrt

@@ -50,6 +50,9 @@ nlohmann::json projectionJson(const Projection& p, const std::vector<MeasuredIte
     j["peak_bytes"] = int64_t(p.peak);
     j["peak_low_bytes"] = int64_t(p.peakLow);
     j["peak_high_bytes"] = int64_t(p.peakHigh);
+    j["peak_allocated_bytes"] = int64_t(p.peakAllocated);
+    j["peak_allocated_low_bytes"] = int64_t(p.peakAllocatedLow);
+    j["peak_allocated_high_bytes"] = int64_t(p.peakAllocatedHigh);
     j["peak_phase"] = std::string(stepPhaseName(p.peakPhase));
     j["fits"] = p.fits;
     j["verdict"] = std::string(verdictName(p.verdict));

@@ -151,6 +151,7 @@ struct PhaseProjection {
     bool present = true; ///< a forward-only trace projects only the forward
     std::vector<Component> components;
     double allocated = 0; ///< tensors only
+    double allocatedLow = 0, allocatedHigh = 0; ///< the tensors' band (what a trace's allocated curve shows)
     double total = 0;     ///< + fragmentation + outside the allocator
     double low = 0, high = 0;
     double measured = -1; ///< measured total at the calibration point (calibrated mode)
@@ -178,6 +179,7 @@ struct Projection {
     std::array<PhaseProjection, kStepPhaseCount> phases;
     StepPhase peakPhase = StepPhase::StartOfBackward;
     double peak = 0, peakLow = 0, peakHigh = 0; ///< totals incl. fragmentation and context
+    double peakAllocated = 0, peakAllocatedLow = 0, peakAllocatedHigh = 0; ///< tensors only, the highest phase
     double capacity = 0;
     double margin = 0.1;
     Verdict verdict = Verdict::Unknown;

@@ -269,6 +269,8 @@ Projection evaluate(const WhatIfState& s, const WhatIfBaseline& base, const What
             sigma2 += std::pow(comp.bytes * comp.relErr, 2);
         }
         const double sigma = std::sqrt(sigma2);
+        ph.allocatedLow = std::max(0.0, ph.allocated - sigma);
+        ph.allocatedHigh = ph.allocated + sigma;
         double frag = s.fragRatio * (transient + s.constTemp.bytes + s.gather.bytes);
         if (c.expandableSegments)
             frag = std::max(frag, 20 * kMiB);
@@ -291,6 +293,9 @@ Projection evaluate(const WhatIfState& s, const WhatIfBaseline& base, const What
         pr.peak = std::max(pr.peak, ph.total);
         pr.peakLow = std::max(pr.peakLow, ph.low);
         pr.peakHigh = std::max(pr.peakHigh, ph.high);
+        pr.peakAllocated = std::max(pr.peakAllocated, ph.allocated);
+        pr.peakAllocatedLow = std::max(pr.peakAllocatedLow, ph.allocatedLow);
+        pr.peakAllocatedHigh = std::max(pr.peakAllocatedHigh, ph.allocatedHigh);
     }
     pr.capacity = double(dev.capacityBytes);
     pr.margin = s.structural || !s.calibrated ? k.marginStructural : k.marginSame;

@@ -500,3 +500,34 @@ TEST_CASE("Recomputing a projection after a slider move", "[.benchmark][whatif]"
     std::printf("projection recompute: %.2f us per projection (%d runs), %.5f of a 16 ms frame\n", us, n, us / 16000.0);
     CHECK(sink > 0);
 }
+
+TEST_CASE("A CPU-recorded step carries its configuration; the allocated band brackets the projection", "[whatif][cpu]")
+{
+    // tests/data/cpu/decoder_base.pickle: tools/cpu_matrix.py's decoder at micro-batch 2,
+    // sequence 128, fp32, AdamW, one iteration, recorded by python/headroom_cpu.py.
+    auto trace = Loader::load(std::string(HEADROOM_SOURCE_DIR) + "/tests/data/cpu/decoder_base.pickle");
+    std::vector<MeasuredItem> how;
+    const StatedConfig read = readTraceConfig(*trace, 0, &how);
+    CHECK(read.microBatch == 2);
+    CHECK(read.seq == 128);
+    CHECK(read.precision == Precision::Fp32);
+    CHECK(read.accum == 1);
+    CHECK(read.devices == 1);
+    REQUIRE(!how.empty());
+    CHECK(how.front().detail == "the file's headroom_config");
+
+    const DeviceAnalysis a = analyzeDevice(*trace, 0);
+    const Calibration cal = calibrate(*trace, 0, a, {});
+    LeverConfig target = cal.baseline.config;
+    CHECK_NOTHROW(cal.require(target));
+    target.microBatch = 4;
+    CHECK_NOTHROW(cal.require(target)); // no --measured-* value is needed: the file told them
+    const Projection base = project(cal.baseline, cal.baseline.config, {}, deviceForCapacity(0));
+    const Projection more = project(cal.baseline, target, {}, deviceForCapacity(0));
+    CHECK(more.peakAllocated > base.peakAllocated);
+    for (const Projection* p : {&base, &more}) {
+        CHECK(p->peakAllocatedLow <= p->peakAllocated);
+        CHECK(p->peakAllocated <= p->peakAllocatedHigh);
+        CHECK(p->peakAllocated < p->peak); // the total adds fragmentation and memory outside the allocator
+    }
+}
