@@ -35,12 +35,13 @@ std::optional<Precision> precisionFromText(std::string v)
 struct Reader {
     StatedConfig cfg;
     std::vector<MeasuredItem> items;
+    std::string source; ///< where the text being scanned comes from; "" = quote the text
     void note(const char* key, std::string value, const std::string& text)
     {
         for (auto& it : items)
             if (it.key == key)
                 return; // first source wins
-        items.push_back({key, std::move(value), "read", "'" + text.substr(0, 80) + "'"});
+        items.push_back({key, std::move(value), "read", source.empty() ? "'" + text.substr(0, 80) + "'" : source});
     }
     void scan(const std::string& text)
     {
@@ -105,6 +106,7 @@ std::optional<OptimizerKind> optimizerFromAnnotation(const std::string& name)
 struct Live {
     std::map<TensorCategory, int64_t> byCat;
     std::vector<std::pair<TensorCategory, int64_t>> allocs; ///< category, size
+    std::vector<uint32_t> stacks;                           ///< the stack of each of `allocs`
 };
 
 Live liveAt(const MemoryTimeline& tl, const DeviceAnalysis& a, int64_t e)
@@ -114,8 +116,28 @@ Live liveAt(const MemoryTimeline& tl, const DeviceAnalysis& a, int64_t e)
         const TensorCategory c = a.classes[i].category;
         l.byCat[c] += tl.allocations[i].size;
         l.allocs.push_back({c, tl.allocations[i].size});
+        l.stacks.push_back(tl.allocations[i].stack);
     }
     return l;
+}
+
+/// Whether a stack shows attention's quadratic step: softmax, baddbmm (scores with a bias) or
+/// a scaled-dot-product kernel. Sizes alone mislead: at short sequences every b*s*h
+/// activation also divides by s^2. Code inside an attention module is no evidence (its q, k,
+/// v projections are linear), nor is a plain bmm (probs @ v is linear too), nor the loss's
+/// log_softmax.
+bool attentionStack(const FrameTable& frames, uint32_t stack)
+{
+    for (uint32_t id : frames.stack(stack)) {
+        std::string name(frames.strings().get(frames.frame(id).name));
+        std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+        if (name.find("log_softmax") != std::string::npos || name.find("cross_entropy") != std::string::npos)
+            return false; // the loss's b*s*V logits, which may also divide by s^2
+        for (const char* w : {"softmax", "baddbmm", "scaled_dot_product"})
+            if (name.find(w) != std::string::npos)
+                return true;
+    }
+    return false;
 }
 
 bool isActivation(TensorCategory c) { return c == TensorCategory::Activation || c == TensorCategory::AutogradDetail; }
@@ -165,6 +187,19 @@ void Calibration::require(const LeverConfig& t) const
 StatedConfig readTraceConfig(const LoadedTrace& trace, size_t deviceIndex, std::vector<MeasuredItem>* how)
 {
     Reader r;
+    // A recorder's own record of the run comes first: it was given the values, not guessing.
+    r.source = "the file's headroom_config";
+    for (const auto& [key, value] : trace.snapshot.runConfig) {
+        if (key == "optimizer") {
+            if (auto o = optimizerFromName(value); o && !r.cfg.optimizer) {
+                r.cfg.optimizer = o;
+                r.items.push_back({"optimizer", std::string(optimizerName(*o)), "read", r.source});
+            }
+        } else {
+            r.scan(key + "=" + value);
+        }
+    }
+    r.source.clear();
     std::set<std::string> seen;
     for (const auto& a : trace.snapshot.annotations)
         if (seen.insert(a.name).second)
@@ -421,6 +456,17 @@ Calibration calibrate(const LoadedTrace& trace, size_t deviceIndex, const Device
             paramSizes.insert(sz);
     const bool amp = p0 && (*p0 == Precision::AmpBf16 || *p0 == Precision::AmpFp16);
     double lin = 0, quad = 0, cache = 0, batchT = 0, constT = 0;
+    // Sizes of b*s^2 tensors that the stacks place in attention (scores, softmax, the dropout
+    // masks of the same shape): when the stacks tell, they decide, not divisibility.
+    std::set<int64_t> attentionSizes;
+    if (s0 && *s0 > 1) {
+        const int64_t bss = int64_t(*s0) * *s0 * (b0 ? *b0 : 1);
+        for (size_t i = 0; i < L1.allocs.size(); ++i) {
+            const auto [c, sz] = L1.allocs[i];
+            if (isActivation(c) && sz % bss == 0 && sz / bss >= 2 && attentionStack(trace.snapshot.frames, L1.stacks[i]))
+                attentionSizes.insert(sz);
+        }
+    }
     for (const auto& [c, sz] : L1.allocs) {
         if (isActivation(c)) {
             if (amp && paramSizes.count(sz * 2)) {
@@ -428,7 +474,9 @@ Calibration calibrate(const LoadedTrace& trace, size_t deviceIndex, const Device
                 continue;
             }
             bool isQuad = false;
-            if (s0 && *s0 > 1) {
+            if (!attentionSizes.empty()) {
+                isQuad = attentionSizes.count(sz) > 0;
+            } else if (s0 && *s0 > 1) {
                 const int64_t ss = int64_t(*s0) * *s0;
                 if (dims.heads > 0)
                     isQuad = sz % (ss * int64_t(dims.heads) * (b0 ? *b0 : 1)) == 0;
@@ -487,7 +535,14 @@ Calibration calibrate(const LoadedTrace& trace, size_t deviceIndex, const Device
     for (const auto& seg : dev.segments)
         c.expandableSegments |= seg.expandable;
     cal.measured.push_back({"expandable_segments", c.expandableSegments ? "on" : "off", "read", "allocator settings"});
-    cal.measured.push_back({"checkpointing", "none", "assumed", "a measured run with checkpointing is projected as is"});
+    {
+        // The stored activations are what the run kept, checkpointed or not: they are projected as is.
+        MeasuredItem ck{"checkpointing", "none", "assumed", "a measured run with checkpointing is projected as is"};
+        for (const auto& [key, value] : trace.snapshot.runConfig)
+            if (key == "checkpoint" || key == "checkpointing")
+                ck = {"checkpointing", value, "read", "the file's headroom_config; projected as is"};
+        cal.measured.push_back(ck);
+    }
     if (p0) {
         const StateBytes t = s.table(*p0, c.optimizer);
         s.params = s.weights.bytes / std::max(1.0, t.weights + t.master);
