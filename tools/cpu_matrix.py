@@ -44,7 +44,7 @@ sys.path.insert(0, PYDIR)
 TOLERANCE = 0.01
 FAMILIES = ("decoder", "encoder", "convnet", "lstm")
 BASE = dict(micro_batch=2, seq_mult=1, precision="fp32", optimizer="adamw", checkpoint="none",
-            accum=1, iterations=1, prebuilt=False)
+            accum=1, iterations=2, prebuilt=False)
 # one lever at a time, from BASE
 POINTS = [
     ("base", {}),
@@ -59,6 +59,9 @@ POINTS = [
     ("bf16", {"precision": "bf16"}),
     ("sgd", {"optimizer": "sgd"}),
     ("adam", {"optimizer": "adam"}),
+    # Two iterations by default: the second is the steady state (optimizer state alive in the
+    # forward), which is what the what-if projects; one and three show the first step and more.
+    ("iter1", {"iterations": 1}),
     ("iter3", {"iterations": 3}),
     # model and optimizer built, and one step taken, before the capture: parameters and
     # AdamW state are recorded as alive before the trace
@@ -76,6 +79,14 @@ ALLOW_LIST = {
                   "aten::convolution_backward). On a GPU that memory is cuDNN's workspace "
                   "instead, with another size. Without the scratch of these ops the oracle's "
                   "peak matches the recorded one within 1% (checked for every allowed point).",
+    },
+    "*/ckpt": {
+        "ops": ["torch.utils.checkpoint (CPU RNG state)"],
+        "reason": "torch.utils.checkpoint saves the CPU RNG state of every checkpointed block "
+                  "(a 5,056 B ByteTensor each), a host tensor on a GPU run too, so it is left "
+                  "out of the snapshot; with those tensors counted the recorded peak matches "
+                  "the oracle within 1% (checked for every allowed point). On the small LSTM "
+                  "they are 2.5% of the peak.",
     },
 }
 
@@ -112,7 +123,8 @@ def point_key(src_hash, family, levers, torch_version):
 
 
 def allow_entry(family, name):
-    return ALLOW_LIST.get("%s/%s" % (family, name)) or ALLOW_LIST.get("%s/*" % family)
+    return (ALLOW_LIST.get("%s/%s" % (family, name)) or ALLOW_LIST.get("%s/*" % family)
+            or ALLOW_LIST.get("*/%s" % name))
 
 
 def record(args):
