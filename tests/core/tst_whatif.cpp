@@ -531,3 +531,28 @@ TEST_CASE("A CPU-recorded step carries its configuration; the allocated band bra
         CHECK(p->peakAllocated < p->peak); // the total adds fragmentation and memory outside the allocator
     }
 }
+
+TEST_CASE("Projected fragmentation grows by at most a fifth of the projected activations", "[whatif][frag]")
+{
+    // The kk full step's cache holds more than its transients at the measured point; before the
+    // cap every projected activation byte brought another byte of fragmentation.
+    auto trace = Loader::load(std::string(HEADROOM_REAL_TRACES_DIR) + "/pt27_kk_memory_ctx128_fullstep.pickle");
+    const DeviceAnalysis a = analyzeDevice(*trace, 0);
+    StatedConfig st;
+    st.microBatch = 4;
+    st.seq = 128;
+    st.precision = Precision::Fp32;
+    st.devices = 1;
+    const Calibration cal = calibrate(*trace, 0, a, st);
+    CHECK(cal.baseline.fragRatio <= 0.20);
+    LeverConfig t = cal.baseline.config;
+    t.microBatch = 16;
+    const DeviceSpec dev = deviceForCapacity(0);
+    const Projection p0 = project(cal.baseline, cal.baseline.config, {}, dev);
+    const Projection p1 = project(cal.baseline, t, {}, dev);
+    const auto sob = StepPhase::StartOfBackward;
+    const double dFrag = p1.componentAt(sob, "fragmentation") - p0.componentAt(sob, "fragmentation");
+    const double dAlloc = p1.phases[0].allocated - p0.phases[0].allocated;
+    CHECK(dAlloc > 0);
+    CHECK(dFrag <= 0.20 * dAlloc + 1.0);
+}
