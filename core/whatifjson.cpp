@@ -198,7 +198,10 @@ std::string ladderText(const Ladder& l)
         o << i + 1 << ". " << r.title << ": " << gib(r.projection.peak) << " (high " << gib(r.projection.peakHigh)
           << ") " << verdictName(r.projection.verdict);
         char buf[64];
-        std::snprintf(buf, sizeof buf, ", %.3f s/step", r.projection.time.total);
+        if (r.projection.time.total > 0)
+            std::snprintf(buf, sizeof buf, ", %.3f s/step", r.projection.time.total);
+        else
+            std::snprintf(buf, sizeof buf, ", step time unknown");
         o << buf << "\n   ";
         for (const auto& [c, v] : r.currencies)
             o << c << ": " << v << "; ";

@@ -165,8 +165,11 @@ void describe(Rung& r, const Projection& prev, const Projection& startP, const L
     else if (c != before)
         eng = "low";
     r.currencies.push_back({"engineering", eng});
-    r.currencies.push_back({"throughput", percent(r.projection.time.total / std::max(1e-12, prev.time.total)) + " (" +
-                                              percent(r.projection.time.relative) + " overall)"});
+    // Without a step time (no timestamps, no model to compute one) a ratio would read -100%.
+    const bool timed = r.projection.time.total > 0 && prev.time.total > 0;
+    r.currencies.push_back({"throughput", timed ? percent(r.projection.time.total / prev.time.total) + " (" +
+                                                      percent(r.projection.time.relative) + " overall)"
+                                                : std::string("unknown (the trace has no step time)")});
     std::string fid = "none";
     if (c.trainableFraction != before.trainableFraction) {
         fid = "large: not a full fine-tune";
@@ -191,7 +194,8 @@ void describe(Rung& r, const Projection& prev, const Projection& startP, const L
     }
     r.currencies.push_back({"fidelity", fid});
     std::string hw = "none";
-    if (c.devices > before.devices)
+    // 0 devices is "unknown": a rung that fills in 1 adds no hardware.
+    if (c.devices > std::max(1, before.devices))
         hw = std::to_string(c.devices) + " devices";
     if (c.offload != Offload::None && before.offload == Offload::None)
         hw = "host RAM, about 16 bytes per trainable parameter";
@@ -232,10 +236,13 @@ Ladder buildLadder(const WhatIfBaseline& base, const LeverConfig& start, const W
         L.fitsAsIs = true;
         return L;
     }
-    if (L.start.peakHigh - cHigh > 3 * budget) {
+    if (budget <= 0 || L.start.peakHigh - cHigh > 3 * budget) {
         L.needsDifferentPlan = true;
-        L.warnings.push_back("the job misses by " + std::to_string(int(std::round((L.start.peakHigh - cHigh) / budget))) +
-                             "x: it needs a different plan, not a tweak; see the alternatives by currency");
+        char times[48];
+        std::snprintf(times, sizeof times, "%.1fx the usable memory", (L.start.peakHigh - cHigh) / budget);
+        L.warnings.push_back(std::string("the job needs ") +
+                             (budget > 0 ? times : "more than the device has outside the CUDA context") +
+                             ": it needs a different plan, not a tweak; see the alternatives by currency");
     }
     // The bottleneck: does the job fit with the least activation memory it can have?
     auto floorOf = [&](const LeverConfig& c) {
