@@ -159,4 +159,25 @@ std::string summaryText(const LoadedTrace& trace)
     return os.str();
 }
 
+int primaryDeviceIndex(const LoadedTrace& trace)
+{
+    const auto& devices = trace.snapshot.devices;
+    for (size_t i = 0; i < devices.size(); ++i)
+        if (!devices[i].ooms.empty())
+            return static_cast<int>(i);
+    int best = -1;
+    int64_t bestPeak = 0;
+    for (size_t i = 0; i < devices.size() && i < trace.timelines.size(); ++i)
+        if (trace.timelines[i].peakAllocated > bestPeak) {
+            bestPeak = trace.timelines[i].peakAllocated;
+            best = static_cast<int>(i);
+        }
+    if (best >= 0)
+        return best;
+    for (size_t i = 0; i < devices.size(); ++i)
+        if (devices[i].trace.count() > 0)
+            return static_cast<int>(i);
+    return devices.empty() ? -1 : 0;
+}
+
 } // namespace headroom

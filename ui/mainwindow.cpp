@@ -3,6 +3,7 @@
 
 #include "core/loader.h"
 #include "core/nativeformat.h"
+#include "core/summary.h"
 #include "ui/aboutdialog.h"
 #include "ui/analysiscontroller.h"
 #include "ui/categorystyle.h"
@@ -43,16 +44,6 @@ namespace {
 QString count(size_t n, const QString& one, const QString& many)
 {
     return QLocale().toString(static_cast<qulonglong>(n)) + QLatin1Char(' ') + (n == 1 ? one : many);
-}
-
-/// The device to show first: the first one with trace entries, else the first.
-int defaultDevice(const LoadedTrace& trace)
-{
-    const auto& devices = trace.snapshot.devices;
-    for (size_t i = 0; i < devices.size(); ++i)
-        if (devices[i].trace.count() > 0)
-            return static_cast<int>(i);
-    return devices.empty() ? -1 : 0;
 }
 
 } // namespace
@@ -345,7 +336,7 @@ void MainWindow::setTrace(const QString& path, std::shared_ptr<const LoadedTrace
     for (const DeviceData& dev : m_trace->snapshot.devices)
         m_deviceCombo->addItem(tr("Device %1 (%2)").arg(dev.device).arg(count(dev.trace.count(), tr("trace entry"), tr("trace entries"))));
     m_deviceComboAction->setVisible(m_trace->snapshot.devices.size() > 1);
-    const int device = defaultDevice(*m_trace);
+    const int device = primaryDeviceIndex(*m_trace);
     m_deviceCombo->setCurrentIndex(device);
     showDevice(device);
 }

@@ -4,6 +4,8 @@
 #include "core/diagnosis.h"
 #include "core/loader.h"
 #include "core/memoryanalysis.h"
+#include "core/summary.h"
+#include "picklebuilder.h"
 #include "core/snapshotcompare.h"
 
 #include <catch2/catch.hpp>
@@ -260,4 +262,34 @@ TEST_CASE("Comparing two snapshots: peaks, categories and what only one of them 
     REQUIRE_FALSE(c.differences.empty());
     for (size_t i = 1; i < c.differences.size(); ++i)
         CHECK(std::abs(c.differences[i - 1].bytesDelta()) >= std::abs(c.differences[i].bytesDelta()));
+}
+
+TEST_CASE("A file opens on the device with the OOM, else on the highest peak", "[analysis][devices]")
+{
+    // {'segments': [], 'device_traces': [[alloc 4 MiB], [alloc 1 MiB, oom]]}: device 1 failed.
+    auto entry = [](test::PickleBuilder& p, const char* action, int32_t size) {
+        p.emptyDict().mark();
+        p.str("action").str(action).str("addr").binint(4096).str("size").binint(size).str("stream").binint(0);
+        if (std::string(action) == "oom")
+            p.str("device_free").binint(0);
+        p.setitems().op('a');
+    };
+    auto file = [&](bool oom) {
+        test::PickleBuilder p;
+        p.proto(4).emptyDict().mark();
+        p.str("segments").emptyList();
+        p.str("device_traces").emptyList();
+        p.emptyList();
+        entry(p, "alloc", 4 << 20);
+        p.op('a');
+        p.emptyList();
+        entry(p, "alloc", 1 << 20);
+        if (oom)
+            entry(p, "oom", 1 << 30);
+        p.op('a');
+        p.setitems().stop();
+        return p.b;
+    };
+    CHECK(primaryDeviceIndex(*Loader::loadBytes("oom_on_1.pickle", file(true))) == 1);
+    CHECK(primaryDeviceIndex(*Loader::loadBytes("no_oom.pickle", file(false))) == 0); // the higher peak
 }
