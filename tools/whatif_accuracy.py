@@ -15,6 +15,7 @@ lever moved gives the projected peak of allocated memory and its band; the measu
 512-byte rounding, so the comparison is like for like). The measured configuration is read
 from the file (its headroom_config), never passed on the command line.
 
+Every recording's summary peak must equal the Python replay's (else exit 1 with the point).
 --check fails (exit 1) when any point's |error| grew past the landed table's by more than
 --slack (absolute, default 0.5 percentage points), or a point's band held the measurement
 in the landed table and no longer does. Stdlib only.
@@ -80,6 +81,13 @@ def evaluate(cli, matrix_path):
     for p in points:
         by_family.setdefault(p["family"], []).append(p)
     rows = []
+    # Every recording must import in Headroom with the peak the independent Python replay
+    # (tests/tools/snapshot_summary.py, run by cpu_matrix.py) found.
+    for p in points:
+        got = measured_peak(cli, os.path.join(root, p["file"]))
+        if p.get("replay_peak_bytes") is not None and got != p["replay_peak_bytes"]:
+            raise RuntimeError("%s/%s: headroom-cli summary peaks at %d, the Python replay at %d"
+                               % (p["family"], p["name"], got, p["replay_peak_bytes"]))
     for family in sorted(by_family):
         pts = by_family[family]
         base = next((p for p in pts if p["name"] == "base"), None)
