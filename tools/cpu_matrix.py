@@ -6,7 +6,7 @@ Usage: /usr/bin/python3 tools/cpu_matrix.py --out DIR [--families decoder,encode
 
 Needs PyTorch (Debian 12: python3-torch 1.13.1, interpreter /usr/bin/python3). For each
 family of python/cpu_models.py (decoder, encoder, convnet, lstm) it records one base point
-(micro-batch 2, sequence x1, fp32, no checkpointing, AdamW, accumulation 1, 1 iteration)
+(micro-batch 2, sequence x1, fp32, no checkpointing, AdamW, accumulation 1, 2 iterations)
 and one-lever-at-a-time variations, each with python/headroom_cpu.py, into
 DIR/<family>/<point>.pickle, and writes DIR/matrix.json:
 
