@@ -83,8 +83,10 @@ def evaluate(cli, matrix_path):
     rows = []
     # Every recording must import in Headroom with the peak the independent Python replay
     # (tests/tools/snapshot_summary.py, run by cpu_matrix.py) found.
+    # The same summary is every point's measured peak below: read it once.
+    peaks = {}
     for p in points:
-        got = measured_peak(cli, os.path.join(root, p["file"]))
+        got = peaks[p["file"]] = measured_peak(cli, os.path.join(root, p["file"]))
         if p.get("replay_peak_bytes") is not None and got != p["replay_peak_bytes"]:
             raise RuntimeError("%s/%s: headroom-cli summary peaks at %d, the Python replay at %d"
                                % (p["family"], p["name"], got, p["replay_peak_bytes"]))
@@ -107,7 +109,7 @@ def evaluate(cli, matrix_path):
                 elif k in LEVER_FLAGS:
                     cmd += [LEVER_FLAGS[k], str(pl[k])]
             proj = run_json(cmd)
-            measured = measured_peak(cli, os.path.join(root, p["file"]))
+            measured = peaks[p["file"]]
             projected = proj["peak_allocated_bytes"]
             low, high = proj["peak_allocated_low_bytes"], proj["peak_allocated_high_bytes"]
             rows.append({
