@@ -16,6 +16,7 @@ namespace {
 
 constexpr int64_t kTiny = 1 << 20; // below this a temporary counts as constant (workspaces, scalars)
 constexpr double kMaxFragRatio = 0.20; // fragmentation per transient byte, at most
+constexpr const char* kRunConfigSource = "the file's headroom_config";
 
 std::optional<Precision> precisionFromText(std::string v)
 {
@@ -189,7 +190,7 @@ StatedConfig readTraceConfig(const LoadedTrace& trace, size_t deviceIndex, std::
 {
     Reader r;
     // A recorder's own record of the run comes first: it was given the values, not guessing.
-    r.source = "the file's headroom_config";
+    r.source = kRunConfigSource;
     for (const auto& [key, value] : trace.snapshot.runConfig) {
         if (key == "optimizer") {
             if (auto o = optimizerFromName(value); o && !r.cfg.optimizer) {
@@ -541,7 +542,7 @@ Calibration calibrate(const LoadedTrace& trace, size_t deviceIndex, const Device
         MeasuredItem ck{"checkpointing", "none", "assumed", "a measured run with checkpointing is projected as is"};
         for (const auto& [key, value] : trace.snapshot.runConfig)
             if (key == "checkpoint" || key == "checkpointing")
-                ck = {"checkpointing", value, "read", "the file's headroom_config; projected as is"};
+                ck = {"checkpointing", value, "read", std::string(kRunConfigSource) + "; projected as is"};
         cal.measured.push_back(ck);
     }
     if (p0) {
