@@ -84,6 +84,21 @@ nlohmann::json analysisJson(const LoadedTrace& trace, std::optional<int64_t> cap
                               {"pending_free_bytes", fr.pendingFreeBytes},
                               {"largest_free_block", fr.largestFreeBlock},
                               {"inactive_blocks", fr.inactiveBlocks}};
+        // The state the fragmentation finding judges (the OOM, else the peak); `fragmentation`
+        // above is the end of the trace.
+        const FragmentationJudgement fj = judgeFragmentation(trace, d, a);
+        j["fragmentation_judged"] = {{"moment", fj.moment},
+                                     {"event_index", fj.eventIndex},
+                                     {"reserved_bytes", fj.reserved},
+                                     {"allocated_bytes", fj.allocated},
+                                     {"inactive_bytes", fj.inactiveBytes},
+                                     {"inactive_blocks", fj.inactiveBlocks},
+                                     {"largest_free_block", fj.largestFreeBlock},
+                                     {"internal_bytes", fj.internalBytes},
+                                     {"unallocated_share", fj.unallocatedShare},
+                                     {"request_bytes", fj.request},
+                                     {"unusable_for_request_bytes", fj.unusableForRequest},
+                                     {"expandable_segments", settingStateName(fj.expandable)}};
         j["capacity"] = {{"bytes", cap.bytes}, {"source", cap.source}};
         nlohmann::json findings = nlohmann::json::array();
         for (const Finding& f : diagnose(trace, d, a, cap))
@@ -120,9 +135,24 @@ std::string analysisText(const LoadedTrace& trace, std::optional<int64_t> capaci
             for (const auto& f : t["frames"])
                 os << "        " << f.get<std::string>() << "\n";
         }
+        const auto& fj = d["fragmentation_judged"];
+        const std::string moment = fj["moment"].get<std::string>();
+        const int64_t judgedEvent = fj["event_index"].get<int64_t>();
+        os << "  fragmentation "
+           << (moment == "oom"    ? "at the OOM"
+               : moment == "peak" ? "at the peak"
+                                  : "in the final state (no allocation history)")
+           << (moment == "end"   ? std::string()
+               : judgedEvent < 0 ? std::string(" (before the first event)")
+                                 : " (after event " + std::to_string(judgedEvent) + ")")
+           << ": reserved " << formatBytes(fj["reserved_bytes"].get<int64_t>()) << ", allocated "
+           << formatBytes(fj["allocated_bytes"].get<int64_t>()) << ", cached free "
+           << formatBytes(fj["inactive_bytes"].get<int64_t>()) << " (largest block "
+           << formatBytes(fj["largest_free_block"].get<int64_t>()) << "); expandable_segments "
+           << fj["expandable_segments"].get<std::string>() << "\n";
         const auto& fr = d["fragmentation"];
-        os << "  fragmentation: reserved " << formatBytes(fr["reserved_bytes"].get<int64_t>()) << ", allocated "
-           << formatBytes(fr["allocated_bytes"].get<int64_t>()) << ", cached free "
+        os << "  allocator at the end of the trace: reserved " << formatBytes(fr["reserved_bytes"].get<int64_t>())
+           << ", allocated " << formatBytes(fr["allocated_bytes"].get<int64_t>()) << ", cached free "
            << formatBytes(fr["inactive_bytes"].get<int64_t>()) << " (largest block "
            << formatBytes(fr["largest_free_block"].get<int64_t>()) << "), rounding "
            << formatBytes(fr["internal_bytes"].get<int64_t>()) << "\n";

@@ -293,3 +293,248 @@ TEST_CASE("A file opens on the device with the OOM, else on the highest peak", "
     CHECK(primaryDeviceIndex(*Loader::loadBytes("oom_on_1.pickle", file(true))) == 1);
     CHECK(primaryDeviceIndex(*Loader::loadBytes("no_oom.pickle", file(false))) == 0); // the higher peak
 }
+
+namespace {
+
+constexpr int64_t kMiB = int64_t(1) << 20;
+constexpr uint64_t kBase = 0x7f0000000000;
+
+/// A one-device JSON snapshot: trace entries, final segments and allocator_settings.
+struct SyntheticSnapshot {
+    nlohmann::json trace = nlohmann::json::array();
+    nlohmann::json segments = nlohmann::json::array();
+    nlohmann::json settings; ///< null: the file has no allocator_settings
+
+    void add(const char* action, uint64_t addr, int64_t size, int64_t deviceFree = -1)
+    {
+        nlohmann::json e = {{"action", action}, {"addr", addr}, {"size", size}, {"stream", 0}};
+        if (deviceFree >= 0)
+            e["device_free"] = deviceFree;
+        trace.push_back(e);
+    }
+    void alloc(uint64_t addr, int64_t size) { add("alloc", addr, size); }
+    void free(uint64_t addr, int64_t size)
+    {
+        add("free_requested", addr, size);
+        add("free_completed", addr, size);
+    }
+    std::shared_ptr<const LoadedTrace> load() const
+    {
+        nlohmann::json snap = {{"segments", segments}, {"device_traces", nlohmann::json::array({trace})}};
+        if (!settings.is_null())
+            snap["allocator_settings"] = settings;
+        const std::string text = snap.dump();
+        return Loader::loadBytes("synthetic.json", std::vector<uint8_t>(text.begin(), text.end()));
+    }
+};
+
+struct Diagnosed {
+    FragmentationJudgement judged;
+    std::map<std::string, Finding> byKind;
+};
+
+Diagnosed diagnoseDevice0(const LoadedTrace& trace, std::optional<int64_t> capacity = std::nullopt)
+{
+    const DeviceAnalysis a = analyzeDevice(trace, 0);
+    Diagnosed d{judgeFragmentation(trace, 0, a), {}};
+    for (const Finding& f : diagnose(trace, 0, a, estimateCapacity(trace, 0, capacity)))
+        d.byKind[f.kind] = f;
+    return d;
+}
+
+bool contains(const std::string& text, const char* part) { return text.find(part) != std::string::npos; }
+
+/// Ten 100 MiB allocations in one 1000 MiB segment, every other one freed (500 MiB cached free
+/// in 100 MiB blocks), then a larger request fails.
+SyntheticSnapshot fragmentedOom(int64_t request = 200 * kMiB, int64_t deviceFree = 50 * kMiB)
+{
+    SyntheticSnapshot s;
+    s.add("segment_alloc", kBase, 1000 * kMiB);
+    for (int k = 0; k < 10; ++k)
+        s.alloc(kBase + uint64_t(k) * 100 * kMiB, 100 * kMiB);
+    nlohmann::json blocks = nlohmann::json::array();
+    for (int k = 0; k < 10; ++k) {
+        const bool freed = k % 2 == 1;
+        if (freed)
+            s.free(kBase + uint64_t(k) * 100 * kMiB, 100 * kMiB);
+        blocks.push_back({{"address", kBase + uint64_t(k) * 100 * kMiB},
+                          {"size", 100 * kMiB},
+                          {"requested_size", freed ? 0 : 100 * kMiB},
+                          {"state", freed ? "inactive" : "active_allocated"}});
+    }
+    s.add("oom", 0, request, deviceFree);
+    s.segments.push_back({{"address", kBase}, {"total_size", 1000 * kMiB}, {"stream", 0},
+                          {"segment_type", "large"}, {"blocks", blocks}});
+    return s;
+}
+
+} // namespace
+
+TEST_CASE("Fragmentation is judged at the OOM, not in the cache emptied after it", "[analysis][fragmentation]")
+{
+    // expandable_segments on; the segment grows by two mapped ranges (500 MiB each) and an
+    // allocation straddles their boundary. At the OOM 990 of 1000 MiB are allocated and a 60 MiB
+    // request fails with 55 MiB free on the device; then the program catches it, frees
+    // everything and unmaps all but 20 MiB before the dump.
+    SyntheticSnapshot s;
+    s.settings = {{"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"}, {"expandable_segments", true}};
+    s.add("segment_map", kBase, 500 * kMiB);
+    s.add("segment_map", kBase + uint64_t(500 * kMiB), 500 * kMiB);
+    for (int k = 0; k < 10; ++k)
+        s.alloc(kBase + uint64_t(k) * 99 * kMiB, 99 * kMiB);
+    s.add("oom", 0, 60 * kMiB, 55 * kMiB);
+    for (int k = 0; k < 10; ++k)
+        s.free(kBase + uint64_t(k) * 99 * kMiB, 99 * kMiB);
+    s.add("segment_unmap", kBase + uint64_t(20 * kMiB), 980 * kMiB);
+    s.segments.push_back({{"address", kBase}, {"total_size", 20 * kMiB}, {"stream", 0}, {"segment_type", "large"},
+                          {"is_expandable", true},
+                          {"blocks", {{{"address", kBase}, {"size", 20 * kMiB}, {"state", "inactive"}}}}});
+    auto trace = s.load();
+    const Diagnosed d = diagnoseDevice0(*trace);
+    // A capacity the step misses by 5%: the capacity finding's cheap levers.
+    const Diagnosed smallMiss = diagnoseDevice0(*trace, 1000 * kMiB);
+
+    CHECK(d.judged.moment == "oom");
+    CHECK(d.judged.expandable == SettingState::On);
+    CHECK(d.judged.reserved == 1000 * kMiB);
+    CHECK(d.judged.allocated == 990 * kMiB);
+    // The straddling allocation is one block, not a free gap at the start of the second range.
+    CHECK(d.judged.inactiveBytes == 10 * kMiB);
+    CHECK(d.judged.largestFreeBlock == 10 * kMiB);
+    CHECK(d.judged.unusableForRequest == 10 * kMiB);
+
+    REQUIRE(d.byKind.count("fragmentation"));
+    const Finding& frag = d.byKind.at("fragmentation");
+    CHECK_FALSE(contains(frag.verdict, "high fragmentation"));
+    CHECK(contains(frag.verdict, "low at the OOM"));
+    CHECK(contains(frag.evidence, "at the end of the trace")); // the final 100% stays as context
+    CHECK(contains(d.byKind.at("oom").firstMove, "reduce what is alive"));
+    CHECK(contains(smallMiss.byKind.at("capacity").verdict, "a small miss"));
+    auto moves = d.byKind;
+    moves["capacity (small miss)"] = smallMiss.byKind.at("capacity");
+    for (const auto& [kind, f] : moves) {
+        INFO(kind << ": " << f.firstMove);
+        CHECK_FALSE(contains(f.firstMove, "expandable_segments:True"));
+        CHECK_FALSE(contains(f.firstMove, "try expandable_segments"));
+        CHECK_FALSE(contains(f.firstMove, "enable expandable_segments"));
+        CHECK_FALSE(contains(f.firstMove, "or expandable_segments"));
+    }
+
+    const nlohmann::json j = analysisJson(*trace, std::nullopt);
+    const auto& fj = j["devices"][0]["fragmentation_judged"];
+    CHECK(fj["moment"] == "oom");
+    CHECK(fj["event_index"] == d.judged.eventIndex);
+    CHECK(fj["expandable_segments"] == "on");
+    CHECK(fj["request_bytes"] == 60 * kMiB);
+    CHECK(j["devices"][0]["fragmentation"]["reserved_bytes"] == 20 * kMiB); // the end of the trace, as before
+}
+
+TEST_CASE("Fragmentation is judged at the peak, not after a step freed its activations", "[analysis][fragmentation]")
+{
+    // 100 MiB of parameters and eight 100 MiB activations in a 1000 MiB segment (10% cached
+    // free at the peak); the trace ends after the activations went back to the cache (90%).
+    SyntheticSnapshot s;
+    s.settings = {{"expandable_segments", false}};
+    s.add("segment_alloc", kBase, 1000 * kMiB);
+    for (int k = 0; k < 9; ++k)
+        s.alloc(kBase + uint64_t(k) * 100 * kMiB, 100 * kMiB);
+    for (int k = 1; k < 9; ++k)
+        s.free(kBase + uint64_t(k) * 100 * kMiB, 100 * kMiB);
+    s.segments.push_back({{"address", kBase}, {"total_size", 1000 * kMiB}, {"stream", 0}, {"segment_type", "large"},
+                          {"blocks",
+                           {{{"address", kBase}, {"size", 100 * kMiB}, {"requested_size", 100 * kMiB},
+                             {"state", "active_allocated"}},
+                            {{"address", kBase + uint64_t(100 * kMiB)},
+                             {"size", 900 * kMiB},
+                             {"state", "inactive"}}}}});
+    auto trace = s.load();
+    const Diagnosed d = diagnoseDevice0(*trace);
+
+    CHECK(d.judged.moment == "peak");
+    CHECK(d.judged.eventIndex == trace->timelines[0].peakEventIndex);
+    CHECK(d.judged.expandable == SettingState::Off);
+    CHECK(d.judged.unallocatedShare == Approx(0.1));
+    REQUIRE(d.byKind.count("fragmentation"));
+    const Finding& frag = d.byKind.at("fragmentation");
+    CHECK_FALSE(contains(frag.verdict, "high fragmentation"));
+    CHECK(contains(frag.verdict, "low at the peak (10.0%"));
+    CHECK(contains(frag.evidence, "at the end of the trace: reserved 1000.00 MiB, cached free 900.00 MiB (90.0%)"));
+    CHECK(frag.firstMove == "none needed for fragmentation");
+
+    const nlohmann::json j = analysisJson(*trace, std::nullopt);
+    CHECK(j["devices"][0]["fragmentation_judged"]["moment"] == "peak");
+    CHECK(j["devices"][0]["fragmentation"]["inactive_bytes"] == 900 * kMiB);
+    CHECK(contains(analysisText(*trace, std::nullopt), "fragmentation at the peak (after event"));
+}
+
+TEST_CASE("Fragmentation at the OOM; expandable_segments advised only when not on", "[analysis][fragmentation]")
+{
+    SECTION("off")
+    {
+        SyntheticSnapshot s = fragmentedOom();
+        s.settings = {{"expandable_segments", false}};
+        const Diagnosed d = diagnoseDevice0(*s.load());
+        CHECK(d.judged.moment == "oom");
+        CHECK(d.judged.inactiveBytes == 500 * kMiB);
+        CHECK(d.judged.largestFreeBlock == 100 * kMiB);
+        CHECK(d.judged.unusableForRequest == 500 * kMiB);
+        const Finding& frag = d.byKind.at("fragmentation");
+        CHECK(contains(frag.verdict, "fragmentation caused the OOM"));
+        CHECK(frag.firstMove == "set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
+        CHECK(contains(d.byKind.at("oom").firstMove, "try expandable_segments before"));
+    }
+    SECTION("off, and the cache alone was too small: the cache's stuck free bytes tipped it")
+    {
+        SyntheticSnapshot s = fragmentedOom(600 * kMiB, 150 * kMiB);
+        s.settings = {{"expandable_segments", false}};
+        const Diagnosed d = diagnoseDevice0(*s.load());
+        const Finding& frag = d.byKind.at("fragmentation");
+        CHECK(contains(frag.verdict, "fragmentation tipped the OOM"));
+        CHECK(frag.firstMove == "set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
+    }
+    SECTION("unknown: the file has no allocator_settings")
+    {
+        const Diagnosed d = diagnoseDevice0(*fragmentedOom().load());
+        CHECK(d.judged.expandable == SettingState::Unknown);
+        const Finding& frag = d.byKind.at("fragmentation");
+        CHECK(contains(frag.verdict, "fragmentation caused the OOM"));
+        CHECK(contains(frag.firstMove, "expandable_segments:True if it is not already on"));
+        CHECK(contains(d.byKind.at("oom").firstMove, "(if not already on)"));
+    }
+    SECTION("on, as PYTORCH_CUDA_ALLOC_CONF says")
+    {
+        SyntheticSnapshot s = fragmentedOom();
+        s.settings = {{"PYTORCH_CUDA_ALLOC_CONF", "max_split_size_mb:128,expandable_segments:True"}};
+        const Diagnosed d = diagnoseDevice0(*s.load());
+        CHECK(d.judged.expandable == SettingState::On);
+        const Finding& frag = d.byKind.at("fragmentation");
+        CHECK(contains(frag.verdict, "fragmentation caused the OOM"));
+        CHECK(contains(frag.firstMove, "already on"));
+        for (const auto& [kind, f] : d.byKind) {
+            INFO(kind << ": " << f.firstMove);
+            CHECK_FALSE(contains(f.firstMove, "expandable_segments:True"));
+            CHECK_FALSE(contains(f.firstMove, "try expandable_segments"));
+        }
+    }
+}
+
+TEST_CASE("Real snapshots: no high fragmentation where the peak has little cached free",
+          "[analysis][fragmentation][real]")
+{
+    for (const char* name : {"pt20_yiyi_1.3b_snapshot.pickle", "pt20_yiyi_oom_snapshot.pickle",
+                             "pt21_ftcourse_memory_snapshot.pickle", "pt27_kk_memory_ctx128_fullstep.pickle",
+                             "pt27_silmont_mem_snapshot.pickle"}) {
+        INFO(name);
+        auto trace = loadReal(name);
+        const Diagnosed d = diagnoseDevice0(*trace);
+        CHECK(d.judged.unallocatedShare < 0.3);
+        REQUIRE(d.byKind.count("fragmentation"));
+        CHECK_FALSE(contains(d.byKind.at("fragmentation").verdict, "high fragmentation"));
+    }
+    // Two of them ended with most of the reserved memory cached (64.5% and 99.2%), which the
+    // final-state judgement called high fragmentation.
+    const Diagnosed silmont = diagnoseDevice0(*loadReal("pt27_silmont_mem_snapshot.pickle"));
+    CHECK(silmont.judged.moment == "peak");
+    CHECK(silmont.judged.expandable == SettingState::Off);
+    CHECK(silmont.judged.unallocatedShare == Approx(0.141).margin(0.001));
+}
