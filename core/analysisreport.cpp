@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "core/analysisreport.h"
 
+#include "core/devicereport.h"
 #include "core/diagnosis.h"
 #include "core/memoryanalysis.h"
 #include "core/units.h"
@@ -43,8 +44,11 @@ nlohmann::json analysisJson(const LoadedTrace& trace, std::optional<int64_t> cap
     nlohmann::json devices = nlohmann::json::array();
     for (size_t d = 0; d < snap.devices.size(); ++d) {
         const MemoryTimeline& tl = trace.timelines[d];
-        const DeviceAnalysis a = analyzeDevice(trace, d);
-        const CapacityEstimate cap = estimateCapacity(trace, d, capacity);
+        DeviceReportOptions options;
+        options.capacity = capacity;
+        const DeviceReport report = DeviceReport::compute(trace, d, options);
+        const DeviceAnalysis& a = report.analysis;
+        const CapacityEstimate& cap = report.capacity;
         nlohmann::json j;
         j["device"] = snap.devices[d].device;
         j["iterations"] = a.phases.iterations.size();
@@ -101,10 +105,21 @@ nlohmann::json analysisJson(const LoadedTrace& trace, std::optional<int64_t> cap
                                      {"expandable_segments", settingStateName(fj.expandable)}};
         j["capacity"] = {{"bytes", cap.bytes}, {"source", cap.source}};
         nlohmann::json findings = nlohmann::json::array();
-        for (const Finding& f : diagnose(trace, d, a, cap))
+        for (const Finding& f : report.findings)
             findings.push_back(
                 {{"kind", f.kind}, {"verdict", f.verdict}, {"evidence", f.evidence}, {"first_move", f.firstMove}});
         j["findings"] = findings;
+        // The rung the capacity finding's first move quotes, for scripts.
+        nlohmann::json firstFit = nullptr;
+        if (report.ladder && report.ladder->firstFit >= 0) {
+            const Rung& r = report.ladder->rungs[size_t(report.ladder->firstFit)];
+            firstFit = {{"rung", report.ladder->firstFit + 1},
+                        {"title", r.title},
+                        {"levers", r.levers},
+                        {"projected_peak_bytes", int64_t(r.projection.peak)},
+                        {"projected_peak_high_bytes", int64_t(r.projection.peakHigh)}};
+        }
+        j["ladder_first_fit"] = firstFit;
         devices.push_back(std::move(j));
     }
     return {{"file", snap.path}, {"devices", devices}};

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "ui/explorerdata.h"
 
+#include "core/devicereport.h"
+
 namespace headroom {
 
 std::shared_ptr<const ExplorerData> ExplorerData::compute(std::shared_ptr<const LoadedTrace> trace,
@@ -9,13 +11,14 @@ std::shared_ptr<const ExplorerData> ExplorerData::compute(std::shared_ptr<const 
     auto data = std::make_shared<ExplorerData>();
     data->trace = std::move(trace);
     data->deviceIndex = deviceIndex;
-    data->analysis = analyzeDevice(*data->trace, deviceIndex);
+    DeviceReportOptions options;
+    options.defaultCapacity = defaultCapacity;
+    DeviceReport report = DeviceReport::compute(*data->trace, deviceIndex, options);
+    data->analysis = std::move(report.analysis);
+    data->capacity = std::move(report.capacity);
+    data->findings = std::move(report.findings);
     data->categories = categorySeries(data->timeline(), data->analysis.classes);
-    data->capacity = estimateCapacity(*data->trace, deviceIndex, std::nullopt);
-    if (data->capacity.bytes <= 0 && defaultCapacity > 0)
-        data->capacity = {defaultCapacity, "assumed: Preferences or --capacity"};
     data->bands = AllocationBands(data->timeline(), size_t(kDefaultBands));
-    data->findings = diagnose(*data->trace, deviceIndex, data->analysis, data->capacity);
     return data;
 }
 

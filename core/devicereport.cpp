@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: MIT
+#include "core/devicereport.h"
+
+#include "core/units.h"
+
+#include <algorithm>
+
+namespace headroom {
+
+namespace {
+
+std::string costs(const Rung& r)
+{
+    std::string s;
+    for (const auto& [currency, cost] : r.currencies)
+        if (cost != "none")
+            s += (s.empty() ? "" : "; ") + currency + ": " + cost;
+    return s;
+}
+
+} // namespace
+
+std::string ladderFirstMove(const Ladder& l, const DeviceSpec& device)
+{
+    if (l.fitsAsIs || l.rungs.empty())
+        return {};
+    const std::string cap = formatBytes(device.capacityBytes);
+    if (l.firstFit < 0) {
+        const Rung& last = l.rungs.back();
+        return "as run, the what-if projects " + formatBytes(int64_t(l.start.peak)) + "; no rung of its ladder fits " + cap + ": with every lever it tried (" + last.title +
+               " last) the projected peak is still " + formatBytes(int64_t(last.projection.peak)) +
+               "; shard across more devices or change the plan (see the what-if's alternatives)";
+    }
+    const std::string start = "as run, the what-if projects " + formatBytes(int64_t(l.start.peak)) + " (high " +
+                              formatBytes(int64_t(l.start.peakHigh)) + ", with the CUDA context and fragmentation); ";
+    const size_t fit = size_t(l.firstFit);
+    std::string steps;
+    for (size_t i = 0; i <= fit; ++i)
+        steps += (i == 0 ? "" : i == fit ? ", then " : ", ") + l.rungs[i].title;
+    const Rung& r = l.rungs[fit];
+    std::string s = start + (fit == 0 ? "the what-if ladder's first rung fits: " : "the what-if ladder fits at rung " +
+                                                                              std::to_string(fit + 1) + ": ") +
+                    steps + " -> projected peak " + formatBytes(int64_t(r.projection.peak)) + " (high " +
+                    formatBytes(int64_t(r.projection.peakHigh)) + ") on " + cap;
+    if (const std::string c = costs(r); !c.empty())
+        s += "; costs " + c;
+    return s;
+}
+
+DeviceReport DeviceReport::compute(const LoadedTrace& trace, size_t deviceIndex, const DeviceReportOptions& o)
+{
+    DeviceReport r;
+    r.analysis = analyzeDevice(trace, deviceIndex);
+    r.capacity = estimateCapacity(trace, deviceIndex, o.capacity);
+    if (r.capacity.bytes <= 0 && o.defaultCapacity > 0)
+        r.capacity = {o.defaultCapacity, "assumed: Preferences or --capacity"};
+    r.findings = diagnose(trace, deviceIndex, r.analysis, r.capacity);
+
+    auto capacityFinding = std::find_if(r.findings.begin(), r.findings.end(),
+                                        [](const Finding& f) { return f.kind == "capacity"; });
+    try {
+        r.calibration = calibrate(trace, deviceIndex, r.analysis, o.stated, ModelDims{}, o.constants);
+    } catch (const std::exception& e) {
+        r.calibrationError = e.what();
+    }
+    if (!r.calibration || r.capacity.bytes <= 0 || capacityFinding == r.findings.end())
+        return r;
+    DeviceSpec device = deviceForCapacity(r.capacity.bytes);
+    device.capacityBytes = r.capacity.bytes;
+    LadderOptions lo;
+    lo.outlierBatch = r.calibration->outlierBatch;
+    r.ladder = buildLadder(r.calibration->baseline, r.calibration->baseline.config, o.constants, device, lo);
+    if (const std::string move = ladderFirstMove(*r.ladder, device); !move.empty())
+        capacityFinding->firstMove = move;
+    return r;
+}
+
+} // namespace headroom

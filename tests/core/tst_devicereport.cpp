@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: MIT
+// One report per device: the diagnosis's first move is the what-if ladder's first fitting
+// rung, so `analyze` and the what-if never contradict each other (issue 17, defect 8).
+#include "core/analysisreport.h"
+#include "core/devicereport.h"
+#include "core/loader.h"
+#include "core/units.h"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <string>
+
+using namespace headroom;
+
+namespace {
+
+constexpr int64_t kGiB = int64_t(1) << 30;
+
+std::shared_ptr<const LoadedTrace> loadReal(const char* name)
+{
+    return Loader::load(std::string(HEADROOM_REAL_TRACES_DIR) + "/" + name);
+}
+
+const Finding& findingOf(const DeviceReport& r, const char* kind)
+{
+    auto f = std::find_if(r.findings.begin(), r.findings.end(), [&](const Finding& x) { return x.kind == kind; });
+    REQUIRE(f != r.findings.end());
+    return *f;
+}
+
+} // namespace
+
+TEST_CASE("The capacity finding's first move is the ladder's first fitting rung", "[analysis][ladder]")
+{
+    // The kk full step peaks in the optimizer step (~52 GiB with 26 GiB of Adam moments):
+    // a smaller micro-batch would not move that peak, which is what `analyze` used to advise.
+    const auto trace = loadReal("pt27_kk_memory_ctx128_fullstep.pickle");
+    DeviceReportOptions o;
+    o.capacity = 48 * kGiB;
+    const DeviceReport r = DeviceReport::compute(*trace, 0, o);
+    REQUIRE(r.calibration);
+    REQUIRE(r.ladder);
+    REQUIRE_FALSE(r.ladder->fitsAsIs);
+    REQUIRE(r.ladder->firstFit >= 0);
+    const Rung& fit = r.ladder->rungs[size_t(r.ladder->firstFit)];
+    const Finding& cap = findingOf(r, "capacity");
+    INFO(cap.firstMove);
+    CHECK(cap.firstMove.find(fit.title) != std::string::npos);
+    CHECK(cap.firstMove.find(formatBytes(int64_t(fit.projection.peak))) != std::string::npos);
+    CHECK(cap.firstMove.find("48.00 GiB") != std::string::npos);
+    CHECK(cap.firstMove.find("gradient accumulation") == std::string::npos);
+    CHECK(fit.projection.peakHigh <= double(48 * kGiB));
+
+    // The same rung, for scripts, in `analyze --json`.
+    const nlohmann::json j = analysisJson(*trace, 48 * kGiB);
+    const auto& first = j["devices"][0]["ladder_first_fit"];
+    REQUIRE(first.is_object());
+    CHECK(first["title"] == fit.title);
+    CHECK(first["rung"] == r.ladder->firstFit + 1);
+    CHECK(first["projected_peak_bytes"].get<int64_t>() == int64_t(fit.projection.peak));
+}
+
+TEST_CASE("A run that fits keeps the diagnosis's own first move", "[analysis][ladder]")
+{
+    const auto trace = loadReal("pt27_silmont_mem_snapshot.pickle");
+    DeviceReportOptions o;
+    o.capacity = 80 * kGiB;
+    const DeviceReport r = DeviceReport::compute(*trace, 0, o);
+    const Finding& cap = findingOf(r, "capacity");
+    CHECK(cap.verdict.find("fits") == 0);
+    CHECK(cap.firstMove.find("ladder") == std::string::npos);
+    const nlohmann::json j = analysisJson(*trace, 80 * kGiB);
+    CHECK(j["devices"][0]["ladder_first_fit"].is_null());
+}
+
+TEST_CASE("No capacity, no ladder: the diagnosis asks for the capacity", "[analysis][ladder]")
+{
+    const auto trace = loadReal("pt27_silmont_mem_snapshot.pickle");
+    const DeviceReport r = DeviceReport::compute(*trace, 0);
+    CHECK_FALSE(r.ladder);
+    CHECK(findingOf(r, "capacity").firstMove.find("--capacity") != std::string::npos);
+}
