@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "core/whatifcalibration.h"
 
+#include "core/precisionevidence.h"
 #include "core/units.h"
 
 #include <algorithm>
@@ -109,6 +110,7 @@ struct Live {
     std::map<TensorCategory, int64_t> byCat;
     std::vector<std::pair<TensorCategory, int64_t>> allocs; ///< category, size
     std::vector<uint32_t> stacks;                           ///< the stack of each of `allocs`
+    std::vector<uint32_t> index;                            ///< into MemoryTimeline::allocations
 };
 
 Live liveAt(const MemoryTimeline& tl, const DeviceAnalysis& a, int64_t e)
@@ -119,6 +121,7 @@ Live liveAt(const MemoryTimeline& tl, const DeviceAnalysis& a, int64_t e)
         l.byCat[c] += tl.allocations[i].size;
         l.allocs.push_back({c, tl.allocations[i].size});
         l.stacks.push_back(tl.allocations[i].stack);
+        l.index.push_back(uint32_t(i));
     }
     return l;
 }
@@ -392,7 +395,19 @@ Calibration calibrate(const LoadedTrace& trace, size_t deviceIndex, const Device
     }
     const auto b0 = settle("micro_batch", stated.microBatch, readB, itos);
     const auto s0 = settle("seq", stated.seq, readS, itos);
-    const auto p0 = settle("precision", stated.precision, read.precision, [](Precision p) { return std::string(precisionName(p)); });
+    // Precision: the recorder's record or the user first, then what the stacks show; never
+    // assumed (an unknown precision is projected under each open reading, see below).
+    const PrecisionEvidence pEvidence = PrecisionEvidence::read(trace.snapshot.frames);
+    std::optional<Precision> readP = read.precision;
+    if (!readP && pEvidence.precision()) {
+        readP = pEvidence.precision();
+        readHow.push_back({"precision", std::string(precisionName(*readP)), "read", pEvidence.detail()});
+    }
+    const auto p0 = settle("precision", stated.precision, readP, [](Precision p) { return std::string(precisionName(p)); });
+    if (!p0)
+        for (auto& m : cal.measured)
+            if (m.key == "precision")
+                m.detail = pEvidence.detail();
     const auto n0 = settle("devices", stated.devices, read.devices, itos);
     std::optional<int> readK = read.accum;
     if (!readK && backwardSpans > 0) {
@@ -469,7 +484,14 @@ Calibration calibrate(const LoadedTrace& trace, size_t deviceIndex, const Device
                 attentionSizes.insert(sz);
         }
     }
-    for (const auto& [c, sz] : L1.allocs) {
+    // Unclassified memory that lives through the whole iteration is state (an optimizer outside
+    // torch.optim, a cache), not a batch-sized temporary: it does not grow with the batch.
+    auto persistent = [&](size_t i) {
+        const Allocation& al = tl.allocations[L1.index[i]];
+        return al.start < it.startEvent && (al.end == Allocation::kStillAlive || al.end > it.endEvent);
+    };
+    for (size_t i = 0; i < L1.allocs.size(); ++i) {
+        const auto [c, sz] = L1.allocs[i];
         if (isActivation(c)) {
             if (amp && paramSizes.count(sz * 2)) {
                 cache += double(sz); // the autocast cast of an fp32 weight, saved for backward
@@ -499,7 +521,7 @@ Calibration calibrate(const LoadedTrace& trace, size_t deviceIndex, const Device
             }
             (isQuad ? quad : lin) += double(sz);
         } else if (isTemporary(c)) {
-            (sz < kTiny ? constT : batchT) += double(sz);
+            (sz < kTiny || (c == TensorCategory::Unknown && persistent(i)) ? constT : batchT) += double(sz);
         }
     }
     s.actLin = measured(lin);
@@ -521,7 +543,13 @@ Calibration calibrate(const LoadedTrace& trace, size_t deviceIndex, const Device
     c.seq = s0.value_or(0);
     c.accum = k0.value_or(1);
     c.devices = n0.value_or(0);
-    c.precision = p0.value_or(Precision::AmpBf16);
+    if (p0) {
+        c.precision = *p0;
+    } else {
+        const std::vector<Precision> open = pEvidence.candidates();
+        c.precision = open.front();
+        s.precisionAlternatives.assign(open.begin() + 1, open.end());
+    }
     c.optimizer = o0.value_or(OptimizerKind::AdamW);
     if (quad > 0) {
         c.flashAttention = false;

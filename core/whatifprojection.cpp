@@ -217,6 +217,45 @@ StepTime stepTime(const WhatIfState& s, const WhatIfBaseline& base, const WhatIf
     return t;
 }
 
+namespace {
+
+/// The verdict from the band: fits when the high estimate leaves the margin free.
+void judge(Projection& pr, double contextHigh)
+{
+    pr.verdict = Verdict::Unknown;
+    if (pr.capacity > 0) {
+        if (pr.peakHigh - contextHigh <= (pr.capacity - contextHigh) * (1 - pr.margin))
+            pr.verdict = Verdict::Fits;
+        else if (pr.peak <= pr.capacity)
+            pr.verdict = Verdict::Tight;
+        else
+            pr.verdict = Verdict::DoesNotFit;
+    }
+    pr.fits = pr.verdict == Verdict::Fits;
+}
+
+/// Widens `pr`'s band to hold `other`, the same projection under another reading of the
+/// measured run.
+void fold(Projection& pr, const Projection& other)
+{
+    pr.peakLow = std::min(pr.peakLow, other.peakLow);
+    pr.peakHigh = std::max(pr.peakHigh, other.peakHigh);
+    pr.peakAllocatedLow = std::min(pr.peakAllocatedLow, other.peakAllocatedLow);
+    pr.peakAllocatedHigh = std::max(pr.peakAllocatedHigh, other.peakAllocatedHigh);
+    for (size_t i = 0; i < kStepPhaseCount; ++i) {
+        PhaseProjection& ph = pr.phases[i];
+        const PhaseProjection& o = other.phases[i];
+        if (!ph.present || !o.present)
+            continue;
+        ph.low = std::min(ph.low, o.low);
+        ph.high = std::max(ph.high, o.high);
+        ph.allocatedLow = std::min(ph.allocatedLow, o.allocatedLow);
+        ph.allocatedHigh = std::max(ph.allocatedHigh, o.allocatedHigh);
+    }
+}
+
+} // namespace
+
 Projection evaluate(const WhatIfState& s, const WhatIfBaseline& base, const WhatIfConstants& k, const DeviceSpec& dev)
 {
     Projection pr;
@@ -299,16 +338,7 @@ Projection evaluate(const WhatIfState& s, const WhatIfBaseline& base, const What
     }
     pr.capacity = double(dev.capacityBytes);
     pr.margin = s.structural || !s.calibrated ? k.marginStructural : k.marginSame;
-    if (pr.capacity > 0) {
-        const double cHigh = std::max(s.context, s.contextHigh);
-        if (pr.peakHigh - cHigh <= (pr.capacity - cHigh) * (1 - pr.margin))
-            pr.verdict = Verdict::Fits;
-        else if (pr.peak <= pr.capacity)
-            pr.verdict = Verdict::Tight;
-        else
-            pr.verdict = Verdict::DoesNotFit;
-    }
-    pr.fits = pr.verdict == Verdict::Fits;
+    judge(pr, std::max(s.context, s.contextHigh));
     pr.time = stepTime(s, base, k, dev);
     if (&s != &base) {
         const StepTime b0 = stepTime(base, base, k, dev);
@@ -323,6 +353,26 @@ Projection project(const WhatIfBaseline& base, const LeverConfig& target, const 
 {
     const WhatIfState s = levers::applyAll(base, target, k);
     Projection pr = evaluate(s, base, k, device);
+    // An unknown measured precision: the same request under each other reading of the run
+    // (the levers price weights, gradients and optimizer state per parameter, which the
+    // reading decides), folded into the band.
+    for (const Precision alt : base.precisionAlternatives) {
+        WhatIfBaseline b = base;
+        b.precisionAlternatives.clear();
+        b.config.precision = alt;
+        LeverConfig t = target;
+        if (target.precision == base.config.precision)
+            t.precision = alt;
+        const Projection other = project(b, t, k, device);
+        fold(pr, other);
+        if (std::abs(other.peak - pr.peak) > 0.005 * pr.peak)
+            pr.notes.push_back("measured precision unknown: projected as " +
+                           std::string(precisionName(base.config.precision)) + "; read as " +
+                           std::string(precisionName(alt)) + " the run projects " + formatBytes(int64_t(other.peak)) +
+                           ", which the band holds (give the measured precision to narrow it)");
+    }
+    if (!base.precisionAlternatives.empty())
+        judge(pr, std::max(base.context, base.contextHigh));
     const Projection b0 = evaluate(base, base, k, device);
     const LeverConfig& c = target;
     const LeverConfig& c0 = base.config;

@@ -49,6 +49,10 @@ struct WhatIfState {
     double context = 1.0 * (1ull << 30), contextHigh = 2.0 * (1ull << 30);
     Provenance contextProvenance = Provenance::Default;
 
+    /// Other readings of a measured precision the trace does not tell (config.precision is
+    /// the first): project() projects each and folds it into the band.
+    std::vector<Precision> precisionAlternatives;
+
     bool structural = false;       ///< a lever that changes the allocation pattern was applied
     double measuredStepTime = -1;  ///< seconds per optimizer step in the trace
     std::array<double, kStepPhaseCount> measuredAllocated{-1, -1, -1};

@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: MIT
+// The measured precision: read from the stacks where they tell it, and an unknown precision
+// carried into the band under each open reading instead of assumed (issue 17, defect 1).
+#include "core/loader.h"
+#include "core/memoryanalysis.h"
+#include "core/precisionevidence.h"
+#include "core/whatifcalibration.h"
+#include "core/whatifladder.h"
+#include "core/whatifprojection.h"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <string>
+
+using namespace headroom;
+
+namespace {
+
+constexpr double kGiB = double(1ull << 30);
+
+PrecisionEvidence evidenceOf(std::initializer_list<std::pair<const char*, const char*>> frames)
+{
+    FrameTable t;
+    for (const auto& [file, name] : frames)
+        t.internFrame(file, 1, name);
+    return PrecisionEvidence::read(t);
+}
+
+std::shared_ptr<const LoadedTrace> kk()
+{
+    return Loader::load(std::string(HEADROOM_REAL_TRACES_DIR) + "/pt27_kk_memory_ctx128_fullstep.pickle");
+}
+
+} // namespace
+
+TEST_CASE("Precision evidence from the stacks", "[whatif][precision]")
+{
+    // The niu mixed-precision GPU runs carry these C++ frames; their fp32 twins do not.
+    const auto amp = evidenceOf({{"train.py", "forward"},
+                                 {"??", "at::autocast::cached_cast(c10::ScalarType, at::Tensor const&, c10::DeviceType)"}});
+    CHECK(amp.cppFrames);
+    CHECK(amp.precision() == Precision::AmpBf16);
+
+    const auto fp16 = evidenceOf({{"??", "at::autocast::WrapFunction_<>::call"},
+                                  {"/usr/lib/python3/dist-packages/torch/amp/grad_scaler.py", "unscale_"}});
+    CHECK(fp16.precision() == Precision::AmpFp16);
+
+    const auto pure = evidenceOf({{"/x/torch/nn/modules/module.py", "bfloat16"}, {"/x/torch/nn/modules/module.py", "_apply"}});
+    CHECK(pure.precision() == Precision::Bf16);
+
+    // A function that merely ends in "half" is no conversion (rotary embeddings' rotate_half).
+    const auto rotary = evidenceOf({{"/x/modeling_llama.py", "rotate_half"}});
+    CHECK_FALSE(rotary.precision());
+
+    // C++ stacks without autocast: fp32 or pure bf16, never autocast.
+    const auto noAmp = evidenceOf({{"??", "torch::autograd::Engine::thread_main"}, {"train.py", "step"}});
+    CHECK_FALSE(noAmp.precision());
+    CHECK(noAmp.candidates() == std::vector<Precision>{Precision::Fp32, Precision::Bf16});
+
+    // Python stacks only: nothing is ruled out.
+    const auto python = evidenceOf({{"train.py", "step"}});
+    CHECK(python.candidates() == std::vector<Precision>{Precision::Fp32, Precision::AmpBf16, Precision::Bf16});
+}
+
+TEST_CASE("An unknown precision is carried into the band, not assumed", "[whatif][precision]")
+{
+    // The kk full step (PyTorch 2.7, C++ stacks, no at::autocast frames): fp32 or pure bf16.
+    const auto trace = kk();
+    const DeviceAnalysis a = analyzeDevice(*trace, 0);
+    StatedConfig st;
+    st.microBatch = 4;
+    st.seq = 128;
+    st.devices = 1;
+    const Calibration open = calibrate(*trace, 0, a, st);
+    const MeasuredItem* item = open.item("precision");
+    REQUIRE(item);
+    CHECK(item->how == "unknown");
+    CHECK(item->detail.find("no at::autocast") != std::string::npos);
+    CHECK(open.baseline.config.precision == Precision::Fp32);
+    CHECK(open.baseline.precisionAlternatives == std::vector<Precision>{Precision::Bf16});
+
+    auto reading = [&](Precision p) {
+        StatedConfig s = st;
+        s.precision = p;
+        return calibrate(*trace, 0, a, s);
+    };
+    const Calibration fp32 = reading(Precision::Fp32);
+    const Calibration bf16 = reading(Precision::Bf16);
+    const DeviceSpec dev = deviceForCapacity(int64_t(48 * kGiB));
+
+    // 8-bit Adam: a quarter of fp32 AdamW's state, half of pure bf16's; the band holds both.
+    LeverConfig t = open.baseline.config;
+    t.optimizer = OptimizerKind::Adam8bit;
+    const Projection p = project(open.baseline, t, {}, dev);
+    const Projection p32 = project(fp32.baseline, t, {}, dev);
+    LeverConfig t16 = bf16.baseline.config;
+    t16.optimizer = OptimizerKind::Adam8bit;
+    const Projection p16 = project(bf16.baseline, t16, {}, dev);
+    CHECK(p16.peak > p32.peak + 1.0 * kGiB); // the readings differ by gigabytes on this run
+    CHECK(p.peak == Approx(p32.peak));
+    CHECK(p.peakLow <= std::min(p32.peakLow, p16.peakLow));
+    CHECK(p.peakHigh >= std::max(p32.peakHigh, p16.peakHigh));
+    CHECK(std::any_of(p.notes.begin(), p.notes.end(),
+                      [](const std::string& n) { return n.find("measured precision unknown") != std::string::npos; }));
+
+    // Unmoved levers: both readings measure the same bytes, so the band does not widen.
+    const Projection same = project(open.baseline, open.baseline.config, {}, dev);
+    const Projection same32 = project(fp32.baseline, fp32.baseline.config, {}, dev);
+    CHECK(same.peakHigh == Approx(same32.peakHigh).epsilon(0.001));
+
+    // Moving the precision itself still needs the measured value (as the CLI says).
+    LeverConfig toBf16 = open.baseline.config;
+    toBf16.precision = Precision::Bf16;
+    CHECK_THROWS_AS(open.require(toBf16), WhatIfMissingValue);
+}
+
+TEST_CASE("The ladder never counts on pure bf16 for a run that may already be bf16", "[whatif][precision]")
+{
+    const auto trace = kk();
+    const DeviceAnalysis a = analyzeDevice(*trace, 0);
+    StatedConfig st;
+    st.microBatch = 4;
+    st.seq = 128;
+    st.devices = 1;
+    const Calibration open = calibrate(*trace, 0, a, st);
+    DeviceSpec dev = deviceForCapacity(int64_t(48 * kGiB));
+    const Ladder l = buildLadder(open.baseline, open.baseline.config, {}, dev);
+    for (const Rung& r : l.rungs) {
+        if (r.projection.fits) {
+            // A fitting rung fits under every reading: its high estimate is the worst of them.
+            StatedConfig s = st;
+            s.precision = Precision::Bf16;
+            const Calibration bf16 = calibrate(*trace, 0, a, s);
+            LeverConfig c = r.config;
+            c.precision = c.precision == open.baseline.config.precision ? Precision::Bf16 : c.precision;
+            const Projection under16 = project(bf16.baseline, c, {}, dev);
+            CHECK(r.projection.peakHigh >= under16.peakHigh - 1.0);
+        }
+    }
+}
