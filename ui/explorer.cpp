@@ -6,6 +6,7 @@
 #include "ui/analysiscontroller.h"
 #include "ui/bookmarksview.h"
 #include "ui/breakdownview.h"
+#include "ui/capturebar.h"
 #include "ui/compareview.h"
 #include "ui/postmortem.h"
 #include "ui/ranksview.h"
@@ -31,13 +32,14 @@
 #include <QMenu>
 #include <QMessageBox>
 #include <QSettings>
+#include <QVBoxLayout>
 
 namespace headroom {
 
 namespace {
 const QString kLayoutKey = QStringLiteral("explorer/layout");
 const QString kLayoutVersionKey = QStringLiteral("explorer/layoutVersion");
-constexpr int kLayoutVersion = 5; // 2: the what-if dock, 3: notes, 4: compare, 5: ranks
+constexpr int kLayoutVersion = 6; // 2: the what-if dock, 3: notes, 4: compare, 5: ranks, 6: wider what-if group
 } // namespace
 
 Explorer::Explorer(QMainWindow* window)
@@ -56,10 +58,14 @@ Explorer::Explorer(QMainWindow* window)
     m_bookmarks = new BookmarksView(m_selection);
     m_compare = new CompareView(m_selection);
     m_ranks = new RanksView(m_selection);
+    m_captureBar = new CaptureBar;
+    m_captureBar->hide();
+    connect(m_captureBar, &CaptureBar::findingsReady, m_captureBar, &QWidget::setVisible);
+    connect(m_captureBar, &CaptureBar::dismissed, m_captureBar, &QWidget::hide);
 
     window->setDockNestingEnabled(true);
     window->setDockOptions(QMainWindow::AnimatedDocks | QMainWindow::AllowNestedDocks | QMainWindow::AllowTabbedDocks);
-    QDockWidget* timeline = addDock(m_timeline, Qt::TopDockWidgetArea);
+    QDockWidget* timeline = addDock(m_timeline, Qt::TopDockWidgetArea, m_captureBar);
     QDockWidget* allocations = addDock(m_allocations, Qt::BottomDockWidgetArea);
     QDockWidget* stacks = addDock(m_stacks, Qt::BottomDockWidgetArea);
     QDockWidget* allocator = addDock(m_allocator, Qt::BottomDockWidgetArea);
@@ -80,7 +86,8 @@ Explorer::Explorer(QMainWindow* window)
     allocations->raise();
     breakdown->raise();
     window->resizeDocks({timeline, allocations}, {55, 45}, Qt::Vertical);
-    window->resizeDocks({allocations, breakdown}, {60, 40}, Qt::Horizontal);
+    // The right-hand group holds the what-if panel, whose chart and ladder need the room.
+    window->resizeDocks({allocations, breakdown}, {45, 55}, Qt::Horizontal);
     m_defaultLayout = window->saveState(kLayoutVersion);
 
     connect(m_selection, &Selection::changed, this, [this](const SelectionState& state, Selection::Fields fields) {
@@ -95,11 +102,22 @@ Explorer::Explorer(QMainWindow* window)
 
 Explorer::~Explorer() = default;
 
-QDockWidget* Explorer::addDock(ExplorerView* view, Qt::DockWidgetArea area)
+QDockWidget* Explorer::addDock(ExplorerView* view, Qt::DockWidgetArea area, QWidget* above)
 {
     auto* dock = new QDockWidget(view->viewTitle(), m_window);
     dock->setObjectName(view->viewId() + QStringLiteral("Dock"));
-    dock->setWidget(view->widget());
+    if (above) {
+        auto* box = new QWidget(dock);
+        auto* layout = new QVBoxLayout(box);
+        layout->setContentsMargins(0, 0, 0, 0);
+        layout->setSpacing(0);
+        layout->addWidget(above);
+        layout->addWidget(view->widget(), 1);
+        box->setFocusProxy(view->widget());
+        dock->setWidget(box);
+    } else {
+        dock->setWidget(view->widget());
+    }
     dock->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable | QDockWidget::DockWidgetClosable);
     m_window->addDockWidget(area, dock);
     m_views.push_back(view);
@@ -116,6 +134,12 @@ void Explorer::showDevice(std::shared_ptr<const LoadedTrace> trace, int deviceIn
         if (v != m_timeline)
             v->setData(nullptr);
     m_timeline->setTrace(trace, deviceIndex);
+    if (trace != m_examinedTrace.lock()) {
+        // Per file, not per device: the findings name the devices they concern.
+        m_examinedTrace = trace;
+        m_captureBar->hide();
+        m_captureBar->examine(trace);
+    }
     if (m_timeAxisAction)
         syncAxisActions();
     const bool valid = trace && deviceIndex >= 0 && deviceIndex < int(trace->timelines.size());

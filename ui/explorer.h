@@ -23,6 +23,7 @@ class AllocatorView;
 class AnalysisController;
 class BookmarksView;
 class BreakdownView;
+class CaptureBar;
 class CompareView;
 class RanksView;
 class DiagnosisView;
@@ -67,6 +68,8 @@ public:
     WhatIfView* whatIf() const { return m_whatIf; }
     BookmarksView* bookmarks() const { return m_bookmarks; }
     CompareView* compare() const { return m_compare; }
+    /// What the open capture cannot show, above the timeline.
+    CaptureBar* captureBar() const { return m_captureBar; }
     RanksView* ranks() const { return m_ranks; }
 
     /// The user's annotations to save with the trace (the native format's USER section):
@@ -98,7 +101,8 @@ signals:
     void traceRequested(const QString& path, std::shared_ptr<const headroom::LoadedTrace> trace, int device);
 
 private:
-    QDockWidget* addDock(ExplorerView* view, Qt::DockWidgetArea area);
+    /// `above`: a bar shown over the view inside its dock (the timeline's capture bar).
+    QDockWidget* addDock(ExplorerView* view, Qt::DockWidgetArea area, QWidget* above = nullptr);
     void setData(const ExplorerDataPtr& data);
     void deliverData(quint64 generation, size_t next);
     void exportView(ExplorerView* view);
@@ -119,6 +123,8 @@ private:
     BookmarksView* m_bookmarks;
     CompareView* m_compare;
     RanksView* m_ranks;
+    CaptureBar* m_captureBar;
+    std::weak_ptr<const LoadedTrace> m_examinedTrace; ///< the file the capture bar speaks of
     /// The shown file's user data, kept up to date with the bookmarks of every device.
     QJsonObject m_user;
     std::weak_ptr<const LoadedTrace> m_userTrace;

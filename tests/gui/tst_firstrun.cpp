@@ -7,6 +7,7 @@
 
 #include "core/units.h"
 #include "ui/aboutdialog.h"
+#include "ui/capturebar.h"
 #include "ui/explorer.h"
 #include "ui/filechangewatcher.h"
 #include "ui/loadcontroller.h"
@@ -44,6 +45,7 @@
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QToolBar>
+#include <QToolButton>
 #include <QTest>
 
 #include <map>
@@ -261,6 +263,59 @@ TEST_CASE("preferences: edited in the dialog, they survive a restart of the appl
         dialog->reject();
         clearSettings();
     }
+}
+
+TEST_CASE("the capture bar says what the file cannot show, with the fixes, and goes away when closed",
+          "[firstrun][capture]")
+{
+    App app;
+    clearSettings();
+    MainWindow w;
+    w.resize(1400, 800);
+    w.show();
+    // A PyTorch 2.0 snapshot with one trace entry: no history, so no phases and no births.
+    const QString path = QStringLiteral(HEADROOM_REAL_TRACES_DIR "/pt20_yiyi_oom_snapshot.pickle");
+    CaptureBar* bar = w.explorer()->captureBar();
+    QSignalSpy ready(bar, &CaptureBar::findingsReady);
+    REQUIRE(openAndWait(w, path));
+    REQUIRE(waitForCount(ready, 1));
+    CHECK(ready.front().front().toBool());
+    REQUIRE(QTest::qWaitFor([&] { return bar->isVisible(); }, kLoadTimeoutMs));
+
+    // The same findings as `headroom-cli doctor`, warnings first.
+    const auto expected = CaptureDoctor::examine(*w.trace());
+    REQUIRE(bar->findings().size() == expected.size());
+    REQUIRE_FALSE(expected.empty());
+    CHECK(expected.front().severity == CaptureFinding::Severity::Warning);
+    auto* summary = bar->findChild<QLabel*>(QStringLiteral("captureBarSummary"));
+    auto* details = bar->findChild<QLabel*>(QStringLiteral("captureBarDetails"));
+    auto* title = bar->findChild<QLabel*>(QStringLiteral("captureBarTitle"));
+    CHECK(title->text().contains(QStringLiteral("cannot show")));
+    // One line, elided to the bar; the tool tip has the whole first warning.
+    CHECK(summary->toolTip().startsWith(QString::fromStdString(expected.front().message)));
+    CHECK(bar->height() < 3 * summary->fontMetrics().height() + 16);
+    CHECK_FALSE(details->isVisible());
+
+    // Details: every finding with its fix, selectable to paste into the training script.
+    bar->findChild<QToolButton*>(QStringLiteral("captureBarDetailsButton"))->click();
+    CHECK(bar->detailsShown());
+    CHECK(details->isVisible());
+    for (const CaptureFinding& f : expected)
+        CHECK(details->text().contains(QString::fromStdString(f.fix).toHtmlEscaped()));
+    // The bar sits above the timeline, not over it.
+    const QWidget* timeline = w.timelineView();
+    CHECK(bar->mapTo(&w, QPoint(0, bar->height())).y() <= timeline->mapTo(&w, QPoint(0, 0)).y());
+    screenshot(&w, "capturebar");
+    CHECK(w.size() == QSize(1400, 800)); // the details scroll; the window does not grow
+
+    bar->findChild<QToolButton*>(QStringLiteral("captureBarClose"))->click();
+    CHECK_FALSE(bar->isVisible());
+
+    // The next file is examined afresh: the bar comes back exactly when it has findings.
+    REQUIRE(openAndWait(w, sample("pt27_silmont_mem_snapshot.pickle")));
+    REQUIRE(waitForCount(ready, 2));
+    CHECK(bar->isVisible() == ready.back().front().toBool());
+    clearSettings();
 }
 
 TEST_CASE("a file that changes on disk: the bar offers to reload, then it reloads by itself", "[firstrun][reload]")
