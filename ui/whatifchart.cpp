@@ -4,6 +4,7 @@
 #include "core/units.h"
 #include "ui/categorystyle.h"
 
+#include <QFontMetrics>
 #include <QPainter>
 
 #include <algorithm>
@@ -23,7 +24,7 @@ QString unitName() { return byteUnits() == ByteUnits::Decimal ? QStringLiteral("
 WhatIfChart::WhatIfChart(QWidget* parent)
     : QWidget(parent)
 {
-    setMinimumSize(360, 160); // short enough to share a laptop screen with the timeline
+    setMinimumSize(300, 160); // short enough to share a laptop screen with the timeline, narrow enough for a half-window dock
 }
 
 void WhatIfChart::set(const Projection* measured, const Projection& projected)
@@ -57,7 +58,28 @@ void WhatIfChart::paintEvent(QPaintEvent*)
     QPainter p(this);
     p.setRenderHint(QPainter::Antialiasing);
     p.fillRect(rect(), palette().base());
-    const QRect area = rect().adjusted(52, 12, -150, -34);
+    QFont small = font();
+    small.setPointSizeF(font().pointSizeF() * 0.85);
+    p.setFont(small);
+    const QFontMetrics fm(small);
+    const int lineH = fm.height() + 1;
+    // The legend's entries: every component of either run, in order of first appearance.
+    std::vector<std::string> legend;
+    for (const Projection* pr : {m_hasMeasured ? &m_measured : nullptr, &m_projected})
+        for (size_t g = 0; pr && g < pr->phases.size(); ++g)
+            for (const auto& c : pr->phases[g].components)
+                if (pr->phases[g].present && std::find(legend.begin(), legend.end(), c.name) == legend.end())
+                    legend.push_back(c.name);
+    int legendW = 0;
+    for (const auto& n : legend)
+        legendW = std::max(legendW, fm.horizontalAdvance(QString::fromStdString(n)) + 18);
+    // Narrow (a dock beside others): the legend goes under the bars, in as many columns as fit.
+    const bool legendRight = width() >= 3 * legendW + 300;
+    const int columns = legendRight ? 1 : std::max(1, (width() - 16) / std::max(1, legendW + 8));
+    const int legendRows = legendRight ? 0 : int((legend.size() + size_t(columns) - 1) / size_t(columns));
+    const int yAxisW = fm.horizontalAdvance(QStringLiteral("000.0")) + 10;
+    const QRect area = rect().adjusted(yAxisW + 4, lineH + 2, legendRight ? -(legendW + 16) : -8,
+                                       -(2 * lineH + 6 + legendRows * lineH));
     double top = m_projected.peakHigh;
     if (m_hasMeasured)
         top = std::max(top, m_measured.peakHigh);
@@ -73,21 +95,20 @@ void WhatIfChart::paintEvent(QPaintEvent*)
     double step = std::pow(10.0, std::floor(std::log10(top / unit))) * unit;
     if (top / step < 4)
         step /= 2;
-    QFont small = font();
-    small.setPointSizeF(font().pointSizeF() * 0.85);
-    p.setFont(small);
     for (double v = 0; v <= top; v += step) {
         p.setPen(QColor(0, 0, 0, 30));
         p.drawLine(area.left(), y(v), area.right(), y(v));
         p.setPen(palette().color(QPalette::Text));
-        p.drawText(QRect(0, y(v) - 8, 48, 16), Qt::AlignRight | Qt::AlignVCenter,
+        p.drawText(QRect(0, y(v) - lineH / 2, yAxisW, lineH), Qt::AlignRight | Qt::AlignVCenter,
                    QString::number(v / unit, 'f', step < unit ? 1 : 0));
     }
-    p.drawText(QRect(0, area.top() - 12, 48, 12), Qt::AlignRight, unitName());
+    p.drawText(QRect(0, area.top() - lineH, yAxisW, lineH), Qt::AlignRight, unitName());
     const int groups = 3, perGroup = m_hasMeasured ? 2 : 1;
     const int groupW = area.width() / groups;
-    const int barW = std::min(56, (groupW - 16) / perGroup);
-    std::vector<std::string> legend;
+    const int barW = std::max(6, std::min(56, (groupW - 16) / perGroup));
+    // Bar captions in full where they fit under the bar, else their initials (the legend
+    // then says what M and P stand for).
+    const bool fullCaptions = fm.horizontalAdvance(QStringLiteral("projected")) <= barW + 6;
     for (int g = 0; g < groups; ++g) {
         const int gx = area.left() + g * groupW + (groupW - perGroup * barW - (perGroup - 1) * 6) / 2;
         for (int k = 0; k < perGroup; ++k) {
@@ -105,8 +126,6 @@ void WhatIfChart::paintEvent(QPaintEvent*)
                     col.setAlpha(150);
                 p.fillRect(r, col);
                 acc += c.bytes;
-                if (std::find(legend.begin(), legend.end(), c.name) == legend.end())
-                    legend.push_back(c.name);
             }
             p.setPen(QPen(palette().color(QPalette::Text), 1));
             p.setBrush(Qt::NoBrush);
@@ -121,38 +140,47 @@ void WhatIfChart::paintEvent(QPaintEvent*)
             }
             if (ph.phase == pr.peakPhase && !measuredBar) {
                 p.setPen(palette().color(QPalette::Text));
-                p.drawText(QRect(x - 10, y(ph.high) - 16, barW + 20, 14), Qt::AlignCenter, QStringLiteral("peak"));
+                p.drawText(QRect(x - 20, y(ph.high) - lineH - 2, barW + 40, lineH), Qt::AlignCenter, QStringLiteral("peak"));
             }
             p.setPen(palette().color(QPalette::Text));
-            p.drawText(QRect(x - 4, area.bottom() + 2, barW + 8, 14), Qt::AlignCenter,
-                       measuredBar ? QStringLiteral("measured") : QStringLiteral("projected"));
+            const QString caption = measuredBar ? (fullCaptions ? QStringLiteral("measured") : QStringLiteral("M"))
+                                                : (fullCaptions ? QStringLiteral("projected") : QStringLiteral("P"));
+            p.drawText(QRect(x - 3, area.bottom() + 2, barW + 6, lineH), Qt::AlignCenter, caption);
         }
-        p.drawText(QRect(area.left() + g * groupW, area.bottom() + 16, groupW, 14), Qt::AlignCenter,
-                   QString::fromUtf8(std::string(stepPhaseLabel(StepPhase(g))).c_str()));
+        const QString phase = QString::fromUtf8(std::string(stepPhaseLabel(StepPhase(g))).c_str());
+        p.drawText(QRect(area.left() + g * groupW, area.bottom() + 2 + lineH, groupW, lineH), Qt::AlignCenter,
+                   fm.elidedText(phase, Qt::ElideRight, groupW - 4));
     }
     if (m_projected.capacity > 0 && !capacityOnScale) {
         p.setPen(QColor(0xd3, 0x2f, 0x2f));
-        p.drawText(QRect(area.left() + 4, area.top() - 12, 400, 14), Qt::AlignLeft,
+        p.drawText(QRect(area.left() + 4, area.top() - lineH, area.width(), lineH), Qt::AlignLeft,
                    QStringLiteral("capacity ") + formatBytesQ(int64_t(m_projected.capacity), 1) + QStringLiteral(" (above the scale)"));
     }
     if (m_projected.capacity > 0 && capacityOnScale) {
         p.setPen(QPen(QColor(0xd3, 0x2f, 0x2f), 2, Qt::DashLine));
         const int cy = y(m_projected.capacity);
         p.drawLine(area.left(), cy, area.right(), cy);
-        p.drawText(QRect(area.left() + 4, cy - 16, 200, 14), Qt::AlignLeft,
+        p.drawText(QRect(area.left() + 4, cy - lineH - 1, area.width(), lineH), Qt::AlignLeft,
                    QStringLiteral("capacity ") + formatBytesQ(int64_t(m_projected.capacity), 1));
         const double usable = m_projected.capacity * (1 - m_projected.margin);
         p.setPen(QPen(QColor(0xd3, 0x2f, 0x2f, 110), 1, Qt::DotLine));
         p.drawLine(area.left(), y(usable), area.right(), y(usable));
     }
-    // Legend.
-    int ly = area.top();
-    for (const auto& n : legend) {
-        p.fillRect(QRect(area.right() + 12, ly + 2, 10, 10), componentColor(n));
+    // Legend: beside the bars when there is room, else under them.
+    if (!fullCaptions) {
         p.setPen(palette().color(QPalette::Text));
-        p.drawText(QRect(area.right() + 26, ly, 130, 14), Qt::AlignLeft | Qt::AlignVCenter,
-                   QString::fromStdString(n).replace(QLatin1Char('_'), QLatin1Char(' ')));
-        ly += 15;
+        p.drawText(QRect(area.left(), area.top() - lineH, area.width(), lineH), Qt::AlignRight,
+                   m_hasMeasured ? QStringLiteral("M measured, P projected") : QStringLiteral("P projected"));
+    }
+    const int lx0 = legendRight ? area.right() + 12 : 8;
+    const int ly0 = legendRight ? area.top() : area.bottom() + 2 * lineH + 6;
+    for (size_t i = 0; i < legend.size(); ++i) {
+        const int col = int(i) % columns, row = int(i) / columns;
+        const int lx = lx0 + col * (legendW + 8), ly = ly0 + (legendRight ? int(i) : row) * lineH;
+        p.fillRect(QRect(lx, ly + (lineH - 10) / 2, 10, 10), componentColor(legend[i]));
+        p.setPen(palette().color(QPalette::Text));
+        p.drawText(QRect(lx + 14, ly, legendW, lineH), Qt::AlignLeft | Qt::AlignVCenter,
+                   QString::fromStdString(legend[i]).replace(QLatin1Char('_'), QLatin1Char(' ')));
     }
 }
 

@@ -36,6 +36,7 @@ namespace headroom {
 namespace {
 
 constexpr double kGiB = double(1ull << 30);
+constexpr int kLeversWidth = 290;
 
 /// Projected sizes in the units of the preferences, one decimal ("52.3 GiB", "56.2 GB").
 QString projected(double bytes) { return formatBytesQ(int64_t(bytes), 1); }
@@ -92,6 +93,7 @@ void WhatIfPanel::buildUi()
         m_zero->addItem(QString::fromLatin1(c));
     form->addRow(tr("Sharding"), m_zero);
     m_devices = new QSpinBox(left);
+    m_devices->setObjectName(QStringLiteral("devicesLever"));
     m_devices->setRange(1, 4096);
     form->addRow(tr("Devices"), m_devices);
     m_offload = new QComboBox(left);
@@ -116,11 +118,17 @@ void WhatIfPanel::buildUi()
     auto* measuredBox = new QGroupBox(tr("Measured at"), left);
     auto* mf = new QFormLayout(measuredBox);
     m_measuredB = new QSpinBox(measuredBox);
+    m_measuredB->setObjectName(QStringLiteral("measuredMicroBatch"));
     m_measuredB->setRange(0, 4096);
     m_measuredB->setSpecialValueText(tr("unknown"));
     m_measuredS = new QSpinBox(measuredBox);
+    m_measuredS->setObjectName(QStringLiteral("measuredSeq"));
     m_measuredS->setRange(0, 1 << 20);
     m_measuredS->setSpecialValueText(tr("unknown"));
+    m_measuredD = new QSpinBox(measuredBox);
+    m_measuredD->setObjectName(QStringLiteral("measuredDevices"));
+    m_measuredD->setRange(0, 65536);
+    m_measuredD->setSpecialValueText(tr("unknown"));
     m_measuredP = new QComboBox(measuredBox);
     m_measuredP->addItem(tr("unknown"));
     for (const char* c : {"fp32", "amp-bf16", "amp-fp16", "bf16"})
@@ -128,11 +136,13 @@ void WhatIfPanel::buildUi()
     mf->addRow(tr("micro-batch"), m_measuredB);
     mf->addRow(tr("sequence"), m_measuredS);
     mf->addRow(tr("precision"), m_measuredP);
+    mf->addRow(tr("devices"), m_measuredD);
     m_measuredInfo = new QLabel(measuredBox);
     m_measuredInfo->setWordWrap(true);
     mf->addRow(m_measuredInfo);
     form->addRow(measuredBox);
-    left->setMaximumWidth(330);
+    // Narrow enough to leave the chart and the ladder most of a half-window dock.
+    left->setMaximumWidth(kLeversWidth);
     // The levers scroll: without it their column set the panel's minimum height (671 px),
     // which made the window taller than a laptop screen once the panels were shown.
     auto* leftScroll = new QScrollArea(this);
@@ -141,7 +151,7 @@ void WhatIfPanel::buildUi()
     leftScroll->setWidgetResizable(true);
     leftScroll->setFrameShape(QFrame::NoFrame);
     leftScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-    leftScroll->setMaximumWidth(330 + leftScroll->verticalScrollBar()->sizeHint().width());
+    leftScroll->setMaximumWidth(kLeversWidth + leftScroll->verticalScrollBar()->sizeHint().width());
     leftScroll->setMinimumWidth(left->minimumSizeHint().width() + leftScroll->verticalScrollBar()->sizeHint().width());
     root->addWidget(leftScroll);
 
@@ -150,6 +160,7 @@ void WhatIfPanel::buildUi()
     m_chart = new WhatIfChart(right);
     rv->addWidget(m_chart, 3);
     m_summary = new QLabel(right);
+    m_summary->setObjectName(QStringLiteral("whatifSummary"));
     m_summary->setWordWrap(true);
     m_summary->setTextFormat(Qt::RichText);
     rv->addWidget(m_summary);
@@ -204,11 +215,13 @@ void WhatIfPanel::buildUi()
         st.seq = m_measuredS->value() > 0 ? std::optional<int>(m_measuredS->value()) : std::nullopt;
         st.precision = m_measuredP->currentIndex() > 0 ? std::optional<Precision>(Precision(m_measuredP->currentIndex() - 1))
                                                        : std::nullopt;
+        st.devices = m_measuredD->value() > 0 ? std::optional<int>(m_measuredD->value()) : std::nullopt;
         setStated(st);
     };
     connect(m_measuredB, qOverload<int>(&QSpinBox::valueChanged), this, measuredChanged);
     connect(m_measuredS, qOverload<int>(&QSpinBox::valueChanged), this, measuredChanged);
     connect(m_measuredP, qOverload<int>(&QComboBox::currentIndexChanged), this, measuredChanged);
+    connect(m_measuredD, qOverload<int>(&QSpinBox::valueChanged), this, measuredChanged);
     connect(m_fit, &QPushButton::clicked, this, [this] { rebuildLadder(); });
     connect(m_constantsButton, &QPushButton::clicked, this, [this] { editConstants(); });
     connect(m_spendFirstCombo, &QComboBox::currentIndexChanged, this, [this](int index) {
@@ -355,9 +368,21 @@ void WhatIfPanel::readControls()
     const int g = m_capacity->currentData().toInt();
     if (g > 0 && std::llabs(int64_t(g * kGiB) - m_device.capacityBytes) > int64_t(kGiB / 2))
         m_device = deviceForCapacity(int64_t(g * kGiB));
-    // Unknown measured micro-batch: the slider shows 1 but means "as measured".
-    if (m_base.config.microBatch == 0 && c.microBatch == 1)
-        c.microBatch = 0;
+    // A lever whose measured value is unknown is locked (lockUnknownLevers): it stays as
+    // measured, whatever its widget shows (a spin box cannot show "unknown" devices).
+    if (m_cal) {
+        const LeverConfig& b = m_base.config;
+        if (!m_cal->known("micro_batch"))
+            c.microBatch = b.microBatch;
+        if (!m_cal->known("seq"))
+            c.seq = b.seq;
+        if (!m_cal->known("precision"))
+            c.precision = b.precision;
+        if (!m_cal->known("devices")) {
+            c.devices = b.devices;
+            c.zero = b.zero;
+        }
+    }
     m_config = c;
 }
 
@@ -381,9 +406,35 @@ void WhatIfPanel::writeControls()
     m_measuredB->setValue(m_stated.microBatch.value_or(0));
     m_measuredS->setValue(m_stated.seq.value_or(0));
     m_measuredP->setCurrentIndex(m_stated.precision ? int(*m_stated.precision) + 1 : 0);
+    m_measuredD->setValue(m_stated.devices.value_or(0));
     m_microBatchLabel->setText(QString::number(c.microBatch ? c.microBatch : 1) + (c.microBatch ? QString() : QStringLiteral("?")));
     m_accumLabel->setText(QString::number(c.accum));
+    lockUnknownLevers();
     m_updating = false;
+}
+
+void WhatIfPanel::lockUnknownLevers()
+{
+    struct Lever {
+        QWidget* widget;
+        const char* key;
+        QString field;
+    };
+    const Lever levers[] = {{m_microBatch, "micro_batch", tr("micro-batch")},
+                            {m_seq, "seq", tr("sequence")},
+                            {m_precision, "precision", tr("precision")},
+                            {m_devices, "devices", tr("devices")},
+                            {m_zero, "devices", tr("devices")}};
+    for (const Lever& l : levers) {
+        const bool locked = m_cal && !m_cal->known(l.key);
+        l.widget->setEnabled(!locked);
+        l.widget->setToolTip(locked ? tr("The trace does not tell the %1 it was measured at: set it under "
+                                         "<i>Measured at</i> to move this lever (headroom-cli asks for the same)")
+                                          .arg(l.field)
+                                    : QString());
+    }
+    if (m_cal && !m_cal->known("micro_batch"))
+        m_microBatchLabel->setText(QStringLiteral("?"));
 }
 
 void WhatIfPanel::setConfig(const LeverConfig& config)
@@ -395,7 +446,7 @@ void WhatIfPanel::setConfig(const LeverConfig& config)
 
 void WhatIfPanel::recompute()
 {
-    m_microBatchLabel->setText(QString::number(std::max(1, m_config.microBatch)));
+    m_microBatchLabel->setText(m_config.microBatch > 0 ? QString::number(m_config.microBatch) : QStringLiteral("?"));
     m_accumLabel->setText(QString::number(m_config.accum));
     if (!m_haveBase) {
         m_summary->setText(m_error.isEmpty() ? tr("Open a trace or choose a model.") : QStringLiteral("<b>%1</b>").arg(m_error.toHtmlEscaped()));
@@ -406,8 +457,20 @@ void WhatIfPanel::recompute()
         try {
             m_cal->require(m_config);
         } catch (const WhatIfMissingValue& e) {
-            missing = QString::fromUtf8(e.what());
+            const QString field = e.key == "micro_batch" ? tr("micro-batch")
+                                  : e.key == "seq"       ? tr("sequence")
+                                                         : QString::fromStdString(e.key);
+            missing = tr("the trace does not tell the %1 it was measured at").arg(field);
         }
+    }
+    if (!missing.isEmpty()) {
+        // As the CLI (exit 2): no figure for a request the trace cannot answer.
+        m_summary->setText(tr("<b>Needs a measured value</b>: %1. Set it under <i>Measured at</i>.")
+                               .arg(missing.toHtmlEscaped()));
+        m_notes->clear();
+        m_chart->set(nullptr, project(m_base, m_base.config, m_k, m_device));
+        emit configChanged();
+        return;
     }
     const auto t0 = std::chrono::steady_clock::now();
     m_projection = project(m_base, m_config, m_k, m_device);
@@ -448,8 +511,6 @@ void WhatIfPanel::recompute()
              .arg(m_k.mfuMax).arg(m_k.overlap);
     m_summary->setText(s);
     QStringList notes;
-    if (!missing.isEmpty())
-        notes << missing;
     for (const auto& n : p.notes)
         notes << QString::fromStdString(n);
     m_notes->setText(notes.join(QStringLiteral("\n")));

@@ -82,6 +82,9 @@ private:
     void readControls();
     void writeControls();
     void applyRung(QListWidgetItem* item);
+    /// Levers whose measured value the trace does not tell cannot move until it is given
+    /// (as the CLI refuses them): disabled, with the reason.
+    void lockUnknownLevers();
 
     std::shared_ptr<const LoadedTrace> m_trace;
     std::shared_ptr<const DeviceAnalysis> m_analysis;
@@ -119,6 +122,7 @@ private:
     QComboBox* m_capacity = nullptr;
     QSpinBox* m_measuredB = nullptr;
     QSpinBox* m_measuredS = nullptr;
+    QSpinBox* m_measuredD = nullptr;
     QComboBox* m_measuredP = nullptr;
     QLabel* m_measuredInfo = nullptr;
     QLabel* m_summary = nullptr;

@@ -20,6 +20,7 @@
 #include "ui/timelineview.h"
 #include "ui/viewexport.h"
 #include "ui/whatifpanel.h"
+#include "ui/whatifchart.h"
 #include "ui/whatifview.h"
 
 #include <qcustomplot.h>
@@ -30,7 +31,10 @@
 #include <QElapsedTimer>
 #include <QFile>
 #include <QFileInfo>
+#include <QLabel>
 #include <QLineEdit>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QSignalSpy>
 #include <QSocketNotifier>
 #include <QSortFilterProxyModel>
@@ -184,6 +188,38 @@ TEST_CASE("the panels fit a 1366x768 screen: the window keeps its size when a fi
     CHECK(a.window.size() == QSize(1300, 700));
     if (qEnvironmentVariableIsSet("HEADROOM_SHOT_DIR"))
         a.window.grab().save(qEnvironmentVariable("HEADROOM_SHOT_DIR") + QStringLiteral("/small-screen-whatif.png"));
+}
+
+TEST_CASE("the what-if panel is legible at the default window size", "[whatif]")
+{
+    // At 1400x800 the panel once opened in a narrow dock: the chart's captions ran into each
+    // other and the summary was cut off.
+    Analysed a(realTrace("pt27_kk_memory_ctx128_fullstep.pickle"));
+    a.window.resize(1400, 800);
+    a.explorer().showView(QStringLiteral("whatif"));
+    QApplication::processEvents();
+    WhatIfView* view = a.explorer().whatIf();
+    WhatIfPanel* panel = view->panel();
+    REQUIRE(QTest::qWaitFor([&] { return panel->projection().peak > 0; }, kTimeoutMs));
+    QApplication::processEvents();
+    if (qEnvironmentVariableIsSet("HEADROOM_SHOT_DIR"))
+        a.window.grab().save(qEnvironmentVariable("HEADROOM_SHOT_DIR") + QStringLiteral("/whatif-1400x800.png"));
+
+    // The whole width of the panel is on screen: no horizontal scrolling to reach the chart.
+    auto* scroll = view->findChild<QScrollArea*>();
+    REQUIRE(scroll);
+    CHECK_FALSE(scroll->horizontalScrollBar()->isVisible());
+    auto* chart = panel->findChild<WhatIfChart*>();
+    REQUIRE(chart);
+    CHECK(chart->width() >= 300);
+    CHECK(chart->visibleRegion().boundingRect().width() == chart->width());
+    // Every label of the results column shows all of its wrapped text.
+    for (QLabel* label : panel->findChildren<QLabel*>()) {
+        if (!label->isVisible() || !label->wordWrap() || label->text().isEmpty())
+            continue;
+        INFO(label->text().toStdString());
+        CHECK(label->height() >= label->heightForWidth(label->width()));
+    }
 }
 
 TEST_CASE("timeline by allocation: bands of the largest allocations, hover and click select them")

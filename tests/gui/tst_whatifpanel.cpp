@@ -9,9 +9,11 @@
 
 #include <QApplication>
 #include <QComboBox>
+#include <QLabel>
 #include <QListWidget>
 #include <QSignalSpy>
 #include <QSlider>
+#include <QSpinBox>
 #include <QTableWidget>
 #include <QTest>
 
@@ -159,4 +161,48 @@ TEST_CASE("The panel calibrates on a generated trace and asks for what it cannot
         panel.show();
         panel.grab().save(QString::fromLocal8Bit(shot));
     }
+}
+
+TEST_CASE("Levers whose measured value is unknown wait for it, as the CLI does", "[gui][whatif]")
+{
+    // The kk full step tells neither its micro-batch, its sequence nor its device count.
+    WhatIfPanel panel;
+    panel.resize(1100, 720);
+    panel.show();
+    panel.setTrace(Loader::load(std::string(HEADROOM_REAL_TRACES_DIR) + "/pt27_kk_memory_ctx128_fullstep.pickle"), 0);
+    REQUIRE(panel.calibrationError().isEmpty());
+    auto* slider = panel.findChildren<QSlider*>().at(0);
+    QSpinBox* measuredB = panel.findChild<QSpinBox*>(QStringLiteral("measuredMicroBatch"));
+    QSpinBox* measuredD = panel.findChild<QSpinBox*>(QStringLiteral("measuredDevices"));
+    QSpinBox* devicesLever = panel.findChild<QSpinBox*>(QStringLiteral("devicesLever"));
+    QLabel* summary = panel.findChild<QLabel*>(QStringLiteral("whatifSummary"));
+    REQUIRE(measuredB);
+    REQUIRE(measuredD); // the devices field under "Measured at"
+    REQUIRE(devicesLever);
+    REQUIRE(summary);
+
+    // Unknown: the micro-batch slider cannot move and says why; no projection from "1".
+    CHECK_FALSE(slider->isEnabled());
+    CHECK(slider->toolTip().contains(QStringLiteral("Measured at")));
+    CHECK(panel.config().microBatch == 0);
+
+    // A configuration that moves it anyway (restored settings) gets the CLI's refusal, not a figure.
+    LeverConfig moved = panel.config();
+    moved.microBatch = 8;
+    panel.setConfig(moved);
+    CHECK(summary->text().contains(QStringLiteral("Needs a measured value")));
+    CHECK(summary->text().contains(QStringLiteral("micro-batch")));
+
+    // Given through the panel's own field, the lever moves and projects.
+    measuredB->setValue(4);
+    CHECK(slider->isEnabled());
+    const double at4 = panel.projection().phases[0].allocated;
+    slider->setValue(16);
+    CHECK(panel.config().microBatch == 16);
+    CHECK(panel.projection().phases[0].allocated > at4);
+
+    // The device count: the note asking for it clears once the field is set.
+    CHECK_FALSE(devicesLever->isEnabled());
+    measuredD->setValue(1);
+    CHECK(devicesLever->isEnabled());
 }
