@@ -315,12 +315,7 @@ void Importer::buildDevices()
                 lastReserved = *r.totalReserved;
             totals.push_back(allTotals ? lastTotal : running);
             reserved.push_back(lastReserved);
-            ev.action.push_back(a);
-            ev.addr.push_back(addr);
-            ev.size.push_back(size);
-            ev.stream.push_back(0);
-            ev.timeUs.push_back(r.timeNs / 1000);
-            ev.stack.push_back(FrameTable::kEmptyStack);
+            ev.append({.action = a, .addr = addr, .size = size, .timeUs = r.timeNs / 1000});
         }
         ev.anyTime = ev.count() > 0;
         const std::string dn = dev.deviceType + " device " + std::to_string(dev.device) + ": ";

@@ -276,15 +276,16 @@ void Importer::importTrace(const json& list, int d, const std::string& path)
         const std::string& action = act->get_ref<const std::string&>();
         ++dev.actionCounts[action];
         const auto idx = static_cast<uint32_t>(out.count());
-        out.action.push_back(actionFromName(action));
-        out.addr.push_back(static_cast<uint64_t>(intField(e, "addr", epath, 0)));
-        out.size.push_back(intField(e, "size", epath, 0));
-        out.stream.push_back(intField(e, "stream", epath, 0));
-        const int64_t t = intField(e, "time_us", epath, TraceEvents::kNoTime);
-        out.timeUs.push_back(t);
-        if (t != TraceEvents::kNoTime)
+        TraceEvents::Entry entry;
+        entry.action = actionFromName(action);
+        entry.addr = static_cast<uint64_t>(intField(e, "addr", epath, 0));
+        entry.size = intField(e, "size", epath, 0);
+        entry.stream = intField(e, "stream", epath, 0);
+        entry.timeUs = intField(e, "time_us", epath, TraceEvents::kNoTime);
+        if (entry.timeUs != TraceEvents::kNoTime)
             out.anyTime = m_anyTime = true;
-        out.stack.push_back(stackField(e, "frames", epath));
+        entry.stack = stackField(e, "frames", epath);
+        out.append(entry);
         if (e.contains("device_free"))
             out.deviceFree.emplace_back(idx, intField(e, "device_free", epath, 0));
         if (auto c = e.find("compile_context"); c != e.end() && c->is_string()) {
@@ -301,10 +302,10 @@ void Importer::importTrace(const json& list, int d, const std::string& path)
             cat = categoryFromName(c->get_ref<const std::string&>()).value_or(TensorCategory::Unknown);
         }
         categories.push_back(static_cast<uint8_t>(cat));
-        if (out.action.back() == TraceAction::Oom) {
+        if (entry.action == TraceAction::Oom) {
             OomEvent o;
             o.eventIndex = idx;
-            o.size = out.size.back();
+            o.size = entry.size;
             o.deviceFree = intField(e, "device_free", epath, 0);
             dev.ooms.push_back(o);
         }

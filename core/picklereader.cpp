@@ -378,7 +378,7 @@ bool PickleParser::tryEvent(uint64_t container, const Value* kv, size_t n)
     TraceEvents& ev = m_doc.m_events;
     const auto index = static_cast<uint32_t>(ev.action.size());
     const Value actionValue = kv[actionAt + 1];
-    ev.action.push_back(actionOf(actionValue));
+    const TraceAction action = actionOf(actionValue);
     m_doc.m_eventActionString.push_back(static_cast<uint32_t>(actionValue.payload()));
     uint64_t addr = 0;
     int64_t size = 0, stream = 0, time = TraceEvents::kNoTime;
@@ -424,11 +424,7 @@ bool PickleParser::tryEvent(uint64_t container, const Value* kv, size_t n)
         ids.insert(ids.end(), cpp.begin(), cpp.end());
         stack = m_doc.m_frames->internStack(ids);
     }
-    ev.addr.push_back(addr);
-    ev.size.push_back(size);
-    ev.stream.push_back(stream);
-    ev.timeUs.push_back(time);
-    ev.stack.push_back(stack);
+    ev.append({action, addr, size, stream, time, stack});
     m_doc.m_slots[container] = {Tag::Event, index};
     return true;
 }

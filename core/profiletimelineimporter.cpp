@@ -60,15 +60,11 @@ int64_t intAt(const Snapshot& s, const json& v, const std::string& path)
     fail(s, path, std::string("expected an integer, found ") + v.type_name());
 }
 
+/// One event with what the profiler knows beside it: the exact category and the total after it.
 void push(TraceEvents& ev, TraceAction a, uint64_t addr, int64_t size, int64_t timeUs, TensorCategory cat,
           int64_t total)
 {
-    ev.action.push_back(a);
-    ev.addr.push_back(addr);
-    ev.size.push_back(size);
-    ev.stream.push_back(0);
-    ev.timeUs.push_back(timeUs);
-    ev.stack.push_back(FrameTable::kEmptyStack);
+    ev.append({.action = a, .addr = addr, .size = size, .timeUs = timeUs});
     ev.category.push_back(static_cast<uint8_t>(cat));
     ev.totalAllocated.push_back(total);
 }

@@ -258,14 +258,8 @@ void Importer::importTraces(Value traces)
             all = TraceEvents{};
         } else {
             out.reserve(idx.size());
-            for (uint32_t i : idx) {
-                out.action.push_back(all.action[i]);
-                out.addr.push_back(all.addr[i]);
-                out.size.push_back(all.size[i]);
-                out.stream.push_back(all.stream[i]);
-                out.timeUs.push_back(all.timeUs[i]);
-                out.stack.push_back(all.stack[i]);
-            }
+            for (uint32_t i : idx)
+                out.append({all.action[i], all.addr[i], all.size[i], all.stream[i], all.timeUs[i], all.stack[i]});
             out.anyTime = std::any_of(out.timeUs.begin(), out.timeUs.end(),
                                       [](int64_t t) { return t != TraceEvents::kNoTime; });
             remapSparse(all.deviceFree, out.deviceFree);

@@ -59,7 +59,29 @@ struct TraceEvents {
     std::vector<int64_t> totalAllocated;
     std::vector<int64_t> totalReserved;
 
+    /// What every event has: one entry of the six parallel arrays above.
+    struct Entry {
+        TraceAction action = TraceAction::Other;
+        uint64_t addr = 0;
+        int64_t size = 0;
+        int64_t stream = 0;
+        int64_t timeUs = kNoTime;
+        uint32_t stack = 0;
+    };
+
     size_t count() const { return action.size(); }
+    /// Appends one event to the parallel arrays, so they cannot go out of step; the sparse
+    /// extras, `category` and the totals stay the caller's (most sources have none). Inline:
+    /// the pickle reader calls it once per trace entry.
+    void append(const Entry& e)
+    {
+        action.push_back(e.action);
+        addr.push_back(e.addr);
+        size.push_back(e.size);
+        stream.push_back(e.stream);
+        timeUs.push_back(e.timeUs);
+        stack.push_back(e.stack);
+    }
     void reserve(size_t n);
     void clear();
 };
