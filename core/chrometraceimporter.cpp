@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "core/chrometraceimporter.h"
 
+#include "core/jsoninteger.h"
 #include "core/loaderror.h"
 
 #include <algorithm>
@@ -81,37 +82,10 @@ private:
     {
         throw LoadError(m_snap.path, LoadError::kNoOffset, path + ": " + what);
     }
-    /// Integers beyond ±2^62 are refused here, so later negations and sums cannot overflow
-    /// (found by the bad-input corpus: Bytes = -2^63 was negated).
+    /// Bytes are negated and summed: the sum-safe limit (jsonrules::kChromeTrace).
     int64_t intOf(const json& v, const std::string& path) const
     {
-        constexpr int64_t kLimit = int64_t(1) << 62;
-        if (v.is_number_float() && std::isfinite(v.get<double>()) && std::fabs(v.get<double>()) > double(kLimit))
-            fail(path, "number " + v.dump() + " is out of range");
-        const int64_t r = intOfUnchecked(v, path);
-        if ((v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(kLimit)) || r > kLimit || r < -kLimit)
-            fail(path, "number " + v.dump() + " is out of range");
-        return r;
-    }
-    int64_t intOfUnchecked(const json& v, const std::string& path) const
-    {
-        if (v.is_number_unsigned())
-            return static_cast<int64_t>(v.get<uint64_t>());
-        if (v.is_number_integer())
-            return v.get<int64_t>();
-        if (v.is_number_float() && std::isfinite(v.get<double>()))
-            return static_cast<int64_t>(std::llround(v.get<double>()));
-        if (v.is_string()) { // some exporters quote large ints
-            const std::string& s = v.get_ref<const std::string&>();
-            try {
-                size_t used = 0;
-                const long long r = std::stoll(s, &used);
-                if (used == s.size())
-                    return r;
-            } catch (const std::exception&) {
-            }
-        }
-        fail(path, std::string("expected an integer, found ") + v.type_name());
+        return jsonIntegerAt(v, jsonrules::kChromeTrace, m_snap.path, path);
     }
     /// `ts`/`dur` in µs, integer (≤ 2.3) or fractional with ns digits (2.4+), to ns.
     int64_t nsOf(const json& v, const std::string& path) const

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "core/jsonsnapshotimporter.h"
 
+#include "core/jsoninteger.h"
 #include "core/loaderror.h"
 
 #include <algorithm>
@@ -37,21 +38,13 @@ private:
     {
         throw LoadError(m_snap.path, LoadError::kNoOffset, path + ": " + what);
     }
-    /// Integers exactly (JSON ints are int64/uint64 in nlohmann); integral floats accepted.
+    /// The snapshot rule (jsonrules::kSnapshot): what the pickle path accepts.
     int64_t toInt(const json& v, const std::string& path) const
     {
-        if (v.is_number_integer())
-            return v.is_number_unsigned() ? static_cast<int64_t>(v.get<uint64_t>()) : v.get<int64_t>();
-        if (v.is_boolean())
-            return v.get<bool>() ? 1 : 0;
-        if (v.is_number_float()) {
-            const double d = v.get<double>();
-            // In range before the cast (found by fuzzing: 2.6e101 cast to int64 is undefined).
-            if (d >= -9223372036854775808.0 && d < 9223372036854775808.0 &&
-                d == static_cast<double>(static_cast<int64_t>(d)))
-                return static_cast<int64_t>(d);
-        }
-        fail(path, std::string("expected an integer, found ") + typeName(v));
+        const JsonInt r = jsonInteger(v, jsonrules::kSnapshot);
+        if (!r.ok())
+            fail(path, std::string("expected an integer, found ") + typeName(v));
+        return r.value;
     }
     int64_t intField(const json& obj, const char* key, const std::string& path, int64_t fallback) const
     {

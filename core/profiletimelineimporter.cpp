@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "core/profiletimelineimporter.h"
 
+#include "core/jsoninteger.h"
 #include "core/loaderror.h"
-
-#include <cmath>
 
 #include <algorithm>
 #include <array>
@@ -33,31 +32,10 @@ std::string at(const std::string& base, size_t i)
     throw LoadError(s.path, LoadError::kNoOffset, path + ": " + what);
 }
 
+/// Bytes are negated and summed: the sum-safe limit (jsonrules::kProfileTimeline).
 int64_t intAt(const Snapshot& s, const json& v, const std::string& path)
 {
-    // Beyond ±2^62 is refused, so the importer's negations and sums cannot overflow, and a
-    // float is range-checked before the cast (both found by the bad-input corpus: -2^63 was
-    // negated, 1e308 was cast to int64).
-    constexpr int64_t kLimit = int64_t(1) << 62;
-    auto outOfRange = [&]() { fail(s, path, "number " + v.dump() + " is out of range"); };
-    if (v.is_number_unsigned()) {
-        if (v.get<uint64_t>() > uint64_t(kLimit))
-            outOfRange();
-        return static_cast<int64_t>(v.get<uint64_t>());
-    }
-    if (v.is_number_integer()) {
-        if (v.get<int64_t>() > kLimit || v.get<int64_t>() < -kLimit)
-            outOfRange();
-        return v.get<int64_t>();
-    }
-    if (v.is_number_float()) {
-        const double d = v.get<double>();
-        if (!(std::fabs(d) <= double(kLimit)))
-            outOfRange();
-        if (d == static_cast<double>(static_cast<int64_t>(d)))
-            return static_cast<int64_t>(d);
-    }
-    fail(s, path, std::string("expected an integer, found ") + v.type_name());
+    return jsonIntegerAt(v, jsonrules::kProfileTimeline, s.path, path);
 }
 
 /// One event with what the profiler knows beside it: the exact category and the total after it.

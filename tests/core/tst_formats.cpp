@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // JSON inputs (Chrome traces, profiler timelines, JSON snapshots) against the numbers
 // computed independently by tests/tools/json_summary.py (goldens in tests/golden/json).
+#include "core/jsoninteger.h"
 #include "core/loader.h"
 #include "core/loaderror.h"
 #include "core/summary.h"
@@ -174,4 +175,63 @@ TEST_CASE("Corrupt JSON inputs give clear errors", "[formats][errors]")
     CHECK_THAT(loadError("[]"), Catch::Contains("an empty list"));
     CHECK_THAT(loadError("<html><body><img src='data:image/png;base64,iVBOR'></body></html>"),
                Catch::Contains("only a picture"));
+}
+
+TEST_CASE("The JSON integer rules and their limits", "[formats][errors]")
+{
+    using nlohmann::json;
+    using S = JsonInt::Status;
+    auto status = [](const json& v, const JsonIntRule& r) { return jsonInteger(v, r).status; };
+    auto value = [](const json& v, const JsonIntRule& r) { return jsonInteger(v, r).value; };
+    const int64_t lim = int64_t(1) << 62;
+    for (const JsonIntRule& r : {jsonrules::kChromeTrace, jsonrules::kProfileTimeline}) {
+        // Exactly the limit passes, one past it does not, in both signs and every spelling.
+        CHECK(value(json(lim), r) == lim);
+        CHECK(value(json(-lim), r) == -lim);
+        CHECK(status(json(lim + 1), r) == S::OutOfRange);
+        CHECK(status(json(-lim - 1), r) == S::OutOfRange);
+        CHECK(status(json(uint64_t(1) << 63), r) == S::OutOfRange);
+        CHECK(status(json(INT64_MIN), r) == S::OutOfRange);
+        CHECK(value(json(double(lim)), r) == lim);
+        CHECK(status(json(1e19), r) == S::OutOfRange);
+        CHECK(status(json(-1e308), r) == S::OutOfRange);
+        CHECK(status(json(true), r) == S::NotAnInteger);
+        CHECK(status(json(nullptr), r) == S::NotAnInteger);
+        CHECK(status(json::array(), r) == S::NotAnInteger);
+    }
+    // Kineto: fractions round, quoted integers are read (and range-checked).
+    CHECK(value(json(2.5), jsonrules::kChromeTrace) == 3);
+    CHECK(value(json("-42"), jsonrules::kChromeTrace) == -42);
+    CHECK(status(json("4611686018427387905"), jsonrules::kChromeTrace) == S::OutOfRange);
+    CHECK(status(json("12 bytes"), jsonrules::kChromeTrace) == S::NotAnInteger);
+    CHECK(status(json("99999999999999999999"), jsonrules::kChromeTrace) == S::NotAnInteger);
+    // Profiler timelines: neither.
+    CHECK(status(json(2.5), jsonrules::kProfileTimeline) == S::NotAnInteger);
+    CHECK(status(json("42"), jsonrules::kProfileTimeline) == S::NotAnInteger);
+    // Snapshots: every 64-bit pattern, as the pickle reader takes it; bools; integral floats
+    // inside int64 only (never a cast out of range).
+    const JsonIntRule& snap = jsonrules::kSnapshot;
+    CHECK(value(json(UINT64_MAX), snap) == -1);
+    CHECK(value(json(INT64_MIN), snap) == INT64_MIN);
+    CHECK(value(json(true), snap) == 1);
+    CHECK(value(json(-9223372036854775808.0), snap) == INT64_MIN);
+    CHECK(status(json(9223372036854775808.0), snap) == S::NotAnInteger);
+    CHECK(status(json(2.6e101), snap) == S::OutOfRange);
+    CHECK(status(json(1.5), snap) == S::NotAnInteger);
+    CHECK(status(json("1"), snap) == S::NotAnInteger);
+
+    // The throwing form names the file, the path and what was expected.
+    CHECK_THROWS_WITH(jsonIntegerAt(json(lim + 1), jsonrules::kProfileTimeline, "t.json", "[3][2]"),
+                      "t.json: [3][2]: number 4611686018427387905 is out of range");
+    CHECK_THROWS_WITH(jsonIntegerAt(json::object(), jsonrules::kChromeTrace, "t.json", "traceEvents[0].args.Bytes"),
+                      Catch::Contains("t.json") &&
+                          Catch::Contains("traceEvents[0].args.Bytes: expected an integer, found object"));
+    // Through the importers: the limit holds for Chrome traces and timelines, not for snapshots.
+    CHECK_THAT(loadError("[[1, 2, 4611686018427387905, 1]]"), Catch::Contains("[0][2]: number") &&
+                                                                   Catch::Contains("is out of range"));
+    CHECK_THAT(loadError("{\"traceEvents\": [{\"ph\":\"i\",\"name\":\"[memory]\",\"ts\":1,"
+                         "\"args\":{\"Bytes\":-4611686018427387905}}]}"),
+               Catch::Contains("traceEvents[0].args.Bytes: number -4611686018427387905 is out of range"));
+    CHECK_THAT(loadError("{\"device_traces\": [[{\"action\": \"alloc\", \"addr\": 1, \"size\": 1.5}]]}"),
+               Catch::Contains("device_traces[0][0].size: expected an integer, found float"));
 }
