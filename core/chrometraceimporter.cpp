@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "core/chrometraceimporter.h"
 
+#include "core/fakeaddresses.h"
 #include "core/jsoninteger.h"
 #include "core/loaderror.h"
 
@@ -15,8 +16,6 @@ namespace headroom {
 namespace {
 
 using json = nlohmann::json;
-
-constexpr uint64_t kSyntheticBase = 0x100000000000ull;
 
 bool startsWith(const std::string& s, std::string_view p)
 {
@@ -244,8 +243,7 @@ void Importer::buildDevices()
             allTotals = allTotals && r.totalAllocated.has_value();
             allReserved = allReserved && r.totalReserved.has_value();
         }
-        std::map<int64_t, std::vector<uint64_t>> liveBySize; // only without Addr
-        uint64_t nextAddr = kSyntheticBase;
+        FakeAddresses fake; // only without Addr
         int64_t running = 0, minRunning = 0, lastTotal = 0, lastReserved = 0;
         std::vector<int64_t> totals, reserved;
         for (const MemRecord& r : recs) {
@@ -260,25 +258,14 @@ void Importer::buildDevices()
                 ++dev.actionCounts["oom"];
             } else if (r.bytes >= 0) {
                 a = TraceAction::Alloc;
-                if (!r.hasAddr) {
-                    addr = nextAddr;
-                    nextAddr += 512;
-                    liveBySize[size].push_back(addr);
-                }
+                if (!r.hasAddr)
+                    addr = fake.alloc({size, 0});
                 running += r.bytes;
                 ++dev.actionCounts["alloc"];
             } else {
                 a = TraceAction::Free;
-                if (!r.hasAddr) {
-                    auto& live = liveBySize[size];
-                    if (!live.empty()) {
-                        addr = live.back();
-                        live.pop_back();
-                    } else {
-                        addr = nextAddr;
-                        nextAddr += 512;
-                    }
-                }
+                if (!r.hasAddr)
+                    addr = fake.free({size, 0});
                 running += r.bytes;
                 ++dev.actionCounts["free"];
             }

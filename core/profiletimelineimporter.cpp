@@ -1,21 +1,19 @@
 // SPDX-License-Identifier: MIT
 #include "core/profiletimelineimporter.h"
 
+#include "core/fakeaddresses.h"
 #include "core/jsoninteger.h"
 #include "core/loaderror.h"
 
 #include <algorithm>
 #include <array>
 #include <limits>
-#include <map>
 
 namespace headroom {
 
 namespace {
 
 using json = nlohmann::json;
-
-constexpr uint64_t kSyntheticBase = 0x100000000000ull; ///< synthetic addresses, clearly not real pointers
 
 /// `base[i]`, built without operator+ chains (GCC 12 warns falsely on those, bug 105329).
 std::string at(const std::string& base, size_t i)
@@ -105,8 +103,7 @@ void ProfileTimelineImporter::importRaw(const json& root, Snapshot& snap)
     }
     if (minT == std::numeric_limits<int64_t>::max())
         minT = 0;
-    std::map<std::pair<int64_t, uint8_t>, std::vector<uint64_t>> live; // (size, category) -> addrs
-    uint64_t nextAddr = kSyntheticBase;
+    FakeAddresses fake; // paired by (size, category)
     int64_t total = 0;
     uint64_t lastDecrementAddr = 0;
     for (size_t i = 0; i < n; ++i) {
@@ -127,26 +124,14 @@ void ProfileTimelineImporter::importRaw(const json& root, Snapshot& snap)
         static const char* kNames[] = {"", "preexisting", "create", "increment_version", "destroy"};
         ++dev.actionCounts[kNames[action]];
         if (bytes >= 0) {
-            uint64_t addr;
-            if (action == 3 && lastDecrementAddr != 0) {
-                addr = lastDecrementAddr; // the same tensor, new version and category
+            // An INCREMENT_VERSION's +n keeps the address its -n freed: the same tensor, new category.
+            const uint64_t reuse = action == 3 ? lastDecrementAddr : 0;
+            if (reuse != 0)
                 lastDecrementAddr = 0;
-            } else {
-                addr = nextAddr;
-                nextAddr += 512;
-            }
-            live[{bytes, static_cast<uint8_t>(cat)}].push_back(addr);
+            const uint64_t addr = fake.alloc({bytes, static_cast<uint8_t>(cat)}, reuse);
             push(ev, TraceAction::Alloc, addr, bytes, timeUs, cat, total);
         } else {
-            auto& stack = live[{-bytes, static_cast<uint8_t>(cat)}];
-            uint64_t addr;
-            if (!stack.empty()) {
-                addr = stack.back();
-                stack.pop_back();
-            } else {
-                addr = nextAddr; // freed but never created in the window
-                nextAddr += 512;
-            }
+            const uint64_t addr = fake.free({-bytes, static_cast<uint8_t>(cat)});
             lastDecrementAddr = action == 3 ? addr : 0;
             push(ev, TraceAction::Free, addr, -bytes, timeUs, cat, total);
         }
@@ -188,7 +173,7 @@ void ProfileTimelineImporter::importTimesSizes(const json& root, Snapshot& snap)
                 const int64_t v = next[k];
                 if (v == band[k] || (v > band[k]) != growing)
                     continue;
-                const uint64_t addr = kSyntheticBase + static_cast<uint64_t>(c) * 0x10000000000ull;
+                const uint64_t addr = FakeAddresses::kBase + static_cast<uint64_t>(c) * 0x10000000000ull;
                 total += v - band[k];
                 if (v == 0) {
                     push(ev, TraceAction::Free, addr, band[k], t, static_cast<TensorCategory>(c), total);

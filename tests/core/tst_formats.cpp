@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // JSON inputs (Chrome traces, profiler timelines, JSON snapshots) against the numbers
 // computed independently by tests/tools/json_summary.py (goldens in tests/golden/json).
+#include "core/fakeaddresses.h"
 #include "core/jsoninteger.h"
 #include "core/loader.h"
 #include "core/loaderror.h"
@@ -234,4 +235,40 @@ TEST_CASE("The JSON integer rules and their limits", "[formats][errors]")
                Catch::Contains("traceEvents[0].args.Bytes: number -4611686018427387905 is out of range"));
     CHECK_THAT(loadError("{\"device_traces\": [[{\"action\": \"alloc\", \"addr\": 1, \"size\": 1.5}]]}"),
                Catch::Contains("device_traces[0][0].size: expected an integer, found float"));
+}
+
+TEST_CASE("Fake addresses pair a free with the latest live allocation of its key", "[formats]")
+{
+    FakeAddresses fake;
+    const uint64_t a = fake.alloc({4096, 0});
+    const uint64_t b = fake.alloc({4096, 0});
+    const uint64_t c = fake.alloc({4096, 1}); // same size, other category
+    CHECK(a == FakeAddresses::kBase);
+    CHECK(b == a + FakeAddresses::kStride);
+    CHECK(c == b + FakeAddresses::kStride);
+    CHECK(fake.free({4096, 0}) == b); // latest first
+    CHECK(fake.free({4096, 1}) == c);
+    CHECK(fake.free({4096, 0}) == a);
+    // Freed but never allocated in the window: a fresh address, never one in use.
+    const uint64_t orphan = fake.free({4096, 0});
+    CHECK(orphan == c + FakeAddresses::kStride);
+    // A tensor that keeps its address (a re-categorised one) is paired at that address.
+    CHECK(fake.alloc({8, 2}, a) == a);
+    CHECK(fake.free({8, 2}) == a);
+    CHECK(fake.fresh() == orphan + FakeAddresses::kStride);
+}
+
+TEST_CASE("A raw timeline without addresses pairs by size and category", "[formats]")
+{
+    // CREATE 100 (cat 1), CREATE 100 (cat 2), DESTROY 100 (cat 1), INCREMENT_VERSION -100 cat 2
+    // then +100 cat 3 (same tensor: same address), DESTROY 100 cat 3.
+    auto t = loadText("[[1000, 2, 100, 1], [2000, 2, 100, 2], [3000, 4, -100, 1], [4000, 3, -100, 2],"
+                      " [4000, 3, 100, 3], [5000, 4, -100, 3]]");
+    const TraceEvents& ev = t->snapshot.devices.at(0).trace;
+    REQUIRE(ev.count() == 6);
+    const uint64_t first = FakeAddresses::kBase, second = first + FakeAddresses::kStride;
+    CHECK(ev.addr == std::vector<uint64_t>{first, second, first, second, second, second});
+    CHECK(ev.action == std::vector<TraceAction>{TraceAction::Alloc, TraceAction::Alloc, TraceAction::Free,
+                                                TraceAction::Free, TraceAction::Alloc, TraceAction::Free});
+    CHECK(ev.totalAllocated == std::vector<int64_t>{100, 200, 100, 0, 100, 0});
 }
