@@ -6,12 +6,15 @@
 #include "core/loader.h"
 #include "core/loaderror.h"
 #include "core/summary.h"
+#include "picklebuilder.h"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 
 using namespace headroom;
 namespace fs = std::filesystem;
@@ -176,6 +179,221 @@ TEST_CASE("Corrupt JSON inputs give clear errors", "[formats][errors]")
     CHECK_THAT(loadError("[]"), Catch::Contains("an empty list"));
     CHECK_THAT(loadError("<html><body><img src='data:image/png;base64,iVBOR'></body></html>"),
                Catch::Contains("only a picture"));
+}
+
+namespace {
+
+/// `v` as a protocol-4 pickle, the way `pickle.dumps` writes the same dict: the pickle
+/// and the JSON text of one document, so the two snapshot imports can be compared.
+void encodePickle(test::PickleBuilder& p, const nlohmann::json& v)
+{
+    switch (v.type()) {
+    case nlohmann::json::value_t::null: p.op('N'); break;
+    case nlohmann::json::value_t::boolean: p.op(v.get<bool>() ? 0x88 : 0x89); break;
+    case nlohmann::json::value_t::number_integer:
+    case nlohmann::json::value_t::number_unsigned: {
+        const int64_t i = v.get<int64_t>();
+        if (i >= INT32_MIN && i <= INT32_MAX) {
+            p.binint(static_cast<int32_t>(i));
+        } else {
+            std::vector<uint8_t> le;
+            for (int k = 0; k < 8; ++k)
+                le.push_back(uint8_t(uint64_t(i) >> (8 * k)));
+            p.long1(le);
+        }
+        break;
+    }
+    case nlohmann::json::value_t::string: p.str(v.get<std::string>()); break;
+    case nlohmann::json::value_t::array:
+        p.emptyList();
+        if (!v.empty()) {
+            p.mark();
+            for (const auto& item : v)
+                encodePickle(p, item);
+            p.appends();
+        }
+        break;
+    case nlohmann::json::value_t::object:
+        p.emptyDict();
+        if (!v.empty()) {
+            p.mark();
+            for (auto it = v.begin(); it != v.end(); ++it) {
+                p.str(it.key());
+                encodePickle(p, it.value());
+            }
+            p.setitems();
+        }
+        break;
+    default: FAIL("no pickle for " << v.dump());
+    }
+}
+
+std::shared_ptr<const LoadedTrace> loadAsPickle(const nlohmann::json& doc)
+{
+    test::PickleBuilder p;
+    p.proto(4);
+    encodePickle(p, doc);
+    p.stop();
+    return Loader::loadBytes("same.pickle", p.b);
+}
+
+/// A stack by its frames' text: the two imports intern frames in a different order.
+std::vector<std::string> stackText(const FrameTable& f, uint32_t id)
+{
+    std::vector<std::string> out;
+    for (uint32_t frame : f.stack(id))
+        out.push_back(f.formatFrame(frame));
+    return out;
+}
+
+template <class Pairs>
+std::vector<std::pair<uint32_t, std::string>> stringsOf(const FrameTable& f, const Pairs& sparse)
+{
+    std::vector<std::pair<uint32_t, std::string>> out;
+    for (auto [event, id] : sparse)
+        out.emplace_back(event, std::string(f.strings().get(id)));
+    return out;
+}
+
+/// Every field of the two models, stacks and strings by their text.
+void requireSameModel(const Snapshot& a, const Snapshot& b)
+{
+    CHECK(a.schemaEra == b.schemaEra);
+    CHECK(a.allocatorSettings == b.allocatorSettings);
+    CHECK(a.runConfig == b.runConfig);
+    CHECK(a.notes == b.notes);
+    REQUIRE(a.annotations.size() == b.annotations.size());
+    for (size_t i = 0; i < a.annotations.size(); ++i) {
+        CHECK(a.annotations[i].name == b.annotations[i].name);
+        CHECK(a.annotations[i].start == b.annotations[i].start);
+        CHECK(a.annotations[i].device == b.annotations[i].device);
+        CHECK(a.annotations[i].timeUs == b.annotations[i].timeUs);
+    }
+    REQUIRE(a.devices.size() == b.devices.size());
+    for (size_t d = 0; d < a.devices.size(); ++d) {
+        INFO("device " << d);
+        const DeviceData& x = a.devices[d];
+        const DeviceData& y = b.devices[d];
+        CHECK(x.device == y.device);
+        CHECK(x.actionCounts == y.actionCounts);
+        REQUIRE(x.segments.size() == y.segments.size());
+        for (size_t i = 0; i < x.segments.size(); ++i) {
+            INFO("segment " << i);
+            const Segment& s = x.segments[i];
+            const Segment& t = y.segments[i];
+            CHECK(std::tie(s.device, s.address, s.totalSize, s.allocatedSize, s.activeSize, s.requestedSize, s.stream,
+                           s.largePool, s.expandable, s.poolId, s.firstBlock, s.blockCount) ==
+                  std::tie(t.device, t.address, t.totalSize, t.allocatedSize, t.activeSize, t.requestedSize, t.stream,
+                           t.largePool, t.expandable, t.poolId, t.firstBlock, t.blockCount));
+            CHECK(stackText(a.frames, s.stack) == stackText(b.frames, t.stack));
+        }
+        REQUIRE(x.blocks.size() == y.blocks.size());
+        for (size_t i = 0; i < x.blocks.size(); ++i) {
+            INFO("block " << i);
+            const Block& s = x.blocks[i];
+            const Block& t = y.blocks[i];
+            CHECK(std::tie(s.address, s.size, s.requestedSize, s.state) ==
+                  std::tie(t.address, t.size, t.requestedSize, t.state));
+            CHECK(stackText(a.frames, s.stack) == stackText(b.frames, t.stack));
+        }
+        const TraceEvents& e = x.trace;
+        const TraceEvents& f = y.trace;
+        CHECK(e.action == f.action);
+        CHECK(e.addr == f.addr);
+        CHECK(e.size == f.size);
+        CHECK(e.stream == f.stream);
+        CHECK(e.timeUs == f.timeUs);
+        CHECK(e.anyTime == f.anyTime);
+        CHECK(e.deviceFree == f.deviceFree);
+        CHECK(e.category == f.category);
+        CHECK(stringsOf(a.frames, e.compileContext) == stringsOf(b.frames, f.compileContext));
+        CHECK(stringsOf(a.frames, e.userMetadata) == stringsOf(b.frames, f.userMetadata));
+        REQUIRE(e.stack.size() == f.stack.size());
+        for (size_t i = 0; i < e.stack.size(); ++i)
+            CHECK(stackText(a.frames, e.stack[i]) == stackText(b.frames, f.stack[i]));
+        REQUIRE(x.ooms.size() == y.ooms.size());
+        for (size_t i = 0; i < x.ooms.size(); ++i)
+            CHECK(std::tie(x.ooms[i].eventIndex, x.ooms[i].size, x.ooms[i].deviceFree) ==
+                  std::tie(y.ooms[i].eventIndex, y.ooms[i].size, y.ooms[i].deviceFree));
+    }
+}
+
+nlohmann::json frame(const char* file, int line, const char* name)
+{
+    return {{"filename", file}, {"line", line}, {"name", name}};
+}
+
+} // namespace
+
+TEST_CASE("One snapshot as pickle and as JSON imports to the same model", "[formats][pickle]")
+{
+    using nlohmann::json;
+    const json train = json::array({frame("train.py", 10, "step"), frame("model.py", 42, "forward")});
+    const json opt = json::array({frame("train.py", 12, "step"), frame("optim.py", 7, "zero_grad")});
+    // 2.8-era: two devices (so the pickle's events are copied out of the shared store),
+    // pools, expandable segments, blocks with and without addresses, every optional key.
+    const json modern = {
+        {"segments", json::array({
+            {{"device", 0}, {"address", 0x7f0000000000}, {"total_size", 4 << 20}, {"allocated_size", 3 << 20},
+             {"active_size", 3 << 20}, {"requested_size", 3 << 20}, {"stream", 7}, {"segment_type", "large"},
+             {"is_expandable", true}, {"segment_pool_id", json::array({1, 2})}, {"frames", train},
+             {"blocks", json::array({
+                 {{"size", 1 << 20}, {"state", "active_allocated"}, {"requested_size", 1000000}, {"frames", train}},
+                 {{"size", 2 << 20}, {"state", "active_pending_free"}, {"frames", opt}},
+                 {{"address", 0x7f0000300000}, {"size", 1 << 20}, {"state", "inactive"}}})}},
+            {{"device", 1}, {"address", 0x7e0000000000}, {"total_size", 2 << 20}, {"segment_type", "small"},
+             {"stream", nullptr}, {"blocks", json::array({{{"size", 2 << 20}, {"state", "inactive"}}})}}})},
+        {"device_traces", json::array({
+            json::array({
+                {{"action", "segment_alloc"}, {"addr", 0x7f0000000000}, {"size", 4 << 20}, {"stream", 7},
+                 {"time_us", 100}, {"frames", train}},
+                {{"action", "alloc"}, {"addr", 0x7f0000000000}, {"size", 1 << 20}, {"stream", 7}, {"time_us", 101},
+                 {"frames", train}, {"compile_context", "torch/_dynamo: graph 0"}},
+                {{"action", "alloc"}, {"addr", 0x7f0000100000}, {"size", 2 << 20}, {"stream", 7}, {"time_us", 102},
+                 {"frames", opt}, {"user_metadata", "step 1"}},
+                {{"action", "free_requested"}, {"addr", 0x7f0000100000}, {"size", 2 << 20}, {"stream", 7},
+                 {"time_us", 103}, {"frames", opt}},
+                {{"action", "oom"}, {"addr", 0}, {"size", int64_t(80) << 30}, {"stream", 7}, {"time_us", 104},
+                 {"device_free", 12345678}, {"frames", json::array()}},
+                {{"action", "some_future_action"}, {"addr", 1}, {"size", 2}, {"stream", 0}}}),
+            json::array(),
+            json::array({{{"action", "alloc"}, {"addr", 0x7e0000000000}, {"size", 512}, {"stream", 0},
+                          {"time_us", 200}}})})},
+        {"allocator_settings", {{"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"}, {"max_split_size", 1024}}},
+        {"headroom_config", {{"micro_batch", 8}, {"precision", "bf16"}}},
+        {"external_annotations", json::array({
+            {{"name", "forward"}, {"stage", "START"}, {"device", 0}, {"time_us", 100}},
+            {{"name", "forward"}, {"stage", "END"}, {"device", 0}, {"time_us", 103}}})},
+    };
+    // 1.13-2.0 era: blocks with a history (the request size and the stack live there, C++
+    // frames as pre-formatted strings).
+    const json legacy = {
+        {"segments", json::array({
+            {{"device", 0}, {"address", 4096}, {"total_size", 8192}, {"allocated_size", 4096}, {"active_size", 4096},
+             {"stream", 0}, {"segment_type", "small"},
+             {"blocks", json::array({
+                 {{"size", 4096}, {"state", "active_allocated"},
+                  {"history", json::array({{{"addr", 4096}, {"real_size", 4000}, {"frames", train}}})}},
+                 {{"size", 4096}, {"state", "inactive"},
+                  {"history", json::array({{{"addr", 8192}, {"real_size", 10},
+                                            {"cpp_frames", json::array({"c10::alloc", "at::empty"})}}})}}})}}})},
+        {"device_traces", json::array({json::array({{{"action", "alloc"}, {"addr", 4096}, {"size", 4096}}}),
+                                       json::array()})},
+    };
+    // 1.12 and older: a bare list of segments.
+    const json bare = json::array({{{"device", 0}, {"address", 4096}, {"total_size", 4096},
+                                    {"blocks", json::array({{{"size", 4096}, {"state", "active_allocated"}}})}}});
+
+    for (const auto& [what, doc, era] : {std::tuple{"2.8", modern, "2.8+ (compile_context / user_metadata)"},
+                                         std::tuple{"legacy", legacy, "1.13-2.0 (blocks with history)"},
+                                         std::tuple{"bare list", bare, "1.12 or older (a bare list of segments)"}}) {
+        INFO(what);
+        auto fromPickle = loadAsPickle(doc);
+        auto fromJson = loadText(doc.dump(), "same.json");
+        CHECK(fromPickle->snapshot.schemaEra == era);
+        CHECK(fromJson->snapshot.devices.front().sourceFormat == "snapshot (JSON)");
+        requireSameModel(fromPickle->snapshot, fromJson->snapshot);
+    }
 }
 
 TEST_CASE("The JSON integer rules and their limits", "[formats][errors]")
