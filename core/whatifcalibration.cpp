@@ -227,8 +227,26 @@ StatedConfig readTraceConfig(const LoadedTrace& trace, size_t deviceIndex, std::
     return r.cfg;
 }
 
+namespace {
+
+/// `forcedStart`: read the start of backward at this event (the late-backward reading).
+Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const DeviceAnalysis& a,
+                        const StatedConfig& stated, const ModelDims& dims, const WhatIfConstants& k,
+                        int64_t forcedStart);
+
+} // namespace
+
 Calibration calibrate(const LoadedTrace& trace, size_t deviceIndex, const DeviceAnalysis& a, const StatedConfig& stated,
                       const ModelDims& dims, const WhatIfConstants& k)
+{
+    return calibrateAt(trace, deviceIndex, a, stated, dims, k, -1);
+}
+
+namespace {
+
+Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const DeviceAnalysis& a,
+                        const StatedConfig& stated, const ModelDims& dims, const WhatIfConstants& k,
+                        int64_t forcedStart)
 {
     Calibration cal;
     WhatIfBaseline& s = cal.baseline;
@@ -307,6 +325,35 @@ Calibration calibrate(const LoadedTrace& trace, size_t deviceIndex, const Device
     }
     if (e1 < 0)
         e1 = it.peakEvent >= 0 ? it.peakEvent : it.startEvent;
+    // The activations are read where they all live. The highest point outside the optimizer
+    // step usually sits at the start of the backward, but where gradients outgrow the
+    // activations they replace (a large model at a small batch) it lies late in the backward,
+    // after most activations were freed: reading them there scales a fraction of them. Then
+    // the start of backward is read at the forward/backward boundary, and the late point is
+    // kept as a second reading of the same phase: the projection takes the higher of the two
+    // (at the measured configuration, the late point: the trace's own peak).
+    int64_t latePoint = -1;
+    if (forcedStart >= 0) {
+        e1 = forcedStart;
+    } else if (e1 >= 0 && size_t(e1) < phase.size() && phase[size_t(e1)] == Phase::Backward) {
+        int64_t boundary = -1;
+        for (int64_t e = it.startEvent + 1; e <= e1; ++e)
+            if (phase[size_t(e)] == Phase::Backward && phase[size_t(e - 1)] != Phase::Backward &&
+                phase[size_t(e - 1)] != Phase::Optimizer &&
+                (boundary < 0 || tl.allocated[size_t(e - 1)] > tl.allocated[size_t(boundary)]))
+                boundary = e - 1;
+        auto activations = [&](int64_t e) {
+            int64_t bytes = 0;
+            for (size_t i : a.liveAt(tl, e))
+                if (isActivation(a.classes[i].category))
+                    bytes += tl.allocations[i].size;
+            return bytes;
+        };
+        if (boundary >= 0 && 2 * activations(e1) < activations(boundary)) {
+            latePoint = e1;
+            e1 = boundary;
+        }
+    }
     cal.events = {e1, e3, e2};
     const Live L1 = liveAt(tl, a, e1);
     const Live L2 = e2 >= 0 ? liveAt(tl, a, e2) : Live{};
@@ -607,7 +654,12 @@ Calibration calibrate(const LoadedTrace& trace, size_t deviceIndex, const Device
                             s.measuredStepTime > 0 ? "read" : "unknown", "iteration " + std::to_string(it.iteration)});
     if (cal.outlierBatch)
         s.notes.push_back("an outlier batch was left out of the calibration; bound batches by a token budget");
+    if (latePoint >= 0)
+        s.lateBackward = std::make_shared<const WhatIfBaseline>(
+            calibrateAt(trace, deviceIndex, a, stated, dims, k, latePoint).baseline);
     return cal;
 }
+
+} // namespace
 
 } // namespace headroom

@@ -219,6 +219,27 @@ StepTime stepTime(const WhatIfState& s, const WhatIfBaseline& base, const WhatIf
 
 namespace {
 
+/// The peak and its band: the highest phase.
+void aggregate(Projection& pr)
+{
+    pr.peakPhase = StepPhase::StartOfBackward;
+    pr.peak = pr.peakLow = pr.peakHigh = 0;
+    pr.peakAllocated = pr.peakAllocatedLow = pr.peakAllocatedHigh = 0;
+    for (size_t i = 0; i < kStepPhaseCount; ++i) {
+        const auto& ph = pr.phases[i];
+        if (!ph.present)
+            continue;
+        if (ph.total >= pr.phases[size_t(pr.peakPhase)].total)
+            pr.peakPhase = StepPhase(i);
+        pr.peak = std::max(pr.peak, ph.total);
+        pr.peakLow = std::max(pr.peakLow, ph.low);
+        pr.peakHigh = std::max(pr.peakHigh, ph.high);
+        pr.peakAllocated = std::max(pr.peakAllocated, ph.allocated);
+        pr.peakAllocatedLow = std::max(pr.peakAllocatedLow, ph.allocatedLow);
+        pr.peakAllocatedHigh = std::max(pr.peakAllocatedHigh, ph.allocatedHigh);
+    }
+}
+
 /// The verdict from the band: fits when the high estimate leaves the margin free.
 void judge(Projection& pr, double contextHigh)
 {
@@ -322,20 +343,7 @@ Projection evaluate(const WhatIfState& s, const WhatIfBaseline& base, const What
         ph.low = std::max(0.0, ph.allocated - sigma) + f.low + ctx.low;
         ph.high = ph.allocated + sigma + f.high + ctx.high;
     }
-    pr.peakPhase = StepPhase::StartOfBackward;
-    for (size_t i = 0; i < kStepPhaseCount; ++i) {
-        const auto& ph = pr.phases[i];
-        if (!ph.present)
-            continue;
-        if (ph.total >= pr.phases[size_t(pr.peakPhase)].total)
-            pr.peakPhase = StepPhase(i);
-        pr.peak = std::max(pr.peak, ph.total);
-        pr.peakLow = std::max(pr.peakLow, ph.low);
-        pr.peakHigh = std::max(pr.peakHigh, ph.high);
-        pr.peakAllocated = std::max(pr.peakAllocated, ph.allocated);
-        pr.peakAllocatedLow = std::max(pr.peakAllocatedLow, ph.allocatedLow);
-        pr.peakAllocatedHigh = std::max(pr.peakAllocatedHigh, ph.allocatedHigh);
-    }
+    aggregate(pr);
     pr.capacity = double(dev.capacityBytes);
     pr.margin = s.structural || !s.calibrated ? k.marginStructural : k.marginSame;
     judge(pr, std::max(s.context, s.contextHigh));
@@ -348,11 +356,33 @@ Projection evaluate(const WhatIfState& s, const WhatIfBaseline& base, const What
     return pr;
 }
 
-Projection project(const WhatIfBaseline& base, const LeverConfig& target, const WhatIfConstants& k,
-                   const DeviceSpec& device)
+namespace {
+
+/// The levers applied to each reading of the measured run; the start of backward is the
+/// higher of its readings.
+Projection evaluateReadings(const WhatIfBaseline& base, const LeverConfig& target, const WhatIfConstants& k,
+                            const DeviceSpec& device)
 {
     const WhatIfState s = levers::applyAll(base, target, k);
     Projection pr = evaluate(s, base, k, device);
+    if (base.lateBackward) {
+        const WhatIfBaseline& late = *base.lateBackward;
+        const Projection other = evaluate(levers::applyAll(late, target, k), late, k, device);
+        if (other.phases[0].present && other.phases[0].total > pr.phases[0].total) {
+            pr.phases[0] = other.phases[0];
+            aggregate(pr);
+            judge(pr, std::max(s.context, s.contextHigh));
+        }
+    }
+    return pr;
+}
+
+} // namespace
+
+Projection project(const WhatIfBaseline& base, const LeverConfig& target, const WhatIfConstants& k,
+                   const DeviceSpec& device)
+{
+    Projection pr = evaluateReadings(base, target, k, device);
     // An unknown measured precision: the same request under each other reading of the run
     // (the levers price weights, gradients and optimizer state per parameter, which the
     // reading decides), folded into the band.
@@ -360,6 +390,11 @@ Projection project(const WhatIfBaseline& base, const LeverConfig& target, const 
         WhatIfBaseline b = base;
         b.precisionAlternatives.clear();
         b.config.precision = alt;
+        if (base.lateBackward) {
+            auto late = std::make_shared<WhatIfBaseline>(*base.lateBackward);
+            late->config.precision = alt;
+            b.lateBackward = std::move(late);
+        }
         LeverConfig t = target;
         if (target.precision == base.config.precision)
             t.precision = alt;
@@ -373,7 +408,7 @@ Projection project(const WhatIfBaseline& base, const LeverConfig& target, const 
     }
     if (!base.precisionAlternatives.empty())
         judge(pr, std::max(base.context, base.contextHigh));
-    const Projection b0 = evaluate(base, base, k, device);
+    const Projection b0 = evaluateReadings(base, base.config, k, device);
     const LeverConfig& c = target;
     const LeverConfig& c0 = base.config;
     if (pr.peakPhase != b0.peakPhase)

@@ -8,6 +8,7 @@
 #include "core/whatifmodel.h"
 
 #include <array>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,10 @@ struct WhatIfState {
     /// Other readings of a measured precision the trace does not tell (config.precision is
     /// the first): project() projects each and folds it into the band.
     std::vector<Precision> precisionAlternatives;
+    /// A second reading of the start of backward, taken late in the backward where the
+    /// measured run peaked after freeing most activations (the first reading is at the
+    /// forward/backward boundary): project() takes whichever projects higher.
+    std::shared_ptr<const WhatIfState> lateBackward;
 
     bool structural = false;       ///< a lever that changes the allocation pattern was applied
     double measuredStepTime = -1;  ///< seconds per optimizer step in the trace

@@ -556,3 +556,41 @@ TEST_CASE("Projected fragmentation grows by at most a fifth of the projected act
     CHECK(dAlloc > 0);
     CHECK(dFrag <= 0.20 * dAlloc + 1.0);
 }
+
+TEST_CASE("Activations are read at the forward/backward boundary when the backward's peak is late", "[whatif][boundary]")
+{
+    // The kk full step's highest point outside the optimizer lies late in the backward, after
+    // most activations were freed (0.88 GiB left); at the end of the loss 5.35 GiB are alive.
+    // Sixteen times the micro-batch needs about weights + optimizer state + 16 x 5.35 GiB.
+    auto trace = Loader::load(std::string(HEADROOM_REAL_TRACES_DIR) + "/pt27_kk_memory_ctx128_fullstep.pickle");
+    const DeviceAnalysis a = analyzeDevice(*trace, 0);
+    const MemoryTimeline& tl = trace->timelines[0];
+    StatedConfig st;
+    st.microBatch = 4;
+    st.seq = 128;
+    st.precision = Precision::Fp32;
+    st.devices = 1;
+    const Calibration cal = calibrate(*trace, 0, a, st);
+    const int64_t boundary = cal.events[0];
+    REQUIRE(boundary >= 0);
+    CHECK(a.phases.eventPhase[size_t(boundary)] != Phase::Backward);
+    CHECK(a.phases.eventPhase[size_t(boundary) + 1] == Phase::Backward);
+    // The late backward point stands for the end of the backward: the as-measured peak outside
+    // the optimizer step is still what the trace recorded.
+    CHECK(cal.baseline.measuredAllocated[1] >= cal.baseline.measuredAllocated[0]);
+
+    double activations = 0;
+    for (size_t i : a.liveAt(tl, boundary))
+        if (a.classes[i].category == TensorCategory::Activation || a.classes[i].category == TensorCategory::AutogradDetail)
+            activations += double(tl.allocations[i].size);
+    CHECK(activations > 5.0 * kGiB);
+    LeverConfig t = cal.baseline.config;
+    t.microBatch = 64;
+    const Projection p = project(cal.baseline, t, {}, deviceForCapacity(0));
+    const double expected = cal.baseline.weights.bytes + cal.baseline.optimizer.bytes + 16 * activations;
+    CHECK(p.peakPhase == StepPhase::StartOfBackward);
+    CHECK(p.phases[0].allocated == Approx(expected).epsilon(0.03));
+    // As measured, the projection is the trace's own peak.
+    const Projection same = project(cal.baseline, cal.baseline.config, {}, deviceForCapacity(0));
+    CHECK(same.peakAllocated == Approx(double(tl.peakAllocated)).epsilon(0.01));
+}
