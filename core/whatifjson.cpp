@@ -173,8 +173,13 @@ std::string projectionText(const Projection& p, const std::vector<MeasuredItem>&
             o << "    " << comp.name << ": " << gib(comp.bytes) << " [" << provenanceName(comp.provenance) << "]\n";
     }
     o << "\nPeak " << gib(p.peak) << " (band " << gib(p.peakLow) << " .. " << gib(p.peakHigh) << ") in the "
-      << stepPhaseLabel(p.peakPhase) << "; device " << device.name << " " << gib(p.capacity) << ": "
-      << verdictName(p.verdict) << " (margin " << int(p.margin * 100) << "%)\n";
+      << stepPhaseLabel(p.peakPhase) << "; ";
+    if (p.capacity > 0)
+        o << "device " << device.name << " " << gib(p.capacity) << ": " << verdictName(p.verdict) << " (margin "
+          << int(p.margin * 100) << "%)\n";
+    else
+        o << device.name << "\n"; // "capacity unknown (give --capacity; ...)": no verdict to give
+
     char buf[160];
     std::snprintf(buf, sizeof buf, "Step time %.3f s (x%.2f), %.0f tokens/s\n", p.time.total, p.time.relative,
                   p.time.tokensPerSecond);
