@@ -11,6 +11,7 @@
 #include "core/whatifcalibration.h"
 #include "core/whatifjson.h"
 #include "core/whatifladder.h"
+#include "core/whatifverify.h"
 
 #include <iostream>
 #include <sstream>
@@ -67,6 +68,10 @@ void WhatIfCommands::addCommon(CLI::App* cmd, Options& o, bool ladder)
     cmd->add_option("--vocab", o.vocab, "Vocabulary")->check(CLI::PositiveNumber);
     cmd->add_option("--params", o.params, "Parameter count (e.g. 6.7e9)")->check(CLI::PositiveNumber);
     cmd->add_option("--device-index", o.deviceIndex, "Which device of a multi-device trace (position, default 0)");
+    if (!ladder)
+        cmd->add_option("--verify", o.verify,
+                        "The run that followed (AFTER): project FILE to its configuration (the levers given, else "
+                        "what AFTER's file tells) and compare with its measured peak, term by term");
     if (ladder) {
         cmd->add_option("--currency-order", o.currencyOrder,
                         "Spend these first, e.g. hardware,throughput,engineering,fidelity");
@@ -208,6 +213,35 @@ int WhatIfCommands::runOne(const Options& o, bool ladder)
         if (!capacity && traceCapacity > 0)
             measured.push_back({"capacity", formatBytes(traceCapacity), "read", "OOM record"});
 
+        if (!o.verify.empty()) {
+            if (!cal)
+                throw BadInput("--verify needs a trace FILE to calibrate on (the run before)");
+            auto after = Loader::load(o.verify);
+            if (o.deviceIndex < 0 || size_t(o.deviceIndex) >= after->snapshot.devices.size())
+                throw BadInput("--verify: " + o.verify + " has " + std::to_string(after->snapshot.devices.size()) +
+                               " device(s)");
+            LeverMask moved;
+            moved.microBatch = o.microBatch.has_value();
+            moved.accum = o.accum.has_value();
+            moved.seq = o.seq.has_value();
+            moved.precision = !o.precision.empty();
+            moved.optimizer = !o.optimizer.empty();
+            moved.devices = o.devices.has_value();
+            moved.checkpoint = !o.checkpoint.empty();
+            const LeverConfig target = configOfAfter(t, moved, *after, size_t(o.deviceIndex));
+            cal->require(target);
+            const Verification v = verifyProjection(base, target, k, dev, *after, size_t(o.deviceIndex));
+            if (o.json) {
+                nlohmann::json j = verificationJson(v);
+                j["before"] = o.file;
+                j["after"] = o.verify;
+                j["projection"] = projectionJson(v.projection, measured, k, dev);
+                printJson(std::move(j));
+            } else {
+                std::cout << projectionText(v.projection, measured, dev) << "\n" << verificationText(v);
+            }
+            return 0;
+        }
         if (ladder) {
             LadderOptions lo;
             lo.availableDevices = o.availableDevices;

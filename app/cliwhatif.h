@@ -35,6 +35,7 @@ private:
         int deviceIndex = 0;
         std::string currencyOrder;
         int availableDevices = 1;
+        std::string verify; ///< the run that followed: check the projection against it
     };
     void addCommon(CLI::App* cmd, Options& o, bool ladder);
     int runOne(const Options& o, bool ladder);

@@ -77,12 +77,14 @@ def main():
     kk = os.path.join(src, "sample_traces", "pt27_kk_memory_ctx128_fullstep.pickle.gz")
     proto5 = os.path.join(src, "tests", "fixtures", "proto5.pickle")
     oom = os.path.join(src, "tests", "fixtures", "oom.pickle")
+    decoder = os.path.join(src, "tests", "data", "cpu", "decoder_base.pickle")
     # Section id -> the invocations whose top-level keys, together, the table must match.
     runs = {
         "summary FILE": [["summary", "--json", silmont], ["summary", "--json", oom]],
         "summary FILE FILE...": [["summary", "--json", silmont, kk]],
         "analyze": [["analyze", "--json", silmont], ["analyze", "--json", "--capacity", "80GiB", oom]],
         "whatif": [["whatif", "--json", silmont], ["whatif", "--json", "--model", "gpt2"]],
+        "whatif --verify": [["whatif", "--json", decoder, "--verify", decoder]],
         "ladder": [["ladder", "--json", silmont, "--capacity", "2GiB"],
                    ["ladder", "--json", "--model", "llama2-7b", "--capacity", "24GiB"]],
         "state": [["state", "--json", silmont], ["state", "--json", "--event", "3", silmont]],

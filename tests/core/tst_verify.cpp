@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: MIT
+// whatif BEFORE --verify AFTER: the projection made from one run for the run that followed,
+// against its measured peak, term by term (issue 17, "check a projection against the run
+// that followed").
+#include "core/loader.h"
+#include "core/memoryanalysis.h"
+#include "core/whatifverify.h"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+using namespace headroom;
+
+namespace {
+
+/// A generated training run (tools/gen_snapshot.py) at this micro-batch.
+std::string generatedRun(int microBatch)
+{
+    const std::string dir = HEADROOM_GEN_DIR;
+    const std::string path = dir + "/verify_b" + std::to_string(microBatch) + ".pickle";
+    if (!std::filesystem::exists(path)) {
+        std::filesystem::create_directories(dir);
+        const std::string cmd = "python3 " HEADROOM_SOURCE_DIR "/tools/gen_snapshot.py --out " + path +
+                                " --layers 4 --hidden 1024 --heads 16 --vocab 32000 --steps 3 --seq-jitter 0 --seq-len 1024"
+                                " --micro-batch " + std::to_string(microBatch) + " > /dev/null";
+        REQUIRE(std::system(cmd.c_str()) == 0);
+    }
+    return path;
+}
+
+} // namespace
+
+TEST_CASE("A projection checked against the run that followed names the term that was off", "[whatif][verify]")
+{
+    const auto before = Loader::load(generatedRun(2));
+    const auto after = Loader::load(generatedRun(4));
+    StatedConfig st;
+    st.microBatch = 2;
+    st.seq = 1024;
+    st.precision = Precision::Bf16;
+    st.devices = 1;
+    const Calibration cal = calibrate(*before, 0, analyzeDevice(*before, 0), st);
+    LeverConfig t = cal.baseline.config;
+    t.microBatch = 4;
+    const DeviceSpec dev = deviceForCapacity(0);
+    const Verification v = verifyProjection(cal.baseline, t, {}, dev, *after, 0);
+
+    CHECK(v.measuredPeak == double(after->timelines[0].peakAllocated));
+    CHECK(v.error == Approx((v.projection.peakAllocated - v.measuredPeak) / v.measuredPeak));
+    CHECK(std::abs(v.error) < 0.05); // the generator's micro-batch round trip is within a few percent
+    CHECK(v.bandHolds == (v.projection.peakAllocatedLow <= v.measuredPeak && v.measuredPeak <= v.projection.peakAllocatedHigh));
+    REQUIRE(v.calibrationError.empty());
+    REQUIRE(v.terms.size() >= 3);
+    for (size_t i = 1; i < v.terms.size(); ++i)
+        CHECK(std::abs(v.terms[0].projected - v.terms[0].measured) >= std::abs(v.terms[i].projected - v.terms[i].measured));
+    // The weights do not move with the micro-batch: projected and measured agree.
+    for (const TermCheck& term : v.terms)
+        if (term.name == "weights")
+            CHECK(term.projected == Approx(term.measured).epsilon(0.01));
+
+    const nlohmann::json j = verificationJson(v);
+    for (const char* key : {"projected_peak_bytes", "measured_peak_bytes", "error", "band_holds", "phase", "terms",
+                            "most_off_term"})
+        CHECK(j.contains(key));
+    CHECK(j["most_off_term"] == v.terms.front().name);
+    CHECK(verificationText(v).find("most off") != std::string::npos);
+}
+
+TEST_CASE("The run that followed supplies the levers the user did not give", "[whatif][verify]")
+{
+    // The CPU fixture records its configuration (headroom_config): micro-batch 2, fp32.
+    const auto after = Loader::load(std::string(HEADROOM_SOURCE_DIR) + "/tests/data/cpu/decoder_base.pickle");
+    LeverConfig given;
+    given.microBatch = 8;
+    given.precision = Precision::AmpBf16;
+    const LeverConfig read = configOfAfter(given, {}, *after, 0);
+    CHECK(read.microBatch == 2);
+    CHECK(read.precision == Precision::Fp32);
+    LeverMask moved;
+    moved.microBatch = true; // given on the command line: it wins
+    const LeverConfig kept = configOfAfter(given, moved, *after, 0);
+    CHECK(kept.microBatch == 8);
+    CHECK(kept.precision == Precision::Fp32);
+}
