@@ -4,6 +4,7 @@
 #include "ui/categorystyle.h"
 #include "ui/whatifchart.h"
 #include "ui/whatifconstantsdialog.h"
+#include "ui/whatifverifydialog.h"
 
 #include "core/diagnosis.h"
 #include "core/memoryanalysis.h"
@@ -12,6 +13,7 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QFileDialog>
 #include <QFormLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
@@ -181,6 +183,11 @@ void WhatIfPanel::buildUi()
                                      "throughput, hardware, fidelity"));
     m_constantsButton = new QPushButton(tr("Constants\u2026"), right);
     m_constantsButton->setToolTip(tr("Edit the model's constants (MFU, bandwidths, overlap, margins); guesses are marked"));
+    m_compareButton = new QPushButton(tr("Compare with a Run\u2026"), right);
+    m_compareButton->setObjectName(QStringLiteral("whatifCompare"));
+    m_compareButton->setToolTip(tr("Check this projection against the run that followed: its measured peak, the "
+                                   "error and the term that was off (headroom-cli whatif --verify)"));
+    lh->addWidget(m_compareButton);
     lh->addStretch();
     lh->addWidget(new QLabel(tr("Spend first:"), right));
     lh->addWidget(m_spendFirstCombo);
@@ -224,6 +231,12 @@ void WhatIfPanel::buildUi()
     connect(m_measuredD, qOverload<int>(&QSpinBox::valueChanged), this, measuredChanged);
     connect(m_fit, &QPushButton::clicked, this, [this] { rebuildLadder(); });
     connect(m_constantsButton, &QPushButton::clicked, this, [this] { editConstants(); });
+    connect(m_compareButton, &QPushButton::clicked, this, [this] {
+        const QString path = QFileDialog::getOpenFileName(this, tr("The Run That Followed"), QString(),
+                                                          tr("Memory snapshots (*.pickle *.pkl *.gz *.hrt *.json);;All files (*)"));
+        if (!path.isEmpty())
+            compareWithRun(path);
+    });
     connect(m_spendFirstCombo, &QComboBox::currentIndexChanged, this, [this](int index) {
         if (m_updating)
             return;
@@ -558,6 +571,25 @@ void WhatIfPanel::rebuildLadder()
     }
     if (!m_ladder.fitsAsIs && m_ladder.firstFit < 0)
         m_ladderList->addItem(tr("No rung fits: see the alternatives by currency (headroom-cli ladder)."));
+}
+
+WhatIfVerifyDialog* WhatIfPanel::compareWithRun(const QString& path)
+{
+    if (!m_cal || !m_haveBase)
+        return nullptr;
+    const LeverConfig& b = m_base.config;
+    LeverMask moved; // what the panel moved; AFTER's file tells the rest
+    moved.microBatch = m_config.microBatch != b.microBatch;
+    moved.accum = m_config.accum != b.accum;
+    moved.seq = m_config.seq != b.seq;
+    moved.precision = m_config.precision != b.precision;
+    moved.optimizer = m_config.optimizer != b.optimizer;
+    moved.devices = m_config.devices != b.devices;
+    moved.checkpoint = m_config.checkpoint != b.checkpoint || m_config.checkpointEvery != b.checkpointEvery;
+    auto* dialog = new WhatIfVerifyDialog(m_base, m_config, moved, m_k, m_device, path, this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    dialog->show();
+    return dialog;
 }
 
 void WhatIfPanel::applyRung(QListWidgetItem* item)

@@ -28,6 +28,7 @@ class QSpinBox;
 namespace headroom {
 
 class WhatIfChart;
+class WhatIfVerifyDialog;
 
 class WhatIfPanel : public QWidget {
     Q_OBJECT
@@ -65,6 +66,9 @@ public:
     /// capacity, the step time and the ladder up to its first fitting rung.
     QString markdown() const;
     double lastRecomputeMicroseconds() const { return m_lastRecomputeUs; }
+    /// "Compare with a measured run": the projection against the run at `path` that followed
+    /// (opens a dialog, which reads the run in the background). Null without a calibration.
+    WhatIfVerifyDialog* compareWithRun(const QString& path);
     /// The error of the last calibration (e.g. a missing measured value), empty when fine.
     QString calibrationError() const { return m_error; }
 
@@ -131,6 +135,7 @@ private:
     QListWidget* m_ladderList = nullptr;
     QPushButton* m_fit = nullptr;
     QPushButton* m_constantsButton = nullptr;
+    QPushButton* m_compareButton = nullptr;
     QComboBox* m_spendFirstCombo = nullptr;
 };
 

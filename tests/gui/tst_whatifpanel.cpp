@@ -6,6 +6,7 @@
 
 #include "ui/whatifconstantsdialog.h"
 #include "ui/whatifpanel.h"
+#include "ui/whatifverifydialog.h"
 
 #include <QApplication>
 #include <QComboBox>
@@ -17,6 +18,7 @@
 #include <QTableWidget>
 #include <QTest>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 
@@ -205,4 +207,50 @@ TEST_CASE("Levers whose measured value is unknown wait for it, as the CLI does",
     CHECK_FALSE(devicesLever->isEnabled());
     measuredD->setValue(1);
     CHECK(devicesLever->isEnabled());
+}
+
+TEST_CASE("Compare with a measured run: the projection against the run that followed", "[gui][whatif][verify]")
+{
+    auto generated = [](int b) {
+        const std::string path = std::string(HEADROOM_GEN_DIR) + "/whatif_panel_verify_b" + std::to_string(b) + ".pickle";
+        if (!std::filesystem::exists(path)) {
+            std::filesystem::create_directories(HEADROOM_GEN_DIR);
+            const std::string cmd = "python3 " HEADROOM_SOURCE_DIR "/tools/gen_snapshot.py --out " + path +
+                                    " --layers 4 --hidden 1024 --heads 16 --steps 3 --seq-jitter 0 --seq-len 1024"
+                                    " --micro-batch " + std::to_string(b) + " > /dev/null";
+            REQUIRE(std::system(cmd.c_str()) == 0);
+        }
+        return path;
+    };
+    WhatIfPanel panel;
+    panel.resize(1100, 720);
+    panel.show();
+    panel.setTrace(Loader::load(generated(2)), 0);
+    StatedConfig st;
+    st.microBatch = 2;
+    st.seq = 1024;
+    st.precision = Precision::Bf16;
+    st.devices = 1;
+    panel.setStated(st);
+    panel.findChildren<QSlider*>().at(0)->setValue(4); // through the control, as a user would
+    REQUIRE(panel.config().microBatch == 4);
+
+    WhatIfVerifyDialog* dialog = panel.compareWithRun(QString::fromStdString(generated(4)));
+    REQUIRE(dialog);
+    QSignalSpy done(dialog, &WhatIfVerifyDialog::verified);
+    REQUIRE((dialog->finished() || done.wait(90000)));
+    REQUIRE(dialog->error().isEmpty());
+    const Verification& v = dialog->verification();
+    CHECK(std::abs(v.error) < 0.05);
+    CHECK(v.projection.config.microBatch == 4);
+    auto* terms = dialog->findChild<QTableWidget*>(QStringLiteral("verifyTerms"));
+    REQUIRE(terms);
+    CHECK(terms->rowCount() >= 3);
+    CHECK(dialog->findChild<QLabel*>(QStringLiteral("verifySummary"))->text().contains(QStringLiteral("measured")));
+    QApplication::processEvents(); // the summary's new lines are laid out on the next turn
+    auto* summary = dialog->findChild<QLabel*>(QStringLiteral("verifySummary"));
+    CHECK(summary->height() >= summary->heightForWidth(summary->width()));
+    if (const char* shot = std::getenv("HEADROOM_WHATIF_VERIFY_SCREENSHOT"))
+        dialog->grab().save(QString::fromLocal8Bit(shot));
+    dialog->close();
 }
