@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "core/whatifjson.h"
 
+#include "core/whatifsettings.h"
+
 #include "core/units.h"
 
 #include <cstdio>
@@ -9,23 +11,6 @@
 namespace headroom {
 
 namespace {
-
-nlohmann::json configJson(const LeverConfig& c)
-{
-    return {{"micro_batch", c.microBatch},
-            {"accum", c.accum},
-            {"effective_batch", c.effectiveBatch()},
-            {"seq", c.seq},
-            {"checkpoint", std::string(checkpointName(c.checkpoint, c.checkpointEvery))},
-            {"precision", std::string(precisionName(c.precision))},
-            {"optimizer", std::string(optimizerName(c.optimizer))},
-            {"zero", c.zero},
-            {"devices", c.devices},
-            {"offload", std::string(offloadName(c.offload))},
-            {"flash_attn", c.flashAttention},
-            {"lora_fraction", c.trainableFraction},
-            {"expandable_segments", c.expandableSegments}};
-}
 
 nlohmann::json timeJson(const StepTime& t)
 {
@@ -63,7 +48,7 @@ nlohmann::json projectionJson(const Projection& p, const std::vector<MeasuredIte
     j["tokens_per_s"] = p.time.tokensPerSecond;
     j["relative_step_time"] = p.time.relative;
     j["step_time"] = timeJson(p.time);
-    j["config"] = configJson(p.config);
+    j["config"] = leverConfigJson(p.config);
     nlohmann::json m = nlohmann::json::object();
     for (const auto& it : measured)
         m[it.key] = {{"value", it.value}, {"how", it.how}, {"detail", it.detail}};
@@ -110,7 +95,7 @@ nlohmann::json ladderJson(const Ladder& l)
             cur[c] = v;
         rungs.push_back({{"title", r.title},
                          {"levers", r.levers},
-                         {"config", configJson(r.config)},
+                         {"config", leverConfigJson(r.config)},
                          {"peak_bytes", int64_t(r.projection.peak)},
                          {"peak_high_bytes", int64_t(r.projection.peakHigh)},
                          {"peak_phase", std::string(stepPhaseName(r.projection.peakPhase))},

@@ -4,11 +4,13 @@
 #include "ui/categorystyle.h"
 #include "ui/whatifchart.h"
 #include "ui/whatifconstantsdialog.h"
+#include "ui/whatifmarkdown.h"
 #include "ui/whatifverifydialog.h"
 
 #include "core/diagnosis.h"
 #include "core/memoryanalysis.h"
 #include "core/units.h"
+#include "core/whatifsettings.h"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -17,8 +19,6 @@
 #include <QFormLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
-#include <QJsonDocument>
-#include <QJsonObject>
 #include <QLabel>
 #include <QListWidget>
 #include <QPainter>
@@ -169,9 +169,11 @@ void WhatIfPanel::buildUi()
     m_notes = new QLabel(right);
     m_notes->setWordWrap(true);
     rv->addWidget(m_notes);
-    // The ladder's heading on a line of its own, its controls below: one row of both set
+    // The ladder's heading (and Compare) on a line of its own, its controls below: one row of all set
     // the panel's minimum width near 1000 px.
-    rv->addWidget(new QLabel(tr("<b>Make it fit</b>: click a rung to apply it"), right));
+    auto* heading = new QHBoxLayout;
+    heading->addWidget(new QLabel(tr("<b>Make it fit</b>: click a rung to apply it"), right), 1);
+    rv->addLayout(heading);
     auto* lh = new QHBoxLayout;
     m_fit = new QPushButton(tr("Rebuild ladder"), right);
     m_spendFirstCombo = new QComboBox(right);
@@ -187,7 +189,7 @@ void WhatIfPanel::buildUi()
     m_compareButton->setObjectName(QStringLiteral("whatifCompare"));
     m_compareButton->setToolTip(tr("Check this projection against the run that followed: its measured peak, the "
                                    "error and the term that was off (headroom-cli whatif --verify)"));
-    lh->addWidget(m_compareButton);
+    heading->addWidget(m_compareButton);
     lh->addStretch();
     lh->addWidget(new QLabel(tr("Spend first:"), right));
     lh->addWidget(m_spendFirstCombo);
@@ -606,78 +608,37 @@ void WhatIfPanel::applyRung(QListWidgetItem* item)
 
 QString WhatIfPanel::settingsJson() const
 {
-    const LeverConfig& c = m_config;
-    QJsonObject o;
-    o[QStringLiteral("micro_batch")] = c.microBatch;
-    o[QStringLiteral("accum")] = c.accum;
-    o[QStringLiteral("seq")] = c.seq;
-    o[QStringLiteral("checkpoint")] = QString::fromStdString(std::string(checkpointName(c.checkpoint, c.checkpointEvery)));
-    o[QStringLiteral("precision")] = QString::fromStdString(std::string(precisionName(c.precision)));
-    o[QStringLiteral("optimizer")] = QString::fromStdString(std::string(optimizerName(c.optimizer)));
-    o[QStringLiteral("zero")] = c.zero;
-    o[QStringLiteral("devices")] = c.devices;
-    o[QStringLiteral("offload")] = QString::fromStdString(std::string(offloadName(c.offload)));
-    o[QStringLiteral("flash_attn")] = c.flashAttention;
-    o[QStringLiteral("lora_fraction")] = c.trainableFraction;
-    o[QStringLiteral("expandable_segments")] = c.expandableSegments;
-    o[QStringLiteral("capacity_bytes")] = double(m_device.capacityBytes);
-    if (m_stated.microBatch) o[QStringLiteral("measured_micro_batch")] = *m_stated.microBatch;
-    if (m_stated.seq) o[QStringLiteral("measured_seq")] = *m_stated.seq;
-    if (m_stated.precision) o[QStringLiteral("measured_precision")] = QString::fromStdString(std::string(precisionName(*m_stated.precision)));
-    if (m_spendFirst)
-        o[QStringLiteral("spend_first")] = QString::fromStdString(std::string(currencyName(*m_spendFirst)));
-    QJsonObject constants; // only what differs from the defaults
-    const WhatIfConstants defaults;
-    for (const auto& e : WhatIfConstants::entries())
-        if (m_k.*(e.member) != defaults.*(e.member))
-            constants[QString::fromLatin1(e.key)] = m_k.*(e.member);
-    if (!constants.isEmpty())
-        o[QStringLiteral("constants")] = constants;
-    QJsonObject root;
-    root[QStringLiteral("whatif")] = o;
-    return QString::fromUtf8(QJsonDocument(root).toJson(QJsonDocument::Compact));
+    WhatIfSettings st;
+    st.config = m_config;
+    st.stated = m_stated;
+    st.capacityBytes = m_device.capacityBytes;
+    st.spendFirst = m_spendFirst;
+    st.constants = m_k;
+    return QString::fromStdString(whatIfSettingsJson(st).dump());
 }
 
 bool WhatIfPanel::restoreSettings(const QString& json)
 {
-    const QJsonObject o = QJsonDocument::fromJson(json.toUtf8()).object().value(QStringLiteral("whatif")).toObject();
-    if (o.isEmpty())
+    const nlohmann::json j = nlohmann::json::parse(json.toStdString(), nullptr, /*allow_exceptions=*/false);
+    WhatIfSettings current;
+    current.config = m_config;
+    current.stated = m_stated;
+    current.capacityBytes = m_device.capacityBytes;
+    current.spendFirst = m_spendFirst;
+    current.constants = m_k;
+    const std::optional<WhatIfSettings> st = whatIfSettingsFromJson(j, current);
+    if (!st)
         return false;
-    const QJsonObject constants = o.value(QStringLiteral("constants")).toObject();
-    for (const auto& e : WhatIfConstants::entries()) {
-        const QJsonValue v = constants.value(QString::fromLatin1(e.key));
-        if (v.isDouble() && std::isfinite(v.toDouble()) && v.toDouble() >= 0)
-            m_k.*(e.member) = v.toDouble();
-    }
-    m_spendFirst = currencyFromName(o.value(QStringLiteral("spend_first")).toString().toStdString());
+    m_k = st->constants;
+    m_spendFirst = st->spendFirst;
     m_updating = true;
     m_spendFirstCombo->setCurrentIndex(std::max(0, m_spendFirstCombo->findData(m_spendFirst ? int(*m_spendFirst) : -1)));
     m_updating = false;
-    StatedConfig st;
-    if (o.contains(QStringLiteral("measured_micro_batch"))) st.microBatch = o.value(QStringLiteral("measured_micro_batch")).toInt();
-    if (o.contains(QStringLiteral("measured_seq"))) st.seq = o.value(QStringLiteral("measured_seq")).toInt();
-    if (o.contains(QStringLiteral("measured_precision")))
-        st.precision = precisionFromName(o.value(QStringLiteral("measured_precision")).toString().toStdString());
     if (m_trace)
-        setStated(st);
-    LeverConfig c = m_config;
-    c.microBatch = o.value(QStringLiteral("micro_batch")).toInt(c.microBatch);
-    c.accum = o.value(QStringLiteral("accum")).toInt(c.accum);
-    c.seq = o.value(QStringLiteral("seq")).toInt(c.seq);
-    int every = 1;
-    if (checkpointFromName(o.value(QStringLiteral("checkpoint")).toString().toStdString(), c.checkpoint, every))
-        c.checkpointEvery = every;
-    if (auto p = precisionFromName(o.value(QStringLiteral("precision")).toString().toStdString())) c.precision = *p;
-    if (auto p = optimizerFromName(o.value(QStringLiteral("optimizer")).toString().toStdString())) c.optimizer = *p;
-    c.zero = o.value(QStringLiteral("zero")).toInt(c.zero);
-    c.devices = o.value(QStringLiteral("devices")).toInt(c.devices);
-    if (auto p = offloadFromName(o.value(QStringLiteral("offload")).toString().toStdString())) c.offload = *p;
-    c.flashAttention = o.value(QStringLiteral("flash_attn")).toBool(c.flashAttention);
-    c.trainableFraction = o.value(QStringLiteral("lora_fraction")).toDouble(c.trainableFraction);
-    c.expandableSegments = o.value(QStringLiteral("expandable_segments")).toBool(c.expandableSegments);
-    if (o.contains(QStringLiteral("capacity_bytes")))
-        m_device = deviceForCapacity(int64_t(o.value(QStringLiteral("capacity_bytes")).toDouble()));
-    setConfig(c);
+        setStated(st->stated);
+    if (st->capacityBytes > 0 && st->capacityBytes != m_device.capacityBytes)
+        m_device = deviceForCapacity(st->capacityBytes);
+    setConfig(st->config);
     return true;
 }
 
@@ -685,62 +646,7 @@ QString WhatIfPanel::markdown() const
 {
     if (!m_haveBase)
         return tr("_No what-if projection: %1_\n").arg(m_error.isEmpty() ? tr("no trace or model.") : m_error);
-    const Projection& p = m_projection;
-    const LeverConfig& c = m_config;
-    QString md = tr("Configuration: micro-batch %1, accumulation %2 (effective batch %3), sequence %4, checkpointing %5, "
-                    "precision %6, optimizer %7, ZeRO %8 over %9 devices")
-                     .arg(c.microBatch)
-                     .arg(c.accum)
-                     .arg(c.effectiveBatch())
-                     .arg(c.seq)
-                     .arg(QString::fromStdString(std::string(checkpointName(c.checkpoint, c.checkpointEvery))),
-                          QString::fromStdString(std::string(precisionName(c.precision))),
-                          QString::fromStdString(std::string(optimizerName(c.optimizer))))
-                     .arg(c.zero)
-                     .arg(c.devices);
-    md += tr(", offload %1, FlashAttention %2.\n\n")
-              .arg(QString::fromStdString(std::string(offloadName(c.offload))),
-                   c.flashAttention ? tr("on") : tr("off"));
-    md += tr("Projected peak **%1** (band %2 to %3) in the %4, on %5: **%6**. Step time %7 s (x%8 of the measured run), "
-             "%9 tokens/s.\n\n")
-              .arg(projected(p.peak), projected(p.peakLow), projected(p.peakHigh),
-                   QString::fromStdString(std::string(stepPhaseLabel(p.peakPhase))), QString::fromStdString(m_device.name),
-                   QString::fromStdString(std::string(verdictName(p.verdict))))
-              .arg(p.time.total, 0, 'f', 3)
-              .arg(p.time.relative, 0, 'f', 2)
-              .arg(p.time.tokensPerSecond, 0, 'f', 0);
-    if (m_cal) {
-        QStringList known;
-        for (const auto& m : m_cal->measured)
-            if (m.key != "optimizer_bytes")
-                known << QStringLiteral("%1 = %2 (%3)").arg(QString::fromStdString(m.key),
-                                                         m.value.empty() ? QStringLiteral("?") : QString::fromStdString(m.value),
-                                                         QString::fromStdString(m.how));
-        md += tr("Calibrated on the trace; measured configuration: %1.\n\n").arg(known.join(QStringLiteral(", ")));
-    }
-    if (m_ladder.fitsAsIs) {
-        md += tr("The ladder: it fits as it is.\n");
-        return md;
-    }
-    md += tr("The ladder (cheapest currency first):\n\n| # | Rung | Peak (high) | Verdict | Step time | Costs |\n|---:|---|---:|---|---:|---|\n");
-    for (size_t i = 0; i < m_ladder.rungs.size(); ++i) {
-        const Rung& r = m_ladder.rungs[i];
-        QStringList cur;
-        for (const auto& [name, v] : r.currencies)
-            if (v != "none")
-                cur << QString::fromStdString(name + ": " + v);
-        md += QStringLiteral("| %1 | %2 | %3 (%4) | %5 | %6 s | %7 |\n")
-                  .arg(i + 1)
-                  .arg(QString::fromStdString(r.title), projected(r.projection.peak), projected(r.projection.peakHigh),
-                       QString::fromStdString(std::string(verdictName(r.projection.verdict))))
-                  .arg(r.projection.time.total, 0, 'f', 2)
-                  .arg(cur.join(QStringLiteral("; ")));
-    }
-    md += m_ladder.firstFit >= 0 ? tr("\nFirst rung that fits: %1.\n").arg(m_ladder.firstFit + 1)
-                                 : tr("\nNo rung fits: this job needs a different plan.\n");
-    for (const auto& w : m_ladder.warnings)
-        md += QStringLiteral("\n> ") + QString::fromStdString(w) + QStringLiteral("\n");
-    return md;
+    return whatIfMarkdown(m_projection, m_ladder, m_cal ? &*m_cal : nullptr, m_device);
 }
 
 } // namespace headroom

@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: MIT
+// The what-if settings saved in a trace's user data: one writer, one reader, a round trip.
+#include "core/whatifsettings.h"
+
+#include <catch2/catch.hpp>
+
+using namespace headroom;
+
+TEST_CASE("What-if settings round-trip through their JSON; bad fields keep the defaults", "[whatif][settings]")
+{
+    WhatIfSettings s;
+    s.config.microBatch = 3;
+    s.config.accum = 8;
+    s.config.seq = 2048;
+    s.config.checkpoint = Checkpointing::Full;
+    s.config.precision = Precision::AmpFp16;
+    s.config.optimizer = OptimizerKind::Adam8bit;
+    s.config.zero = 3;
+    s.config.devices = 8;
+    s.config.offload = Offload::Optimizer;
+    s.config.flashAttention = true;
+    s.config.trainableFraction = 0.25;
+    s.config.expandableSegments = true;
+    s.stated.microBatch = 2;
+    s.stated.seq = 1024;
+    s.stated.devices = 4;
+    s.stated.precision = Precision::Bf16;
+    s.capacityBytes = int64_t(48) << 30;
+    s.spendFirst = Currency::Hardware;
+    s.constants.mfuMax = 0.3;
+
+    const nlohmann::json j = whatIfSettingsJson(s);
+    CHECK(j["whatif"]["constants"].size() == 1); // only what differs from the defaults
+    CHECK_FALSE(j["whatif"].contains("effective_batch"));
+    const auto back = whatIfSettingsFromJson(nlohmann::json::parse(j.dump()), WhatIfSettings{});
+    REQUIRE(back);
+    CHECK(back->config == s.config);
+    CHECK(back->stated.microBatch == 2);
+    CHECK(back->stated.seq == 1024);
+    CHECK(back->stated.devices == 4);
+    CHECK(back->stated.precision == Precision::Bf16);
+    CHECK(back->capacityBytes == s.capacityBytes);
+    CHECK(back->spendFirst == Currency::Hardware);
+    CHECK(back->constants.mfuMax == 0.3);
+
+    // Not a what-if object, or fields of the wrong type: nothing, or the defaults.
+    CHECK_FALSE(whatIfSettingsFromJson(nlohmann::json::parse("{\"other\": 1}"), WhatIfSettings{}));
+    CHECK_FALSE(whatIfSettingsFromJson(nlohmann::json::parse("[1, 2]"), WhatIfSettings{}));
+    WhatIfSettings defaults;
+    defaults.config.microBatch = 5;
+    const auto odd = whatIfSettingsFromJson(
+        nlohmann::json::parse(R"({"whatif": {"micro_batch": "four", "precision": "fp7", "constants": {"mfu_max": -1}}})"),
+        defaults);
+    REQUIRE(odd);
+    CHECK(odd->config.microBatch == 5);
+    CHECK(odd->config.precision == defaults.config.precision);
+    CHECK(odd->constants.mfuMax == WhatIfConstants{}.mfuMax);
+}

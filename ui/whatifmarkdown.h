@@ -1,0 +1,17 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include "core/whatifcalibration.h"
+#include "core/whatifladder.h"
+
+#include <QString>
+
+namespace headroom {
+
+/// The postmortem's what-if section: the configuration, the projection against the
+/// capacity, the step time, how the measured run is known and the ladder up to its first
+/// fitting rung. `calibration` is null in analytic mode.
+QString whatIfMarkdown(const Projection& projection, const Ladder& ladder, const Calibration* calibration,
+                       const DeviceSpec& device);
+
+} // namespace headroom
