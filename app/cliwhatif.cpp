@@ -11,6 +11,7 @@
 #include "core/whatifcalibration.h"
 #include "core/whatifjson.h"
 #include "core/whatifladder.h"
+#include "core/whatifmultifit.h"
 #include "core/whatifverify.h"
 
 #include <iostream>
@@ -36,7 +37,9 @@ std::string joined(const std::vector<std::string>& v)
 
 void WhatIfCommands::addCommon(CLI::App* cmd, Options& o, bool ladder)
 {
-    cmd->add_option("FILE", o.file, "Trace to calibrate on (omit with --model or dimension flags: analytic mode)");
+    cmd->add_option("FILE", o.files,
+                    "Trace to calibrate on (omit with --model or dimension flags: analytic mode); more runs of the "
+                    "same job at other micro-batches or sequence lengths fit the batch and quadratic terms");
     cmd->add_option("--micro-batch", o.microBatch, "Target micro-batch per device")->check(CLI::PositiveNumber);
     cmd->add_option("--accum", o.accum, "Target gradient-accumulation steps")->check(CLI::PositiveNumber);
     cmd->add_option("--seq", o.seq, "Target sequence length")->check(CLI::PositiveNumber);
@@ -55,8 +58,14 @@ void WhatIfCommands::addCommon(CLI::App* cmd, Options& o, bool ladder)
         cap->required();
     cmd->add_option("--device", o.devicePreset, "Device speeds preset: 24gib, 40gib, 48gib, 80gib, a100-80gb, 94gib, 141gib");
     cmd->add_flag("--json", o.json, "Machine-readable JSON output");
-    cmd->add_option("--measured-micro-batch", o.measuredMicroBatch, "Micro-batch the trace was measured at")->check(CLI::PositiveNumber);
-    cmd->add_option("--measured-seq", o.measuredSeq, "Sequence length the trace was measured at")->check(CLI::PositiveNumber);
+    cmd->add_option("--measured-micro-batch", o.measuredMicroBatch,
+                    "Micro-batch the trace was measured at (with several FILEs: one per file, comma-separated)")
+        ->delimiter(',')
+        ->check(CLI::PositiveNumber);
+    cmd->add_option("--measured-seq", o.measuredSeq,
+                    "Sequence length the trace was measured at (with several FILEs: one per file, comma-separated)")
+        ->delimiter(',')
+        ->check(CLI::PositiveNumber);
     cmd->add_option("--measured-precision", o.measuredPrecision, "Precision the trace was measured at");
     cmd->add_option("--measured-devices", o.measuredDevices, "Devices the trace's run used")->check(CLI::PositiveNumber);
     cmd->add_option("--measured-accum", o.measuredAccum, "Accumulation steps of the measured run")->check(CLI::PositiveNumber);
@@ -126,15 +135,23 @@ int WhatIfCommands::runOne(const Options& o, bool ladder)
         std::optional<Calibration> cal;
         bool outlier = false;
         int64_t traceCapacity = 0;
-        if (!o.file.empty()) {
-            auto trace = Loader::load(o.file);
+        const std::string file = o.files.empty() ? std::string() : o.files.front();
+        if (o.measuredMicroBatch.size() > std::max<size_t>(1, o.files.size()) ||
+            o.measuredSeq.size() > std::max<size_t>(1, o.files.size()))
+            throw BadInput("--measured-micro-batch / --measured-seq: more values than FILEs");
+        auto stated = [&](size_t i) {
+            StatedConfig st;
+            if (i < o.measuredMicroBatch.size()) st.microBatch = o.measuredMicroBatch[i];
+            if (i < o.measuredSeq.size()) st.seq = o.measuredSeq[i];
+            return st;
+        };
+        if (!file.empty()) {
+            auto trace = Loader::load(file);
             if (o.deviceIndex < 0 || size_t(o.deviceIndex) >= trace->snapshot.devices.size())
                 throw BadInput("--device-index: the trace has " + std::to_string(trace->snapshot.devices.size()) + " device(s)");
             const size_t di = size_t(o.deviceIndex);
             const DeviceAnalysis a = analyzeDevice(*trace, di);
-            StatedConfig st;
-            st.microBatch = o.measuredMicroBatch;
-            st.seq = o.measuredSeq;
+            StatedConfig st = stated(0);
             st.devices = o.measuredDevices;
             st.accum = o.measuredAccum;
             if (!o.measuredPrecision.empty()) {
@@ -143,6 +160,25 @@ int WhatIfCommands::runOne(const Options& o, bool ladder)
                     throw BadInput("--measured-precision: expected fp32, amp-bf16, amp-fp16 or bf16, got '" + o.measuredPrecision + "'");
             }
             cal = calibrate(*trace, di, a, st, dims, k);
+            if (o.files.size() > 1) {
+                std::vector<Calibration> runs{*cal};
+                for (size_t i = 1; i < o.files.size(); ++i) {
+                    auto other = Loader::load(o.files[i]);
+                    if (di >= other->snapshot.devices.size())
+                        throw BadInput(o.files[i] + ": has no device " + std::to_string(di));
+                    StatedConfig si = stated(i);
+                    si.devices = st.devices;
+                    si.precision = st.precision;
+                    runs.push_back(calibrate(*other, di, analyzeDevice(*other, di), si, dims, k));
+                }
+                const MultiFit fit = fitCalibrationRuns(runs, k);
+                cal->baseline = fit.baseline;
+                for (const auto& n : fit.notes)
+                    cal->baseline.notes.push_back(n);
+                if (!fit.microBatchFit && !fit.sequenceFit)
+                    throw BadInput("several FILEs: none differs from the first in micro-batch alone or sequence alone "
+                                   "(give --measured-micro-batch / --measured-seq per file, comma-separated)");
+            }
             base = cal->baseline;
             measured = cal->measured;
             outlier = cal->outlierBatch;
@@ -233,7 +269,7 @@ int WhatIfCommands::runOne(const Options& o, bool ladder)
             const Verification v = verifyProjection(base, target, k, dev, *after, size_t(o.deviceIndex));
             if (o.json) {
                 nlohmann::json j = verificationJson(v);
-                j["before"] = o.file;
+                j["before"] = file;
                 j["after"] = o.verify;
                 j["projection"] = projectionJson(v.projection, measured, k, dev);
                 printJson(std::move(j));

@@ -21,13 +21,14 @@ public:
 
 private:
     struct Options {
-        std::string file;
+        std::vector<std::string> files; ///< the first is calibrated on; the others refit it
         std::optional<int> microBatch, accum, seq, zero, devices;
         std::string checkpoint, precision, optimizer, offload, flashAttn, expandable;
         std::optional<double> loraFraction;
         std::string capacity, devicePreset;
         bool json = false;
-        std::optional<int> measuredMicroBatch, measuredSeq, measuredDevices, measuredAccum;
+        std::vector<int> measuredMicroBatch, measuredSeq; ///< one per FILE, in order
+        std::optional<int> measuredDevices, measuredAccum;
         std::string measuredPrecision;
         std::string model;
         std::optional<int> layers, hidden, heads, ffn, vocab;

@@ -5,34 +5,16 @@
 #include "core/loader.h"
 #include "core/memoryanalysis.h"
 #include "core/whatifverify.h"
+#include "generated.h"
 
 #include <catch2/catch.hpp>
 
 #include <cmath>
-#include <cstdlib>
-#include <filesystem>
 #include <string>
 
 using namespace headroom;
 
-namespace {
-
-/// A generated training run (tools/gen_snapshot.py) at this micro-batch.
-std::string generatedRun(int microBatch)
-{
-    const std::string dir = HEADROOM_GEN_DIR;
-    const std::string path = dir + "/verify_b" + std::to_string(microBatch) + ".pickle";
-    if (!std::filesystem::exists(path)) {
-        std::filesystem::create_directories(dir);
-        const std::string cmd = "python3 " HEADROOM_SOURCE_DIR "/tools/gen_snapshot.py --out " + path +
-                                " --layers 4 --hidden 1024 --heads 16 --vocab 32000 --steps 3 --seq-jitter 0 --seq-len 1024"
-                                " --micro-batch " + std::to_string(microBatch) + " > /dev/null";
-        REQUIRE(std::system(cmd.c_str()) == 0);
-    }
-    return path;
-}
-
-} // namespace
+using headroom::test::generatedRun;
 
 TEST_CASE("A projection checked against the run that followed names the term that was off", "[whatif][verify]")
 {
