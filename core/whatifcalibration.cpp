@@ -3,6 +3,7 @@
 
 #include "core/precisionevidence.h"
 #include "core/units.h"
+#include "core/whatifblocks.h"
 
 #include <algorithm>
 #include <cctype>
@@ -146,6 +147,32 @@ bool attentionStack(const FrameTable& frames, uint32_t stack)
 }
 
 bool isActivation(TensorCategory c) { return c == TensorCategory::Activation || c == TensorCategory::AutogradDetail; }
+
+/// The repeated blocks among the activations of `l`, in allocation order, keyed by stack
+/// (by size in a trace without stacks).
+RepeatedBlocks repeatedBlocks(const MemoryTimeline& tl, const Live& l)
+{
+    std::vector<std::pair<int64_t, size_t>> order; // start event, index into l
+    bool stacks = false;
+    for (size_t i = 0; i < l.allocs.size(); ++i)
+        if (isActivation(l.allocs[i].first)) {
+            order.push_back({tl.allocations[l.index[i]].start, i});
+            stacks |= l.stacks[i] != 0;
+        }
+    std::sort(order.begin(), order.end());
+    std::vector<uint64_t> keys;
+    std::vector<int64_t> bytes;
+    for (const auto& [start, i] : order) {
+        const uint64_t key = stacks ? l.stacks[i] : uint64_t(l.allocs[i].second);
+        if (stacks && !keys.empty() && keys.back() == key) {
+            bytes.back() += l.allocs[i].second; // one op's outputs (an LSTM's time steps): one item
+            continue;
+        }
+        keys.push_back(key);
+        bytes.push_back(l.allocs[i].second);
+    }
+    return findRepeatedBlocks(keys, bytes);
+}
 bool isTemporary(TensorCategory c)
 {
     return c == TensorCategory::Temporary || c == TensorCategory::Input || c == TensorCategory::Unknown;
@@ -626,9 +653,17 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
     }
     if (dims.valid()) {
         s.layers = dims.layers;
+    } else if (dims.layers > 0) {
+        s.layers = dims.layers;
+    } else if (const RepeatedBlocks rb = repeatedBlocks(tl, L1); rb.count >= 2) {
+        // The layers are the blocks whose saved tensors repeat through the forward.
+        s.layers = rb.count;
+        cal.measured.push_back({"layers", std::to_string(rb.count), "read",
+                                std::to_string(rb.count) + " repeated blocks of " + std::to_string(rb.period) +
+                                    " saved tensors in the forward"});
     } else {
-        s.layers = dims.layers > 0 ? dims.layers : 24;
-        s.layersGuessed = dims.layers <= 0;
+        s.layers = 24;
+        s.layersGuessed = true;
     }
     const double A1 = lin + quad + cache + batchT;
     const double F1 = double(tl.reserved[size_t(e1)] - tl.allocated[size_t(e1)]);
