@@ -15,6 +15,15 @@ QString projected(double bytes) { return formatBytesQ(int64_t(bytes), 1); }
 
 } // namespace
 
+QString rungCosts(const Rung& rung)
+{
+    QStringList cur;
+    for (const auto& [name, v] : rung.currencies)
+        if (v != "none")
+            cur << QString::fromStdString(name + ": " + v);
+    return cur.join(QStringLiteral("; "));
+}
+
 QString whatIfMarkdown(const Projection& p, const Ladder& ladder, const Calibration* cal, const DeviceSpec& device)
 {
     const LeverConfig& c = p.config;
@@ -56,16 +65,12 @@ QString whatIfMarkdown(const Projection& p, const Ladder& ladder, const Calibrat
     md += QObject::tr("The ladder (cheapest currency first):\n\n| # | Rung | Peak (high) | Verdict | Step time | Costs |\n|---:|---|---:|---|---:|---|\n");
     for (size_t i = 0; i < ladder.rungs.size(); ++i) {
         const Rung& r = ladder.rungs[i];
-        QStringList cur;
-        for (const auto& [name, v] : r.currencies)
-            if (v != "none")
-                cur << QString::fromStdString(name + ": " + v);
         md += QStringLiteral("| %1 | %2 | %3 (%4) | %5 | %6 s | %7 |\n")
                   .arg(i + 1)
                   .arg(QString::fromStdString(r.title), projected(r.projection.peak), projected(r.projection.peakHigh),
                        QString::fromStdString(std::string(verdictName(r.projection.verdict))))
                   .arg(r.projection.time.total, 0, 'f', 2)
-                  .arg(cur.join(QStringLiteral("; ")));
+                  .arg(rungCosts(r));
     }
     md += ladder.firstFit >= 0 ? QObject::tr("\nFirst rung that fits: %1.\n").arg(ladder.firstFit + 1)
                                  : QObject::tr("\nNo rung fits: this job needs a different plan.\n");

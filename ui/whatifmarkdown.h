@@ -14,4 +14,7 @@ namespace headroom {
 QString whatIfMarkdown(const Projection& projection, const Ladder& ladder, const Calibration* calibration,
                        const DeviceSpec& device);
 
+/// What a ladder rung costs, in words: "engineering: low; throughput: +33% step time".
+QString rungCosts(const Rung& rung);
+
 } // namespace headroom

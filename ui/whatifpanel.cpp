@@ -554,16 +554,12 @@ void WhatIfPanel::rebuildLadder()
         m_ladderList->addItem(tr("It fits as it is."));
     for (size_t i = 0; i < m_ladder.rungs.size(); ++i) {
         const Rung& r = m_ladder.rungs[i];
-        QStringList cur;
-        for (const auto& [c, v] : r.currencies)
-            if (v != "none")
-                cur << QString::fromStdString(c + ": " + v);
         QString text = QStringLiteral("%1. %2 -> %3 (high %4), %5, %6 s/step\n    %7")
                            .arg(i + 1)
                            .arg(QString::fromStdString(r.title), projected(r.projection.peak), projected(r.projection.peakHigh),
                                 QString::fromStdString(std::string(verdictName(r.projection.verdict))))
                            .arg(r.projection.time.total, 0, 'f', 2)
-                           .arg(cur.join(QStringLiteral("; ")));
+                           .arg(rungCosts(r));
         for (const auto& w : r.warnings)
             text += QStringLiteral("\n    ! ") + QString::fromStdString(w);
         auto* it = new QListWidgetItem(text, m_ladderList);
@@ -606,7 +602,7 @@ void WhatIfPanel::applyRung(QListWidgetItem* item)
     emit rungApplied(i);
 }
 
-QString WhatIfPanel::settingsJson() const
+WhatIfSettings WhatIfPanel::settings() const
 {
     WhatIfSettings st;
     st.config = m_config;
@@ -614,19 +610,18 @@ QString WhatIfPanel::settingsJson() const
     st.capacityBytes = m_device.capacityBytes;
     st.spendFirst = m_spendFirst;
     st.constants = m_k;
-    return QString::fromStdString(whatIfSettingsJson(st).dump());
+    return st;
+}
+
+QString WhatIfPanel::settingsJson() const
+{
+    return QString::fromStdString(whatIfSettingsJson(settings()).dump());
 }
 
 bool WhatIfPanel::restoreSettings(const QString& json)
 {
     const nlohmann::json j = nlohmann::json::parse(json.toStdString(), nullptr, /*allow_exceptions=*/false);
-    WhatIfSettings current;
-    current.config = m_config;
-    current.stated = m_stated;
-    current.capacityBytes = m_device.capacityBytes;
-    current.spendFirst = m_spendFirst;
-    current.constants = m_k;
-    const std::optional<WhatIfSettings> st = whatIfSettingsFromJson(j, current);
+    const std::optional<WhatIfSettings> st = whatIfSettingsFromJson(j, settings());
     if (!st)
         return false;
     m_k = st->constants;

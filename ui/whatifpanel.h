@@ -9,6 +9,7 @@
 #include "core/memoryanalysis.h"
 #include "core/whatifcalibration.h"
 #include "core/whatifladder.h"
+#include "core/whatifsettings.h"
 
 #include <QWidget>
 
@@ -59,6 +60,8 @@ public:
     void setConfig(const LeverConfig& config);
     const Projection& projection() const { return m_projection; }
     const Ladder& ladder() const { return m_ladder; }
+    /// What the user set (levers, measured values, capacity, constants).
+    WhatIfSettings settings() const;
     /// What the user set, as JSON for the trace's user data (native format) and the postmortem.
     QString settingsJson() const;
     bool restoreSettings(const QString& json);

@@ -32,6 +32,17 @@ std::shared_ptr<const LoadedTrace> kk()
     return Loader::load(std::string(HEADROOM_REAL_TRACES_DIR) + "/pt27_kk_memory_ctx128_fullstep.pickle");
 }
 
+/// The kk step's shape as stated (micro-batch 4, sequence 128, one device); its precision as given.
+StatedConfig kkStated(std::optional<Precision> precision = std::nullopt)
+{
+    StatedConfig st;
+    st.microBatch = 4;
+    st.seq = 128;
+    st.devices = 1;
+    st.precision = precision;
+    return st;
+}
+
 } // namespace
 
 TEST_CASE("Precision evidence from the stacks", "[whatif][precision]")
@@ -68,11 +79,7 @@ TEST_CASE("An unknown precision is carried into the band, not assumed", "[whatif
     // The kk full step (PyTorch 2.7, C++ stacks, no at::autocast frames): fp32 or pure bf16.
     const auto trace = kk();
     const DeviceAnalysis a = analyzeDevice(*trace, 0);
-    StatedConfig st;
-    st.microBatch = 4;
-    st.seq = 128;
-    st.devices = 1;
-    const Calibration open = calibrate(*trace, 0, a, st);
+    const Calibration open = calibrate(*trace, 0, a, kkStated());
     const MeasuredItem* item = open.item("precision");
     REQUIRE(item);
     CHECK(item->how == "unknown");
@@ -80,11 +87,7 @@ TEST_CASE("An unknown precision is carried into the band, not assumed", "[whatif
     CHECK(open.baseline.config.precision == Precision::Fp32);
     CHECK(open.baseline.precisionAlternatives == std::vector<Precision>{Precision::Bf16});
 
-    auto reading = [&](Precision p) {
-        StatedConfig s = st;
-        s.precision = p;
-        return calibrate(*trace, 0, a, s);
-    };
+    auto reading = [&](Precision p) { return calibrate(*trace, 0, a, kkStated(p)); };
     const Calibration fp32 = reading(Precision::Fp32);
     const Calibration bf16 = reading(Precision::Bf16);
     const DeviceSpec dev = deviceForCapacity(int64_t(48 * kGiB));
@@ -119,19 +122,13 @@ TEST_CASE("The ladder never counts on pure bf16 for a run that may already be bf
 {
     const auto trace = kk();
     const DeviceAnalysis a = analyzeDevice(*trace, 0);
-    StatedConfig st;
-    st.microBatch = 4;
-    st.seq = 128;
-    st.devices = 1;
-    const Calibration open = calibrate(*trace, 0, a, st);
+    const Calibration open = calibrate(*trace, 0, a, kkStated());
     DeviceSpec dev = deviceForCapacity(int64_t(48 * kGiB));
     const Ladder l = buildLadder(open.baseline, open.baseline.config, {}, dev);
     for (const Rung& r : l.rungs) {
         if (r.projection.fits) {
             // A fitting rung fits under every reading: its high estimate is the worst of them.
-            StatedConfig s = st;
-            s.precision = Precision::Bf16;
-            const Calibration bf16 = calibrate(*trace, 0, a, s);
+            const Calibration bf16 = calibrate(*trace, 0, a, kkStated(Precision::Bf16));
             LeverConfig c = r.config;
             c.precision = c.precision == open.baseline.config.precision ? Precision::Bf16 : c.precision;
             const Projection under16 = project(bf16.baseline, c, {}, dev);
