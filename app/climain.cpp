@@ -4,6 +4,7 @@
 #include "app/clidoctor.h"
 #include "app/cliformats.h"
 #include "app/clijson.h"
+#include "app/clireplay.h"
 #include "app/clistate.h"
 #include "app/cliwhatif.h"
 #include "core/analysisreport.h"
@@ -60,6 +61,8 @@ int main(int argc, char** argv)
     check.add(app);
     headroom::cli::DoctorCommand doctor;
     doctor.add(app);
+    headroom::cli::ReplayCommand replay;
+    replay.add(app);
 
     try {
         app.parse(argc, argv);
@@ -107,6 +110,8 @@ int main(int argc, char** argv)
         return check.run();
     if (doctor.parsed())
         return doctor.run();
+    if (replay.parsed())
+        return replay.run();
     if (whatIf.parsed())
         return whatIf.run();
     if (convert->parsed())

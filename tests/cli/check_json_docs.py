@@ -91,6 +91,7 @@ def main():
         "check": [["check", "--json", silmont, "--max-peak", "70GiB", "--fit", "80GiB", "--baseline", kk,
                    "--max-growth", "5%"]],
         "doctor": [["doctor", "--json", silmont], ["doctor", "--json", proto5]],
+        "replay": [["replay", "--json", silmont], ["replay", "--json", oom, "--alloc-conf", "expandable_segments:True"]],
     }
     documented = sections(os.path.join(src, "docs", "cli-json.md"))
     problems = []

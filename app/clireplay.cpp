@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: MIT
+#include "app/clireplay.h"
+
+#include "app/clijson.h"
+#include "core/allocatorreplay.h"
+#include "core/loader.h"
+#include "core/loaderror.h"
+#include "core/units.h"
+
+#include <cstdio>
+#include <iostream>
+
+namespace headroom::cli {
+
+namespace {
+
+nlohmann::json oomJson(const std::optional<AllocatorReplayResult::Oom>& o)
+{
+    if (!o)
+        return nullptr;
+    return {{"event", o->event},
+            {"size_bytes", o->size},
+            {"reserved_bytes", o->reserved},
+            {"allocated_bytes", o->allocated},
+            {"cached_free_bytes", o->cachedFree},
+            {"largest_free_block_bytes", o->largestFree}};
+}
+
+nlohmann::json deviceJson(const AllocatorReplayResult& r)
+{
+    nlohmann::json j = {{"device", r.device},
+                        {"events", r.events},
+                        {"requests", r.requests},
+                        {"alloc_conf", r.config.text()},
+                        {"initial_state_reconstructed", r.initialStateReconstructed},
+                        {"reserved_peak_bytes", r.reservedPeak},
+                        {"reserved_peak_event", r.reservedPeakEvent},
+                        {"recorded_reserved_peak_bytes", r.recordedReservedPeak},
+                        {"capacity_bytes", r.capacity > 0 ? nlohmann::json(r.capacity) : nlohmann::json(nullptr)},
+                        {"capacity_source", r.capacitySource},
+                        {"recorded_oom_event", r.recordedOomEvent >= 0 ? nlohmann::json(r.recordedOomEvent) : nullptr},
+                        {"unmatched_frees", r.unmatchedFrees}};
+    return j;
+}
+
+std::string share(double x)
+{
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f%%", 100.0 * x);
+    return buf;
+}
+
+} // namespace
+
+void ReplayCommand::add(CLI::App& app)
+{
+    m_cmd = app.add_subcommand("replay", "Replay the allocations through a simulation of PyTorch's caching allocator: "
+                                         "check it against the recording, or try another PYTORCH_CUDA_ALLOC_CONF");
+    m_cmd->add_option("FILE", m_file, "Snapshot with a trace")->required();
+    m_cmd->add_option("--alloc-conf", m_allocConf,
+                      "Replay under this setting instead of the recorded one, e.g. "
+                      "expandable_segments:True,max_split_size_mb:512");
+    m_cmd->add_option("--capacity", m_capacity,
+                      "Device memory the allocator may reserve (e.g. 80GiB); default: from the OOM record");
+    m_cmd->add_option("--device", m_device, "Only this device");
+    m_cmd->add_flag("--json", m_json, "Machine-readable JSON output");
+}
+
+int ReplayCommand::run()
+{
+    AllocatorReplayOptions options;
+    if (m_cmd->count("--alloc-conf")) {
+        std::string error;
+        auto conf = AllocatorConfig::parse(m_allocConf, &error);
+        if (!conf) {
+            std::cerr << "headroom-cli: --alloc-conf: " << error << "\n";
+            return 2;
+        }
+        options.config = *conf;
+    }
+    if (!m_capacity.empty()) {
+        const auto c = parseByteSize(m_capacity);
+        if (!c || *c <= 0) {
+            std::cerr << "headroom-cli: --capacity: expected a size such as 80GiB, 24GB or 1073741824, got '"
+                      << m_capacity << "'\n";
+            return 2;
+        }
+        options.capacity = *c;
+    }
+    std::shared_ptr<const LoadedTrace> trace;
+    try {
+        trace = Loader::load(m_file);
+    } catch (const LoadError& e) {
+        std::cerr << "headroom-cli: " << e.what() << "\n";
+        return 2;
+    } catch (const std::bad_alloc&) {
+        std::cerr << "headroom-cli: " << m_file << ": out of memory while loading\n";
+        return 2;
+    }
+    const Snapshot& snap = trace->snapshot;
+    std::vector<AllocatorReplayResult> results;
+    for (const DeviceData& dev : snap.devices) {
+        if (m_device >= 0 && dev.device != m_device)
+            continue;
+        // Only snapshot traces carry the allocator's requests (not Chrome traces or timelines).
+        if (dev.trace.count() == 0 || dev.sourceFormat.find("snapshot") == std::string::npos)
+            continue;
+        const MemoryTimeline* tl = trace->timelineFor(dev.device);
+        if (!tl)
+            continue;
+        results.push_back(replayAllocator(snap, dev, *tl, options));
+    }
+    if (results.empty()) {
+        std::cerr << "headroom-cli: " << m_file << ": no device with an allocator trace to replay"
+                  << (m_device >= 0 ? " (--device " + std::to_string(m_device) + ")" : std::string()) << "\n";
+        return 2;
+    }
+    const bool recorded = !options.config;
+    if (m_json) {
+        nlohmann::json devices = nlohmann::json::array();
+        for (const AllocatorReplayResult& r : results) {
+            nlohmann::json d = deviceJson(r);
+            if (recorded) {
+                d["segment_events_recorded"] = r.segmentEventsRecorded;
+                d["segment_events_simulated"] = r.segmentEventsSimulated;
+                d["segment_events_matched"] = r.segmentEventsMatched;
+                d["max_reserved_difference_bytes"] = r.maxReservedDifference;
+                d["max_reserved_difference_event"] = r.maxReservedDifferenceEvent;
+                d["placement_divergences"] = r.placementDivergences;
+                d["first_divergence"] = r.firstDivergence ? nlohmann::json{{"event", r.firstDivergence->event},
+                                                                          {"recorded", r.firstDivergence->recorded},
+                                                                          {"simulated", r.firstDivergence->simulated},
+                                                                          {"why", r.firstDivergence->why}}
+                                                          : nlohmann::json(nullptr);
+            } else {
+                d["oom_avoided"] = r.oomAvoided ? nlohmann::json(*r.oomAvoided) : nlohmann::json(nullptr);
+                d["at_recorded_oom"] = oomJson(r.atRecordedOom);
+                d["first_simulated_oom"] = oomJson(r.firstSimulatedOom);
+            }
+            devices.push_back(std::move(d));
+        }
+        printJson({{"file", snap.path},
+                   {"format", snap.format},
+                   {"recorded_setting", recorded},
+                   {"recorded_alloc_conf", AllocatorConfig::fromSnapshot(snap.allocatorSettings).text()},
+                   {"setting_from_file", results.front().settingFromFile},
+                   {"devices", std::move(devices)}});
+        return 0;
+    }
+    std::cout << snap.path << " (" << snap.format << ")\n";
+    for (const AllocatorReplayResult& r : results) {
+        const std::string conf = r.config.text().empty() ? "defaults" : r.config.text();
+        std::cout << "\ndevice " << r.device << ": " << r.requests << " requests of " << r.events << " events under "
+                  << conf << (recorded ? (r.settingFromFile ? " (recorded)" : " (no allocator_settings: defaults)") : "")
+                  << (r.initialStateReconstructed ? "; memory from before the window reconstructed" : "") << "\n";
+        if (recorded) {
+            std::cout << "  segment events: " << r.segmentEventsMatched << " of " << r.segmentEventsRecorded
+                      << " recorded reproduced (" << share(r.segmentMatchShare()) << "), " << r.segmentEventsSimulated
+                      << " simulated\n"
+                      << "  reserved: largest difference " << formatBytes(r.maxReservedDifference) << " ("
+                      << share(r.reservedDifferenceShare()) << " of the recorded peak "
+                      << formatBytes(r.recordedReservedPeak) << ")"
+                      << (r.maxReservedDifferenceEvent >= 0 ? " at event " + std::to_string(r.maxReservedDifferenceEvent)
+                                                            : std::string())
+                      << "\n";
+            if (r.placementDivergences)
+                std::cout << "  " << r.placementDivergences << " allocations placed elsewhere than recorded\n";
+            if (r.firstDivergence)
+                std::cout << "  first divergence at event " << r.firstDivergence->event << ":\n    recorded:  "
+                          << r.firstDivergence->recorded << "\n    simulated: " << r.firstDivergence->simulated
+                          << "\n    why: " << r.firstDivergence->why << "\n";
+            else
+                std::cout << "  no divergence\n";
+            continue;
+        }
+        std::cout << "  reserved peak " << formatBytes(r.reservedPeak) << " (recorded "
+                  << formatBytes(r.recordedReservedPeak) << ")";
+        if (r.capacity > 0)
+            std::cout << " against a capacity of " << formatBytes(r.capacity) << " (" << r.capacitySource << ")";
+        std::cout << "\n";
+        if (r.oomAvoided)
+            std::cout << "  the recorded OOM at event " << r.recordedOomEvent << " ("
+                      << formatBytes(r.recordedOomSize) << "): "
+                      << (*r.oomAvoided ? "avoided" : "not avoided") << "\n";
+        if (r.atRecordedOom)
+            std::cout << "  at that request: reserved " << formatBytes(r.atRecordedOom->reserved) << ", cached free "
+                      << formatBytes(r.atRecordedOom->cachedFree) << ", largest free block "
+                      << formatBytes(r.atRecordedOom->largestFree) << "\n";
+        if (r.firstSimulatedOom)
+            std::cout << "  first simulated OOM at event " << r.firstSimulatedOom->event << ": "
+                      << formatBytes(r.firstSimulatedOom->size) << " with " << formatBytes(r.firstSimulatedOom->reserved)
+                      << " reserved, " << formatBytes(r.firstSimulatedOom->cachedFree) << " cached free, largest free block "
+                      << formatBytes(r.firstSimulatedOom->largestFree) << "\n";
+        else if (r.capacity > 0)
+            std::cout << "  no simulated OOM\n";
+    }
+    return 0;
+}
+
+} // namespace headroom::cli
