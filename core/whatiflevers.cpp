@@ -59,8 +59,11 @@ WhatIfState withPrecision(WhatIfState s, Precision p)
     reprice(s.optimizer, t0.optimizer, t1.optimizer);
     reprice(s.optTemp, t0.optimizerTemp, t1.optimizerTemp);
     const double af = activationFactor(p) / activationFactor(p0);
+    // activationFactor is a guess [G] (fp32 stores 1.8x 16-bit): pure bf16 halves every saved
+    // tensor (2.0x), autocast keeps softmax, norms and the loss in fp32 (1.3-1.6x on the CPU
+    // matrix), so the ratio is known to about 30%.
     for (Term* a : {&s.actLin, &s.actQuad})
-        scale(*a, af, 0.20);
+        scale(*a, af, 0.30);
     if (s.torchAutocast) {
         const bool amp1 = p == Precision::AmpBf16 || p == Precision::AmpFp16;
         s.autocastCache.bytes = amp1 ? 2.0 * P : 0.0;
@@ -124,11 +127,27 @@ WhatIfState withShape(WhatIfState s, int b, int k, int seq)
     // 0 = unknown (a calibration that did not learn it): unchanged.
     const double rb = double(std::max(1, b)) / std::max(1, s.config.microBatch);
     const double rs = double(std::max(1, seq)) / std::max(1, s.config.seq);
-    const double err = rs != 1.0 ? 0.10 : 0.05; // §3.5
-    scale(s.actLin, rb * rs, err);
-    scale(s.actQuad, rb * rs * rs, err);
+    // The uncertainty of a scaled term grows with how far it is scaled (§3.5's 5% / 10% at a
+    // small step): on the CPU matrix the start of backward's activations scale within 5% at
+    // twice or half the batch but are off by 10-15% of the peak at four to sixteen times the
+    // tokens, where parts that do not scale linearly (per-layer constants, tensors at the
+    // allocator's 512-byte minimum, an LSTM's per-step state) show.
+    const double r = rb * rs;
+    const double err = (rs != 1.0 ? 0.10 : 0.05) + 0.08 * std::abs(std::log(r));
+    scale(s.actLin, r, err);
+    scale(s.actQuad, r * rs, err);
     for (Term* t : {&s.logits, &s.bwdTemp, &s.optAct})
-        scale(*t, rb * rs, err);
+        scale(*t, r, err);
+    // Temporaries below 1 MiB are read as constant (workspaces, scalars); on a small model the
+    // logits and their gradient are among them and scale with the batch: the band spans both
+    // readings (the term unchanged, or scaled with the tokens).
+    if (r != 1.0 && s.constTemp.bytes > 0)
+        widen(s.constTemp, std::min(1.0, std::abs(r - 1.0)));
+    // Accumulation: from the second micro-step on, the backward's incoming gradients are alive
+    // next to the accumulated .grad while they are added, which the gradient term does not
+    // count (the convnet keeps about half a gradient more).
+    if (k > 1 && std::max(1, s.config.accum) == 1)
+        widen(s.grads, 0.5);
     s.config.microBatch = b;
     s.config.accum = k;
     s.config.seq = seq;
