@@ -46,25 +46,27 @@ public:
     }
     template <class Import>
     void importTrace(Import& imp, Value list, DeviceData& dev, const std::string& path);
-    // The events left in the document's store after the traces were taken, as the pickle
-    // import has always read them: a single-device trace moves the whole store out, so its
-    // time_us and compile_context do not count here (the JSON import counts them). Kept:
-    // sharing the import was not to change what it reports.
-    bool sawTime() const { return m_doc.events().anyTime; }
+    // Read from the whole event store before importTrace() moves it out to a device: a
+    // single-device file's time_us and compile_context count as the JSON import counts them.
+    bool sawTime() const { return m_sawTime || m_doc.events().anyTime; }
     bool sawCompileContext() const
     {
         const TraceEvents& ev = m_doc.events();
-        return !ev.compileContext.empty() || !ev.userMetadata.empty();
+        return m_sawCompileContext || !ev.compileContext.empty() || !ev.userMetadata.empty();
     }
 
 private:
     PickleDocument& m_doc;
+    bool m_sawTime = false;
+    bool m_sawCompileContext = false;
 };
 
 template <class Import>
 void PickleDictAccess::importTrace(Import& imp, Value list, DeviceData& dev, const std::string& path)
 {
     TraceEvents& all = m_doc.events();
+    m_sawTime |= all.anyTime;
+    m_sawCompileContext |= !all.compileContext.empty() || !all.userMetadata.empty();
     const auto entries = m_doc.items(list);
     std::vector<uint32_t> idx;
     idx.reserve(entries.size());

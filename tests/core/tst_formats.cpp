@@ -380,17 +380,28 @@ TEST_CASE("One snapshot as pickle and as JSON imports to the same model", "[form
         {"device_traces", json::array({json::array({{{"action", "alloc"}, {"addr", 4096}, {"size", 4096}}}),
                                        json::array()})},
     };
+    // 2.2-era, one device: the pickle's single trace takes the whole event store, which once
+    // hid its time_us from the era ladder ("2.0+" from the pickle, "2.2+" from the JSON).
+    const json single = {
+        {"segments", json::array({{{"device", 0}, {"address", 4096}, {"total_size", 8192}, {"stream", 0},
+                                   {"blocks", json::array({{{"size", 8192}, {"state", "inactive"}}})}}})},
+        {"device_traces", json::array({json::array({
+            {{"action", "alloc"}, {"addr", 4096}, {"size", 4096}, {"stream", 0}, {"time_us", 10}},
+            {{"action", "free_completed"}, {"addr", 4096}, {"size", 4096}, {"stream", 0}, {"time_us", 11}}})})},
+    };
     // 1.12 and older: a bare list of segments.
     const json bare = json::array({{{"device", 0}, {"address", 4096}, {"total_size", 4096},
                                     {"blocks", json::array({{{"size", 4096}, {"state", "active_allocated"}}})}}});
 
     for (const auto& [what, doc, era] : {std::tuple{"2.8", modern, "2.8+ (compile_context / user_metadata)"},
                                          std::tuple{"legacy", legacy, "1.13-2.0 (blocks with history)"},
+                                         std::tuple{"2.2 single device", single, "2.2+ (time_us)"},
                                          std::tuple{"bare list", bare, "1.12 or older (a bare list of segments)"}}) {
         INFO(what);
         auto fromPickle = loadAsPickle(doc);
         auto fromJson = loadText(doc.dump(), "same.json");
         CHECK(fromPickle->snapshot.schemaEra == era);
+        CHECK(fromJson->snapshot.schemaEra == era);
         CHECK(fromJson->snapshot.devices.front().sourceFormat == "snapshot (JSON)");
         requireSameModel(fromPickle->snapshot, fromJson->snapshot);
     }
