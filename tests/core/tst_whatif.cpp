@@ -5,6 +5,7 @@
 #include "core/memoryanalysis.h"
 #include "core/whatifcalibration.h"
 #include "core/whatifjson.h"
+#include "core/whatifblocks.h"
 #include "core/whatifladder.h"
 #include "core/whatiflevers.h"
 #include "core/whatifprojection.h"
@@ -593,4 +594,20 @@ TEST_CASE("Activations are read at the forward/backward boundary when the backwa
     // As measured, the projection is the trace's own peak.
     const Projection same = project(cal.baseline, cal.baseline.config, {}, deviceForCapacity(0));
     CHECK(same.peakAllocated == Approx(double(tl.peakAllocated)).epsilon(0.01));
+}
+
+TEST_CASE("What-if: the layers are the repeated blocks of the forward's saved tensors", "[whatif]")
+{
+    using namespace headroom;
+    // embedding, three blocks of (a, b, c), head, loss
+    const std::vector<uint64_t> keys{9, 1, 2, 3, 1, 2, 3, 1, 2, 3, 7, 8};
+    const std::vector<int64_t> bytes{4, 10, 20, 30, 10, 20, 30, 10, 20, 30, 5, 6};
+    const RepeatedBlocks rb = findRepeatedBlocks(keys, bytes);
+    CHECK(rb.count == 3);
+    CHECK(rb.period == 3);
+    CHECK(rb.bytes == 180);
+    // no repetition: no layer count
+    CHECK(findRepeatedBlocks({1, 2, 3, 4}, {1, 1, 1, 1}).count == 0);
+    // too long to search: no layer count
+    CHECK(findRepeatedBlocks(std::vector<uint64_t>(10, 1), std::vector<int64_t>(10, 1), 2, 8).count == 0);
 }
