@@ -120,6 +120,17 @@ nlohmann::json analysisJson(const LoadedTrace& trace, std::optional<int64_t> cap
                         {"projected_peak_high_bytes", int64_t(r.projection.peakHigh)}};
         }
         j["ladder_first_fit"] = firstFit;
+        nlohmann::json replay = nullptr;
+        if (report.allocator) {
+            const AllocatorVerdict& v = *report.allocator;
+            replay = {{"recorded_segment_match", v.recordedMatch},
+                      {"trusted", v.trusted},
+                      {"tried", v.tried},
+                      {"avoided_by", v.avoidedBy.empty() ? nlohmann::json(nullptr) : nlohmann::json(v.avoidedBy)},
+                      {"reserved_peak_bytes", v.reservedPeak},
+                      {"capacity_bytes", v.capacity}};
+        }
+        j["allocator_replay"] = replay;
         devices.push_back(std::move(j));
     }
     return {{"file", snap.path}, {"devices", devices}};

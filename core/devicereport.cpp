@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "core/devicereport.h"
 
+#include "core/allocatorreplay.h"
 #include "core/units.h"
 
 #include <algorithm>
@@ -16,6 +17,84 @@ std::string costs(const Rung& r)
         if (cost != "none")
             s += (s.empty() ? "" : "; ") + currency + ": " + cost;
     return s;
+}
+
+/// Settings to try, cheapest to adopt first; those the run already had are skipped.
+const char* const kCandidates[] = {"expandable_segments:True", "max_split_size_mb:512", "max_split_size_mb:128"};
+
+std::optional<AllocatorVerdict> replayForOom(const LoadedTrace& trace, size_t deviceIndex)
+{
+    const DeviceData& dev = trace.snapshot.devices[deviceIndex];
+    if (dev.ooms.empty())
+        return std::nullopt;
+    const MemoryTimeline& tl = trace.timelines[deviceIndex];
+    AllocatorVerdict v;
+    const AllocatorReplayResult recorded = replayAllocator(trace.snapshot, dev, tl);
+    v.recordedMatch = recorded.segmentMatchShare();
+    v.trusted = recorded.segmentMatchShare() >= 0.99 && recorded.reservedDifferenceShare() <= 0.01 &&
+                recorded.recordedOomEvent >= 0;
+    if (!v.trusted)
+        return v;
+    for (const char* conf : kCandidates) {
+        AllocatorReplayOptions o;
+        o.config = AllocatorConfig::parse(conf);
+        if (!o.config)
+            continue;
+        if (o.config->expandableSegments && recorded.config.expandableSegments)
+            continue; // already on
+        const AllocatorReplayResult r = replayAllocator(trace.snapshot, dev, tl, o);
+        v.tried.push_back(conf);
+        if (r.oomAvoided && *r.oomAvoided) {
+            v.avoidedBy = conf;
+            v.reservedPeak = r.reservedPeak;
+            v.capacity = r.capacity;
+            break;
+        }
+    }
+    return v;
+}
+
+std::string joinTried(const std::vector<std::string>& v)
+{
+    std::string s;
+    for (const auto& x : v)
+        s += (s.empty() ? "" : ", ") + x;
+    return s;
+}
+
+/// What the replay says, into the fragmentation and capacity findings: an allocator setting
+/// costs no code and no throughput, so it comes before any lever of the ladder.
+void adoptAllocatorVerdict(std::vector<Finding>& findings, const AllocatorVerdict& v)
+{
+    auto find = [&](const char* kind) {
+        auto f = std::find_if(findings.begin(), findings.end(), [&](const Finding& x) { return x.kind == kind; });
+        return f == findings.end() ? nullptr : &*f;
+    };
+    Finding* frag = find("fragmentation");
+    Finding* cap = find("capacity");
+    if (!v.trusted) {
+        if (frag)
+            frag->evidence += "; the allocator replay reproduces only " + std::to_string(int(v.recordedMatch * 100)) +
+                              "% of the recorded segment events, so it does not judge other settings";
+        return;
+    }
+    if (v.avoidedBy.empty()) {
+        if (frag && !v.tried.empty())
+            frag->evidence += "; replayed through the caching allocator under " + joinTried(v.tried) +
+                              ", the OOM still happens: no allocator setting saves this run";
+        return;
+    }
+    const std::string replay = "replayed through the caching allocator under " + v.avoidedBy +
+                               ", the OOM is avoided (reserved peak " + formatBytes(v.reservedPeak) + " of " +
+                               formatBytes(v.capacity) + ")";
+    const std::string move = "set PYTORCH_CUDA_ALLOC_CONF=" + v.avoidedBy +
+                             ": the allocator replay avoids the OOM, with no code change and no throughput cost";
+    if (frag) {
+        frag->evidence += "; " + replay;
+        frag->firstMove = move;
+    }
+    if (cap)
+        cap->firstMove = move + (cap->firstMove.empty() ? "" : "; if it is not enough: " + cap->firstMove);
 }
 
 } // namespace
@@ -56,6 +135,7 @@ DeviceReport DeviceReport::compute(const LoadedTrace& trace, size_t deviceIndex,
         r.capacity = {o.defaultCapacity, "assumed: Preferences or --capacity"};
     r.findings = diagnose(trace, deviceIndex, r.analysis, r.capacity);
 
+    r.allocator = replayForOom(trace, deviceIndex);
     auto capacityFinding = std::find_if(r.findings.begin(), r.findings.end(),
                                         [](const Finding& f) { return f.kind == "capacity"; });
     try {
@@ -63,8 +143,11 @@ DeviceReport DeviceReport::compute(const LoadedTrace& trace, size_t deviceIndex,
     } catch (const std::exception& e) {
         r.calibrationError = e.what();
     }
-    if (!r.calibration || r.capacity.bytes <= 0 || capacityFinding == r.findings.end())
+    if (!r.calibration || r.capacity.bytes <= 0 || capacityFinding == r.findings.end()) {
+        if (r.allocator)
+            adoptAllocatorVerdict(r.findings, *r.allocator);
         return r;
+    }
     DeviceSpec device = deviceForCapacity(r.capacity.bytes);
     device.capacityBytes = r.capacity.bytes;
     LadderOptions lo;
@@ -72,6 +155,8 @@ DeviceReport DeviceReport::compute(const LoadedTrace& trace, size_t deviceIndex,
     r.ladder = buildLadder(r.calibration->baseline, r.calibration->baseline.config, o.constants, device, lo);
     if (const std::string move = ladderFirstMove(*r.ladder, device); !move.empty())
         capacityFinding->firstMove = move;
+    if (r.allocator)
+        adoptAllocatorVerdict(r.findings, *r.allocator);
     return r;
 }
 

@@ -13,6 +13,18 @@
 
 namespace headroom {
 
+/// Whether an allocator setting alone would have avoided the recorded OOM: the caching
+/// allocator replayed under the recorded setting (it must reproduce the recording) and under
+/// each candidate setting, cheapest first.
+struct AllocatorVerdict {
+    double recordedMatch = 0;     ///< share of recorded segment events the replay reproduced
+    bool trusted = false;         ///< the replay reproduces the recording (>= 99%, reserved within 1%)
+    std::vector<std::string> tried; ///< the candidate settings replayed, in order
+    std::string avoidedBy;        ///< the first setting under which the OOM is avoided; empty: none
+    int64_t reservedPeak = 0;     ///< under that setting
+    int64_t capacity = 0;
+};
+
 struct DeviceReportOptions {
     std::optional<int64_t> capacity; ///< the user's; else the OOM record's
     int64_t defaultCapacity = 0;     ///< assumed when neither tells it (Preferences); 0: none
@@ -30,6 +42,7 @@ struct DeviceReport {
     std::optional<Calibration> calibration;
     std::string calibrationError; ///< why there is no calibration (or no ladder)
     std::optional<Ladder> ladder; ///< for the capacity, when it is known and the step misses it
+    std::optional<AllocatorVerdict> allocator; ///< for a device with an OOM record
 
     static DeviceReport compute(const LoadedTrace& trace, size_t deviceIndex, const DeviceReportOptions& options = {});
 };

@@ -81,3 +81,26 @@ TEST_CASE("No capacity, no ladder: the diagnosis asks for the capacity", "[analy
     CHECK_FALSE(r.ladder);
     CHECK(findingOf(r, "capacity").firstMove.find("--capacity") != std::string::npos);
 }
+
+TEST_CASE("An OOM an allocator setting avoids: the replay's setting is the first move", "[.][report_gen]")
+{
+    // tests/CMakeLists.txt generates it (tools/gen_snapshot.py --oom): an outlier batch whose
+    // 2 GiB request fails with 4.5 GiB cached in blocks too small for it.
+    const auto trace = Loader::load(std::string(HEADROOM_GEN_DIR) + "/oom.pickle");
+    const DeviceReport r = DeviceReport::compute(*trace, 0);
+    REQUIRE(r.allocator);
+    CHECK(r.allocator->trusted);
+    CHECK(r.allocator->avoidedBy == "expandable_segments:True");
+    CHECK(r.allocator->reservedPeak <= r.allocator->capacity);
+    const Finding& frag = findingOf(r, "fragmentation");
+    CHECK(frag.evidence.find("the OOM is avoided") != std::string::npos);
+    CHECK(frag.firstMove.find("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True") != std::string::npos);
+    // The cheapest currency first: no code change, no throughput.
+    CHECK(findingOf(r, "capacity").firstMove.rfind("set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", 0) == 0);
+}
+
+TEST_CASE("No OOM, no allocator replay", "[analysis][ladder]")
+{
+    const auto trace = loadReal("pt27_kk_memory_ctx128_fullstep.pickle");
+    CHECK_FALSE(DeviceReport::compute(*trace, 0).allocator);
+}
