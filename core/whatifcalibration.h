@@ -6,6 +6,7 @@
 
 #include "core/loader.h"
 #include "core/memoryanalysis.h"
+#include "core/traceconfig.h"
 #include "core/whatifprojection.h"
 
 #include <optional>
@@ -24,21 +25,6 @@ public:
     std::string flag; ///< "--measured-micro-batch"
 };
 
-/// What the user states about the measured run (each optional).
-struct StatedConfig {
-    std::optional<int> microBatch, seq, devices, accum;
-    std::optional<Precision> precision;
-    std::optional<OptimizerKind> optimizer;
-};
-
-/// One value of the measured configuration and how it is known.
-struct MeasuredItem {
-    std::string key;    ///< micro_batch, seq, precision, devices, accum, optimizer, flash_attention, ...
-    std::string value;  ///< "" when unknown
-    std::string how;    ///< "read", "stated", "assumed", "unknown"
-    std::string detail; ///< where it was read from
-};
-
 struct Calibration {
     WhatIfBaseline baseline;
     std::vector<MeasuredItem> measured;
@@ -53,12 +39,6 @@ struct Calibration {
     /// Throws WhatIfMissingValue when `target` moves a lever whose measured value is unknown.
     void require(const LeverConfig& target) const;
 };
-
-/// Reads the measured configuration from annotations and `user_metadata` strings
-/// (`micro_batch=4`, `seq_len=1024`, `precision=bf16`, `world_size=8`, ...), the optimizer's
-/// `record_function` name, and (with `dims`) tensor sizes: an activation of b*s*h elements,
-/// attention scores of b*a*s^2.
-StatedConfig readTraceConfig(const LoadedTrace& trace, size_t deviceIndex, std::vector<MeasuredItem>* how = nullptr);
 
 /// Builds the baseline from a steady-state iteration of the device. `dims` (optional, may be
 /// invalid) supplies layers / hidden / heads when known.
