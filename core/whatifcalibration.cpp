@@ -17,6 +17,7 @@ namespace {
 
 constexpr int64_t kTiny = 1 << 20; // below this a temporary counts as constant (workspaces, scalars)
 constexpr double kMaxFragRatio = 0.20; // fragmentation per transient byte, at most
+constexpr int64_t kMinBlock = 512;     // the caching allocator's smallest block
 
 struct Live {
     std::map<TensorCategory, int64_t> byCat;
@@ -419,7 +420,7 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
         if (c == TensorCategory::Parameter)
             paramSizes.insert(sz);
     const bool amp = p0 && (*p0 == Precision::AmpBf16 || *p0 == Precision::AmpFp16);
-    double lin = 0, quad = 0, cache = 0, batchT = 0, constT = 0;
+    double lin = 0, quad = 0, cache = 0, batchT = 0, constT = 0, small = 0;
     // Sizes of b*s^2 tensors that the stacks place in attention (scores, softmax, the dropout
     // masks of the same shape): when the stacks tell, they decide, not divisibility.
     std::set<int64_t> attentionSizes;
@@ -433,6 +434,16 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
     }
     // Unclassified memory that lives through the whole iteration is state (an optimizer outside
     // torch.optim, a cache), not a batch-sized temporary: it does not grow with the batch.
+    // A temporary below kTiny counts as constant (workspaces, scalars) unless it has a token
+    // dimension: a multiple of b*s elements of at least 4 bytes. On a small model the logits,
+    // the loss's log-probabilities and their gradients are all below 1 MiB and grow with the
+    // batch (whatif --verify on the CPU matrix's decoder: 0 B projected against 2 MiB at x4).
+    const int64_t tokens = b0 && s0 ? int64_t(*b0) * *s0 : 0;
+    // The allocator's smallest block is left out: a tensor that fits in it does not shrink
+    // with the batch, and its true size (below 512 bytes) says when it starts to grow.
+    auto batchShaped = [&](int64_t sz) {
+        return sz >= kTiny || (tokens > 0 && sz > kMinBlock && sz >= 4 * tokens && sz % tokens == 0);
+    };
     auto persistent = [&](size_t i) {
         const Allocation& al = tl.allocations[L1.index[i]];
         return al.start < it.startEvent && (al.end == Allocation::kStillAlive || al.end > it.endEvent);
@@ -440,6 +451,14 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
     for (size_t i = 0; i < L1.allocs.size(); ++i) {
         const auto [c, sz] = L1.allocs[i];
         if (isActivation(c)) {
+            if (sz <= kMinBlock) {
+                // In the allocator's smallest block: it does not shrink with the batch and grows
+                // only once its true size (unknown, below 512 bytes) passes the block, but there
+                // is one per step of the sequence (the CPU matrix's LSTM keeps 384 per-step
+                // tensors there: 192 KiB that follow the sequence, not the batch).
+                small += double(sz);
+                continue;
+            }
             if (amp && paramSizes.count(sz * 2)) {
                 cache += double(sz); // the autocast cast of an fp32 weight, saved for backward
                 continue;
@@ -468,17 +487,18 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
             }
             (isQuad ? quad : lin) += double(sz);
         } else if (isTemporary(c)) {
-            (sz < kTiny || (c == TensorCategory::Unknown && persistent(i)) ? constT : batchT) += double(sz);
+            (!batchShaped(sz) || (c == TensorCategory::Unknown && persistent(i)) ? constT : batchT) += double(sz);
         }
     }
     s.actLin = measured(lin);
+    s.actSmall = measured(small);
     s.actQuad = measured(quad);
     s.autocastCache = measured(cache);
     s.logits = measured(batchT);
     s.constTemp = measured(constT);
     double bwdT = 0;
     for (const auto& [c, sz] : L3.allocs)
-        if ((isActivation(c) || isTemporary(c)) && sz >= kTiny)
+        if ((isActivation(c) || isTemporary(c)) && batchShaped(sz))
             bwdT += double(sz);
     s.bwdTemp = measured(bwdT);
     s.optTemp = measured(optTemps);
@@ -538,7 +558,7 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
         s.layers = 24;
         s.layersGuessed = true;
     }
-    const double A1 = lin + quad + cache + batchT;
+    const double A1 = lin + quad + cache + batchT + small;
     const double F1 = double(tl.reserved[size_t(e1)] - tl.allocated[size_t(e1)]);
     if (A1 > 0 && F1 >= 0) {
         // Capped: at the peaks of the real snapshots 1.3-19% of reserved memory is unallocated;

@@ -64,6 +64,12 @@ WhatIfState withPrecision(WhatIfState s, Precision p)
     // matrix), so the ratio is known to about 30%.
     for (Term* a : {&s.actLin, &s.actQuad})
         scale(*a, af, 0.30);
+    // Batch-sized temporaries (logits, the loss's log-probabilities, their gradients) stay
+    // fp32 under autocast, which computes the loss in fp32; only pure 16-bit halves them.
+    const bool pure0 = p0 == Precision::Bf16, pure1 = p == Precision::Bf16;
+    if (pure0 != pure1)
+        for (Term* t : {&s.logits, &s.bwdTemp, &s.optAct})
+            scale(*t, pure1 ? 0.5 : 2.0, 0.20);
     if (s.torchAutocast) {
         const bool amp1 = p == Precision::AmpBf16 || p == Precision::AmpFp16;
         s.autocastCache.bytes = amp1 ? 2.0 * P : 0.0;
@@ -136,6 +142,10 @@ WhatIfState withShape(WhatIfState s, int b, int k, int seq)
     const double err = (rs != 1.0 ? 0.10 : 0.05) + 0.08 * std::abs(std::log(r));
     scale(s.actLin, r, err);
     scale(s.actQuad, r * rs, err);
+    // Tensors in the smallest block grow with the batch only once their true size, somewhere
+    // below 512 bytes, passes it: taken at half the block (growth from twice the batch), with
+    // no growth and full growth as the band's ends.
+    scale(s.actSmall, rs * std::max(1.0, rb / 2), rb > 1 ? std::max(err, 0.5) : err);
     for (Term* t : {&s.logits, &s.bwdTemp, &s.optAct})
         scale(*t, r, err);
     // Temporaries below 1 MiB are read as constant (workspaces, scalars); on a small model the

@@ -106,11 +106,13 @@ MultiFit fitCalibrationRuns(const std::vector<Calibration>& runs, const WhatIfCo
     }
     if (seqX.size() >= 2) {
         // What the model holds constant at the first run (after any micro-batch fit) is
-        // taken as independent of the sequence; the rest is a s + q s^2.
-        const double rest = m0 - batchPart(s);
+        // taken as independent of the sequence, the smallest-block activations as linear in
+        // it (one per step); the batch part is a s + q s^2.
+        const double small0 = s.actSmall.bytes;
+        const double rest = m0 - batchPart(s) - small0;
         std::vector<double> seqY;
-        for (double m : seqM)
-            seqY.push_back(m - rest);
+        for (size_t i = 0; i < seqM.size(); ++i)
+            seqY.push_back(seqM[i] - rest - small0 * seqX[i] / s0);
         auto [a, q] = linQuad(seqX, seqY);
         if (q < 0) { // no quadratic growth measured: a line through the origin
             double sxy = 0, sxx = 0;

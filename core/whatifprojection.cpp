@@ -117,7 +117,7 @@ WhatIfBaseline analyticBaseline(const ModelDims& dims, const LeverConfig& config
 double storedActivations(const WhatIfState& s, double* linOut, double* quadOut)
 {
     const LeverConfig& c = s.config;
-    double lin = s.actLin.bytes + s.autocastCache.bytes;
+    double lin = s.actLin.bytes + s.actSmall.bytes + s.autocastCache.bytes;
     double quad = c.flashAttention ? 0.0 : s.actQuad.bytes;
     const double L = std::max(1, s.layers);
     if (c.checkpoint == Checkpointing::Selective) {
@@ -284,9 +284,10 @@ Projection evaluate(const WhatIfState& s, const WhatIfBaseline& base, const What
     const LeverConfig& c = s.config;
     double lin = 0, quad = 0;
     storedActivations(s, &lin, &quad);
-    const double linScale = s.actLin.bytes + s.autocastCache.bytes > 0 ? lin / (s.actLin.bytes + s.autocastCache.bytes) : 0;
+    const double linStored = s.actLin.bytes + s.actSmall.bytes + s.autocastCache.bytes;
+    const double linScale = linStored > 0 ? lin / linStored : 0;
     Term aLin = s.actLin, aQuad = s.actQuad, cache = s.autocastCache;
-    aLin.bytes *= linScale;
+    aLin.bytes = (s.actLin.bytes + s.actSmall.bytes) * linScale; // one component: small ones are linear activations too
     cache.bytes *= linScale;
     aQuad.bytes = quad;
     Term gFwd = s.grads;

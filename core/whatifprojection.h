@@ -38,6 +38,8 @@ struct WhatIfState {
     double gradFwdFraction = 0; ///< share of G alive at the start of backward when accum == 1
     Term actLin;        ///< saved activations linear in b*s (incl. logits kept for backward)
     Term actQuad;       ///< attention scores, masks, softmax: b*s^2 (0 with FlashAttention measured)
+    Term actSmall;      ///< saved activations in the allocator's smallest block (512 B): one per
+                        ///< step of the sequence, too small to grow with the batch
     Term autocastCache; ///< 16-bit copies of fp32 weights saved for backward (torch.autocast)
     Term logits;        ///< batch-proportional temporaries at the start of backward
     Term bwdTemp;       ///< batch-proportional temporaries at the end of backward
