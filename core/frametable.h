@@ -59,7 +59,13 @@ private:
     std::unordered_map<uint64_t, uint32_t> m_frameIndex; // key hash -> first id (chained by probe)
     std::vector<uint32_t> m_stackFrames;
     std::vector<uint32_t> m_stackOffsets; // size stackCount()+1
-    std::unordered_multimap<uint64_t, uint32_t> m_stackIndex;
+    // Stacks are looked up once per trace entry whose traceback the file did not share
+    // (most of them: Python's pickler shares only the very same list object), so the index
+    // is an open-addressing table of stack ids (0 = free) with each stack's hash kept
+    // beside it: a probe compares the hash before the frames, and growing rehashes nothing.
+    std::vector<uint32_t> m_stackSlots;
+    std::vector<uint64_t> m_stackHashes; // per stack id
+    void growStackIndex();
 };
 
 } // namespace headroom

@@ -8,17 +8,6 @@ namespace headroom {
 using Value = PickleValue;
 using Tag = PickleValue::Tag;
 
-Value PickleDocument::resolve(Value v) const
-{
-    const Tag t = v.tag();
-    if (t == Tag::List || t == Tag::Dict || t == Tag::Tuple) {
-        const Slot& s = m_slots[v.payload()];
-        if (s.kind == Tag::Frame || s.kind == Tag::Stack || s.kind == Tag::Event)
-            return Value::make(s.kind, s.payload);
-    }
-    return v;
-}
-
 std::span<const Value> PickleDocument::storageOf(uint64_t container) const
 {
     const Slot& s = m_slots[container];

@@ -70,7 +70,17 @@ public:
 
     /// A container whose content was converted (frame dict, frame list, trace entry)
     /// resolves to its Frame/Stack/Event value; everything else is returned as is.
-    Value resolve(Value v) const;
+    /// Inline: the parser calls it for every memo read and every container item.
+    Value resolve(Value v) const
+    {
+        const Tag t = v.tag();
+        if (t == Tag::List || t == Tag::Dict || t == Tag::Tuple) {
+            const Slot& s = m_slots[v.payload()];
+            if (s.kind == Tag::Frame || s.kind == Tag::Stack || s.kind == Tag::Event)
+                return Value::make(s.kind, s.payload);
+        }
+        return v;
+    }
 
     bool isList(Value v) const;  ///< list or tuple (interchangeable in snapshots)
     bool isDict(Value v) const;
