@@ -1,41 +1,41 @@
 // SPDX-License-Identifier: MIT
 #include "ui/analysiscontroller.h"
 
-#include <QPointer>
-#include <QtConcurrent/QtConcurrentRun>
+#include "ui/backgroundjob.h"
 
 namespace headroom {
 
 AnalysisController::AnalysisController(QObject* parent)
     : QObject(parent)
+    , m_job(new BackgroundJob(this))
 {
     qRegisterMetaType<ExplorerDataPtr>();
 }
 
+bool AnalysisController::isRunning() const
+{
+    return m_job->isRunning();
+}
+
 void AnalysisController::analyze(std::shared_ptr<const LoadedTrace> trace, int deviceIndex)
 {
-    const quint64 generation = ++m_generation;
     if (!trace || deviceIndex < 0 || deviceIndex >= static_cast<int>(trace->snapshot.devices.size())) {
-        m_running = false;
+        m_job->cancel();
         return;
     }
-    m_running = true;
+    m_job->start(
+        [trace = std::move(trace), deviceIndex, capacity = m_defaultCapacity](BackgroundJob::Control& control) {
+            if (control.isCancelled())
+                return ExplorerDataPtr();
+            return ExplorerData::compute(trace, static_cast<size_t>(deviceIndex), capacity);
+        },
+        [this](const ExplorerDataPtr& data) { emit analysisAvailable(data); });
     emit analysisStarted();
-    QPointer<AnalysisController> self(this);
-    QtConcurrent::run([trace = std::move(trace), deviceIndex, capacity = m_defaultCapacity] {
-        return ExplorerData::compute(trace, static_cast<size_t>(deviceIndex), capacity);
-    }).then(this, [self, generation](ExplorerDataPtr data) {
-        if (!self || generation != self->m_generation)
-            return; // stale: a newer request (or clear) came in meanwhile
-        self->m_running = false;
-        emit self->analysisAvailable(data);
-    });
 }
 
 void AnalysisController::clear()
 {
-    ++m_generation;
-    m_running = false;
+    m_job->cancel();
 }
 
 } // namespace headroom

@@ -7,10 +7,13 @@
 
 namespace headroom {
 
-/// Runs ExplorerData::compute on the thread pool after a load or a device change.
-/// Latest wins: a newer request makes every older result stale (a generation counter,
-/// as hotspot's JobTracker); the worker captures values only, never `this`, and the
-/// result comes back through QFuture::then on this object's thread.
+class BackgroundJob;
+
+/// Runs ExplorerData::compute on the thread pool (a BackgroundJob) after a load or a
+/// device change. Latest wins: a newer request or clear() cancels the running analysis
+/// and nothing arrives from it. ExplorerData::compute cannot check a flag, so a cancelled
+/// analysis that has already begun runs to its end on the pool and its result is
+/// dropped; one still queued behind other work does not start at all.
 class AnalysisController : public QObject {
     Q_OBJECT
 public:
@@ -23,15 +26,14 @@ public:
     /// the next analysis.
     void setDefaultCapacity(int64_t bytes) { m_defaultCapacity = bytes; }
     int64_t defaultCapacity() const { return m_defaultCapacity; }
-    bool isRunning() const { return m_running; }
+    bool isRunning() const;
 
 signals:
     void analysisStarted();
     void analysisAvailable(const headroom::ExplorerDataPtr& data);
 
 private:
-    quint64 m_generation = 0;
-    bool m_running = false;
+    BackgroundJob* m_job;
     int64_t m_defaultCapacity = 0;
 };
 

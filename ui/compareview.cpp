@@ -2,8 +2,9 @@
 #include "ui/compareview.h"
 
 #include "core/minmaxpyramid.h"
-#include "ui/byteaxisticker.h"
 #include "core/loaderror.h"
+#include "ui/backgroundjob.h"
+#include "ui/byteaxisticker.h"
 #include "ui/categorystyle.h"
 #include "ui/deferredrebuild.h"
 
@@ -19,7 +20,6 @@
 #include <QSplitter>
 #include <QTableWidget>
 #include <QVBoxLayout>
-#include <QtConcurrent>
 
 namespace headroom {
 
@@ -55,6 +55,7 @@ CompareView::CompareView(Selection*, QWidget* parent)
     , m_plot(new QCustomPlot(this))
     , m_summary(new QTableWidget(0, 4, this))
     , m_differences(new QTableWidget(0, 5, this))
+    , m_job(new BackgroundJob(this))
 {
     m_pick->setToolTip(tr("Open another snapshot (the same run before and after a fix, another rank, "
                           "another micro-batch) and compare it with this one"));
@@ -65,11 +66,6 @@ CompareView::CompareView(Selection*, QWidget* parent)
                                                           tr("Traces (*.pickle *.pkl *.gz *.json *.hrt *.html);;All files (*)"));
         if (!path.isEmpty())
             compareWith(path);
-    });
-    connect(&m_watcher, &QFutureWatcher<Other>::finished, this, [this] {
-        m_other = m_watcher.result();
-        refresh();
-        emit comparisonReady();
     });
 
     m_plot->setMinimumHeight(160);
@@ -113,11 +109,6 @@ CompareView::CompareView(Selection*, QWidget* parent)
     refresh();
 }
 
-CompareView::~CompareView()
-{
-    m_watcher.waitForFinished();
-}
-
 void CompareView::setData(const ExplorerDataPtr& data)
 {
     m_data = data;
@@ -127,30 +118,43 @@ void CompareView::setData(const ExplorerDataPtr& data)
 
 void CompareView::compareWith(const QString& path)
 {
-    if (m_watcher.isRunning())
-        return;
     m_otherPath = path;
     m_other = {};
     const int ordinal = m_data ? m_data->device().device : -1;
     m_status->setText(tr("Loading and analysing %1\u2026").arg(QFileInfo(path).fileName().toHtmlEscaped()));
-    m_watcher.setFuture(QtConcurrent::run([path, ordinal] {
-        Other o;
-        try {
-            o.trace = Loader::load(path.toStdString());
-            const auto& devs = o.trace->snapshot.devices;
-            if (devs.empty())
-                throw LoadError(path.toStdString(), LoadError::kNoOffset, "a trace with at least one device");
-            o.deviceIndex = 0; // the same device ordinal when the other file has it
-            for (size_t i = 0; i < devs.size(); ++i)
-                if (devs[i].device == ordinal)
-                    o.deviceIndex = i;
-            o.analysis = std::make_shared<const DeviceAnalysis>(analyzeDevice(*o.trace, o.deviceIndex));
-        } catch (const std::exception& e) {
-            o = {};
-            o.error = QString::fromUtf8(e.what());
-        }
-        return o;
-    }));
+    m_job->start(
+        [path, ordinal](BackgroundJob::Control& control) {
+            Other o;
+            try {
+                LoadOptions options;
+                options.cancel = control.cancelFlag();
+                o.trace = Loader::load(path.toStdString(), options);
+                const auto& devs = o.trace->snapshot.devices;
+                if (devs.empty())
+                    throw LoadError(path.toStdString(), LoadError::kNoOffset, "a trace with at least one device");
+                o.deviceIndex = 0; // the same device ordinal when the other file has it
+                for (size_t i = 0; i < devs.size(); ++i)
+                    if (devs[i].device == ordinal)
+                        o.deviceIndex = i;
+                if (control.isCancelled()) // analyzeDevice cannot stop half-way: do not begin it
+                    return Other{};
+                o.analysis = std::make_shared<const DeviceAnalysis>(analyzeDevice(*o.trace, o.deviceIndex));
+            } catch (const std::exception& e) { // LoadCancelled too: its result is dropped
+                o = {};
+                o.error = QString::fromUtf8(e.what());
+            }
+            return o;
+        },
+        [this](const Other& other) {
+            m_other = other;
+            refresh();
+            emit comparisonReady();
+        });
+}
+
+bool CompareView::isLoading() const
+{
+    return m_job->isRunning();
 }
 
 QString CompareView::statusText() const
@@ -168,7 +172,7 @@ void CompareView::refresh()
     } else if (!m_data) {
         m_status->setText(tr("Open a file first; then compare it with another one."));
     } else if (!m_other.trace) {
-        if (!m_watcher.isRunning())
+        if (!m_job->isRunning())
             m_status->setText(tr("Pick another snapshot to compare with this one."));
     } else {
         m_comparison = Comparison::compute({m_data->trace.get(), m_data->deviceIndex, &m_data->analysis},

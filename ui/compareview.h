@@ -4,7 +4,6 @@
 #include "core/snapshotcompare.h"
 #include "ui/explorerview.h"
 
-#include <QFutureWatcher>
 #include <QWidget>
 
 #include <memory>
@@ -17,6 +16,7 @@ class QTableWidget;
 
 namespace headroom {
 
+class BackgroundJob;
 class DeferredRebuild;
 
 /// Two snapshots side by side: the file on screen against another one the user picks
@@ -24,12 +24,11 @@ class DeferredRebuild;
 /// on a shared axis (progress through each trace), the peaks and the category totals at
 /// each peak with their differences, and the allocations live at one peak and not at the
 /// other (by innermost frame and size). The other file loads and is analysed in the
-/// background; errors are shown in the view.
+/// background (latest pick wins; closing never waits for it); errors are shown in the view.
 class CompareView : public QWidget, public ExplorerView {
     Q_OBJECT
 public:
     explicit CompareView(Selection* selection, QWidget* parent = nullptr);
-    ~CompareView() override;
 
     QString viewId() const override { return QStringLiteral("compare"); }
     QString viewTitle() const override { return tr("Compare"); }
@@ -37,9 +36,10 @@ public:
     void setData(const ExplorerDataPtr& data) override;
     void selectionChanged(const SelectionState&, Selection::Fields) override {}
 
-    /// Loads `path` in the background and compares it with the file on screen.
+    /// Loads `path` in the background and compares it with the file on screen; replaces
+    /// a comparison still loading.
     void compareWith(const QString& path);
-    bool isLoading() const { return m_watcher.isRunning(); }
+    bool isLoading() const;
     const std::optional<Comparison>& comparison() const { return m_comparison; }
     QTableWidget* summaryTable() const { return m_summary; }
     QTableWidget* differencesTable() const { return m_differences; }
@@ -66,7 +66,7 @@ private:
     ExplorerDataPtr m_data;
     Other m_other;
     QString m_otherPath;
-    QFutureWatcher<Other> m_watcher;
+    BackgroundJob* m_job;
     std::optional<Comparison> m_comparison;
     DeferredRebuild* m_curves = nullptr;
 };

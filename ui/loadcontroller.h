@@ -9,19 +9,17 @@
 #include <memory>
 #include <vector>
 
-class QTimer;
-
 Q_DECLARE_METATYPE(std::shared_ptr<const headroom::LoadedTrace>)
 
 namespace headroom {
 
+class BackgroundJob;
 struct TimelineCurves;
 
-/// Loads snapshot files off the GUI thread. Only the latest request counts: a new
-/// load() or cancel() cancels the running job cooperatively (its atomic flag) and
-/// drops whatever it still produces. The worker shares only a small job state with
-/// the controller (never `this`); progress is polled from it on the GUI thread, so
-/// every signal is emitted on the GUI thread.
+/// Loads snapshot files off the GUI thread through a BackgroundJob. Only the latest
+/// request counts: a new load() or cancel() cancels the running job cooperatively (the
+/// loader checks its flag) and drops whatever it still produces. Every signal is emitted
+/// on the GUI thread.
 class LoadController : public QObject {
     Q_OBJECT
 public:
@@ -30,7 +28,7 @@ public:
 
     void load(const QString& path);
     void cancel();
-    bool isLoading() const { return m_job != nullptr; }
+    bool isLoading() const;
     /// The path of the running load; empty when idle.
     QString loadingPath() const { return m_loadingPath; }
 
@@ -47,17 +45,12 @@ signals:
     void loadCancelled(const QString& path);
 
 private:
-    struct Job;
     struct Result;
 
-    void pollProgress();
-    void finish(quint64 generation, const Result& result);
+    void finish(const Result& result);
 
-    std::shared_ptr<Job> m_job;
-    quint64 m_generation = 0;
+    BackgroundJob* m_job;
     QString m_loadingPath;
-    QTimer* m_progressTimer;
-    int m_lastPermille = -1;
 };
 
 } // namespace headroom

@@ -6,6 +6,7 @@
 #include "core/summary.h"
 #include "ui/aboutdialog.h"
 #include "ui/analysiscontroller.h"
+#include "ui/backgroundjob.h"
 #include "ui/categorystyle.h"
 #include "ui/explorer.h"
 #include "ui/filechangewatcher.h"
@@ -22,6 +23,7 @@
 #include <QApplication>
 #include <QCloseEvent>
 #include <QComboBox>
+#include <QDir>
 #include <QDragEnterEvent>
 #include <QDropEvent>
 #include <QElapsedTimer>
@@ -56,6 +58,8 @@ MainWindow::MainWindow(QWidget* parent)
     , m_summary(new QLabel(this))
     , m_progress(new QProgressBar(this))
     , m_cancelButton(new QPushButton(tr("Cancel"), this))
+    , m_saveJob(new BackgroundJob(this))
+    , m_saveProgress(new QProgressBar(this))
 {
     setWindowTitle(tr("Headroom"));
     setAcceptDrops(true);
@@ -104,6 +108,12 @@ MainWindow::MainWindow(QWidget* parent)
     m_progress->setFormat(QStringLiteral("%p%"));
     statusBar()->addPermanentWidget(m_progress);
     statusBar()->addPermanentWidget(m_cancelButton);
+    m_saveProgress->setObjectName(QStringLiteral("saveProgress"));
+    m_saveProgress->setRange(0, 0);
+    m_saveProgress->setMaximumWidth(120);
+    m_saveProgress->setToolTip(tr("Saving"));
+    m_saveProgress->hide();
+    statusBar()->addPermanentWidget(m_saveProgress);
     setLoading(false);
     updateSummary();
 
@@ -153,9 +163,8 @@ void MainWindow::createActions()
         const QString path = QFileDialog::getSaveFileName(this, tr("Save as Headroom Trace"),
                                                           QFileInfo(m_path).completeBaseName() + QStringLiteral(".hrt"),
                                                           tr("Headroom traces (*.hrt)"));
-        QString error;
-        if (!path.isEmpty() && !saveAs(path, &error))
-            QMessageBox::warning(this, tr("Save failed"), error);
+        if (!path.isEmpty())
+            saveAs(path);
     });
     m_saveAsAction->setShortcut(QKeySequence::SaveAs);
     m_saveAsAction->setEnabled(false);
@@ -327,7 +336,7 @@ void MainWindow::setTrace(const QString& path, std::shared_ptr<const LoadedTrace
     m_reloadToolBar->hide();
     setStartPageShown(false); // already hidden when the load started; this covers a rank picked in Ranks
     m_reloadAction->setEnabled(true);
-    m_saveAsAction->setEnabled(true);
+    m_saveAsAction->setEnabled(!m_saveJob->isRunning());
     setWindowTitle(tr("%1 \u2014 Headroom").arg(QFileInfo(path).fileName()));
     setWindowFilePath(path);
 
@@ -403,22 +412,53 @@ void MainWindow::updateSummary()
     m_summary->setText(parts.join(QStringLiteral("  \u00B7  ")));
 }
 
-bool MainWindow::saveAs(const QString& path, QString* error)
+void MainWindow::saveAs(const QString& path)
 {
-    if (!m_trace) {
-        *error = tr("No file is open.");
-        return false;
+    if (!m_trace || m_saveJob->isRunning())
+        return; // the action is disabled then
+    NativeFormat::WriteOptions options;
+    options.userData = m_explorer->userData(m_trace->snapshot.userData); // what-if settings, read here
+    m_saveJob->start(
+        [trace = m_trace, file = path.toStdString(), options](BackgroundJob::Control&) {
+            // The write does not check the flag: a save runs to its end (atomically) even
+            // when the window closes.
+            try {
+                NativeFormat::write(trace->snapshot, file, options);
+            } catch (const std::exception& e) {
+                return QString::fromStdString(e.what());
+            }
+            return QString();
+        },
+        [this, path](const QString& error) { saveFinished(path, error); });
+    m_saveAsAction->setEnabled(false);
+    m_saveProgress->show();
+    statusBar()->showMessage(tr("Saving %1\u2026").arg(QFileInfo(path).fileName()));
+}
+
+bool MainWindow::isSaving() const
+{
+    return m_saveJob->isRunning();
+}
+
+void MainWindow::saveFinished(const QString& path, const QString& error)
+{
+    m_saveProgress->hide();
+    m_saveAsAction->setEnabled(bool(m_trace));
+    const QString name = QFileInfo(path).fileName();
+    if (error.isEmpty()) {
+        statusBar()->showMessage(tr("Saved %1").arg(name), 4000);
+        emit saved(path);
+        return;
     }
-    try {
-        NativeFormat::WriteOptions options;
-        options.userData = m_explorer->userData(m_trace->snapshot.userData); // what-if settings
-        NativeFormat::write(m_trace->snapshot, path.toStdString(), options);
-    } catch (const std::exception& e) {
-        *error = QString::fromStdString(e.what());
-        return false;
-    }
-    statusBar()->showMessage(tr("Saved %1").arg(QFileInfo(path).fileName()), 4000);
-    return true;
+    statusBar()->showMessage(tr("Could not save %1").arg(name), 6000);
+    // Window-modal but not blocking, as the load error.
+    auto* box = new QMessageBox(QMessageBox::Warning, tr("Save failed"),
+                                tr("Headroom could not save %1.").arg(QDir::toNativeSeparators(path)), QMessageBox::Ok, this);
+    box->setObjectName(QStringLiteral("saveErrorBox"));
+    box->setInformativeText(error);
+    box->setAttribute(Qt::WA_DeleteOnClose);
+    box->open();
+    emit saveFailed(path, error);
 }
 
 bool MainWindow::exportPostmortem(const QString& directory, QString* error)

@@ -18,6 +18,7 @@ class QToolBar;
 namespace headroom {
 
 struct LoadedTrace;
+class BackgroundJob;
 class LoadController;
 class Explorer;
 class FileChangeWatcher;
@@ -28,8 +29,9 @@ class StartPage;
 class TimelineView;
 
 /// Files, menus, the device picker and the status bar. The views live in an Explorer
-/// (the composition root) as docks; loading runs in a LoadController, so the window
-/// stays responsive and a failed load leaves the previous file on screen.
+/// (the composition root) as docks; loading runs in a LoadController and saving in a
+/// BackgroundJob, so the window stays responsive and a failed load leaves the previous
+/// file on screen.
 class MainWindow : public QMainWindow {
     Q_OBJECT
 public:
@@ -48,8 +50,11 @@ public:
     bool selectDevice(int ordinal);
     /// Index into `snapshot.devices` of the device on screen; -1 without a file.
     int currentDevice() const;
-    /// File ▸ Save As: the native format (.hrt); false with `error` set on failure.
-    bool saveAs(const QString& path, QString* error);
+    /// File ▸ Save As: writes the native format (.hrt) in the background (the file on
+    /// screen as it is now); saved() or saveFailed() follows, and on failure an error box
+    /// naming the file. The write is atomic: a failed save leaves an existing file as it was.
+    void saveAs(const QString& path);
+    bool isSaving() const;
     /// File ▸ Export Postmortem into `directory`.
     bool exportPostmortem(const QString& directory, QString* error);
 
@@ -65,6 +70,10 @@ public:
     void showShortcuts();
     void showAbout();
 
+signals:
+    void saved(const QString& path);
+    void saveFailed(const QString& path, const QString& message);
+
 protected:
     void dragEnterEvent(QDragEnterEvent* event) override;
     void dropEvent(QDropEvent* event) override;
@@ -76,6 +85,7 @@ private:
     void setTrace(const QString& path, std::shared_ptr<const LoadedTrace> trace);
     void showDevice(int index);
     void showLoadError(const QString& path, const QString& message);
+    void saveFinished(const QString& path, const QString& error);
     void setLoading(bool loading);
     void updateSummary();
     void setStartPageShown(bool shown);
@@ -91,6 +101,8 @@ private:
     QLabel* m_summary;
     QProgressBar* m_progress;
     QPushButton* m_cancelButton;
+    BackgroundJob* m_saveJob;
+    QProgressBar* m_saveProgress; ///< busy while a save runs: the writer reports no progress
     StartPage* m_startPage = nullptr;
     ReloadBar* m_reloadBar = nullptr;
     QToolBar* m_reloadToolBar = nullptr;

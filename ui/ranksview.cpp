@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "ui/ranksview.h"
 
+#include "core/loaderror.h"
+#include "ui/backgroundjob.h"
 #include "ui/categorystyle.h"
 
 #include <QFileDialog>
@@ -11,7 +13,6 @@
 #include <QPushButton>
 #include <QTableWidget>
 #include <QVBoxLayout>
-#include <QtConcurrent>
 
 #include <algorithm>
 
@@ -27,6 +28,7 @@ RanksView::RanksView(Selection*, QWidget* parent)
     , m_add(new QPushButton(tr("Add rank files\u2026"), this))
     , m_status(new QLabel(this))
     , m_table(new QTableWidget(0, ColumnCount, this))
+    , m_job(new BackgroundJob(this))
 {
     m_add->setToolTip(tr("Add the snapshots of the other ranks of this run (one file per process)"));
     m_status->setWordWrap(true);
@@ -52,15 +54,6 @@ RanksView::RanksView(Selection*, QWidget* parent)
                 emit showRequested(QString::fromStdString(r.file), t, r.device);
     });
     connect(m_table, &QTableWidget::cellDoubleClicked, m_table, &QTableWidget::cellActivated);
-    connect(&m_watcher, &QFutureWatcher<Loaded>::finished, this, [this] {
-        Loaded l = m_watcher.result();
-        for (auto& t : l.traces)
-            if (std::none_of(m_traces.begin(), m_traces.end(), [&](const auto& x) { return x->snapshot.path == t->snapshot.path; }))
-                m_traces.push_back(std::move(t));
-        m_errors = l.errors;
-        rebuild();
-        emit filesAdded();
-    });
 
     auto* top = new QHBoxLayout;
     top->addWidget(m_status, 1);
@@ -72,11 +65,6 @@ RanksView::RanksView(Selection*, QWidget* parent)
     rebuild();
 }
 
-RanksView::~RanksView()
-{
-    m_watcher.waitForFinished();
-}
-
 void RanksView::setData(const ExplorerDataPtr& data)
 {
     m_data = data;
@@ -86,6 +74,8 @@ void RanksView::setData(const ExplorerDataPtr& data)
     // Another rank of the same set keeps the set; an unrelated file starts a new one.
     const bool known = std::any_of(m_traces.begin(), m_traces.end(), [&](const auto& t) { return t == data->trace; });
     if (!known) {
+        m_job->cancel(); // rank files still loading belong to the previous set
+        m_pending.clear();
         m_traces = {data->trace};
         m_errors.clear();
     }
@@ -94,20 +84,40 @@ void RanksView::setData(const ExplorerDataPtr& data)
 
 void RanksView::addFiles(const QStringList& paths)
 {
-    if (m_watcher.isRunning())
-        return;
-    m_status->setText(tr("Loading %n rank file(s)\u2026", nullptr, int(paths.size())));
-    m_watcher.setFuture(QtConcurrent::run([paths] {
-        Loaded l;
-        for (const QString& p : paths) {
-            try {
-                l.traces.push_back(Loader::load(p.toStdString()));
-            } catch (const std::exception& e) {
-                l.errors << QString::fromUtf8(e.what());
+    for (const QString& p : paths)
+        if (!m_pending.contains(p))
+            m_pending << p;
+    m_status->setText(tr("Loading %n rank file(s)\u2026", nullptr, int(m_pending.size())));
+    m_job->start(
+        [paths = m_pending](BackgroundJob::Control& control) {
+            Loaded l;
+            LoadOptions options;
+            options.cancel = control.cancelFlag();
+            for (const QString& p : paths) {
+                try {
+                    l.traces.push_back(Loader::load(p.toStdString(), options));
+                } catch (const LoadCancelled&) {
+                    break; // the result is dropped
+                } catch (const std::exception& e) {
+                    l.errors << QString::fromUtf8(e.what());
+                }
             }
-        }
-        return l;
-    }));
+            return l;
+        },
+        [this](Loaded l) {
+            m_pending.clear();
+            for (auto& t : l.traces)
+                if (std::none_of(m_traces.begin(), m_traces.end(), [&](const auto& x) { return x->snapshot.path == t->snapshot.path; }))
+                    m_traces.push_back(std::move(t));
+            m_errors = l.errors;
+            rebuild();
+            emit filesAdded();
+        });
+}
+
+bool RanksView::isLoading() const
+{
+    return m_job->isRunning();
 }
 
 QString RanksView::statusText() const

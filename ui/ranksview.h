@@ -5,7 +5,7 @@
 #include "ui/loadcontroller.h" // the LoadedTrace pointer metatype
 #include "ui/explorerview.h"
 
-#include <QFutureWatcher>
+#include <QStringList>
 #include <QWidget>
 
 #include <memory>
@@ -17,6 +17,8 @@ class QTableWidget;
 
 namespace headroom {
 
+class BackgroundJob;
+
 /// Every rank and device at a glance: the devices of the file on screen plus the rank files
 /// the user adds (one per process of a distributed run), one row per rank and device with
 /// its peak, how far that peak is from the median of the ranks (the imbalance ZeRO/FSDP
@@ -26,7 +28,6 @@ class RanksView : public QWidget, public ExplorerView {
     Q_OBJECT
 public:
     explicit RanksView(Selection* selection, QWidget* parent = nullptr);
-    ~RanksView() override;
 
     QString viewId() const override { return QStringLiteral("ranks"); }
     QString viewTitle() const override { return tr("Ranks"); }
@@ -34,9 +35,10 @@ public:
     void setData(const ExplorerDataPtr& data) override;
     void selectionChanged(const SelectionState&, Selection::Fields) override {}
 
-    /// Loads rank files in the background and adds their rows.
+    /// Loads rank files in the background and adds their rows. Files added while others
+    /// still load join them: the running job is replaced by one that loads them all.
     void addFiles(const QStringList& paths);
-    bool isLoading() const { return m_watcher.isRunning(); }
+    bool isLoading() const;
     const std::vector<RankTable::Row>& rows() const { return m_rows; }
     QTableWidget* table() const { return m_table; }
     QString statusText() const;
@@ -60,7 +62,8 @@ private:
     std::vector<std::shared_ptr<const LoadedTrace>> m_traces; ///< the file on screen first
     std::vector<RankTable::Row> m_rows;
     QStringList m_errors;
-    QFutureWatcher<Loaded> m_watcher;
+    QStringList m_pending; ///< the files the running job loads
+    BackgroundJob* m_job;
 };
 
 } // namespace headroom

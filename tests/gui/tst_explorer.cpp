@@ -33,6 +33,7 @@
 #include <QFileInfo>
 #include <QLabel>
 #include <QLineEdit>
+#include <QMessageBox>
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QSignalSpy>
@@ -90,6 +91,13 @@ struct Analysed {
 
     Explorer& explorer() { return *window.explorer(); }
     const ExplorerData& data() { return *window.explorer()->data(); }
+    /// File ▸ Save As, waited for: the write runs in the background.
+    bool saveAs(const QString& path)
+    {
+        QSignalSpy saved(&window, &MainWindow::saved);
+        window.saveAs(path);
+        return saved.count() > 0 || saved.wait(kTimeoutMs);
+    }
 };
 
 } // namespace
@@ -316,7 +324,7 @@ TEST_CASE("notes and bookmarks: Ctrl+B, edited in place, saved with the trace, i
     CHECK(text.contains(QStringLiteral("Adam moments \\| fp32")));
 
     const QString hrt = dir.filePath(QStringLiteral("noted.hrt"));
-    REQUIRE(a.window.saveAs(hrt, &error));
+    REQUIRE(a.saveAs(hrt));
     Analysed b(hrt);
     const auto& again = b.explorer().bookmarks()->bookmarks();
     REQUIRE(again.size() == 2);
@@ -540,9 +548,43 @@ TEST_CASE("every view exports to PNG, SVG and PDF; postmortem and Save As")
     CHECK(QFileInfo(report + QStringLiteral("/whatif.png")).size() > 1000);
 
     const QString hrt = dir.filePath(QStringLiteral("saved.hrt"));
-    REQUIRE(a.window.saveAs(hrt, &error));
+    REQUIRE(a.saveAs(hrt));
     const auto reloaded = Loader::load(hrt.toStdString());
     CHECK(reloaded->timelines[0].peakAllocated == a.data().timeline().peakAllocated);
+}
+
+TEST_CASE("Save As off the GUI thread: a failure names the file; closing with jobs running does not wait")
+{
+    QTemporaryDir dir;
+    const QString hrt = dir.filePath(QStringLiteral("no such folder/saved.hrt"));
+    {
+        Analysed a(realTrace("pt27_silmont_mem_snapshot.pickle"));
+        QSignalSpy failed(&a.window, &MainWindow::saveFailed);
+        a.window.saveAs(hrt);
+        CHECK(a.window.isSaving());
+        REQUIRE((failed.count() > 0 || failed.wait(kTimeoutMs)));
+        CHECK_FALSE(a.window.isSaving());
+        CHECK(failed.at(0).at(0).toString() == hrt);
+        auto* box = a.window.findChild<QMessageBox*>(QStringLiteral("saveErrorBox"));
+        REQUIRE(box);
+        CHECK(box->text().contains(QStringLiteral("saved.hrt")));
+        CHECK_FALSE(box->informativeText().isEmpty());
+        CHECK_FALSE(QFileInfo::exists(hrt));
+
+        // Every kind of job at once, then the window goes: its destructor returns while
+        // they run (their workers see the cancel flag or finish on their own).
+        const QString big = realTrace("pt27_kk_memory_ctx128_fullstep.pickle");
+        a.window.saveAs(dir.filePath(QStringLiteral("saved.hrt")));
+        a.explorer().compare()->compareWith(big);
+        a.explorer().ranks()->addFiles({big});
+        a.window.openFile(big);
+        CHECK(a.window.isSaving());
+        CHECK(a.explorer().compare()->isLoading());
+        CHECK(a.explorer().ranks()->isLoading());
+        CHECK(a.window.loadController()->isLoading());
+    }
+    // The save that was running when the window closed still completes, atomically.
+    REQUIRE(QTest::qWaitFor([&] { return QFileInfo::exists(dir.filePath(QStringLiteral("saved.hrt"))); }, kTimeoutMs));
 }
 
 TEST_CASE("what-if: docked, calibrated on the analysis, settings saved with the trace and in the postmortem")
@@ -578,7 +620,7 @@ TEST_CASE("what-if: docked, calibrated on the analysis, settings saved with the 
     CHECK(text.contains(QStringLiteral("Projected peak")));
 
     const QString hrt = dir.filePath(QStringLiteral("with_whatif.hrt"));
-    REQUIRE(a.window.saveAs(hrt, &error));
+    REQUIRE(a.saveAs(hrt));
     const auto reloaded = Loader::load(hrt.toStdString());
     CHECK(reloaded->snapshot.userData.find("\"micro_batch\":3") != std::string::npos);
 
