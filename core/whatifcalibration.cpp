@@ -416,9 +416,12 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
 
     // 5. Activations and temporaries at the start of backward.
     std::set<int64_t> paramSizes;
+    std::map<int64_t, int> castsLeft; ///< per weight size: how many casts of it may still be seen
     for (const auto& [c, sz] : L1.allocs)
-        if (c == TensorCategory::Parameter)
+        if (c == TensorCategory::Parameter) {
             paramSizes.insert(sz);
+            ++castsLeft[sz];
+        }
     const bool amp = p0 && (*p0 == Precision::AmpBf16 || *p0 == Precision::AmpFp16);
     double lin = 0, quad = 0, cache = 0, batchT = 0, constT = 0, small = 0;
     // Sizes of b*s^2 tensors that the stacks place in attention (scores, softmax, the dropout
@@ -459,8 +462,13 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
                 small += double(sz);
                 continue;
             }
-            if (amp && paramSizes.count(sz * 2)) {
-                cache += double(sz); // the autocast cast of an fp32 weight, saved for backward
+            // The autocast cast of an fp32 weight, saved for backward: half a weight's size,
+            // at most one per weight of that size. Sizes alone cannot tell a cast from an
+            // activation of the same size (b*s equal to the hidden size makes every b*s*h
+            // bf16 activation half an h*h weight), so the rest of that size are activations.
+            if (amp && paramSizes.count(sz * 2) && castsLeft[sz * 2] > 0) {
+                --castsLeft[sz * 2];
+                cache += double(sz);
                 continue;
             }
             bool isQuad = false;

@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: MIT
+// Calibration rules checked on a real CPU recording (tests/data/cpu/decoder_base.pickle,
+// Debian's PyTorch 1.13, micro-batch 2, sequence 128, fp32): what grows with the batch.
+#include "core/loader.h"
+#include "core/memoryanalysis.h"
+#include "core/whatifcalibration.h"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+using namespace headroom;
+
+TEST_CASE("A small model's logits grow with the batch although they are under 1 MiB", "[whatif][rules]")
+{
+    const auto trace = Loader::load(std::string(HEADROOM_SOURCE_DIR) + "/tests/data/cpu/decoder_base.pickle");
+    const Calibration cal = calibrate(*trace, 0, analyzeDevice(*trace, 0), {});
+    REQUIRE(cal.known("micro_batch"));
+    const WhatIfBaseline& b = cal.baseline;
+    // The logits (b*s*V floats, 512 KiB here) and the loss's gradients have a token dimension.
+    CHECK(b.logits.bytes >= 512.0 * 1024);
+    LeverConfig t = b.config;
+    t.microBatch = 2 * b.config.microBatch;
+    const Projection p0 = project(b, b.config, {}, deviceForCapacity(0));
+    const Projection p1 = project(b, t, {}, deviceForCapacity(0));
+    CHECK(p1.componentAt(StepPhase::StartOfBackward, "temporaries_batch") ==
+          Approx(2 * p0.componentAt(StepPhase::StartOfBackward, "temporaries_batch")));
+}
+
+TEST_CASE("Activations in the allocator's smallest block follow the sequence, not the batch", "[whatif][rules]")
+{
+    WhatIfBaseline b;
+    b.calibrated = true;
+    b.config.microBatch = 2;
+    b.config.seq = 64;
+    b.config.precision = Precision::Fp32;
+    b.actSmall = {192.0 * 1024, 0.01, Provenance::Measured};
+    auto stored = [&](int microBatch, int seq) {
+        LeverConfig t = b.config;
+        t.microBatch = microBatch;
+        t.seq = seq;
+        return project(b, t, {}, deviceForCapacity(0)).componentAt(StepPhase::StartOfBackward, "activations_linear");
+    };
+    CHECK(stored(1, 64) == Approx(192.0 * 1024));     // no smaller than a block
+    CHECK(stored(4, 64) == Approx(192.0 * 1024));     // at half a block, twice the batch fills it
+    CHECK(stored(8, 64) == Approx(2 * 192.0 * 1024)); // then it grows
+    CHECK(stored(2, 128) == Approx(2 * 192.0 * 1024)); // one per step of the sequence
+}
+
+TEST_CASE("Autocast casts are at most one per weight; the rest of that size are activations", "[whatif][rules]")
+{
+    // Real CPU recordings under bf16 autocast where micro-batch x sequence equals the hidden
+    // size: the b*s*h activations have the casts' size. Counted as casts they did not grow
+    // with the batch (-13.1% at twice the batch); capped at one per weight, -1.5%.
+    const std::string dir = std::string(HEADROOM_SOURCE_DIR) + "/tests/data/cpu/";
+    const auto before = Loader::load(dir + "amp_bs_eq_h_mb2.pickle");
+    const auto after = Loader::load(dir + "amp_bs_eq_h_mb4.pickle");
+    const Calibration cal = calibrate(*before, 0, analyzeDevice(*before, 0), {});
+    REQUIRE(cal.baseline.config.precision == Precision::AmpBf16);
+    CHECK(cal.baseline.autocastCache.bytes <= 0.5 * cal.baseline.weights.bytes + 1.0);
+    LeverConfig t = cal.baseline.config;
+    t.microBatch = 4;
+    const double projected = project(cal.baseline, t, {}, deviceForCapacity(0)).peakAllocated;
+    const double measured = double(after->timelines[0].peakAllocated);
+    CHECK(std::abs(projected - measured) / measured < 0.05);
+}
