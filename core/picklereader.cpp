@@ -171,28 +171,53 @@ void PickleParser::run()
         case 'r': { m_sawBinput = true; const uint32_t i = u32("the LONG_BINPUT index"); memoPut(i, top(op)); break; }
         case 'h': case 'j': { // BINGET, LONG_BINGET
             // Memo reads come in runs (the 30-50 frames of a traceback are one each): the
-            // run is read here rather than one trip through the switch per read.
+            // run is read here rather than one trip through the switch per read, with the
+            // cursor, the memo and the stack top in locals: through the members, every
+            // store of a value made the compiler reload them all.
             const uint8_t* at = op;
+            const uint8_t* const end = m_end;
+            Value* const memo = m_memo.data();
+            const size_t memoSize = m_memo.size();
             while (true) {
                 uint64_t index;
-                if (*at == 'h') {
-                    m_p = at + 1;
-                    need(1, "the BINGET index");
-                    index = at[1];
-                    m_p = at + 2;
-                } else {
-                    m_p = at + 1;
-                    need(4, "the LONG_BINGET index");
+                const uint8_t* next;
+                if (*at == 'j') {
+                    if (end - at < 5) {
+                        m_p = at + 1;
+                        need(4, "the LONG_BINGET index");
+                    }
                     uint32_t k;
                     std::memcpy(&k, at + 1, 4);
                     index = k;
-                    m_p = at + 5;
+                    next = at + 5;
+                } else {
+                    if (end - at < 2) {
+                        m_p = at + 1;
+                        need(1, "the BINGET index");
+                    }
+                    index = at[1];
+                    next = at + 2;
                 }
-                m_stack.push_back(memoGet(at, index));
-                at = m_p;
-                if (at >= m_end || (*at != 'h' && *at != 'j'))
+                Value v;
+                if (index < memoSize && memo[index].tag() != Tag::Mark) [[likely]] {
+                    v = memo[index];
+                    // Path compression: a converted frame dict or frame list is stored back
+                    // as its Frame/Stack value, so later reads skip the slot lookup.
+                    const Value r = m_doc.resolve(v);
+                    if (!(r == v)) {
+                        memo[index] = r;
+                        v = r;
+                    }
+                } else {
+                    m_p = next;
+                    v = memoGetSparse(at, index);
+                }
+                m_stack.push_back(v);
+                at = next;
+                if (at >= end || (*at != 'h' && *at != 'j'))
                     break;
             }
+            m_p = at;
             break;
         }
         case 'J': { const uint32_t v = u32("a BININT"); m_stack.push_back(Value::makeInt(int32_t(v))); break; }
