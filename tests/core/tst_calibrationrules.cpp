@@ -64,3 +64,22 @@ TEST_CASE("Autocast casts are at most one per weight; the rest of that size are 
     const double measured = double(after->timelines[0].peakAllocated);
     CHECK(std::abs(projected - measured) / measured < 0.05);
 }
+
+TEST_CASE("An optimizer outside torch.optim: its unclassified state does not grow with the batch", "[whatif][rules]")
+{
+    // A hand-written Adam whose moments live in one flat 1.08 MiB buffer created outside any
+    // annotated phase: unclassified, alive through every iteration. Scaled with the batch it
+    // added a megabyte per doubling; held constant, micro-batch 2 -> 4 lands within 1%.
+    const std::string dir = std::string(HEADROOM_SOURCE_DIR) + "/tests/data/cpu/";
+    const auto before = Loader::load(dir + "extopt_mb2.pickle");
+    const auto after = Loader::load(dir + "extopt_mb4.pickle");
+    const DeviceAnalysis a = analyzeDevice(*before, 0);
+    CHECK(a.atEnd.byCategory[size_t(TensorCategory::Unknown)] >= (1 << 20));
+    const Calibration cal = calibrate(*before, 0, a, {});
+    CHECK(cal.baseline.constTemp.bytes >= (1 << 20));
+    LeverConfig t = cal.baseline.config;
+    t.microBatch = 4;
+    const double projected = project(cal.baseline, t, {}, deviceForCapacity(0)).peakAllocated;
+    const double measured = double(after->timelines[0].peakAllocated);
+    CHECK(std::abs(projected - measured) / measured < 0.01);
+}
