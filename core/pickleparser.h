@@ -7,10 +7,12 @@
 // a million-event snapshot is some 35 million opcodes, most of them memo reads.
 
 #include "core/loaderror.h"
+#include "core/pageprefaulter.h"
 #include "core/pickledocument.h"
 #include "core/picklereader.h"
 
 #include <cstring>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -196,6 +198,9 @@ private:
     }
     Value memoGetSparse(const uint8_t* op, uint64_t index);
     void checkpoint();
+    /// The arrays that grow with the file, reserved by its size, and their prefaulting.
+    void reserveGrowing();
+    void advancePrefault();
 
     PickleDocument& m_doc;
     const uint8_t* m_begin;
@@ -217,6 +222,7 @@ private:
     bool m_sawMemoize = false;
     bool m_sawBinput = false;
     bool m_sawFrame = false;
+    std::unique_ptr<PagePrefaulter> m_prefault; // large files only
 };
 
 } // namespace headroom::detail
