@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
 #include "ui/capturebar.h"
 
-#include <QFutureWatcher>
+#include "ui/backgroundjob.h"
+
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QScrollArea>
 #include <QToolButton>
 #include <QVBoxLayout>
-#include <QtConcurrent/QtConcurrentRun>
 
 namespace headroom {
 
@@ -36,6 +36,7 @@ CaptureBar::CaptureBar(QWidget* parent)
     , m_summary(new QLabel(this))
     , m_details(new QLabel(this))
     , m_detailsButton(new QToolButton(this))
+    , m_job(new BackgroundJob(this))
 {
     setObjectName(QStringLiteral("captureBar"));
     setFrameShape(QFrame::StyledPanel);
@@ -96,21 +97,17 @@ CaptureBar::~CaptureBar() = default;
 
 void CaptureBar::examine(std::shared_ptr<const LoadedTrace> trace)
 {
-    const quint64 generation = ++m_generation;
     if (!trace) {
+        m_job->cancel();
         setFindings({});
         emit findingsReady(false);
         return;
     }
-    auto* watcher = new QFutureWatcher<std::vector<CaptureFinding>>(this);
-    connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, generation] {
-        watcher->deleteLater();
-        if (generation != m_generation)
-            return; // a later file is being examined
-        setFindings(watcher->result());
-        emit findingsReady(!m_findings.empty());
-    });
-    watcher->setFuture(QtConcurrent::run([trace = std::move(trace)] { return CaptureDoctor::examine(*trace); }));
+    m_job->start([trace = std::move(trace)](BackgroundJob::Control&) { return CaptureDoctor::examine(*trace); },
+                 [this](const std::vector<CaptureFinding>& findings) {
+                     setFindings(findings);
+                     emit findingsReady(!m_findings.empty());
+                 });
 }
 
 void CaptureBar::setFindings(const std::vector<CaptureFinding>& findings)

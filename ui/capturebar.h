@@ -14,6 +14,8 @@ class QToolButton;
 
 namespace headroom {
 
+class BackgroundJob;
+
 /// The bar above the timeline that says what the open capture cannot show and how to
 /// record one that can (the same findings as `headroom-cli doctor`). One line with the
 /// first warning (it never makes the window taller than a line), a Details button for
@@ -53,7 +55,7 @@ private:
     QLabel* m_details;
     QScrollArea* m_detailsArea;
     QToolButton* m_detailsButton;
-    quint64 m_generation = 0;
+    BackgroundJob* m_job; ///< the latest file's examination wins
 };
 
 } // namespace headroom

@@ -3,16 +3,15 @@
 
 #include "core/loader.h"
 #include "core/units.h"
+#include "ui/backgroundjob.h"
 #include "ui/categorystyle.h"
 
 #include <QDialogButtonBox>
 #include <QFileInfo>
-#include <QFutureWatcher>
 #include <QHeaderView>
 #include <QLabel>
 #include <QTableWidget>
 #include <QVBoxLayout>
-#include <QtConcurrent/QtConcurrentRun>
 
 #include <cmath>
 
@@ -56,31 +55,32 @@ WhatIfVerifyDialog::WhatIfVerifyDialog(const WhatIfBaseline& before, const Lever
 
     // A copy of everything the worker needs: the dialog may close before it is done.
     const std::string path = afterPath.toStdString();
-    auto* watcher = new QFutureWatcher<Outcome>(this);
-    connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher] {
-        const Outcome o = watcher->result();
-        watcher->deleteLater();
-        m_done = true;
-        m_error = o.error;
-        if (o.error.isEmpty())
-            present(o.v);
-        else
-            m_summary->setText(QStringLiteral("<b>%1</b>").arg(o.error.toHtmlEscaped()));
-        emit verified();
-    });
-    watcher->setFuture(QtConcurrent::run([before, target, moved, k, device, path]() -> Outcome {
-        Outcome o;
-        try {
-            const auto after = Loader::load(path);
-            if (after->snapshot.devices.empty())
-                throw std::runtime_error(path + ": no device to compare with");
-            const LeverConfig t = configOfAfter(target, moved, *after, 0);
-            o.v = verifyProjection(before, t, k, device, *after, 0);
-        } catch (const std::exception& e) {
-            o.error = QString::fromStdString(e.what());
-        }
-        return o;
-    }));
+    auto* job = new BackgroundJob(this);
+    job->start(
+        [before, target, moved, k, device, path](BackgroundJob::Control& control) -> Outcome {
+            Outcome o;
+            try {
+                LoadOptions options;
+                options.cancel = control.cancelFlag();
+                const auto after = Loader::load(path, options);
+                if (after->snapshot.devices.empty())
+                    throw std::runtime_error(path + ": no device to compare with");
+                const LeverConfig t = configOfAfter(target, moved, *after, 0);
+                o.v = verifyProjection(before, t, k, device, *after, 0);
+            } catch (const std::exception& e) {
+                o.error = QString::fromStdString(e.what());
+            }
+            return o;
+        },
+        [this](const Outcome& o) {
+            m_done = true;
+            m_error = o.error;
+            if (o.error.isEmpty())
+                present(o.v);
+            else
+                m_summary->setText(QStringLiteral("<b>%1</b>").arg(o.error.toHtmlEscaped()));
+            emit verified();
+        });
 }
 
 WhatIfVerifyDialog::~WhatIfVerifyDialog() = default;
