@@ -25,13 +25,15 @@ PagePrefaulter::~PagePrefaulter()
     }
 }
 
-size_t PagePrefaulter::track(const void* base, size_t capacityBytes)
+size_t PagePrefaulter::track(const void* base, size_t capacityBytes, Access access, size_t lead)
 {
     if (m_count == kMaxRegions || m_thread.joinable())
         return kMaxRegions;
     Region& r = m_regions[m_count];
     r.base = static_cast<const uint8_t*>(base);
     r.capacity = capacityBytes;
+    r.access = access;
+    r.lead = lead != 0 ? lead : m_lead;
     return m_count++;
 }
 
@@ -72,15 +74,20 @@ void PagePrefaulter::loop()
             Region& r = m_regions[i];
             if (r.retired.load(std::memory_order_relaxed))
                 continue;
-            const size_t target = std::min(r.capacity, r.used.load(std::memory_order_relaxed) + m_lead);
-            // In steps of half the lead (2 MiB: one huge page), not a syscall per checkpoint.
-            if (target <= r.populated || (target < r.capacity && target < r.populated + m_lead / 2))
+            const size_t used = r.used.load(std::memory_order_relaxed);
+            // Behind the writer there is nothing to gain (and a read region's pages there
+            // have been released): a helper that fell behind skips ahead.
+            r.populated = std::max(r.populated, used);
+            const size_t target = std::min(r.capacity, used + r.lead);
+            // In steps of half the lead, not a syscall per checkpoint.
+            if (target <= r.populated || (target < r.capacity && target < r.populated + r.lead / 2))
                 continue;
             // Page-aligned bounds; the pages at the edges may hold other data (the malloc
             // header, a neighbour): populating them changes nothing.
             const uintptr_t from = reinterpret_cast<uintptr_t>(r.base + r.populated) / page * page;
             const uintptr_t to = (reinterpret_cast<uintptr_t>(r.base + target) + page - 1) / page * page;
-            if (::madvise(reinterpret_cast<void*>(from), to - from, MADV_POPULATE_WRITE) != 0)
+            const int advice = r.access == Access::Write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ;
+            if (::madvise(reinterpret_cast<void*>(from), to - from, advice) != 0)
                 r.retired.store(true, std::memory_order_relaxed); // refused or unmapped: stop here
             r.populated = target;
             worked = true;

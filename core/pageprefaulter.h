@@ -31,9 +31,13 @@ public:
     PagePrefaulter(const PagePrefaulter&) = delete;
     PagePrefaulter& operator=(const PagePrefaulter&) = delete;
 
+    enum class Access : uint8_t { Write, Read };
     /// Registers the reserved storage [base, base + capacityBytes), before start(); returns
     /// its number for advance(). Ignored (returns kMaxRegions) when the table is full.
-    size_t track(const void* base, size_t capacityBytes);
+    /// Read: a file mapping the writer reads front to back (MADV_POPULATE_READ maps the
+    /// page-cache pages, which a reader of a file too large to prefault whole would fault
+    /// in 64 KiB at a time); `lead` 0 = the prefaulter's.
+    size_t track(const void* base, size_t capacityBytes, Access access = Access::Write, size_t lead = 0);
     void start();
     /// The writer has used `usedBytes` of region `r`, whose storage is now at `base`.
     void advance(size_t r, const void* base, size_t usedBytes);
@@ -47,6 +51,8 @@ private:
         std::atomic<size_t> used{0};
         std::atomic<bool> retired{false};
         size_t populated = 0; // the helper's own
+        size_t lead = 0;
+        Access access = Access::Write;
     };
     void loop();
 

@@ -71,6 +71,9 @@ void PickleParser::reserveGrowing()
     track(m_doc.m_eventActionString);
     track(m_doc.m_slots);
     track(m_memo);
+    // The input, read 8 MiB ahead: Loader releases what the parser has passed, so resident
+    // memory stays a few MiB of the file however large it is.
+    m_prefault->track(m_begin, bytes, PagePrefaulter::Access::Read, size_t(8) << 20);
     m_prefault->start();
 }
 
@@ -89,6 +92,7 @@ void PickleParser::advancePrefault()
     advance(m_doc.m_eventActionString);
     advance(m_doc.m_slots);
     advance(m_memo);
+    m_prefault->advance(r, m_begin, static_cast<size_t>(m_p - m_begin));
     m_prefault->notify();
 }
 
