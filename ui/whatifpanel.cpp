@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "ui/whatifpanel.h"
 
+#include "ui/calibrationruns.h"
 #include "ui/categorystyle.h"
 #include "ui/whatifchart.h"
 #include "ui/whatifconstantsdialog.h"
@@ -10,6 +11,7 @@
 #include "core/diagnosis.h"
 #include "core/memoryanalysis.h"
 #include "core/units.h"
+#include "core/whatifmultifit.h"
 #include "core/whatifsettings.h"
 
 #include <QCheckBox>
@@ -25,6 +27,7 @@
 #include <QPushButton>
 #include <QScrollArea>
 #include <QScrollBar>
+#include <QSignalBlocker>
 #include <QSlider>
 #include <QSpinBox>
 #include <QSplitter>
@@ -46,7 +49,7 @@ QString projected(double bytes) { return formatBytesQ(int64_t(bytes), 1); }
 } // namespace
 
 
-WhatIfPanel::WhatIfPanel(QWidget* parent) : QWidget(parent)
+WhatIfPanel::WhatIfPanel(QWidget* parent) : QWidget(parent), m_runs(new CalibrationRuns(this))
 {
     m_device = *devicePreset("80gib");
     buildUi();
@@ -139,6 +142,11 @@ void WhatIfPanel::buildUi()
     mf->addRow(tr("sequence"), m_measuredS);
     mf->addRow(tr("precision"), m_measuredP);
     mf->addRow(tr("devices"), m_measuredD);
+    m_addRunButton = new QPushButton(tr("Add a Calibration Run\u2026"), measuredBox);
+    m_addRunButton->setObjectName(QStringLiteral("whatifAddRun"));
+    m_addRunButton->setToolTip(tr("Another snapshot of the same job at another micro-batch or sequence length: "
+                                  "the batch terms are then measured, not inferred (headroom-cli whatif FILE1 FILE2)"));
+    mf->addRow(m_addRunButton);
     m_measuredInfo = new QLabel(measuredBox);
     m_measuredInfo->setWordWrap(true);
     mf->addRow(m_measuredInfo);
@@ -233,6 +241,17 @@ void WhatIfPanel::buildUi()
     connect(m_measuredD, qOverload<int>(&QSpinBox::valueChanged), this, measuredChanged);
     connect(m_fit, &QPushButton::clicked, this, [this] { rebuildLadder(); });
     connect(m_constantsButton, &QPushButton::clicked, this, [this] { editConstants(); });
+    connect(m_addRunButton, &QPushButton::clicked, this, [this] {
+        const QString path = QFileDialog::getOpenFileName(this, tr("Another Run of the Same Job"), QString(),
+                                                          tr("Memory snapshots (*.pickle *.pkl *.gz *.hrt *.json);;All files (*)"));
+        if (!path.isEmpty())
+            addCalibrationRun(path);
+    });
+    connect(m_runs, &CalibrationRuns::changed, this, [this] { recalibrate(); });
+    connect(m_runs, &CalibrationRuns::failed, this, [this](const QString& why) {
+        m_runsText = tr("<b>Run not added</b>: %1").arg(why.toHtmlEscaped());
+        recalibrate();
+    });
     connect(m_compareButton, &QPushButton::clicked, this, [this] {
         const QString path = QFileDialog::getOpenFileName(this, tr("The Run That Followed"), QString(),
                                                           tr("Memory snapshots (*.pickle *.pkl *.gz *.hrt *.json);;All files (*)"));
@@ -251,6 +270,11 @@ void WhatIfPanel::buildUi()
 void WhatIfPanel::setTrace(std::shared_ptr<const LoadedTrace> trace, int deviceIndex,
                            std::shared_ptr<const DeviceAnalysis> analysis)
 {
+    if (trace != m_trace) { // the added runs belong to the job of the previous file
+        const QSignalBlocker blocker(m_runs);
+        m_runs->clear();
+        m_runsText.clear();
+    }
     m_trace = std::move(trace);
     m_analysis = std::move(analysis);
     m_deviceIndex = deviceIndex;
@@ -344,6 +368,18 @@ void WhatIfPanel::recalibrate()
         if (!m_analysis)
             m_analysis = std::make_shared<const DeviceAnalysis>(analyzeDevice(*m_trace, size_t(m_deviceIndex)));
         m_cal = calibrate(*m_trace, size_t(m_deviceIndex), *m_analysis, m_stated, m_dims.value_or(ModelDims{}), m_k);
+        if (!m_runs->runs().empty()) {
+            std::vector<Calibration> runs{*m_cal};
+            runs.insert(runs.end(), m_runs->runs().begin(), m_runs->runs().end());
+            const MultiFit fit = fitCalibrationRuns(runs, m_k);
+            m_cal->baseline = fit.baseline;
+            m_runsText = fit.microBatchFit || fit.sequenceFit
+                             ? tr("Fitted on %1 runs (this one and %2): largest residual %3%")
+                                   .arg(fit.runs)
+                                   .arg(m_runs->names().join(QStringLiteral(", ")))
+                                   .arg(fit.residual * 100, 0, 'f', 1)
+                             : tr("The added runs differ in neither micro-batch alone nor sequence alone: not used");
+        }
         m_base = m_cal->baseline;
         m_haveBase = true;
         m_config = m_base.config;
@@ -353,6 +389,8 @@ void WhatIfPanel::recalibrate()
                 lines << QStringLiteral("%1 = %2 <i>(%3)</i>")
                              .arg(QString::fromStdString(m.key), m.value.empty() ? QStringLiteral("?") : QString::fromStdString(m.value),
                                   QString::fromStdString(m.how));
+        if (!m_runsText.isEmpty())
+            lines << m_runsText;
         m_measuredInfo->setText(lines.join(QStringLiteral("<br>")));
     } catch (const std::exception& e) {
         m_error = QString::fromUtf8(e.what());
@@ -569,6 +607,12 @@ void WhatIfPanel::rebuildLadder()
     }
     if (!m_ladder.fitsAsIs && m_ladder.firstFit < 0)
         m_ladderList->addItem(tr("No rung fits: see the alternatives by currency (headroom-cli ladder)."));
+}
+
+void WhatIfPanel::addCalibrationRun(const QString& path)
+{
+    m_runsText.clear();
+    m_runs->add(path, m_stated, m_k);
 }
 
 WhatIfVerifyDialog* WhatIfPanel::compareWithRun(const QString& path)

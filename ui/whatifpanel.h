@@ -28,6 +28,7 @@ class QSpinBox;
 
 namespace headroom {
 
+class CalibrationRuns;
 class WhatIfChart;
 class WhatIfVerifyDialog;
 
@@ -69,6 +70,10 @@ public:
     /// capacity, the step time and the ladder up to its first fitting rung.
     QString markdown() const;
     double lastRecomputeMicroseconds() const { return m_lastRecomputeUs; }
+    /// "Add a Calibration Run": another snapshot of the same job at another micro-batch or
+    /// sequence refits the batch terms (read in the background; calibrationRunsChanged follows).
+    void addCalibrationRun(const QString& path);
+    CalibrationRuns* calibrationRuns() const { return m_runs; }
     /// "Compare with a measured run": the projection against the run at `path` that followed
     /// (opens a dialog, which reads the run in the background). Null without a calibration.
     WhatIfVerifyDialog* compareWithRun(const QString& path);
@@ -139,6 +144,9 @@ private:
     QPushButton* m_fit = nullptr;
     QPushButton* m_constantsButton = nullptr;
     QPushButton* m_compareButton = nullptr;
+    QPushButton* m_addRunButton = nullptr;
+    CalibrationRuns* m_runs = nullptr;
+    QString m_runsText; ///< what the added runs' fit says (or why a run was refused)
     QComboBox* m_spendFirstCombo = nullptr;
 };
 

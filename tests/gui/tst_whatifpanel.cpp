@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "ui/whatifconstantsdialog.h"
+#include "ui/calibrationruns.h"
 #include "ui/whatifpanel.h"
 #include "ui/whatifverifydialog.h"
 
@@ -253,4 +254,36 @@ TEST_CASE("Compare with a measured run: the projection against the run that foll
     if (const char* shot = std::getenv("HEADROOM_WHATIF_VERIFY_SCREENSHOT"))
         dialog->grab().save(QString::fromLocal8Bit(shot));
     dialog->close();
+}
+
+TEST_CASE("Add a calibration run: a second micro-batch refits the batch terms", "[gui][whatif][runs]")
+{
+    // CPU recordings of one job at micro-batch 2 and 4 (they record their configuration).
+    const std::string dir = std::string(HEADROOM_SOURCE_DIR) + "/tests/data/cpu/";
+    WhatIfPanel panel;
+    panel.resize(1100, 720);
+    panel.show();
+    panel.setTrace(Loader::load(dir + "extopt_mb2.pickle"), 0);
+    REQUIRE(panel.calibrationError().isEmpty());
+    QSignalSpy changed(panel.calibrationRuns(), &CalibrationRuns::changed);
+    panel.addCalibrationRun(QString::fromStdString(dir + "extopt_mb4.pickle"));
+    REQUIRE((changed.count() > 0 || changed.wait(90000)));
+    REQUIRE(panel.calibrationRuns()->runs().size() == 1);
+    bool said = false;
+    for (QLabel* l : panel.findChildren<QLabel*>())
+        said |= l->text().contains(QStringLiteral("Fitted on 2 runs"));
+    CHECK(said);
+    if (const char* shot = std::getenv("HEADROOM_WHATIF_RUNS_SCREENSHOT"))
+        panel.grab().save(QString::fromLocal8Bit(shot));
+    // Through the slider, to a micro-batch neither run measured: the fit's projection.
+    panel.findChildren<QSlider*>().at(0)->setValue(8);
+    CHECK(panel.config().microBatch == 8);
+    CHECK(panel.projection().peakAllocated > 0);
+
+    // A file that does not record its micro-batch is refused with the reason.
+    QSignalSpy failed(panel.calibrationRuns(), &CalibrationRuns::failed);
+    panel.addCalibrationRun(QStringLiteral(HEADROOM_SAMPLE_DIR "/pt27_silmont_mem_snapshot.pickle"));
+    REQUIRE((failed.count() > 0 || failed.wait(90000)));
+    CHECK(failed.front().front().toString().contains(QStringLiteral("does not tell its micro-batch")));
+    CHECK(panel.calibrationRuns()->runs().size() == 1);
 }
