@@ -148,6 +148,8 @@ void PickleParser::memoPut(uint64_t index, Value v)
     } else if (index < m_memo.size()) {
         if (m_memo[index] == kUnset)
             ++m_memoCount;
+        else
+            m_runCache.clear(); // an overwritten entry: cached runs may name it
         m_memo[index] = v;
     } else if (index <= m_memo.size() + 4096) {
         m_memo.resize(index + 1, kUnset);
@@ -157,6 +159,8 @@ void PickleParser::memoPut(uint64_t index, Value v)
         // Sparse: a far-away index must not make us allocate gigabytes.
         if (m_sparseMemo.insert_or_assign(index, v).second)
             ++m_memoCount;
+        else
+            m_runCache.clear();
     }
 }
 
@@ -336,11 +340,50 @@ void PickleParser::appendItems(const uint8_t* op, size_t from)
         for (size_t i = 0; i < n; ++i)
             m_ids.push_back(static_cast<uint32_t>(items[i].payload()));
         slot = {Tag::Stack, m_doc.m_frames->internStack(m_ids)};
+        if (op == m_pendingRun.end) // the run tryCachedStack() saw: next time it is a lookup
+            m_runCache.insert(m_pendingRun.begin, static_cast<size_t>(m_pendingRun.end - m_pendingRun.begin),
+                              m_pendingRun.hash, slot.payload);
     } else if (n > 0) {
         auto& st = storageFor(target.payload());
         st.insert(st.end(), items, items + n);
     }
     m_stack.resize(from);
+}
+
+} // namespace headroom::detail
+
+namespace headroom::detail {
+
+bool PickleParser::tryCachedStack()
+{
+    if (m_stack.empty())
+        return false;
+    const Value list = m_stack.back();
+    if (list.tag() != Tag::List)
+        return false;
+    PickleDocument::Slot& slot = m_doc.m_slots[list.payload()];
+    if (slot.kind != Tag::List || slot.payload != PickleDocument::kNoStorage)
+        return false;
+    const uint8_t* q = m_p;
+    while (q < m_end) {
+        if (*q == 'j' && m_end - q >= 5)
+            q += 5;
+        else if (*q == 'h' && m_end - q >= 2)
+            q += 2;
+        else
+            break;
+    }
+    if (q == m_p || q >= m_end || *q != 'e')
+        return false;
+    const size_t n = static_cast<size_t>(q - m_p);
+    const uint64_t h = StackRunCache::hashRun(m_p, n);
+    if (const uint32_t stack = m_runCache.find(m_p, n, h); stack != StackRunCache::kMissing) {
+        slot = {Tag::Stack, stack};
+        m_p = q + 1;
+        return true;
+    }
+    m_pendingRun = {m_p, q, h};
+    return false;
 }
 
 } // namespace headroom::detail

@@ -10,6 +10,7 @@
 #include "core/pageprefaulter.h"
 #include "core/pickledocument.h"
 #include "core/picklereader.h"
+#include "core/stackruncache.h"
 
 #include <cstring>
 #include <memory>
@@ -198,6 +199,10 @@ private:
     }
     Value memoGetSparse(const uint8_t* op, uint64_t index);
     void checkpoint();
+    /// At a MARK: when a fresh list is on top and a run of memo reads and APPENDS follow
+    /// whose bytes were seen before as a frame list, makes the list that stack and skips
+    /// past the APPENDS. Otherwise notes the run for appendItems() to remember.
+    bool tryCachedStack();
     /// The arrays that grow with the file, reserved by its size, and their prefaulting.
     void reserveGrowing();
     void advancePrefault();
@@ -223,6 +228,12 @@ private:
     bool m_sawBinput = false;
     bool m_sawFrame = false;
     std::unique_ptr<PagePrefaulter> m_prefault; // large files only
+    StackRunCache m_runCache;
+    struct PendingRun {
+        const uint8_t* begin = nullptr;
+        const uint8_t* end = nullptr; // the APPENDS opcode
+        uint64_t hash = 0;
+    } m_pendingRun;
 };
 
 } // namespace headroom::detail

@@ -159,7 +159,10 @@ void PickleParser::run()
             checkpoint();
             return; // trailing bytes (HTML padding) are ignored
         }
-        case '(': m_marks.push_back(m_stack.size()); break;
+        case '(': // MARK
+            if (!tryCachedStack())
+                m_marks.push_back(m_stack.size());
+            break;
         case '}': m_stack.push_back(newContainer(Tag::Dict)); break;
         case ']': m_stack.push_back(newContainer(Tag::List)); break;
         case ')': m_stack.push_back(newContainer(Tag::Tuple)); break;
