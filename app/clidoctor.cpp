@@ -2,6 +2,7 @@
 #include "app/clidoctor.h"
 
 #include "app/clijson.h"
+#include "app/cliload.h"
 #include "core/capturedoctor.h"
 #include "core/loader.h"
 #include "core/loaderror.h"
@@ -20,16 +21,9 @@ void DoctorCommand::add(CLI::App& app)
 
 int DoctorCommand::run()
 {
-    std::shared_ptr<const LoadedTrace> trace;
-    try {
-        trace = Loader::load(m_file);
-    } catch (const LoadError& e) {
-        std::cerr << "headroom-cli: " << e.what() << "\n";
+    const std::shared_ptr<const LoadedTrace> trace = loadOrReport(m_file);
+    if (!trace)
         return 2;
-    } catch (const std::bad_alloc&) {
-        std::cerr << "headroom-cli: " << m_file << ": out of memory while loading\n";
-        return 2;
-    }
     const std::vector<CaptureFinding> findings = CaptureDoctor::examine(*trace);
     size_t warnings = 0;
     for (const CaptureFinding& f : findings)

@@ -2,6 +2,7 @@
 #include "app/clireplay.h"
 
 #include "app/clijson.h"
+#include "app/cliload.h"
 #include "core/allocatorreplay.h"
 #include "core/loader.h"
 #include "core/loaderror.h"
@@ -87,16 +88,9 @@ int ReplayCommand::run()
         }
         options.capacity = *c;
     }
-    std::shared_ptr<const LoadedTrace> trace;
-    try {
-        trace = Loader::load(m_file);
-    } catch (const LoadError& e) {
-        std::cerr << "headroom-cli: " << e.what() << "\n";
+    const std::shared_ptr<const LoadedTrace> trace = loadOrReport(m_file);
+    if (!trace)
         return 2;
-    } catch (const std::bad_alloc&) {
-        std::cerr << "headroom-cli: " << m_file << ": out of memory while loading\n";
-        return 2;
-    }
     const Snapshot& snap = trace->snapshot;
     std::vector<AllocatorReplayResult> results;
     for (const DeviceData& dev : snap.devices) {
