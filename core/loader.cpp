@@ -121,7 +121,18 @@ std::shared_ptr<const LoadedTrace> loadFromBuffer(const InputBuffer& in, const L
         popt.cancel = options.cancel;
         if (options.progress)
             popt.progress = [&](uint64_t done, uint64_t) { options.progress(done * 9 / 10, total); };
-        popt.consumed = [&in](size_t offset) { in.releaseBefore(offset > (1 << 20) ? offset - (1 << 20) : 0); };
+        // releaseBefore() gives back everything from the start of the file: called at every
+        // parser checkpoint, the kernel walked the already-released page tables again each
+        // time, and sys time grew with the square of the file (2.5 s of 5.7 s on a 10M-event,
+        // 1.8 GiB file). Every 32 MiB instead: at most that much more of the file resident.
+        size_t released = 0;
+        popt.consumed = [&in, released](size_t offset) mutable {
+            const size_t upTo = offset > (1 << 20) ? offset - (1 << 20) : 0;
+            if (upTo >= released + (size_t(32) << 20)) {
+                in.releaseBefore(upTo);
+                released = upTo;
+            }
+        };
         PickleDocument doc(snap.frames);
         PickleReader::parse(doc, d, n, in.path(), popt);
         snap.format = std::string(doc.cppPicklerStyle() ? "C++ (TorchScript) pickler, protocol "
