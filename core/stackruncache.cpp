@@ -7,7 +7,10 @@ namespace headroom {
 
 namespace {
 
-constexpr size_t kMaxBytes = size_t(16) << 20; // distinct runs kept: 16 MiB of pickle bytes at most
+// Distinct runs kept: 16 MiB of pickle bytes and a million runs at most, so a file made of
+// nothing but distinct short lists cannot grow the cache past a few tens of MiB.
+constexpr size_t kMaxBytes = size_t(16) << 20;
+constexpr size_t kMaxEntries = size_t(1) << 20;
 
 } // namespace
 
@@ -48,7 +51,7 @@ uint32_t StackRunCache::find(const uint8_t* p, size_t n, uint64_t h) const
 
 void StackRunCache::insert(const uint8_t* p, size_t n, uint64_t h, uint32_t stack)
 {
-    if (m_bytes.size() + n > kMaxBytes)
+    if (m_bytes.size() + n > kMaxBytes || m_entries.size() >= kMaxEntries)
         return;
     if ((m_entries.size() + 1) * 2 > m_slots.size())
         grow();
