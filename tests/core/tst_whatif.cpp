@@ -533,18 +533,28 @@ TEST_CASE("A CPU-recorded step carries its configuration; the allocated band bra
     }
 }
 
+namespace {
+
+/// The kk full step as it ran: micro-batch 4, sequence 128, fp32, one device.
+StatedConfig kkStated()
+{
+    StatedConfig st;
+    st.microBatch = 4;
+    st.seq = 128;
+    st.precision = Precision::Fp32;
+    st.devices = 1;
+    return st;
+}
+
+} // namespace
+
 TEST_CASE("Projected fragmentation grows by at most a fifth of the projected activations", "[whatif][frag]")
 {
     // The kk full step's cache holds more than its transients at the measured point; before the
     // cap every projected activation byte brought another byte of fragmentation.
     auto trace = Loader::load(std::string(HEADROOM_REAL_TRACES_DIR) + "/pt27_kk_memory_ctx128_fullstep.pickle");
     const DeviceAnalysis a = analyzeDevice(*trace, 0);
-    StatedConfig st;
-    st.microBatch = 4;
-    st.seq = 128;
-    st.precision = Precision::Fp32;
-    st.devices = 1;
-    const Calibration cal = calibrate(*trace, 0, a, st);
+    const Calibration cal = calibrate(*trace, 0, a, kkStated());
     CHECK(cal.baseline.fragRatio <= 0.20);
     LeverConfig t = cal.baseline.config;
     t.microBatch = 16;
@@ -566,12 +576,7 @@ TEST_CASE("Activations are read at the forward/backward boundary when the backwa
     auto trace = Loader::load(std::string(HEADROOM_REAL_TRACES_DIR) + "/pt27_kk_memory_ctx128_fullstep.pickle");
     const DeviceAnalysis a = analyzeDevice(*trace, 0);
     const MemoryTimeline& tl = trace->timelines[0];
-    StatedConfig st;
-    st.microBatch = 4;
-    st.seq = 128;
-    st.precision = Precision::Fp32;
-    st.devices = 1;
-    const Calibration cal = calibrate(*trace, 0, a, st);
+    const Calibration cal = calibrate(*trace, 0, a, kkStated());
     const int64_t boundary = cal.events[0];
     REQUIRE(boundary >= 0);
     CHECK(a.phases.eventPhase[size_t(boundary)] != Phase::Backward);
