@@ -158,3 +158,53 @@ TEST_CASE("Protocols 2, 3 and 5 read the same content", "[pickle]")
     CHECK(p2->timelines[0].allocated == p5->timelines[0].allocated);
     CHECK(p2->snapshot.annotations.size() == p5->snapshot.annotations.size());
 }
+
+TEST_CASE("A traceback seen before is its stack only while its memo entries keep their values", "[pickle]")
+{
+    // Three allocations whose frames lists are fresh lists of memo references. The second and
+    // third lists are the same bytes (BINGET 13, BINGET 19), but between them memo 13 is
+    // rebound to another frame: the third must not take the second's stack from the run cache.
+    PickleBuilder p;
+    p.proto(4).emptyDict().memoize().mark();                       // 0: root
+    p.str("segments").memoize().emptyList().memoize();             // 1, 2
+    p.str("device_traces").memoize().emptyList().memoize().mark(); // 3, 4
+    p.emptyList().memoize().mark();                                // 5: device 0 list
+    p.emptyDict().memoize().mark();                                // 6: entry 0
+    p.str("action").memoize().str("alloc").memoize();              // 7, 8
+    p.str("addr").memoize().binint(4096);                          // 9
+    p.str("size").memoize().binint(512);                           // 10
+    p.str("frames").memoize().emptyList().memoize().mark();        // 11, 12
+    p.emptyDict().memoize().mark();                                // 13: frame A
+    p.str("filename").memoize().str("train.py").memoize();         // 14, 15
+    p.str("line").memoize().binint(42);                            // 16
+    p.str("name").memoize().str("forward").memoize();              // 17, 18
+    p.setitems();
+    p.emptyDict().memoize().mark();                                // 19: frame B
+    p.binget(14).str("b.py").memoize().binget(16).binint(7).binget(17).str("g").memoize(); // 20, 21
+    p.setitems().appends().setitems();
+    auto entry = [&](int addr) {
+        p.emptyDict().memoize().mark();
+        p.binget(7).binget(8).binget(9).binint(addr).binget(10).binint(512).binget(11);
+        p.emptyList().memoize().mark().binget(13).binget(19).appends();
+        p.setitems();
+    };
+    entry(8192);
+    // Rebind memo 13 to frame C (no pickler does this; a crafted file may).
+    p.emptyDict().memoize().mark();
+    p.binget(14).str("other.py").memoize().binget(16).binint(99).binget(17).str("h").memoize();
+    p.setitems().binput(13).op('0'); // BINPUT 13, POP
+    entry(12288);
+    p.appends().appends();
+    p.setitems().stop();
+
+    auto trace = Loader::loadBytes("rebind.pickle", p.b);
+    const auto& ev = trace->snapshot.devices.at(0).trace;
+    REQUIRE(ev.count() == 3);
+    const FrameTable& ft = trace->snapshot.frames;
+    CHECK(ev.stack[0] == ev.stack[1]);
+    REQUIRE(ev.stack[2] != ev.stack[1]);
+    const auto third = ft.stack(ev.stack[2]);
+    REQUIRE(third.size() == 2);
+    CHECK(ft.strings().get(ft.frame(third[0]).file) == "other.py");
+    CHECK(ft.strings().get(ft.frame(third[1]).file) == "b.py");
+}
