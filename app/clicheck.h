@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-// `headroom-cli check FILE` (issue 19 §4): a memory gate for CI. Checks the peak allocated
+// `headroom-cli check FILE`: a memory gate for CI. Checks the peak allocated
 // against `--max-peak SIZE`, against a device (`--fit SIZE [--margin PCT]`) and against an
 // earlier run (`--baseline OLD --max-growth PCT`, compared overall and by tensor category
 // and phase at the peak, so the failure says what grew). One line per check, PASS or FAIL.

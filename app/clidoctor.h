@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-// `headroom-cli doctor FILE [--json]` (issue 19 §5): is this capture good enough? Prints
+// `headroom-cli doctor FILE [--json]`: is this capture good enough? Prints
 // core/capturedoctor's findings, each with the recording option that avoids it. Exit 0
 // whatever it finds (it reports, it does not gate), 2 when the file cannot be read.
 

@@ -2,7 +2,7 @@
 #pragma once
 
 // Every `--json` output of headroom-cli goes through here so that each carries
-// `"schema_version"` at its top level (issue 19 §6): scripts in CI pipelines check it
+// `"schema_version"` at its top level: scripts in CI pipelines check it
 // before they read keys. docs/cli-json.md lists the keys of each subcommand; bump the
 // version when a documented key changes meaning or disappears (adding keys does not).
 

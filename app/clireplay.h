@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-// `headroom-cli replay FILE [--alloc-conf CONF] [--capacity SIZE] [--device N] [--json]`
-// (issue 18): replays the allocation requests through the caching-allocator simulation.
+// `headroom-cli replay FILE [--alloc-conf CONF] [--capacity SIZE] [--device N] [--json]`:
+// replays the allocation requests through the caching-allocator simulation.
 // Without --alloc-conf it checks the simulation against the recorded segment events; with
 // it, it says whether that setting would have avoided the OOM. Exit 0, 2 on bad input.
 

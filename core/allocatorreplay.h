@@ -12,7 +12,7 @@
 
 namespace headroom {
 
-/// The replay of one device's allocation requests through AllocatorSim (issue 18).
+/// The replay of one device's allocation requests through AllocatorSim.
 ///
 /// Under the recorded setting it checks the simulation against the recording: each request's
 /// simulated segment events against the recorded ones, and the reserved curve. Where they

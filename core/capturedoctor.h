@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-// Is this capture good enough? (issue 19 §5). Looks at a loaded file for what it cannot
+// Is this capture good enough? Looks at a loaded file for what it cannot
 // show (a cut history, memory from before recording, missing stacks, phases, OOM record,
 // allocator settings, ...) and says, for each, how to record a file that can: the
 // recording helper's options (python/headroom_record.py) or the PyTorch call. The CLI

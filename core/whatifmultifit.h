@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-// Several calibration runs of one job (issue 17): two or more snapshots at different
+// Several calibration runs of one job: two or more snapshots at different
 // micro-batches or sequence lengths measure the batch-proportional and the quadratic parts
 // of the start of backward directly, instead of inferring them from one run's tensor sizes
 // (the DeepSpeed autotuner measures at two micro-batches for the same reason).

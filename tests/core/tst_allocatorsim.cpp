@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The caching-allocator simulation (issue 18): each rule of PyTorch's allocator on its own,
+// The caching-allocator simulation: each rule of PyTorch's allocator on its own,
 // the real snapshots reproduced under their recorded setting, and a synthetic OOM that
 // expandable segments avoid.
 #include "core/allocatorreplay.h"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // One report per device: the diagnosis's first move is the what-if ladder's first fitting
-// rung, so `analyze` and the what-if never contradict each other (issue 17, defect 8).
+// rung, so `analyze` and the what-if never contradict each other.
 #include "core/analysisreport.h"
 #include "core/devicereport.h"
 #include "core/loader.h"

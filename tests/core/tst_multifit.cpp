@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Several calibration runs of one job: the batch slope and the quadratic part measured
-// directly (issue 17, new capability).
+// directly.
 #include "core/loader.h"
 #include "core/memoryanalysis.h"
 #include "core/whatifmultifit.h"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The measured precision: read from the stacks where they tell it, and an unknown precision
-// carried into the band under each open reading instead of assumed (issue 17, defect 1).
+// carried into the band under each open reading instead of assumed.
 #include "core/loader.h"
 #include "core/memoryanalysis.h"
 #include "core/precisionevidence.h"

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 // whatif BEFORE --verify AFTER: the projection made from one run for the run that followed,
-// against its measured peak, term by term (issue 17, "check a projection against the run
-// that followed").
+// against its measured peak, term by term.
 #include "core/loader.h"
 #include "core/memoryanalysis.h"
 #include "core/whatifverify.h"
