@@ -183,13 +183,18 @@ int32_t AllocatorSim::malloc(int64_t requested, int64_t stream, int privatePool)
         if (!found)
             return kNone;
     }
-    if (shouldSplit(block, size))
-        block = splitFront(block, size);
-    Blk& b = m_blocks[size_t(block)];
+    return takeBlock(block, size, requested);
+}
+
+int32_t AllocatorSim::takeBlock(int32_t id, int64_t size, int64_t requested)
+{
+    if (shouldSplit(id, size))
+        id = splitFront(id, size);
+    Blk& b = m_blocks[size_t(id)];
     b.allocated = true;
     b.requested = requested;
     m_allocated += b.size;
-    return block;
+    return id;
 }
 
 int32_t AllocatorSim::splitFront(int32_t id, int64_t size)
@@ -610,13 +615,7 @@ int32_t AllocatorSim::allocateAt(uint64_t address, int64_t requested, int64_t st
                 eraseFree(id);
                 insertFree(before);
             }
-            if (shouldSplit(id, size))
-                id = splitFront(id, size);
-            Blk& b = m_blocks[size_t(id)];
-            b.allocated = true;
-            b.requested = requested;
-            m_allocated += b.size;
-            return id;
+            return takeBlock(id, size, requested);
         }
     return kNone;
 }

@@ -164,6 +164,8 @@ private:
     void garbageCollect();
     bool shouldSplit(int32_t id, int64_t size) const;
     int32_t splitFront(int32_t id, int64_t size);
+    /// Allocates `size` bytes of free block `id` (split when the rules say so): the block used.
+    int32_t takeBlock(int32_t id, int64_t size, int64_t requested);
     int64_t tryMerge(int32_t dst, int32_t src);
     int32_t freeBlock(int32_t id);
 
