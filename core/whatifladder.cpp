@@ -167,9 +167,14 @@ void describe(Rung& r, const Projection& prev, const Projection& startP, const L
     r.currencies.push_back({"engineering", eng});
     // Without a step time (no timestamps, no model to compute one) a ratio would read -100%.
     const bool timed = r.projection.time.total > 0 && prev.time.total > 0;
-    r.currencies.push_back({"throughput", timed ? percent(r.projection.time.total / prev.time.total) + " (" +
-                                                      percent(r.projection.time.relative) + " overall)"
-                                                : std::string("unknown (the trace has no step time)")});
+    std::string throughput = "unknown (the trace has no step time)";
+    if (timed) {
+        // This rung's cost, and the whole ladder's so far when earlier rungs cost time too.
+        const std::string step = percent(r.projection.time.total / prev.time.total);
+        const std::string overall = percent(r.projection.time.relative);
+        throughput = overall == step ? step : step + " (" + overall + " overall)";
+    }
+    r.currencies.push_back({"throughput", throughput});
     std::string fid = "none";
     if (c.trainableFraction != before.trainableFraction) {
         fid = "large: not a full fine-tune";
