@@ -110,7 +110,8 @@ void WhatIfPanel::buildUi()
     m_lora->setDecimals(4);
     m_lora->setSingleStep(0.01);
     form->addRow(tr("Trainable fraction"), m_lora);
-    m_flash = new QCheckBox(tr("FlashAttention / fused SDPA"), left);
+    m_flash = new QCheckBox(tr("FlashAttention"), left); // fits the levers column; the tool tip says the rest
+    m_flash->setToolTip(tr("FlashAttention or fused scaled-dot-product attention: no b*s^2 attention scores stored"));
     form->addRow(QString(), m_flash);
     m_expandable = new QCheckBox(tr("expandable_segments"), left);
     form->addRow(QString(), m_expandable);
