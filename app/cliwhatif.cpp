@@ -10,6 +10,7 @@
 #include "core/units.h"
 #include "core/whatifcalibration.h"
 #include "core/whatifjson.h"
+#include "core/allocatorverdict.h"
 #include "core/whatifladder.h"
 #include "core/whatifmultifit.h"
 #include "core/whatifverify.h"
@@ -135,6 +136,7 @@ int WhatIfCommands::runOne(const Options& o, bool ladder)
         std::optional<Calibration> cal;
         bool outlier = false;
         int64_t traceCapacity = 0;
+        std::optional<AllocatorRungInput> allocatorRung;
         const std::string file = o.files.empty() ? std::string() : o.files.front();
         if (o.measuredMicroBatch.size() > std::max<size_t>(1, o.files.size()) ||
             o.measuredSeq.size() > std::max<size_t>(1, o.files.size()))
@@ -183,6 +185,9 @@ int WhatIfCommands::runOne(const Options& o, bool ladder)
             measured = cal->measured;
             outlier = cal->outlierBatch;
             traceCapacity = estimateCapacity(*trace, di, std::nullopt).bytes;
+            if (ladder)
+                if (auto v = AllocatorVerdict::forOom(*trace, di, capacity.value_or(0)))
+                    allocatorRung = v->ladderInput();
         } else {
             if (!dims.valid())
                 throw BadInput("give a trace FILE, or --model PRESET, or --layers, --hidden, --heads and --vocab "
@@ -282,6 +287,7 @@ int WhatIfCommands::runOne(const Options& o, bool ladder)
             LadderOptions lo;
             lo.availableDevices = o.availableDevices;
             lo.outlierBatch = outlier;
+            lo.allocator = allocatorRung;
             std::stringstream ss(o.currencyOrder);
             for (std::string item; std::getline(ss, item, ',');) {
                 auto c = currencyFromName(item);

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "core/devicereport.h"
 
-#include "core/allocatorreplay.h"
 #include "core/units.h"
 
 #include <algorithm>
@@ -19,49 +18,6 @@ std::string costs(const Rung& r)
     return s;
 }
 
-/// Settings to try, cheapest to adopt first; those the run already had are skipped.
-const char* const kCandidates[] = {"expandable_segments:True", "max_split_size_mb:512", "max_split_size_mb:128"};
-
-std::optional<AllocatorVerdict> replayForOom(const LoadedTrace& trace, size_t deviceIndex)
-{
-    const DeviceData& dev = trace.snapshot.devices[deviceIndex];
-    if (dev.ooms.empty())
-        return std::nullopt;
-    const MemoryTimeline& tl = trace.timelines[deviceIndex];
-    AllocatorVerdict v;
-    const AllocatorReplayResult recorded = replayAllocator(trace.snapshot, dev, tl);
-    v.recordedMatch = recorded.segmentMatchShare();
-    v.trusted = recorded.segmentMatchShare() >= 0.99 && recorded.reservedDifferenceShare() <= 0.01 &&
-                recorded.recordedOomEvent >= 0;
-    if (!v.trusted)
-        return v;
-    for (const char* conf : kCandidates) {
-        AllocatorReplayOptions o;
-        o.config = AllocatorConfig::parse(conf);
-        if (!o.config)
-            continue;
-        if (o.config->expandableSegments && recorded.config.expandableSegments)
-            continue; // already on
-        const AllocatorReplayResult r = replayAllocator(trace.snapshot, dev, tl, o);
-        v.tried.push_back(conf);
-        if (r.oomAvoided && *r.oomAvoided) {
-            v.avoidedBy = conf;
-            v.reservedPeak = r.reservedPeak;
-            v.capacity = r.capacity;
-            break;
-        }
-    }
-    return v;
-}
-
-std::string joinTried(const std::vector<std::string>& v)
-{
-    std::string s;
-    for (const auto& x : v)
-        s += (s.empty() ? "" : ", ") + x;
-    return s;
-}
-
 /// What the replay says, into the fragmentation and capacity findings: an allocator setting
 /// costs no code and no throughput, so it comes before any lever of the ladder.
 void adoptAllocatorVerdict(std::vector<Finding>& findings, const AllocatorVerdict& v)
@@ -72,28 +28,19 @@ void adoptAllocatorVerdict(std::vector<Finding>& findings, const AllocatorVerdic
     };
     Finding* frag = find("fragmentation");
     Finding* cap = find("capacity");
-    if (!v.trusted) {
-        if (frag)
-            frag->evidence += "; the allocator replay reproduces only " + std::to_string(int(v.recordedMatch * 100)) +
-                              "% of the recorded segment events, so it does not judge other settings";
+    const std::string replay = v.evidence();
+    if (!v.trusted || v.avoidedBy.empty()) {
+        if (frag && !replay.empty())
+            frag->evidence += "; " + replay;
         return;
     }
-    if (v.avoidedBy.empty()) {
-        if (frag && !v.tried.empty())
-            frag->evidence += "; replayed through the caching allocator under " + joinTried(v.tried) +
-                              ", the OOM still happens: no allocator setting saves this run";
-        return;
-    }
-    const std::string replay = "replayed through the caching allocator under " + v.avoidedBy +
-                               ", the OOM is avoided (reserved peak " + formatBytes(v.reservedPeak) + " of " +
-                               formatBytes(v.capacity) + ")";
     const std::string move = "set PYTORCH_CUDA_ALLOC_CONF=" + v.avoidedBy +
                              ": the allocator replay avoids the OOM, with no code change and no throughput cost";
     if (frag) {
         frag->evidence += "; " + replay;
         frag->firstMove = move;
     }
-    if (cap)
+    if (cap && cap->firstMove.rfind("set PYTORCH_CUDA_ALLOC_CONF=", 0) != 0)
         cap->firstMove = move + (cap->firstMove.empty() ? "" : "; if it is not enough: " + cap->firstMove);
 }
 
@@ -113,6 +60,11 @@ std::string ladderFirstMove(const Ladder& l, const DeviceSpec& device)
     const std::string start = "as run, the what-if projects " + formatBytes(int64_t(l.start.peak)) + " (high " +
                               formatBytes(int64_t(l.start.peakHigh)) + ", with the CUDA context and fragmentation); ";
     const size_t fit = size_t(l.firstFit);
+    if (fit == 0 && !l.rungs[0].allocatorSetting.empty())
+        return "set PYTORCH_CUDA_ALLOC_CONF=" + l.rungs[0].allocatorSetting +
+               ": the allocator replay of the recorded requests avoids the OOM (reserved peak " +
+               formatBytes(int64_t(l.rungs[0].projection.peak)) + " on " + cap +
+               "), with no code change and no throughput cost; the what-if ladder's first rung";
     std::string steps;
     for (size_t i = 0; i <= fit; ++i)
         steps += (i == 0 ? "" : i == fit ? ", then " : ", ") + l.rungs[i].title;
@@ -135,7 +87,7 @@ DeviceReport DeviceReport::compute(const LoadedTrace& trace, size_t deviceIndex,
         r.capacity = {o.defaultCapacity, "assumed: Preferences or --capacity"};
     r.findings = diagnose(trace, deviceIndex, r.analysis, r.capacity);
 
-    r.allocator = replayForOom(trace, deviceIndex);
+    r.allocator = AllocatorVerdict::forOom(trace, deviceIndex, o.capacity.value_or(0));
     auto capacityFinding = std::find_if(r.findings.begin(), r.findings.end(),
                                         [](const Finding& f) { return f.kind == "capacity"; });
     try {
@@ -152,6 +104,8 @@ DeviceReport DeviceReport::compute(const LoadedTrace& trace, size_t deviceIndex,
     device.capacityBytes = r.capacity.bytes;
     LadderOptions lo;
     lo.outlierBatch = r.calibration->outlierBatch;
+    if (r.allocator)
+        lo.allocator = r.allocator->ladderInput();
     r.ladder = buildLadder(r.calibration->baseline, r.calibration->baseline.config, o.constants, device, lo);
     if (const std::string move = ladderFirstMove(*r.ladder, device); !move.empty())
         capacityFinding->firstMove = move;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include "core/allocatorverdict.h"
 #include "core/diagnosis.h"
 #include "core/loader.h"
 #include "core/memoryanalysis.h"
@@ -12,18 +13,6 @@
 #include <vector>
 
 namespace headroom {
-
-/// Whether an allocator setting alone would have avoided the recorded OOM: the caching
-/// allocator replayed under the recorded setting (it must reproduce the recording) and under
-/// each candidate setting, cheapest first.
-struct AllocatorVerdict {
-    double recordedMatch = 0;     ///< share of recorded segment events the replay reproduced
-    bool trusted = false;         ///< the replay reproduces the recording (>= 99%, reserved within 1%)
-    std::vector<std::string> tried; ///< the candidate settings replayed, in order
-    std::string avoidedBy;        ///< the first setting under which the OOM is avoided; empty: none
-    int64_t reservedPeak = 0;     ///< under that setting
-    int64_t capacity = 0;
-};
 
 struct DeviceReportOptions {
     std::optional<int64_t> capacity; ///< the user's; else the OOM record's

@@ -107,6 +107,8 @@ nlohmann::json ladderJson(const Ladder& l)
                          {"changes_result", r.changesResult},
                          {"numerical_risk", r.numericalRisk},
                          {"warnings", r.warnings}});
+        if (!r.allocatorSetting.empty())
+            rungs.back()["allocator_setting"] = r.allocatorSetting;
     }
     j["rungs"] = rungs;
     j["first_fit"] = l.firstFit;

@@ -241,7 +241,29 @@ Ladder buildLadder(const WhatIfBaseline& base, const LeverConfig& start, const W
         L.fitsAsIs = true;
         return L;
     }
-    if (budget <= 0 || L.start.peakHigh - cHigh > 3 * budget) {
+    if (opt.allocator && opt.allocator->avoidsOom && start == base.config) {
+        const AllocatorRungInput& a = *opt.allocator;
+        Rung r;
+        r.title = "allocator setting PYTORCH_CUDA_ALLOC_CONF=" + a.setting;
+        r.allocatorSetting = a.setting;
+        r.config = start;
+        r.config.expandableSegments = start.expandableSegments || a.setting.find("expandable_segments:True") != std::string::npos;
+        r.levers = {"PYTORCH_CUDA_ALLOC_CONF=" + a.setting};
+        // The replay runs the recorded requests through the allocator: a measurement of this
+        // run, so it stands in for the model's steady-state estimate and has no band.
+        r.projection = proj(r.config);
+        r.projection.peak = r.projection.peakLow = r.projection.peakHigh = double(a.reservedPeak);
+        r.projection.fits = true;
+        r.projection.verdict = Verdict::Fits;
+        r.currencies = {{"engineering", "none (an environment variable)"}, {"throughput", "none"},
+                        {"fidelity", "none"}, {"hardware", "none"}};
+        r.warnings.push_back(a.evidence + "; the peak shown is the replay's reserved peak, not the model's");
+        L.rungs.push_back(std::move(r));
+        L.firstFit = 0;
+    } else if (opt.allocator && !opt.allocator->evidence.empty()) {
+        L.warnings.push_back(opt.allocator->evidence);
+    }
+    if (L.firstFit < 0 && (budget <= 0 || L.start.peakHigh - cHigh > 3 * budget)) {
         L.needsDifferentPlan = true;
         char times[48];
         std::snprintf(times, sizeof times, "%.1fx the usable memory", (L.start.peakHigh - cHigh) / budget);
@@ -293,6 +315,8 @@ Ladder buildLadder(const WhatIfBaseline& base, const LeverConfig& start, const W
                 order.push_back(&t);
 
     for (const Tier* t : order) {
+        if (L.firstFit >= 0)
+            break;
         // Static levers only until the floor fits: then the activation levers can finish the job.
         if (t->staticMemory && staticBound && floorOf(cur) - cHigh <= budget && t->position < 8) {
             bool activationTried = false;

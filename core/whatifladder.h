@@ -16,12 +16,24 @@ enum class Currency : uint8_t { Engineering, Throughput, Fidelity, Hardware };
 std::string_view currencyName(Currency c); ///< "engineering", "throughput", "fidelity", "hardware"
 std::optional<Currency> currencyFromName(std::string_view s);
 
+/// An allocator setting that the replay of the recorded requests found to avoid the OOM
+/// (AllocatorVerdict). It costs no code and no throughput, so it is the first rung when it fits.
+struct AllocatorRungInput {
+    std::string setting;      ///< PYTORCH_CUDA_ALLOC_CONF value, e.g. "expandable_segments:True"
+    bool avoidsOom = false;
+    int64_t reservedPeak = 0; ///< simulated under the setting
+    int64_t capacity = 0;     ///< the allocator's capacity the replay ran against
+    std::string evidence;     ///< what the replay found, in words
+};
+
 struct LadderOptions {
     /// Spend these first (someone with spare GPUs puts Hardware first). Empty: WHATIF §2.12's order.
     std::vector<Currency> currencyOrder;
     int availableDevices = 1;    ///< sharding rungs only when > 1
     bool allowResultChanging = true; ///< shorter sequences, LoRA
     bool outlierBatch = false;   ///< the diagnosis found an outlier batch
+    /// The replay's answer for the run as recorded; only meaningful for the recorded levers.
+    std::optional<AllocatorRungInput> allocator;
 };
 
 struct Rung {
@@ -33,6 +45,9 @@ struct Rung {
     std::vector<std::string> warnings;
     bool changesResult = false;
     bool numericalRisk = false;
+    /// Set when the rung is an allocator setting: its peak is the replay's reserved peak of the
+    /// recorded requests, not the model's projection.
+    std::string allocatorSetting;
 };
 
 struct LadderAlternative {

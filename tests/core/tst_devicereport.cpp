@@ -16,6 +16,7 @@ using namespace headroom;
 namespace {
 
 constexpr int64_t kGiB = int64_t(1) << 30;
+constexpr int64_t kMiB = int64_t(1) << 20;
 
 std::shared_ptr<const LoadedTrace> loadReal(const char* name)
 {
@@ -97,6 +98,43 @@ TEST_CASE("An OOM an allocator setting avoids: the replay's setting is the first
     CHECK(frag.firstMove.find("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True") != std::string::npos);
     // The cheapest currency first: no code change, no throughput.
     CHECK(findingOf(r, "capacity").firstMove.rfind("set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", 0) == 0);
+    // The model's steady state fits this run (the OOM was an outlier batch in a fragmented cache),
+    // so the ladder has nothing to add; the replay's setting is the move, said once.
+    REQUIRE(r.ladder);
+    CHECK(r.ladder->fitsAsIs);
+    // Said once, not once by the replay and again by the ladder.
+    const std::string& move = findingOf(r, "capacity").firstMove;
+    CHECK(move.find("PYTORCH_CUDA_ALLOC_CONF", 10) == std::string::npos);
+    const nlohmann::json j = analysisJson(*trace, 0);
+    CHECK(j["devices"][0]["ladder_first_fit"].is_null());
+}
+
+TEST_CASE("The ladder's allocator rung: only for the levers as recorded, and only when it fits", "[analysis][ladder]")
+{
+    const auto trace = loadReal("pt27_kk_memory_ctx128_fullstep.pickle");
+    DeviceReportOptions o;
+    const DeviceAnalysis a = analyzeDevice(*trace, 0);
+    const Calibration cal = calibrate(*trace, 0, a, o.stated, ModelDims{}, o.constants);
+    DeviceSpec dev = deviceForCapacity(1 * kGiB);
+    dev.capacityBytes = 1 * kGiB; // far below the run: the ladder has work to do
+    LadderOptions lo;
+    lo.allocator = AllocatorRungInput{"expandable_segments:True", true, 900 * kMiB, 1 * kGiB, "replayed"};
+    const Ladder asRecorded = buildLadder(cal.baseline, cal.baseline.config, o.constants, dev, lo);
+    REQUIRE_FALSE(asRecorded.rungs.empty());
+    CHECK(asRecorded.rungs.front().allocatorSetting == "expandable_segments:True");
+    CHECK(asRecorded.firstFit == 0);
+    // Other levers change the requests the replay ran: its answer does not carry over.
+    LeverConfig moved = cal.baseline.config;
+    moved.checkpoint = Checkpointing::Full;
+    const Ladder other = buildLadder(cal.baseline, moved, o.constants, dev, lo);
+    for (const Rung& r : other.rungs)
+        CHECK(r.allocatorSetting.empty());
+    // A replay that does not avoid the OOM is a warning, not a rung.
+    lo.allocator = AllocatorRungInput{"", false, 0, 1 * kGiB, "no allocator setting saves this run"};
+    const Ladder none = buildLadder(cal.baseline, cal.baseline.config, o.constants, dev, lo);
+    for (const Rung& r : none.rungs)
+        CHECK(r.allocatorSetting.empty());
+    CHECK(std::find(none.warnings.begin(), none.warnings.end(), "no allocator setting saves this run") != none.warnings.end());
 }
 
 TEST_CASE("No OOM, no allocator replay", "[analysis][ladder]")
