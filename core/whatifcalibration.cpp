@@ -233,7 +233,13 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
     // the start of backward is read at the forward/backward boundary, and the late point is
     // kept as a second reading of the same phase: the projection takes the higher of the two
     // (at the measured configuration, the late point: the trace's own peak).
-    int64_t latePoint = -1;
+    // A point that freed fewer activations than that (a small convnet peaks a third of the way
+    // into its backward, its last blocks' gradients allocated and their activations freed)
+    // stays the first reading, and the boundary becomes the second: at the boundary every
+    // activation is alive, and where a lever keeps the gradients alive through the forward
+    // (accumulation) or grows the activations more than the gradients (the batch), the
+    // boundary is the higher point of the step.
+    int64_t latePoint = -1, boundaryPoint = -1;
     if (forcedStart >= 0) {
         e1 = forcedStart;
     } else if (e1 >= 0 && size_t(e1) < phase.size() && phase[size_t(e1)] == Phase::Backward) {
@@ -250,9 +256,14 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
                     bytes += tl.allocations[i].size;
             return bytes;
         };
-        if (boundary >= 0 && 2 * activations(e1) < activations(boundary)) {
-            latePoint = e1;
-            e1 = boundary;
+        if (boundary >= 0) {
+            const int64_t atPoint = activations(e1), atBoundary = activations(boundary);
+            if (2 * atPoint < atBoundary) {
+                latePoint = e1;
+                e1 = boundary;
+            } else if (atPoint < atBoundary) {
+                boundaryPoint = boundary;
+            }
         }
     }
     cal.events = {e1, e3, e2};
@@ -447,6 +458,23 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
     auto batchShaped = [&](int64_t sz) {
         return sz >= kTiny || (tokens > 0 && sz > kMinBlock && sz >= 4 * tokens && sz % tokens == 0);
     };
+    // Autograd gives a gradient the dtype of the tensor it is the gradient of: the loss's
+    // tensors (fp32 under autocast) get theirs first, before any weight gradient; what the
+    // backward allocates after this backward's first weight gradient are gradients of the
+    // network's activations, and under autocast they are as wide as those activations.
+    int64_t firstWeightGrad = -1;
+    if (size_t(e1) < phase.size() && phase[size_t(e1)] == Phase::Backward) {
+        int64_t spanStart = e1;
+        while (spanStart > it.startEvent && phase[size_t(spanStart - 1)] == Phase::Backward)
+            --spanStart;
+        for (size_t i = 0; i < L1.allocs.size(); ++i) {
+            const int64_t start = tl.allocations[L1.index[i]].start;
+            if (L1.allocs[i].first == TensorCategory::Gradient && start >= spanStart &&
+                (firstWeightGrad < 0 || start < firstWeightGrad))
+                firstWeightGrad = start;
+        }
+    }
+    double batchGradT = 0;
     auto persistent = [&](size_t i) {
         const Allocation& al = tl.allocations[L1.index[i]];
         return al.start < it.startEvent && (al.end == Allocation::kStillAlive || al.end > it.endEvent);
@@ -495,7 +523,10 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
             }
             (isQuad ? quad : lin) += double(sz);
         } else if (isTemporary(c)) {
-            (!batchShaped(sz) || (c == TensorCategory::Unknown && persistent(i)) ? constT : batchT) += double(sz);
+            const bool constant = !batchShaped(sz) || (c == TensorCategory::Unknown && persistent(i));
+            (constant ? constT : batchT) += double(sz);
+            if (!constant && firstWeightGrad >= 0 && tl.allocations[L1.index[i]].start > firstWeightGrad)
+                batchGradT += double(sz);
         }
     }
     s.actLin = measured(lin);
@@ -503,6 +534,7 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
     s.actQuad = measured(quad);
     s.autocastCache = measured(cache);
     s.logits = measured(batchT);
+    s.logitsGradShare = batchT > 0 ? batchGradT / batchT : 0;
     s.constTemp = measured(constT);
     double bwdT = 0;
     for (const auto& [c, sz] : L3.allocs)
@@ -590,9 +622,9 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
                             s.measuredStepTime > 0 ? "read" : "unknown", "iteration " + std::to_string(it.iteration)});
     if (cal.outlierBatch)
         s.notes.push_back("an outlier batch was left out of the calibration; bound batches by a token budget");
-    if (latePoint >= 0)
+    if (latePoint >= 0 || boundaryPoint >= 0)
         s.lateBackward = std::make_shared<const WhatIfBaseline>(
-            calibrateAt(trace, deviceIndex, a, stated, dims, k, latePoint).baseline);
+            calibrateAt(trace, deviceIndex, a, stated, dims, k, latePoint >= 0 ? latePoint : boundaryPoint).baseline);
     return cal;
 }
 

@@ -60,8 +60,12 @@ WhatIfState withPrecision(WhatIfState s, Precision p)
     reprice(s.optTemp, t0.optimizerTemp, t1.optimizerTemp);
     const double af = activationFactor(p) / activationFactor(p0);
     // activationFactor is a guess [G] (fp32 stores 1.8x 16-bit): pure bf16 halves every saved
-    // tensor (2.0x), autocast keeps softmax, norms and the loss in fp32 (1.3-1.6x on the CPU
-    // matrix), so the ratio is known to about 30%.
+    // tensor (2.0x); what autocast keeps in fp32 depends on the model and the device. What the
+    // forward saves (saved_tensors_hooks, tests/data/cpu/autocast_saved_dtypes.py) shrinks by
+    // 1.9x for the CPU matrix's transformers (softmax and the loss's inputs stay fp32) and by
+    // 2.0x for its convnet (CPU autocast runs batch norm and ReLU in the convolutions' bf16);
+    // a GPU LM's linear activations by 1.4x (CUDA autocast keeps layer_norm and softmax in
+    // fp32). One factor cannot follow that, so the ratio is known to about 30%.
     for (Term* a : {&s.actLin, &s.actQuad})
         scale(*a, af, 0.30);
     // Batch-sized temporaries (logits, the loss's log-probabilities, their gradients) stay
@@ -70,9 +74,25 @@ WhatIfState withPrecision(WhatIfState s, Precision p)
     if (pure0 != pure1)
         for (Term* t : {&s.logits, &s.bwdTemp, &s.optAct})
             scale(*t, pure1 ? 0.5 : 2.0, 0.20);
+    // The gradients of the network's activations among them take the activations' dtype
+    // (autograd allocates a gradient like its tensor), so between fp32 and autocast they
+    // follow the saved activations.
+    const bool amp0 = p0 == Precision::AmpBf16 || p0 == Precision::AmpFp16;
+    const bool amp1 = p == Precision::AmpBf16 || p == Precision::AmpFp16;
+    if (pure0 == pure1 && amp0 != amp1 && s.logitsGradShare > 0) {
+        const double f = 1.0 - s.logitsGradShare + s.logitsGradShare * af;
+        scale(s.logits, f, 0.20);
+        s.logitsGradShare *= af / f;
+    }
     if (s.torchAutocast) {
-        const bool amp1 = p == Precision::AmpBf16 || p == Precision::AmpFp16;
-        s.autocastCache.bytes = amp1 ? 2.0 * P : 0.0;
+        // A cast is saved for backward by the op that used it and freed with the rest of
+        // that op's saved tensors when its backward runs, as its weight's gradient appears.
+        // A reading inside the backward (a share of the gradients alive, one micro-step per
+        // optimizer step so that they are this backward's) holds the casts of the layers
+        // not yet reached only: a small convnet, read with 72% of its gradients allocated,
+        // kept 40 KiB of its 87 KiB of casts there under autocast.
+        const double ahead = std::max(1, s.config.accum) == 1 ? 1.0 - std::clamp(s.gradFwdFraction, 0.0, 1.0) : 1.0;
+        s.autocastCache.bytes = amp1 ? 2.0 * P * ahead : 0.0;
         s.autocastCache.relErr = 0.2;
         s.autocastCache.provenance = Provenance::Modelled;
     }
@@ -155,7 +175,8 @@ WhatIfState withShape(WhatIfState s, int b, int k, int seq)
         widen(s.constTemp, std::min(1.0, std::abs(r - 1.0)));
     // Accumulation: from the second micro-step on, the backward's incoming gradients are alive
     // next to the accumulated .grad while they are added, which the gradient term does not
-    // count (the convnet keeps about half a gradient more).
+    // count (the convnet's step peaks a quarter of a gradient above its forward/backward
+    // boundary with every gradient alive).
     if (k > 1 && std::max(1, s.config.accum) == 1)
         widen(s.grads, 0.5);
     s.config.microBatch = b;

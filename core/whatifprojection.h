@@ -42,6 +42,9 @@ struct WhatIfState {
                         ///< step of the sequence, too small to grow with the batch
     Term autocastCache; ///< 16-bit copies of fp32 weights saved for backward (torch.autocast)
     Term logits;        ///< batch-proportional temporaries at the start of backward
+    double logitsGradShare = 0; ///< share of `logits` that are gradients of the network's
+                                ///< activations (allocated after this backward's first weight
+                                ///< gradient), not of the loss's tensors
     Term bwdTemp;       ///< batch-proportional temporaries at the end of backward
     Term optAct;        ///< batch-proportional bytes still alive in the optimizer step
     Term optTemp;       ///< parameter-proportional temporaries of the optimizer step (foreach)
@@ -55,9 +58,10 @@ struct WhatIfState {
     /// Other readings of a measured precision the trace does not tell (config.precision is
     /// the first): project() projects each and folds it into the band.
     std::vector<Precision> precisionAlternatives;
-    /// A second reading of the start of backward, taken late in the backward where the
-    /// measured run peaked after freeing most activations (the first reading is at the
-    /// forward/backward boundary): project() takes whichever projects higher.
+    /// A second reading of the start of backward, where the measured run peaked inside its
+    /// backward: the late point when it had freed most activations (the first reading is then
+    /// the forward/backward boundary), else the boundary (the first reading is the point):
+    /// project() takes whichever projects higher.
     std::shared_ptr<const WhatIfState> lateBackward;
 
     bool structural = false;       ///< a lever that changes the allocation pattern was applied
