@@ -462,18 +462,24 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
     // tensors (fp32 under autocast) get theirs first, before any weight gradient; what the
     // backward allocates after this backward's first weight gradient are gradients of the
     // network's activations, and under autocast they are as wide as those activations.
+    // The weight gradients this backward allocated before the reading also say how far it
+    // got (gradients alive from before it, kept or accumulated, say nothing).
     int64_t firstWeightGrad = -1;
+    double gradsThisBackward = 0;
     if (size_t(e1) < phase.size() && phase[size_t(e1)] == Phase::Backward) {
         int64_t spanStart = e1;
         while (spanStart > it.startEvent && phase[size_t(spanStart - 1)] == Phase::Backward)
             --spanStart;
         for (size_t i = 0; i < L1.allocs.size(); ++i) {
             const int64_t start = tl.allocations[L1.index[i]].start;
-            if (L1.allocs[i].first == TensorCategory::Gradient && start >= spanStart &&
-                (firstWeightGrad < 0 || start < firstWeightGrad))
+            if (L1.allocs[i].first != TensorCategory::Gradient || start < spanStart)
+                continue;
+            gradsThisBackward += double(L1.allocs[i].second);
+            if (firstWeightGrad < 0 || start < firstWeightGrad)
                 firstWeightGrad = start;
         }
     }
+    s.backwardDone = Gfull > 0 ? std::min(1.0, gradsThisBackward / Gfull) : 0;
     double batchGradT = 0;
     auto persistent = [&](size_t i) {
         const Allocation& al = tl.allocations[L1.index[i]];

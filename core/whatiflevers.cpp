@@ -74,24 +74,26 @@ WhatIfState withPrecision(WhatIfState s, Precision p)
     if (pure0 != pure1)
         for (Term* t : {&s.logits, &s.bwdTemp, &s.optAct})
             scale(*t, pure1 ? 0.5 : 2.0, 0.20);
-    // The gradients of the network's activations among them take the activations' dtype
-    // (autograd allocates a gradient like its tensor), so between fp32 and autocast they
-    // follow the saved activations.
+    // The gradients of the network's activations among them take their tensors' dtype
+    // (autograd allocates a gradient like its tensor), and which tensors autocast narrows
+    // depends on the op and the device: CPU autocast runs a convnet's convolutions, batch norm
+    // and ReLU in bf16 (the CPU matrix's convnet keeps 16 KiB of activation gradients at its
+    // autocast peak against 96 KiB in fp32), CUDA autocast keeps softmax, exp and layer_norm
+    // in fp32 and so their gradients (a real snapshot's 3 GiB of attention-score gradients
+    // would be halved wrongly). The fp32 trace cannot tell which, so they keep their size and
+    // the band reaches down to narrowing them like the saved activations.
     const bool amp0 = p0 == Precision::AmpBf16 || p0 == Precision::AmpFp16;
     const bool amp1 = p == Precision::AmpBf16 || p == Precision::AmpFp16;
-    if (pure0 == pure1 && amp0 != amp1 && s.logitsGradShare > 0) {
-        const double f = 1.0 - s.logitsGradShare + s.logitsGradShare * af;
-        scale(s.logits, f, 0.20);
-        s.logitsGradShare *= af / f;
-    }
+    if (pure0 == pure1 && amp0 != amp1 && s.logitsGradShare > 0)
+        widen(s.logits, s.logitsGradShare * std::abs(1.0 - af));
     if (s.torchAutocast) {
         // A cast is saved for backward by the op that used it and freed with the rest of
         // that op's saved tensors when its backward runs, as its weight's gradient appears.
-        // A reading inside the backward (a share of the gradients alive, one micro-step per
-        // optimizer step so that they are this backward's) holds the casts of the layers
-        // not yet reached only: a small convnet, read with 72% of its gradients allocated,
-        // kept 40 KiB of its 87 KiB of casts there under autocast.
-        const double ahead = std::max(1, s.config.accum) == 1 ? 1.0 - std::clamp(s.gradFwdFraction, 0.0, 1.0) : 1.0;
+        // A reading inside the backward holds the casts of the layers not yet reached only
+        // (the share of the gradients this backward had not yet allocated): a small convnet,
+        // read with 72% of its gradients allocated, kept 40 KiB of its 87 KiB of casts there
+        // under autocast.
+        const double ahead = 1.0 - std::clamp(s.backwardDone, 0.0, 1.0);
         s.autocastCache.bytes = amp1 ? 2.0 * P * ahead : 0.0;
         s.autocastCache.relErr = 0.2;
         s.autocastCache.provenance = Provenance::Modelled;

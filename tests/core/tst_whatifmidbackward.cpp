@@ -32,11 +32,13 @@ TEST_CASE("Autocast from a reading inside the backward: only the layers not yet 
     const WhatIfBaseline& b = cal.baseline;
     REQUIRE(b.config.precision == Precision::Fp32);
     REQUIRE(b.config.accum == 1);
-    // The reading is inside the backward: part of the weight gradients exist.
-    REQUIRE(b.gradFwdFraction > 0.5);
-    REQUIRE(b.gradFwdFraction < 1.0);
+    // The reading is inside the backward: this backward had allocated part of the weight
+    // gradients (72% of their bytes), none alive from before it.
+    REQUIRE(b.backwardDone > 0.5);
+    REQUIRE(b.backwardDone < 1.0);
+    CHECK(b.backwardDone == Approx(b.gradFwdFraction));
     // Its batch temporaries are gradients of the convolutions' outputs, allocated after the
-    // first weight gradient: autocast makes them bf16 like those outputs.
+    // first weight gradient (autocast makes them bf16 like those outputs on the CPU).
     CHECK(b.logitsGradShare > 0.9);
 
     LeverConfig t = b.config;
@@ -44,17 +46,36 @@ TEST_CASE("Autocast from a reading inside the backward: only the layers not yet 
     const Projection p = project(b, t, {}, deviceForCapacity(0));
     // The bf16 casts of the weights are freed with their layer's saved tensors when its
     // backward runs: half a weight per weight not yet reached, not half of every weight.
-    const double castsAhead = 0.5 * b.weights.bytes * (1.0 - b.gradFwdFraction);
+    const double castsAhead = 0.5 * b.weights.bytes * (1.0 - b.backwardDone);
     CHECK(p.componentAt(StepPhase::StartOfBackward, "autocast_cache") == Approx(castsAhead));
-    const double fp32Temps = project(b, b.config, {}, deviceForCapacity(0))
-                                 .componentAt(StepPhase::StartOfBackward, "temporaries_batch");
-    CHECK(p.componentAt(StepPhase::StartOfBackward, "temporaries_batch") < 0.6 * fp32Temps);
-    // Against the run recorded under autocast: +13.6% with every cast alive and the
-    // activation gradients kept fp32; the issue's target for precision is 10%.
+    // Whether autocast narrows the activation gradients depends on the ops and the device
+    // (CUDA keeps softmax and its gradients fp32): they keep their size, and the band reaches
+    // down to narrowing them like the saved activations.
+    const Projection p0 = project(b, b.config, {}, deviceForCapacity(0));
+    CHECK(p.componentAt(StepPhase::StartOfBackward, "temporaries_batch") ==
+          Approx(p0.componentAt(StepPhase::StartOfBackward, "temporaries_batch")));
+    // Against the run recorded under autocast: +13.6% with every cast alive, +7.3% now; the
+    // issue's target for precision is 10%, and the band holds the measurement.
     const double measured = measuredPeak("convnet_amp_bf16.pickle");
-    CHECK(std::abs(p.peakAllocated - measured) / measured < 0.06);
+    CHECK(std::abs(p.peakAllocated - measured) / measured < 0.08);
     CHECK(p.peakAllocatedLow <= measured);
     CHECK(measured <= p.peakAllocatedHigh);
+}
+
+TEST_CASE("Gradients alive from before the backward say nothing about how far it got", "[whatif][rules][precision]")
+{
+    // With four micro-steps the reading is in a later micro-step's backward, where every
+    // gradient was allocated by the first one: every layer still holds its casts.
+    const auto trace = Loader::load(kDir + "convnet_accum4.pickle");
+    const Calibration cal = calibrate(*trace, 0, analyzeDevice(*trace, 0), {});
+    const WhatIfBaseline& b = cal.baseline;
+    REQUIRE(b.config.accum == 4);
+    CHECK(b.gradFwdFraction == Approx(1.0));
+    CHECK(b.backwardDone == 0.0);
+    LeverConfig t = b.config;
+    t.precision = Precision::AmpBf16;
+    CHECK(project(b, t, {}, deviceForCapacity(0)).componentAt(StepPhase::StartOfBackward, "autocast_cache") ==
+          Approx(0.5 * b.weights.bytes));
 }
 
 TEST_CASE("The loss's gradients stay as wide as the loss: a reading at the start of backward has none of "
