@@ -31,6 +31,7 @@ std::optional<AllocatorVerdict> AllocatorVerdict::forOom(const LoadedTrace& trac
     const AllocatorReplayResult recorded = replayAllocator(trace.snapshot, dev, tl);
     v.recordedMatch = recorded.segmentMatchShare();
     v.recordedReservedPeak = recorded.recordedReservedPeak;
+    v.capacity = capacity > 0 ? capacity : recorded.capacity;
     v.trusted = recorded.segmentMatchShare() >= 0.99 && recorded.reservedDifferenceShare() <= 0.01 &&
                 recorded.recordedOomEvent >= 0;
     if (!v.trusted)
@@ -48,7 +49,6 @@ std::optional<AllocatorVerdict> AllocatorVerdict::forOom(const LoadedTrace& trac
         if (r.oomAvoided && *r.oomAvoided) {
             v.avoidedBy = conf;
             v.reservedPeak = r.reservedPeak;
-            v.capacity = r.capacity;
             break;
         }
     }

@@ -17,6 +17,7 @@ std::shared_ptr<const ExplorerData> ExplorerData::compute(std::shared_ptr<const 
     data->analysis = std::move(report.analysis);
     data->capacity = std::move(report.capacity);
     data->findings = std::move(report.findings);
+    data->allocator = std::move(report.allocator);
     data->categories = categorySeries(data->timeline(), data->analysis.classes);
     data->bands = AllocationBands(data->timeline(), size_t(kDefaultBands));
     return data;

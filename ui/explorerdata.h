@@ -2,6 +2,7 @@
 #pragma once
 
 #include "core/allocationbands.h"
+#include "core/allocatorverdict.h"
 #include "core/diagnosis.h"
 #include "core/loader.h"
 #include "core/memoryanalysis.h"
@@ -22,6 +23,8 @@ struct ExplorerData {
     GroupedSeries categories;
     CapacityEstimate capacity;
     std::vector<Finding> findings;
+    /// Whether an allocator setting alone avoids the device's OOM (none without an OOM record).
+    std::optional<AllocatorVerdict> allocator;
     /// The timeline's by-allocation bands at the default detail, built with the rest in
     /// the worker so that showing the analysis does not build them on the GUI thread.
     static constexpr int kDefaultBands = 2000;

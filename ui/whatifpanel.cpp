@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 #include "ui/whatifpanel.h"
 
+#include "ui/allocatorsection.h"
 #include "ui/calibrationruns.h"
 #include "ui/categorystyle.h"
 #include "ui/whatifchart.h"
 #include "ui/whatifconstantsdialog.h"
+#include "ui/whatifleverform.h"
 #include "ui/whatifmarkdown.h"
 #include "ui/whatifverifydialog.h"
 
@@ -14,23 +16,17 @@
 #include "core/whatifmultifit.h"
 #include "core/whatifsettings.h"
 
-#include <QCheckBox>
 #include <QComboBox>
-#include <QDoubleSpinBox>
 #include <QFileDialog>
-#include <QFormLayout>
-#include <QGroupBox>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QListWidget>
-#include <QPainter>
 #include <QPushButton>
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QSignalBlocker>
-#include <QSlider>
-#include <QSpinBox>
 #include <QSplitter>
+#include <QTextDocumentFragment>
 #include <QVBoxLayout>
 
 #include <chrono>
@@ -60,98 +56,10 @@ WhatIfPanel::~WhatIfPanel() = default;
 void WhatIfPanel::buildUi()
 {
     auto* root = new QHBoxLayout(this);
-    auto* left = new QWidget(this);
-    auto* form = new QFormLayout(left);
-    form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
-    auto slider = [&](QSlider*& s, QLabel*& l, int max) {
-        auto* w = new QWidget(left);
-        auto* h = new QHBoxLayout(w);
-        h->setContentsMargins(0, 0, 0, 0);
-        s = new QSlider(Qt::Horizontal, w);
-        s->setRange(1, max);
-        l = new QLabel(QStringLiteral("1"), w);
-        l->setMinimumWidth(28);
-        h->addWidget(s);
-        h->addWidget(l);
-        return w;
-    };
-    form->addRow(tr("Micro-batch"), slider(m_microBatch, m_microBatchLabel, 64));
-    form->addRow(tr("Accumulation"), slider(m_accum, m_accumLabel, 64));
-    m_seq = new QSpinBox(left);
-    m_seq->setRange(0, 1 << 20);
-    m_seq->setSpecialValueText(tr("unknown"));
-    form->addRow(tr("Sequence"), m_seq);
-    m_checkpoint = new QComboBox(left);
-    for (const char* c : {"none", "selective", "every:4", "every:2", "full"})
-        m_checkpoint->addItem(QString::fromLatin1(c));
-    form->addRow(tr("Checkpointing"), m_checkpoint);
-    m_precision = new QComboBox(left);
-    for (const char* c : {"fp32", "amp-bf16", "amp-fp16", "bf16"})
-        m_precision->addItem(QString::fromLatin1(c));
-    form->addRow(tr("Precision"), m_precision);
-    m_optimizer = new QComboBox(left);
-    for (const char* c : {"adamw", "adamw-fused", "adam8bit", "adafactor", "sgd", "sgd-momentum"})
-        m_optimizer->addItem(QString::fromLatin1(c));
-    form->addRow(tr("Optimizer"), m_optimizer);
-    m_zero = new QComboBox(left);
-    for (const char* c : {"none (DDP)", "ZeRO-1", "ZeRO-2", "ZeRO-3 / FSDP"})
-        m_zero->addItem(QString::fromLatin1(c));
-    form->addRow(tr("Sharding"), m_zero);
-    m_devices = new QSpinBox(left);
-    m_devices->setObjectName(QStringLiteral("devicesLever"));
-    m_devices->setRange(1, 4096);
-    form->addRow(tr("Devices"), m_devices);
-    m_offload = new QComboBox(left);
-    for (const char* c : {"none", "optimizer", "params"})
-        m_offload->addItem(QString::fromLatin1(c));
-    form->addRow(tr("CPU offload"), m_offload);
-    m_lora = new QDoubleSpinBox(left);
-    m_lora->setRange(0.0001, 1.0);
-    m_lora->setDecimals(4);
-    m_lora->setSingleStep(0.01);
-    form->addRow(tr("Trainable fraction"), m_lora);
-    m_flash = new QCheckBox(tr("FlashAttention"), left); // fits the levers column; the tool tip says the rest
-    m_flash->setToolTip(tr("FlashAttention or fused scaled-dot-product attention: no b*s^2 attention scores stored"));
-    form->addRow(QString(), m_flash);
-    m_expandable = new QCheckBox(tr("expandable_segments"), left);
-    form->addRow(QString(), m_expandable);
-    m_capacity = new QComboBox(left);
-    for (int g : {24, 40, 48, 80, 94, 141})
-        m_capacity->addItem(QString::number(g) + QStringLiteral(" GiB"), g);
-    m_capacity->setCurrentIndex(3);
-    form->addRow(tr("Capacity"), m_capacity);
-
-    auto* measuredBox = new QGroupBox(tr("Measured at"), left);
-    auto* mf = new QFormLayout(measuredBox);
-    m_measuredB = new QSpinBox(measuredBox);
-    m_measuredB->setObjectName(QStringLiteral("measuredMicroBatch"));
-    m_measuredB->setRange(0, 4096);
-    m_measuredB->setSpecialValueText(tr("unknown"));
-    m_measuredS = new QSpinBox(measuredBox);
-    m_measuredS->setObjectName(QStringLiteral("measuredSeq"));
-    m_measuredS->setRange(0, 1 << 20);
-    m_measuredS->setSpecialValueText(tr("unknown"));
-    m_measuredD = new QSpinBox(measuredBox);
-    m_measuredD->setObjectName(QStringLiteral("measuredDevices"));
-    m_measuredD->setRange(0, 65536);
-    m_measuredD->setSpecialValueText(tr("unknown"));
-    m_measuredP = new QComboBox(measuredBox);
-    m_measuredP->addItem(tr("unknown"));
-    for (const char* c : {"fp32", "amp-bf16", "amp-fp16", "bf16"})
-        m_measuredP->addItem(QString::fromLatin1(c));
-    mf->addRow(tr("micro-batch"), m_measuredB);
-    mf->addRow(tr("sequence"), m_measuredS);
-    mf->addRow(tr("precision"), m_measuredP);
-    mf->addRow(tr("devices"), m_measuredD);
-    m_addRunButton = new QPushButton(tr("Add a Calibration Run\u2026"), measuredBox);
-    m_addRunButton->setObjectName(QStringLiteral("whatifAddRun"));
-    m_addRunButton->setToolTip(tr("Another snapshot of the same job at another micro-batch or sequence length: "
-                                  "the batch terms are then measured, not inferred (headroom-cli whatif FILE1 FILE2)"));
-    mf->addRow(m_addRunButton);
-    m_measuredInfo = new QLabel(measuredBox);
-    m_measuredInfo->setWordWrap(true);
-    mf->addRow(m_measuredInfo);
-    form->addRow(measuredBox);
+    m_levers = new WhatIfLeverForm(this);
+    auto* left = m_levers;
+    m_allocator = new AllocatorSection;
+    m_levers->addSection(m_allocator);
     // Narrow enough to leave the chart and the ladder most of a half-window dock.
     left->setMaximumWidth(kLeversWidth);
     // The levers scroll: without it their column set the panel's minimum height (671 px),
@@ -210,39 +118,30 @@ void WhatIfPanel::buildUi()
     rv->addWidget(m_ladderList, 2);
     root->addWidget(right, 1);
 
-    auto changed = [this] {
+    connect(m_levers, &WhatIfLeverForm::leversChanged, this, [this] {
         if (m_updating)
             return;
         readControls();
         recompute();
-    };
-    connect(m_microBatch, &QSlider::valueChanged, this, changed);
-    connect(m_accum, &QSlider::valueChanged, this, changed);
-    connect(m_seq, qOverload<int>(&QSpinBox::valueChanged), this, changed);
-    connect(m_devices, qOverload<int>(&QSpinBox::valueChanged), this, changed);
-    connect(m_lora, qOverload<double>(&QDoubleSpinBox::valueChanged), this, changed);
-    for (QComboBox* c : {m_checkpoint, m_precision, m_optimizer, m_zero, m_offload, m_capacity})
-        connect(c, qOverload<int>(&QComboBox::currentIndexChanged), this, changed);
-    for (QCheckBox* c : {m_flash, m_expandable})
-        connect(c, &QCheckBox::toggled, this, changed);
-    auto measuredChanged = [this] {
+    });
+    connect(m_levers, &WhatIfLeverForm::statedChanged, this, [this] {
+        if (!m_updating)
+            setStated(m_levers->stated(m_stated));
+    });
+    // expandable_segments is both a lever of the model (its fragmentation share) and a setting
+    // the replay runs under: one check box, in the Allocator section.
+    connect(m_allocator, &AllocatorSection::expandableToggled, this, [this] {
         if (m_updating)
             return;
-        StatedConfig st = m_stated;
-        st.microBatch = m_measuredB->value() > 0 ? std::optional<int>(m_measuredB->value()) : std::nullopt;
-        st.seq = m_measuredS->value() > 0 ? std::optional<int>(m_measuredS->value()) : std::nullopt;
-        st.precision = m_measuredP->currentIndex() > 0 ? std::optional<Precision>(Precision(m_measuredP->currentIndex() - 1))
-                                                       : std::nullopt;
-        st.devices = m_measuredD->value() > 0 ? std::optional<int>(m_measuredD->value()) : std::nullopt;
-        setStated(st);
-    };
-    connect(m_measuredB, qOverload<int>(&QSpinBox::valueChanged), this, measuredChanged);
-    connect(m_measuredS, qOverload<int>(&QSpinBox::valueChanged), this, measuredChanged);
-    connect(m_measuredP, qOverload<int>(&QComboBox::currentIndexChanged), this, measuredChanged);
-    connect(m_measuredD, qOverload<int>(&QSpinBox::valueChanged), this, measuredChanged);
+        readControls();
+        recompute();
+    });
+    connect(m_allocator, &AllocatorSection::replayed, this, [this] { showSummary(); });
+    connect(m_allocator, &AllocatorSection::curveReady, this, &WhatIfPanel::allocatorCurveReady);
+    connect(m_allocator, &AllocatorSection::curveCleared, this, &WhatIfPanel::allocatorCurveCleared);
     connect(m_fit, &QPushButton::clicked, this, [this] { rebuildLadder(); });
     connect(m_constantsButton, &QPushButton::clicked, this, [this] { editConstants(); });
-    connect(m_addRunButton, &QPushButton::clicked, this, [this] {
+    connect(m_levers, &WhatIfLeverForm::addRunRequested, this, [this] {
         const QString path = QFileDialog::getOpenFileName(this, tr("Another Run of the Same Job"), QString(),
                                                           tr("Memory snapshots (*.pickle *.pkl *.gz *.hrt *.json);;All files (*)"));
         if (!path.isEmpty())
@@ -280,11 +179,14 @@ void WhatIfPanel::setTrace(std::shared_ptr<const LoadedTrace> trace, int deviceI
     m_analysis = std::move(analysis);
     m_deviceIndex = deviceIndex;
     m_cal.reset();
+    m_verdict.reset();
     if (m_trace) {
         const int64_t cap = estimateCapacity(*m_trace, size_t(deviceIndex), std::nullopt).bytes;
         if (cap > 0)
             m_device = deviceForCapacity(cap);
     }
+    m_allocator->setCapacity(m_device.capacityBytes);
+    m_allocator->setTrace(m_trace, deviceIndex);
     recalibrate();
 }
 
@@ -293,6 +195,8 @@ void WhatIfPanel::setAnalyticModel(const ModelDims& dims, const LeverConfig& con
     m_trace.reset();
     m_analysis.reset();
     m_cal.reset();
+    m_verdict.reset();
+    m_allocator->setTrace(nullptr, 0);
     m_dims = dims;
     m_base = analyticBaseline(dims, config, m_k);
     m_haveBase = true;
@@ -306,16 +210,15 @@ void WhatIfPanel::setAnalyticModel(const ModelDims& dims, const LeverConfig& con
 void WhatIfPanel::setCapacity(int64_t bytes)
 {
     m_device = deviceForCapacity(bytes);
-    m_updating = true;
-    const int g = int(std::lround(double(bytes) / kGiB));
-    int idx = m_capacity->findData(g);
-    if (idx < 0) {
-        m_capacity->addItem(QString::number(double(bytes) / kGiB, 'f', 1) + QStringLiteral(" GiB"), g);
-        idx = m_capacity->count() - 1;
-    }
-    m_capacity->setCurrentIndex(idx);
-    m_updating = false;
+    m_levers->showCapacity(bytes);
+    m_allocator->setCapacity(bytes);
     recompute();
+    rebuildLadder();
+}
+
+void WhatIfPanel::setAllocatorVerdict(std::optional<AllocatorVerdict> verdict)
+{
+    m_verdict = std::move(verdict);
     rebuildLadder();
 }
 
@@ -392,7 +295,7 @@ void WhatIfPanel::recalibrate()
                                   QString::fromStdString(m.how));
         if (!m_runsText.isEmpty())
             lines << m_runsText;
-        m_measuredInfo->setText(lines.join(QStringLiteral("<br>")));
+        m_levers->setMeasuredInfo(lines.join(QStringLiteral("<br>")));
     } catch (const std::exception& e) {
         m_error = QString::fromUtf8(e.what());
         m_haveBase = false;
@@ -404,25 +307,14 @@ void WhatIfPanel::recalibrate()
 
 void WhatIfPanel::readControls()
 {
-    LeverConfig c = m_config;
-    c.microBatch = m_microBatch->value();
-    c.accum = m_accum->value();
-    c.seq = m_seq->value();
-    int every = 1;
-    checkpointFromName(m_checkpoint->currentText().toStdString(), c.checkpoint, every);
-    c.checkpointEvery = every;
-    c.precision = Precision(m_precision->currentIndex());
-    c.optimizer = OptimizerKind(m_optimizer->currentIndex());
-    c.zero = m_zero->currentIndex();
-    c.devices = m_devices->value();
-    c.offload = Offload(m_offload->currentIndex());
-    c.trainableFraction = m_lora->value();
-    c.flashAttention = m_flash->isChecked();
-    c.expandableSegments = m_expandable->isChecked();
-    const int g = m_capacity->currentData().toInt();
-    if (g > 0 && std::llabs(int64_t(g * kGiB) - m_device.capacityBytes) > int64_t(kGiB / 2))
+    LeverConfig c = m_levers->levers(m_config);
+    c.expandableSegments = m_allocator->expandable();
+    const int g = m_levers->capacityGiB();
+    if (g > 0 && std::llabs(int64_t(g * kGiB) - m_device.capacityBytes) > int64_t(kGiB / 2)) {
         m_device = deviceForCapacity(int64_t(g * kGiB));
-    // A lever whose measured value is unknown is locked (lockUnknownLevers): it stays as
+        m_allocator->setCapacity(m_device.capacityBytes);
+    }
+    // A lever whose measured value is unknown is locked (WhatIfLeverForm::showLevers): it stays as
     // measured, whatever its widget shows (a spin box cannot show "unknown" devices).
     if (m_cal) {
         const LeverConfig& b = m_base.config;
@@ -443,52 +335,10 @@ void WhatIfPanel::readControls()
 void WhatIfPanel::writeControls()
 {
     m_updating = true;
-    const LeverConfig& c = m_config;
-    m_microBatch->setValue(std::max(1, c.microBatch));
-    m_accum->setValue(std::max(1, c.accum));
-    m_seq->setValue(c.seq);
-    m_checkpoint->setCurrentText(QString::fromStdString(std::string(checkpointName(c.checkpoint, c.checkpointEvery))));
-    m_precision->setCurrentIndex(int(c.precision));
-    m_optimizer->setCurrentIndex(int(c.optimizer));
-    m_zero->setCurrentIndex(c.zero);
-    m_devices->setValue(std::max(1, c.devices));
-    m_offload->setCurrentIndex(int(c.offload));
-    m_lora->setValue(c.trainableFraction);
-    m_flash->setChecked(c.flashAttention);
-    m_expandable->setChecked(c.expandableSegments);
-    m_measuredInfo->parentWidget()->setVisible(m_trace != nullptr);
-    m_measuredB->setValue(m_stated.microBatch.value_or(0));
-    m_measuredS->setValue(m_stated.seq.value_or(0));
-    m_measuredP->setCurrentIndex(m_stated.precision ? int(*m_stated.precision) + 1 : 0);
-    m_measuredD->setValue(m_stated.devices.value_or(0));
-    m_microBatchLabel->setText(QString::number(c.microBatch ? c.microBatch : 1) + (c.microBatch ? QString() : QStringLiteral("?")));
-    m_accumLabel->setText(QString::number(c.accum));
-    lockUnknownLevers();
+    m_levers->showLevers(m_config, m_cal ? &*m_cal : nullptr);
+    m_levers->showStated(m_stated, m_trace != nullptr);
+    m_allocator->showExpandable(m_config.expandableSegments);
     m_updating = false;
-}
-
-void WhatIfPanel::lockUnknownLevers()
-{
-    struct Lever {
-        QWidget* widget;
-        const char* key;
-        QString field;
-    };
-    const Lever levers[] = {{m_microBatch, "micro_batch", tr("micro-batch")},
-                            {m_seq, "seq", tr("sequence")},
-                            {m_precision, "precision", tr("precision")},
-                            {m_devices, "devices", tr("devices")},
-                            {m_zero, "devices", tr("devices")}};
-    for (const Lever& l : levers) {
-        const bool locked = m_cal && !m_cal->known(l.key);
-        l.widget->setEnabled(!locked);
-        l.widget->setToolTip(locked ? tr("The trace does not tell the %1 it was measured at: set it under "
-                                         "<i>Measured at</i> to move this lever (headroom-cli asks for the same)")
-                                          .arg(l.field)
-                                    : QString());
-    }
-    if (m_cal && !m_cal->known("micro_batch"))
-        m_microBatchLabel->setText(QStringLiteral("?"));
 }
 
 void WhatIfPanel::setConfig(const LeverConfig& config)
@@ -500,8 +350,8 @@ void WhatIfPanel::setConfig(const LeverConfig& config)
 
 void WhatIfPanel::recompute()
 {
-    m_microBatchLabel->setText(m_config.microBatch > 0 ? QString::number(m_config.microBatch) : QStringLiteral("?"));
-    m_accumLabel->setText(QString::number(m_config.accum));
+    m_levers->showCounts(m_config);
+    m_summaryText.clear();
     if (!m_haveBase) {
         m_summary->setText(m_error.isEmpty() ? tr("Open a trace or choose a model.") : QStringLiteral("<b>%1</b>").arg(m_error.toHtmlEscaped()));
         return;
@@ -563,13 +413,25 @@ void WhatIfPanel::recompute()
     item("optimizer", p.time.optimizer);
     s += QStringLiteral("<br><small>") + items.join(QStringLiteral(", ")) + QStringLiteral(" &middot; MFU %1 [guess], overlap %2 [guess]</small>")
              .arg(m_k.mfuMax).arg(m_k.overlap);
-    m_summary->setText(s);
+    m_summaryText = s;
+    showSummary();
     QStringList notes;
     for (const auto& n : p.notes)
         notes << QString::fromStdString(n);
     m_notes->setText(notes.join(QStringLiteral("\n")));
     emit configChanged();
     emit settingsChanged(settingsJson());
+}
+
+void WhatIfPanel::showSummary()
+{
+    if (m_summaryText.isEmpty())
+        return; // recompute() wrote why there is no projection
+    const QString replay = m_allocator->result() && !m_allocator->isRecordedSetting()
+                               ? QStringLiteral("<br>") + tr("Allocator replay of the recorded requests: ") +
+                                     m_allocator->summaryHtml()
+                               : QString();
+    m_summary->setText(m_summaryText + replay);
 }
 
 void WhatIfPanel::rebuildLadder()
@@ -580,6 +442,9 @@ void WhatIfPanel::rebuildLadder()
     LadderOptions lo;
     lo.outlierBatch = m_cal && m_cal->outlierBatch;
     lo.availableDevices = std::max(1, m_config.devices);
+    // The replay answered for this capacity; at another it says nothing.
+    if (m_verdict && m_verdict->capacity == m_device.capacityBytes)
+        lo.allocator = m_verdict->ladderInput();
     if (m_spendFirst) {
         lo.currencyOrder = {*m_spendFirst};
         for (Currency cur : {Currency::Engineering, Currency::Throughput, Currency::Hardware, Currency::Fidelity})
@@ -679,6 +544,8 @@ bool WhatIfPanel::restoreSettings(const QString& json)
     if (st->capacityBytes > 0 && st->capacityBytes != m_device.capacityBytes)
         m_device = deviceForCapacity(st->capacityBytes);
     setConfig(st->config);
+    m_levers->showCapacity(m_device.capacityBytes);
+    m_allocator->setCapacity(m_device.capacityBytes);
     return true;
 }
 
@@ -686,7 +553,11 @@ QString WhatIfPanel::markdown() const
 {
     if (!m_haveBase)
         return tr("_No what-if projection: %1_\n").arg(m_error.isEmpty() ? tr("no trace or model.") : m_error);
-    return whatIfMarkdown(m_projection, m_ladder, m_cal ? &*m_cal : nullptr, m_device);
+    QString md = whatIfMarkdown(m_projection, m_ladder, m_cal ? &*m_cal : nullptr, m_device);
+    if (m_allocator->result() && !m_allocator->isRecordedSetting())
+        md += tr("\nAllocator replay of the recorded requests: %1\n")
+                  .arg(QTextDocumentFragment::fromHtml(m_allocator->summaryHtml()).toPlainText());
+    return md;
 }
 
 } // namespace headroom

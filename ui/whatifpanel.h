@@ -5,6 +5,7 @@
 // the measured one with the capacity line and the band, step time, and the ladder whose rungs
 // apply on click. Self-contained: the main window docks it and feeds it a trace or a model.
 
+#include "core/allocatorverdict.h"
 #include "core/loader.h"
 #include "core/memoryanalysis.h"
 #include "core/whatifcalibration.h"
@@ -16,20 +17,18 @@
 #include <memory>
 #include <optional>
 
-class QCheckBox;
 class QComboBox;
-class QDoubleSpinBox;
 class QLabel;
 class QListWidget;
 class QListWidgetItem;
 class QPushButton;
-class QSlider;
-class QSpinBox;
 
 namespace headroom {
 
+class AllocatorSection;
 class CalibrationRuns;
 class WhatIfChart;
+class WhatIfLeverForm;
 class WhatIfVerifyDialog;
 
 class WhatIfPanel : public QWidget {
@@ -46,6 +45,10 @@ public:
     /// Analytic mode: a preset or hand-entered dimensions trained at `config`.
     void setAnalyticModel(const ModelDims& dims, const LeverConfig& config);
     void setCapacity(int64_t bytes);
+    /// What the diagnosis's allocator replay concluded for the device (computed with the
+    /// analysis off the GUI thread): the ladder's allocator rung, for the levers as recorded.
+    void setAllocatorVerdict(std::optional<AllocatorVerdict> verdict);
+    AllocatorSection* allocatorSection() const { return m_allocator; }
     /// The measured values the trace cannot tell (the panel asks for them as well).
     void setStated(const StatedConfig& stated);
 
@@ -85,6 +88,9 @@ signals:
     /// The user applied ladder rung `index` (its configuration is now config()).
     void rungApplied(int index);
     void settingsChanged(const QString& json);
+    /// The Allocator section replayed a setting other than the recorded one: its reserved curve.
+    void allocatorCurveReady(std::shared_ptr<const std::vector<int64_t>> curve, const QString& label);
+    void allocatorCurveCleared();
 
 private:
     void buildUi();
@@ -94,9 +100,7 @@ private:
     void readControls();
     void writeControls();
     void applyRung(QListWidgetItem* item);
-    /// Levers whose measured value the trace does not tell cannot move until it is given
-    /// (as the CLI refuses them): disabled, with the reason.
-    void lockUnknownLevers();
+    void showSummary();
 
     std::shared_ptr<const LoadedTrace> m_trace;
     std::shared_ptr<const DeviceAnalysis> m_analysis;
@@ -117,26 +121,10 @@ private:
     double m_lastRecomputeUs = 0;
     bool m_updating = false;
 
-    QSlider* m_microBatch = nullptr;
-    QSlider* m_accum = nullptr;
-    QLabel* m_microBatchLabel = nullptr;
-    QLabel* m_accumLabel = nullptr;
-    QSpinBox* m_seq = nullptr;
-    QComboBox* m_checkpoint = nullptr;
-    QComboBox* m_precision = nullptr;
-    QComboBox* m_optimizer = nullptr;
-    QComboBox* m_zero = nullptr;
-    QSpinBox* m_devices = nullptr;
-    QComboBox* m_offload = nullptr;
-    QCheckBox* m_flash = nullptr;
-    QCheckBox* m_expandable = nullptr;
-    QDoubleSpinBox* m_lora = nullptr;
-    QComboBox* m_capacity = nullptr;
-    QSpinBox* m_measuredB = nullptr;
-    QSpinBox* m_measuredS = nullptr;
-    QSpinBox* m_measuredD = nullptr;
-    QComboBox* m_measuredP = nullptr;
-    QLabel* m_measuredInfo = nullptr;
+    WhatIfLeverForm* m_levers = nullptr;
+    AllocatorSection* m_allocator = nullptr;
+    std::optional<AllocatorVerdict> m_verdict;
+    QString m_summaryText; ///< the projection's part of the summary; the allocator's line follows
     QLabel* m_summary = nullptr;
     QLabel* m_notes = nullptr;
     WhatIfChart* m_chart = nullptr;

@@ -61,6 +61,7 @@ void WhatIfView::setData(const ExplorerDataPtr& data)
     // the trace, restored next, win.
     if (data->capacity.bytes > 0)
         m_panel->setCapacity(data->capacity.bytes);
+    m_panel->setAllocatorVerdict(data->allocator);
     if (!m_pending.isEmpty()) {
         m_panel->restoreSettings(m_pending);
         m_pending.clear();
