@@ -8,6 +8,7 @@
 #include "ui/breakdownview.h"
 #include "ui/capturebar.h"
 #include "ui/compareview.h"
+#include "ui/logging.h"
 #include "ui/postmortem.h"
 #include "ui/ranksview.h"
 #include "ui/diagnosisview.h"
@@ -179,9 +180,8 @@ void Explorer::deliverData(quint64 generation, size_t next)
     t.start();
     v->setData(m_data);
     v->selectionChanged(m_selection->state(), Selection::All);
-    if (qEnvironmentVariableIsSet("HEADROOM_TIMING"))
-        qInfo("%s: %.1f ms%s", qPrintable(v->viewId()), double(t.nsecsElapsed()) / 1e6,
-              ExplorerView::onScreen(v->widget()) ? "" : " (not on screen)");
+    qCInfo(lcTiming, "%s: %.1f ms%s", qPrintable(v->viewId()), double(t.nsecsElapsed()) / 1e6,
+           ExplorerView::onScreen(v->widget()) ? "" : " (not on screen)");
     QTimer::singleShot(0, this, [this, generation, next] { deliverData(generation, next + 1); });
 }
 

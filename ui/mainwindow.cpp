@@ -12,6 +12,7 @@
 #include "ui/filechangewatcher.h"
 #include "ui/loadcontroller.h"
 #include "ui/navigationactions.h"
+#include "ui/logging.h"
 #include "ui/postmortem.h"
 #include "ui/preferencesdialog.h"
 #include "ui/recentfiles.h"
@@ -357,8 +358,7 @@ void MainWindow::showDevice(int index)
     QElapsedTimer t;
     t.start();
     m_explorer->showDevice(m_trace, index);
-    if (qEnvironmentVariableIsSet("HEADROOM_TIMING"))
-        qInfo("showDevice: %.1f ms", double(t.nsecsElapsed()) / 1e6);
+    qCInfo(lcTiming, "showDevice: %.1f ms", double(t.nsecsElapsed()) / 1e6);
     updateSummary();
 }
 

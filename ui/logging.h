@@ -1,0 +1,12 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include <QLoggingCategory>
+
+namespace headroom {
+
+/// How long the GUI's stages take (file shown, each view's data delivered). Off by default;
+/// QT_LOGGING_RULES="headroom.timing.info=true" prints them.
+Q_DECLARE_LOGGING_CATEGORY(lcTiming)
+
+} // namespace headroom
