@@ -14,13 +14,9 @@ MemoryTimeline replayDevice(const DeviceData& dev)
     const TraceEvents& ev = dev.trace;
     const size_t n = ev.count();
 
-    int64_t finalReserved = 0;
-    int64_t finalAllocated = 0;
-    for (const Segment& s : dev.segments)
-        finalReserved += s.totalSize;
-    for (const Block& b : dev.blocks)
-        if (b.state == BlockState::ActiveAllocated)
-            finalAllocated += b.size;
+    const FinalTotals totals = finalTotals(dev);
+    const int64_t finalReserved = totals.reserved;
+    const int64_t finalAllocated = totals.allocated;
 
     if (n == 0) {
         t.initialAllocated = finalAllocated;

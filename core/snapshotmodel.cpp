@@ -85,4 +85,21 @@ const DeviceData* Snapshot::findDevice(int device) const
     return nullptr;
 }
 
+FinalTotals finalTotals(const DeviceData& dev)
+{
+    FinalTotals t;
+    for (const Segment& s : dev.segments)
+        t.reserved += s.totalSize;
+    for (const Block& b : dev.blocks) {
+        if (b.state == BlockState::ActiveAllocated) {
+            t.allocated += b.size;
+            t.active += b.size;
+            t.requested += b.requestedSize;
+        } else if (b.state == BlockState::ActivePendingFree) {
+            t.active += b.size;
+        }
+    }
+    return t;
+}
+
 } // namespace headroom

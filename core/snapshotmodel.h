@@ -145,6 +145,16 @@ struct DeviceData {
     bool relativeCurve = false;
 };
 
+/// The totals of a device's final allocator state: what its segments and blocks hold when
+/// the snapshot was taken (the curve's end, and all there is without trace entries).
+struct FinalTotals {
+    int64_t reserved = 0;
+    int64_t allocated = 0; ///< active allocated blocks
+    int64_t active = 0;    ///< allocated plus freed blocks still pending on a stream
+    int64_t requested = 0; ///< what the allocated blocks were asked for, before rounding
+};
+FinalTotals finalTotals(const DeviceData& dev);
+
 /// A named time range from a Chrome trace (user annotations, profiler steps, optimizer
 /// steps, backward functions), kept for the phase analysis.
 enum class TimeWindowKind : uint8_t { UserAnnotation, ProfilerStep, OptimizerStep, ZeroGrad, Backward, Other };

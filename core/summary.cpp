@@ -11,10 +11,6 @@ namespace headroom {
 
 namespace {
 
-struct BlockTotals {
-    int64_t reserved = 0, allocated = 0, active = 0, requested = 0;
-};
-
 /// Last minus first time over the entries that have one (found by fuzzing: an entry without
 /// time_us holds kNoTime = INT64_MIN, and last - first overflowed).
 std::optional<int64_t> traceDurationUs(const TraceEvents& trace)
@@ -27,23 +23,6 @@ std::optional<int64_t> traceDurationUs(const TraceEvents& trace)
     return *std::find_if(ts.rbegin(), ts.rend(), has) - *first;
 }
 
-BlockTotals totals(const DeviceData& dev)
-{
-    BlockTotals t;
-    for (const Segment& s : dev.segments)
-        t.reserved += s.totalSize;
-    for (const Block& b : dev.blocks) {
-        if (b.state == BlockState::ActiveAllocated) {
-            t.allocated += b.size;
-            t.active += b.size;
-            t.requested += b.requestedSize;
-        } else if (b.state == BlockState::ActivePendingFree) {
-            t.active += b.size;
-        }
-    }
-    return t;
-}
-
 } // namespace
 
 nlohmann::json summaryJson(const LoadedTrace& trace)
@@ -53,7 +32,7 @@ nlohmann::json summaryJson(const LoadedTrace& trace)
     for (size_t i = 0; i < snap.devices.size(); ++i) {
         const DeviceData& dev = snap.devices[i];
         const MemoryTimeline& tl = trace.timelines[i];
-        const BlockTotals t = totals(dev);
+        const FinalTotals t = finalTotals(dev);
         nlohmann::json d;
         d["device"] = dev.device;
         d["device_type"] = dev.deviceType;
@@ -117,7 +96,7 @@ std::string summaryText(const LoadedTrace& trace)
     for (size_t i = 0; i < snap.devices.size(); ++i) {
         const DeviceData& dev = snap.devices[i];
         const MemoryTimeline& tl = trace.timelines[i];
-        const BlockTotals t = totals(dev);
+        const FinalTotals t = finalTotals(dev);
         os << "\nDevice " << dev.device << " (" << dev.deviceType;
         if (!dev.sourceFormat.empty())
             os << ", " << dev.sourceFormat;
