@@ -37,23 +37,6 @@ QString bytes(int64_t n)
     return formatBytesQ(n);
 }
 
-struct Totals {
-    int64_t allocated = 0;
-    int64_t reserved = 0;
-};
-
-/// The final state's totals, as `headroom-cli summary` computes them.
-Totals finalTotals(const DeviceData& dev)
-{
-    Totals t;
-    for (const Segment& s : dev.segments)
-        t.reserved += s.totalSize;
-    for (const Block& b : dev.blocks)
-        if (b.state == BlockState::ActiveAllocated)
-            t.allocated += b.size;
-    return t;
-}
-
 } // namespace
 
 TimelineView::TimelineView(Selection* selection, QWidget* parent)
@@ -325,7 +308,7 @@ void TimelineView::rebuild()
         m_items->setEmptyText(tr("Open a PyTorch memory snapshot (File \u25B8 Open, or drop a file here)."));
         m_plot->xAxis->setLabel(QString());
     } else if (!haveEvents) {
-        const Totals t = finalTotals(*m_device);
+        const FinalTotals t = finalTotals(*m_device);
         m_items->setEmptyText(tr("Device %1 has no trace entries: only the final state is known.\n"
                                  "Allocated: %2    Reserved: %3")
                                   .arg(m_device->device)
@@ -386,7 +369,7 @@ void TimelineView::zoomToFit()
         hi = keyOf(eventCount() - 1);
         top = static_cast<double>(std::max(m_timeline->peakAllocated, m_timeline->peakReserved));
     } else if (m_device) {
-        const Totals t = finalTotals(*m_device);
+        const FinalTotals t = finalTotals(*m_device);
         top = static_cast<double>(std::max(t.allocated, t.reserved));
     }
     if (m_data && m_data->capacity.bytes > 0 && double(m_data->capacity.bytes) < top * 2.5)
@@ -450,7 +433,7 @@ void TimelineView::updateGraphs()
     m_items->filtered()->data()->clear();
     if (n == 0) {
         if (m_device) { // final state only: flat lines across the empty axis
-            const Totals t = finalTotals(*m_device);
+            const FinalTotals t = finalTotals(*m_device);
             keys = {0.0, 1.0};
             allocated = {double(t.allocated), double(t.allocated)};
             reserved = {double(t.reserved), double(t.reserved)};
