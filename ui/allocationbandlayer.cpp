@@ -3,8 +3,8 @@
 
 #include "core/loader.h"
 #include "ui/categorystyle.h"
+#include "ui/timelinestate.h"
 #include "ui/timelinestyle.h"
-#include "ui/timelineview.h"
 
 #include <algorithm>
 #include <cmath>
@@ -25,9 +25,9 @@ QRgb bandColor(const ExplorerData& data, uint32_t allocation)
 
 } // namespace
 
-AllocationBandLayer::AllocationBandLayer(QCustomPlot* plot, TimelineView* view)
+AllocationBandLayer::AllocationBandLayer(QCustomPlot* plot, const TimelineState& state)
     : QCPLayerable(plot, QStringLiteral("main"))
-    , m_view(view)
+    , m_state(state)
 {
 }
 
@@ -39,14 +39,14 @@ int AllocationBandLayer::columnAt(double px) const
 
 void AllocationBandLayer::relayout(const QRect& rect)
 {
-    const TimelineView& v = *m_view;
+    const TimelineState& v = m_state;
     QCPAxis* x = mParentPlot->xAxis;
     // Column c covers the keys [pixel c, pixel c + 1): its events start at the first
     // event whose key is at or after the column's left edge.
     std::vector<int64_t> bounds(size_t(rect.width()) + 1);
     for (int c = 0; c <= rect.width(); ++c)
         bounds[size_t(c)] = v.firstEventAtOrAfterKey(x->pixelToCoord(rect.left() + c));
-    m_columns = v.m_bands.layout(*v.m_timeline, bounds);
+    m_columns = v.bands.layout(*v.timeline, bounds);
     m_rect = rect;
     m_lower = x->range().lower;
     m_upper = x->range().upper;
@@ -55,8 +55,8 @@ void AllocationBandLayer::relayout(const QRect& rect)
 
 void AllocationBandLayer::draw(QCPPainter* painter)
 {
-    const TimelineView& v = *m_view;
-    if (!v.m_data || !v.m_timeline || v.eventCount() == 0)
+    const TimelineState& v = m_state;
+    if (!v.data || !v.timeline || v.eventCount() == 0)
         return;
     const QRect rect = clipRect();
     if (rect.width() <= 0 || rect.height() <= 0)
@@ -75,8 +75,8 @@ void AllocationBandLayer::draw(QCPPainter* painter)
     };
     const QRgb smallColor = QColor(0xb8, 0xbc, 0xc0).rgb();
     const QRgb selected = timelinestyle::kSelectionColor.rgb();
-    const int64_t selectedAllocation = v.m_selection.allocation;
-    const auto& allocs = v.m_timeline->allocations;
+    const int64_t selectedAllocation = v.selection.allocation;
+    const auto& allocs = v.timeline->allocations;
     const int firstKey = int(std::floor(x->coordToPixel(v.keyOf(-1)))) - rect.left();
     const int lastKey = int(std::ceil(x->coordToPixel(v.keyOf(v.eventCount() - 1)))) - rect.left();
     uchar* bits = m_image.bits();
@@ -96,7 +96,7 @@ void AllocationBandLayer::draw(QCPPainter* painter)
             const int bandTop = row(double(slice.bottom + allocs[slice.allocation].size));
             if (bandTop >= top)
                 continue; // thinner than a pixel here: the neighbours cover it
-            const QRgb color = int64_t(slice.allocation) == selectedAllocation ? selected : bandColor(*v.m_data, slice.allocation);
+            const QRgb color = int64_t(slice.allocation) == selectedAllocation ? selected : bandColor(*v.data, slice.allocation);
             fill(c, bandTop, top, color);
             if (top - bandTop >= 4) // a hairline between bands taller than a few pixels
                 fill(c, top - 1, top, QColor::fromRgb(color).darker(125).rgb());

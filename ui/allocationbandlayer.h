@@ -9,7 +9,7 @@
 
 namespace headroom {
 
-class TimelineView;
+struct TimelineState;
 
 /// The timeline's by-allocation mode (PyTorch's Active Memory Timeline): every one of the
 /// largest allocations as its own band, stacked by birth, the rest merged into one grey
@@ -21,7 +21,7 @@ class TimelineView;
 /// is drawn in the selection colour.
 class AllocationBandLayer : public QCPLayerable {
 public:
-    AllocationBandLayer(QCustomPlot* plot, TimelineView* view);
+    AllocationBandLayer(QCustomPlot* plot, const TimelineState& state);
 
     /// The columns drawn last (hover and click look allocations up in them).
     const BandColumns& columns() const { return m_columns; }
@@ -38,7 +38,7 @@ protected:
 private:
     void relayout(const QRect& rect);
 
-    TimelineView* m_view;
+    const TimelineState& m_state;
     BandColumns m_columns;
     QRect m_rect;       ///< the axis rect the columns were laid out for
     double m_lower = 0, m_upper = 0;

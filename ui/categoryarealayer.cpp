@@ -3,8 +3,8 @@
 
 #include "core/loader.h"
 #include "ui/categorystyle.h"
+#include "ui/timelinestate.h"
 #include "ui/timelinestyle.h"
-#include "ui/timelineview.h"
 
 #include <algorithm>
 #include <cmath>
@@ -13,24 +13,23 @@ namespace headroom {
 
 using namespace timelinestyle;
 
-CategoryAreaLayer::CategoryAreaLayer(QCustomPlot* plot, TimelineView* view)
+CategoryAreaLayer::CategoryAreaLayer(QCustomPlot* plot, const TimelineState& state)
     : QCPLayerable(plot, QStringLiteral("main"))
-    , m_view(view)
+    , m_state(state)
 {
 }
 
 void CategoryAreaLayer::draw(QCPPainter* painter)
 {
-    const TimelineView& v = *m_view;
-    const auto& keys = v.m_areaKeys;
-    const auto& stacks = v.m_areaStacks;
+    const auto& keys = m_state.areaKeys;
+    const auto& stacks = m_state.areaStacks;
     if (keys.empty())
         return;
     const auto& order = categoryStackOrder();
     std::array<QColor, kTensorCategoryCount> colors;
     for (size_t p = 0; p < order.size(); ++p)
         colors[p] = categoryColor(order[p]);
-    if (v.m_areaTotalOnly) {
+    if (m_state.areaTotalOnly) {
         // Every level holds the total: one area, the total's translucent colour mixed
         // with the background here: an opaque fill is a plain memory fill where a
         // translucent one blends every pixel.

@@ -5,7 +5,7 @@
 
 namespace headroom {
 
-class TimelineView;
+struct TimelineState;
 
 /// The category areas, drawn as one run of rectangles per pixel column: where several
 /// samples share a column the one with the largest total wins (the peak is never lost),
@@ -14,7 +14,7 @@ class TimelineView;
 /// QCPGraph polygons cost hundreds of milliseconds.
 class CategoryAreaLayer : public QCPLayerable {
 public:
-    CategoryAreaLayer(QCustomPlot* plot, TimelineView* view);
+    CategoryAreaLayer(QCustomPlot* plot, const TimelineState& state);
 
 protected:
     void applyDefaultAntialiasingHint(QCPPainter* painter) const override { painter->setAntialiasing(false); }
@@ -22,7 +22,7 @@ protected:
     void draw(QCPPainter* painter) override;
 
 private:
-    TimelineView* m_view;
+    const TimelineState& m_state;
 };
 
 } // namespace headroom

@@ -4,8 +4,10 @@
 #include "core/loader.h"
 #include "core/timelinebands.h"
 #include "ui/allocationbandlayer.h"
+#include "ui/selection.h"
 #include "ui/timelineminimap.h"
-#include "ui/timelineview.h"
+#include "ui/timelinestate.h"
+#include "ui/timelinetooltip.h"
 
 #include <qcustomplot.h>
 
@@ -21,17 +23,21 @@ constexpr int64_t kMaxTooltipScan = 200000; // events inspected per hover pixel
 constexpr double kDragThresholdPx = 4.0;
 } // namespace
 
-TimelineInteraction::TimelineInteraction(QCustomPlot* plot, TimelineView* view)
-    : QObject(view)
+TimelineInteraction::TimelineInteraction(QCustomPlot* plot, const TimelineState& state,
+                                         const AllocationBandLayer& bands, TimelineMinimap* minimap,
+                                         Selection* selection, QObject* parent)
+    : QObject(parent)
     , m_plot(plot)
-    , m_view(view)
+    , m_state(state)
+    , m_bands(bands)
+    , m_selection(selection)
 {
     m_plot->setInteractions(QCP::iRangeZoom);
     m_plot->axisRect()->setRangeZoom(Qt::Horizontal);
     connect(m_plot, &QCustomPlot::mousePress, this, &TimelineInteraction::onMousePress);
     connect(m_plot, &QCustomPlot::mouseMove, this, &TimelineInteraction::onMouseMove);
     connect(m_plot, &QCustomPlot::mouseRelease, this, &TimelineInteraction::onMouseRelease);
-    connect(m_view->minimap(), &TimelineMinimap::rangeRequested, this, [this](double lower, double upper) {
+    connect(minimap, &TimelineMinimap::rangeRequested, this, [this](double lower, double upper) {
         m_plot->xAxis->setRange(lower, upper);
         m_plot->replot(QCustomPlot::rpQueuedReplot);
     });
@@ -39,13 +45,13 @@ TimelineInteraction::TimelineInteraction(QCustomPlot* plot, TimelineView* view)
 
 void TimelineInteraction::zoomToEvents(int64_t first, int64_t last)
 {
-    const TimelineView& v = *m_view;
+    const TimelineState& v = m_state;
     if (v.eventCount() <= 0)
         return;
     first = std::clamp<int64_t>(std::min(first, last), -1, v.eventCount() - 1);
     last = std::clamp<int64_t>(std::max(first, last), -1, v.eventCount() - 1);
     double lo = v.keyOf(first), hi = v.keyOf(last);
-    const double pad = std::max((hi - lo) * 0.03, v.xAxisMode() == TimelineView::XAxisMode::EventIndex ? 1.0 : 1e-3);
+    const double pad = std::max((hi - lo) * 0.03, v.eventIndexAxis() ? 1.0 : 1e-3);
     m_plot->xAxis->setRange(lo - pad, hi + pad);
 }
 
@@ -58,7 +64,7 @@ void TimelineInteraction::zoomBy(double factor)
 
 void TimelineInteraction::ensureEventVisible(int64_t event)
 {
-    const TimelineView& v = *m_view;
+    const TimelineState& v = m_state;
     if (v.eventCount() <= 0)
         return;
     const double key = v.keyOf(std::clamp<int64_t>(event, -1, v.eventCount() - 1));
@@ -70,7 +76,7 @@ void TimelineInteraction::ensureEventVisible(int64_t event)
 
 void TimelineInteraction::limitZoomOut(const QCPRange& range)
 {
-    const TimelineView& v = *m_view;
+    const TimelineState& v = m_state;
     if (v.eventCount() <= 0)
         return;
     // Never zoom out past the whole trace (the wheel would shrink it to a line).
@@ -82,7 +88,7 @@ void TimelineInteraction::limitZoomOut(const QCPRange& range)
 
 int64_t TimelineInteraction::eventAtPixel(double px) const
 {
-    const TimelineView& v = *m_view;
+    const TimelineState& v = m_state;
     if (v.eventCount() == 0)
         return -1;
     // Of the events under this pixel, the one with the most memory allocated: that is
@@ -92,29 +98,29 @@ int64_t TimelineInteraction::eventAtPixel(double px) const
     int64_t best = a;
     const int64_t end = std::min(b, a + kMaxTooltipScan);
     for (int64_t i = a + 1; i <= end; ++i)
-        if (v.m_timeline->allocated[size_t(i)] > v.m_timeline->allocated[size_t(best)])
+        if (v.timeline->allocated[size_t(i)] > v.timeline->allocated[size_t(best)])
             best = i;
     return best;
 }
 
 int64_t TimelineInteraction::allocationAtPixel(double px, double py) const
 {
-    const TimelineView& v = *m_view;
-    if (v.m_mode != TimelineView::Mode::ByAllocation || !v.m_data || !v.m_timeline)
+    const TimelineState& v = m_state;
+    if (!v.byAllocation || !v.data || !v.timeline)
         return -1;
-    const int column = v.m_bandLayer->columnAt(px);
+    const int column = m_bands.columnAt(px);
     if (column < 0)
         return -1;
     const double bytes = m_plot->yAxis->pixelToCoord(py);
     if (bytes < 0)
         return -1;
-    const BandSlice* s = v.m_bandLayer->columns().sliceAt(*v.m_timeline, size_t(column), int64_t(bytes));
+    const BandSlice* s = m_bands.columns().sliceAt(*v.timeline, size_t(column), int64_t(bytes));
     return s ? int64_t(s->allocation) : -1;
 }
 
 void TimelineInteraction::onMousePress(QMouseEvent* event)
 {
-    if (m_view->eventCount() == 0 || !m_plot->axisRect()->rect().contains(event->position().toPoint()))
+    if (m_state.eventCount() == 0 || !m_plot->axisRect()->rect().contains(event->position().toPoint()))
         return;
     m_pressX = m_dragX = event->position().x();
     if (event->button() == Qt::LeftButton) {
@@ -151,21 +157,21 @@ void TimelineInteraction::onMouseMove(QMouseEvent* event)
         return;
     }
     if (const int64_t alloc = allocationAtPixel(pos.x(), pos.y()); alloc >= 0) {
-        const AllocationBandLayer* bands = m_view->m_bandLayer;
-        const int column = bands->columnAt(pos.x());
+        const int column = m_bands.columnAt(pos.x());
         QToolTip::showText(event->globalPosition().toPoint(),
-                           m_view->describeAllocation(size_t(alloc), bands->columns().events[size_t(column)]), m_plot);
+                           TimelineTooltip(m_state).allocation(size_t(alloc), m_bands.columns().events[size_t(column)]),
+                           m_plot);
         return;
     }
-    QToolTip::showText(event->globalPosition().toPoint(), m_view->describeEvent(index), m_plot);
+    QToolTip::showText(event->globalPosition().toPoint(), TimelineTooltip(m_state).event(index), m_plot);
 }
 
 void TimelineInteraction::onMouseRelease(QMouseEvent* event)
 {
     const Drag drag = m_drag;
     m_drag = Drag::None;
-    Selection* selection = m_view->m_selectionObject;
-    if (!selection || m_view->eventCount() == 0)
+    Selection* selection = m_selection;
+    if (!selection || m_state.eventCount() == 0)
         return;
     if (drag == Drag::Pending) {
         const int64_t e = eventAtPixel(event->position().x());
@@ -177,10 +183,10 @@ void TimelineInteraction::onMouseRelease(QMouseEvent* event)
                 selection->setAllocation(alloc);
         }
     } else if (drag == Drag::Range) {
-        const int64_t a = m_view->eventAtKey(m_plot->xAxis->pixelToCoord(std::min(m_pressX, event->position().x())));
-        const int64_t b = m_view->eventAtKey(m_plot->xAxis->pixelToCoord(std::max(m_pressX, event->position().x())));
+        const int64_t a = m_state.eventAtKey(m_plot->xAxis->pixelToCoord(std::min(m_pressX, event->position().x())));
+        const int64_t b = m_state.eventAtKey(m_plot->xAxis->pixelToCoord(std::max(m_pressX, event->position().x())));
         selection->setRange(a, b);
-        selection->setEvent(maxEventInRange(*m_view->m_timeline, a, b));
+        selection->setEvent(maxEventInRange(*m_state.timeline, a, b));
         m_plot->replot(QCustomPlot::rpQueuedReplot);
     }
 }

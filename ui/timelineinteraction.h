@@ -11,7 +11,10 @@ class QMouseEvent;
 
 namespace headroom {
 
-class TimelineView;
+class AllocationBandLayer;
+class Selection;
+class TimelineMinimap;
+struct TimelineState;
 
 /// How the user works the timeline's QCustomPlot: a left click selects the event under
 /// the pointer (and, by allocation, the band's allocation), a left drag selects a range
@@ -22,9 +25,11 @@ class TimelineView;
 /// zoom and pan steps of keyboard and menu navigation and the limit on zooming out.
 class TimelineInteraction : public QObject {
 public:
-    /// Turns on the wheel zoom and listens to `plot`'s mouse signals and the view's
-    /// minimap; a child of `view`.
-    TimelineInteraction(QCustomPlot* plot, TimelineView* view);
+    /// Turns on the wheel zoom and listens to `plot`'s and `minimap`'s mouse signals.
+    /// Reads what is shown from `state` and the band layout from `bands`; clicks and drags
+    /// go to `selection` (none: nothing is selected).
+    TimelineInteraction(QCustomPlot* plot, const TimelineState& state, const AllocationBandLayer& bands,
+                        TimelineMinimap* minimap, Selection* selection, QObject* parent);
 
     /// Zooms so that events first..last fill the plot (with a little air on both sides).
     void zoomToEvents(int64_t first, int64_t last);
@@ -53,7 +58,9 @@ private:
     void onMouseRelease(QMouseEvent* event);
 
     QCustomPlot* m_plot;
-    TimelineView* m_view;
+    const TimelineState& m_state;
+    const AllocationBandLayer& m_bands;
+    Selection* m_selection;
     // A left press becomes a click or a range drag; right/middle pans.
     enum class Drag { None, Pending, Range, Pan };
     Drag m_drag = Drag::None;

@@ -5,14 +5,18 @@
 
 namespace headroom {
 
-class TimelineView;
+class TimelineInteraction;
+struct TimelineState;
 
-/// Phase bands, iteration separators, the selected event, range and allocation: drawn
-/// straight with QPainter in pixel space (thousands of QCPItems would be slow), merging
-/// spans narrower than a pixel.
+/// Phase bands, iteration separators, bookmarks, the selected event, range and
+/// allocation, and the range being dragged: drawn straight with QPainter in pixel space
+/// (thousands of QCPItems would be slow), merging spans narrower than a pixel. Colours and
+/// fonts are the plot's (it inherits the view's palette and font).
 class TimelineOverlay : public QCPLayerable {
 public:
-    TimelineOverlay(QCustomPlot* plot, TimelineView* view);
+    TimelineOverlay(QCustomPlot* plot, const TimelineState& state);
+    /// Where a range drag in progress comes from; none: no drag is drawn.
+    void setInteraction(const TimelineInteraction* interaction) { m_interaction = interaction; }
 
 protected:
     void applyDefaultAntialiasingHint(QCPPainter* painter) const override { painter->setAntialiasing(false); }
@@ -20,7 +24,10 @@ protected:
     void draw(QCPPainter* painter) override;
 
 private:
-    TimelineView* m_view;
+    double pixelOfEvent(int64_t event) const;
+
+    const TimelineState& m_state;
+    const TimelineInteraction* m_interaction = nullptr;
 };
 
 } // namespace headroom

@@ -4,6 +4,8 @@
 #include "core/loader.h"
 #include "core/units.h"
 #include "ui/categorystyle.h"
+#include "ui/timelinecurves.h"
+#include "ui/timelinestate.h"
 
 #include <QLocale>
 
@@ -13,12 +15,11 @@ namespace {
 constexpr size_t kTooltipFrames = 5;
 }
 
-TimelineTooltip::TimelineTooltip(const LoadedTrace& trace, size_t deviceIndex, const ExplorerData* data,
-                                 int64_t firstTimeUs)
-    : m_trace(trace)
-    , m_device(deviceIndex)
-    , m_data(data)
-    , m_firstTimeUs(firstTimeUs)
+TimelineTooltip::TimelineTooltip(const TimelineState& state)
+    : m_trace(*state.trace)
+    , m_device(size_t(state.deviceIndex))
+    , m_data(state.data.get())
+    , m_firstTimeUs(state.curves->firstTimeUs)
 {
 }
 

@@ -10,14 +10,15 @@
 namespace headroom {
 
 struct LoadedTrace;
+struct TimelineState;
 
 /// The timeline's hover texts (rich text): an event with its action, totals, categories
 /// and top frames; an allocation band with its size, category, phases, lifetime and stack.
 class TimelineTooltip {
 public:
-    /// `data` may be null (the analysis is still running); `firstTimeUs` is the trace's
-    /// first timestamp (times are shown relative to it).
-    TimelineTooltip(const LoadedTrace& trace, size_t deviceIndex, const ExplorerData* data, int64_t firstTimeUs);
+    /// `state` must have a trace; its analysis may be missing (still running). Times are
+    /// shown relative to the trace's first timestamp.
+    explicit TimelineTooltip(const TimelineState& state);
 
     QString event(int64_t index) const;
     QString allocation(size_t allocation, int64_t atEvent) const;

@@ -1,13 +1,12 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-#include "core/allocationbands.h"
 #include "core/minmaxpyramid.h"
 #include "ui/explorerview.h"
+#include "ui/timelinestate.h"
 
 #include <QWidget>
 
-#include <array>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -20,8 +19,6 @@ namespace headroom {
 struct TimelineCurves;
 
 struct LoadedTrace;
-struct DeviceData;
-struct MemoryTimeline;
 class TimelineOverlay;
 class CategoryAreaLayer;
 class AllocationBandLayer;
@@ -40,6 +37,9 @@ class TimelinePlotItems;
 ///
 /// Mouse: click selects an event, drag selects a range, the wheel zooms, right or middle
 /// drag pans.
+///
+/// What it shows lives in one TimelineState, which the drawing layers and the mouse
+/// handling read (const) and only the view writes.
 class TimelineView : public QWidget, public ExplorerView {
     Q_OBJECT
 public:
@@ -78,7 +78,7 @@ public:
     /// Bookmarked events, drawn as flags with their titles.
     void setBookmarks(const std::vector<struct Bookmark>& bookmarks);
     void setMode(Mode mode);
-    Mode mode() const { return m_mode; }
+    Mode mode() const { return m_state.byAllocation ? Mode::ByAllocation : Mode::ByCategory; }
     /// By-allocation detail: how many of the largest allocations get their own band.
     void setBandDetail(int maxBands);
     int bandDetail() const { return m_bandDetail; }
@@ -96,7 +96,7 @@ public:
     void ensureEventVisible(int64_t event);
     /// The number of events of the device shown (0 without a trace) and its peak's event
     /// (-1 when none): what keyboard navigation steps through.
-    int64_t shownEventCount() const { return eventCount(); }
+    int64_t shownEventCount() const { return m_state.eventCount(); }
     int64_t peakEvent() const;
     /// Renders now instead of on the next event loop pass (screenshots).
     void replotNow();
@@ -117,9 +117,11 @@ public:
     /// x pixel of an event (tests, overlay).
     double pixelOfEvent(int64_t event) const;
     /// The allocation drawn highlighted; -1 when none.
-    int64_t highlightedAllocation() const { return m_selection.allocation; }
+    int64_t highlightedAllocation() const { return m_state.selection.allocation; }
     /// The live bytes of the stack filter's allocations the plot holds (tests); empty: none.
     bool hasFilterCurve() const;
+    /// What the view shows and how events map to x keys.
+    const TimelineState& state() const { return m_state; }
 
 signals:
     void xAxisModeChanged(headroom::TimelineView::XAxisMode mode);
@@ -129,16 +131,6 @@ protected:
     void changeEvent(QEvent* event) override;
 
 private:
-    friend class TimelineOverlay;
-    friend class CategoryAreaLayer;
-    friend class AllocationBandLayer;
-    friend class TimelineInteraction;
-
-    int64_t eventCount() const;
-    double keyOf(int64_t event) const;
-    int64_t eventAtKey(double key) const;
-    /// The first event whose key is at or after `key` (eventCount() when none).
-    int64_t firstEventAtOrAfterKey(double key) const;
     void updateMinimap();
     void rebuild();
     void rebuildMarkers();
@@ -148,6 +140,8 @@ private:
     void onRangeChanged(const QCPRange& range);
     void applyPalette();
 
+    /// First, so it outlives the layers and the interaction that read it.
+    TimelineState m_state;
     Selection* m_selectionObject;
     QCustomPlot* m_plot;
     /// The curves, legend entries, axes and annotations (peak, capacity, OOMs, title).
@@ -160,27 +154,12 @@ private:
     TimelineMinimap* m_minimap;
     /// The mode and band-detail row above the plot.
     std::unique_ptr<TimelineControls> m_controls;
-    AllocationBands m_bands;
-    Mode m_mode = Mode::ByCategory;
     int m_bandDetail = kDefaultBands;
-    /// The category areas' samples: x keys and cumulative tops by stack position.
-    std::vector<double> m_areaKeys;
-    std::vector<std::array<double, kTensorCategoryCount>> m_areaStacks;
-    bool m_areaTotalOnly = true; ///< no category is present: the areas are the total alone
 
-    std::shared_ptr<const LoadedTrace> m_trace;
-    ExplorerDataPtr m_data;
-    SelectionState m_selection;
     std::vector<int64_t> m_filterCurve; ///< per event; empty without a stack filter
-    std::vector<std::pair<int64_t, QString>> m_bookmarks; ///< event, title
     MinMaxPyramid m_filterPyramid; ///< fast downsampling of the stack filter's curve
-    std::shared_ptr<const TimelineCurves> m_curves; ///< never null
     std::weak_ptr<const LoadedTrace> m_preparedTrace;
     std::vector<std::shared_ptr<const TimelineCurves>> m_prepared;
-    const DeviceData* m_device = nullptr;
-    const MemoryTimeline* m_timeline = nullptr;
-    int m_deviceIndex = -1;
-    XAxisMode m_preferredMode = XAxisMode::Time;
     bool m_inRangeChange = false;
 };
 
