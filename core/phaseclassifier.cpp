@@ -105,7 +105,12 @@ std::vector<Window> windowsFor(const Snapshot& snap, int device)
             }
         }
     }
-    std::sort(out.begin(), out.end(), [](const Window& x, const Window& y) { return x.startUs < y.startUs; });
+    // Applied in this order, so a nested window must come after the one around it. Windows are
+    // listed as they close (inner first); one opened in the same microsecond as its parent is
+    // told apart by its earlier end.
+    std::stable_sort(out.begin(), out.end(), [](const Window& x, const Window& y) {
+        return x.startUs != y.startUs ? x.startUs < y.startUs : x.endUs > y.endUs;
+    });
     return out;
 }
 

@@ -1,0 +1,294 @@
+// SPDX-License-Identifier: MIT
+// PhaseClassifier on small traces built here: which source decides an event's phase
+// (annotation, frames, neighbours), the spans and the iterations.
+#include "core/phaseclassifier.h"
+
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+using namespace headroom;
+
+namespace {
+
+/// A snapshot with one device and the stacks a training step's frames make.
+struct Trace {
+    Snapshot snap;
+    uint32_t forward, loss, backward, optim, setup, loop, cppOnly;
+
+    Trace()
+    {
+        snap.devices.emplace_back();
+        FrameTable& ft = snap.frames;
+        const uint32_t main = ft.internFrame("train.py", 1, "main");
+        auto stackOf = [&](std::initializer_list<uint32_t> inner) {
+            std::vector<uint32_t> ids(inner);
+            ids.push_back(main); // innermost first, the loop outermost
+            return ft.internStack(ids);
+        };
+        forward = stackOf({ft.internFrame("model.py", 10, "forward")});
+        loss = stackOf({ft.internFrame("torch/nn/modules/loss.py", 20, "forward")});
+        backward = stackOf({ft.internFrame("torch/_tensor.py", 30, "backward")});
+        optim = stackOf({ft.internFrame("torch/optim/adam.py", 40, "step")});
+        setup = stackOf({ft.internFrame("torch/utils/data/dataloader.py", 50, "__next__")});
+        loop = stackOf({}); // the training loop's own line: no rule matches
+        const std::vector<uint32_t> cpp = {ft.internFrame("", 0, "at::native::empty_cuda")};
+        cppOnly = ft.internStack(cpp); // frames, but no Python and no rule
+    }
+    DeviceData& dev() { return snap.devices[0]; }
+    void add(uint32_t stack, int64_t timeUs = TraceEvents::kNoTime)
+    {
+        dev().trace.append({.action = TraceAction::Alloc, .size = 512, .timeUs = timeUs, .stack = stack});
+        if (timeUs != TraceEvents::kNoTime)
+            dev().trace.anyTime = true;
+    }
+    void annotate(const std::string& name, int64_t startUs, int64_t endUs)
+    {
+        snap.annotations.push_back({name, true, 0, startUs});
+        snap.annotations.push_back({name, false, 0, endUs});
+    }
+    PhaseAnalysis classify() const { return PhaseClassifier::classify(snap, snap.devices[0]); }
+};
+
+std::string phases(const PhaseAnalysis& a)
+{
+    std::string s;
+    for (Phase p : a.eventPhase)
+        s += "SFLBOX"[static_cast<size_t>(p)];
+    return s;
+}
+
+Phase stackPhase(const Trace& t, uint32_t stack, bool& matched)
+{
+    return PhaseClassifier::phaseOfStack(t.snap.frames, stack, &matched);
+}
+
+} // namespace
+
+TEST_CASE("PhaseClassifier: a device without events", "[phaseclassifier]")
+{
+    Trace t;
+    const PhaseAnalysis a = t.classify();
+    CHECK(a.eventPhase.empty());
+    CHECK(a.spans.empty());
+    CHECK(a.iterations.empty());
+    CHECK(a.firstForwardEvent == -1);
+    CHECK(a.iterationOf(0) == -1);
+    CHECK(a.spanOf(0) == nullptr);
+}
+
+TEST_CASE("PhaseClassifier::phaseOfStack: one rule per phase, the optimizer first", "[phaseclassifier]")
+{
+    Trace t;
+    bool matched = false;
+    CHECK(stackPhase(t, t.forward, matched) == Phase::Forward);
+    CHECK(matched);
+    CHECK(stackPhase(t, t.loss, matched) == Phase::Loss); // a forward inside loss.py is the loss
+    CHECK(stackPhase(t, t.backward, matched) == Phase::Backward);
+    CHECK(stackPhase(t, t.optim, matched) == Phase::Optimizer);
+    CHECK(stackPhase(t, t.setup, matched) == Phase::Setup);
+    CHECK(stackPhase(t, t.loop, matched) == Phase::Other);
+    CHECK_FALSE(matched);
+    CHECK(stackPhase(t, FrameTable::kEmptyStack, matched) == Phase::Other);
+    CHECK_FALSE(matched);
+
+    // clip_grad_norm_ called from a module's forward chain: still the optimizer.
+    FrameTable& ft = t.snap.frames;
+    const std::vector<uint32_t> both = {ft.internFrame("torch/nn/utils/clip_grad.py", 5, "clip_grad_norm_"),
+                                        ft.internFrame("model.py", 10, "forward")};
+    CHECK(stackPhase(t, ft.internStack(both), matched) == Phase::Optimizer);
+    // A C++ autograd node is backward even without Python frames.
+    const std::vector<uint32_t> node = {ft.internFrame("", 0, "torch::autograd::generated::MmBackward0::apply")};
+    CHECK(stackPhase(t, ft.internStack(node), matched) == Phase::Backward);
+}
+
+TEST_CASE("PhaseClassifier: a single event", "[phaseclassifier]")
+{
+    Trace t;
+    t.add(t.forward);
+    const PhaseAnalysis a = t.classify();
+    CHECK(phases(a) == "F");
+    CHECK(a.eventSource[0] == PhaseSource::Frames);
+    REQUIRE(a.spans.size() == 1);
+    CHECK(a.spans[0].startEvent == 0);
+    CHECK(a.spans[0].endEvent == 0);
+    REQUIRE(a.iterations.size() == 1);
+    CHECK(a.iterationSource == "single window");
+    CHECK(a.firstForwardEvent == 0);
+}
+
+TEST_CASE("PhaseClassifier: events without frames take the phase around them", "[phaseclassifier]")
+{
+    SECTION("nothing known at all")
+    {
+        Trace t;
+        t.add(FrameTable::kEmptyStack);
+        t.add(FrameTable::kEmptyStack);
+        const PhaseAnalysis a = t.classify();
+        CHECK(phases(a) == "XX");
+        CHECK(a.eventSource[1] == PhaseSource::Default);
+        CHECK(a.iterationSource == "single window");
+    }
+    SECTION("a gap inside one phase, a gap before the first known event")
+    {
+        Trace t;
+        t.add(FrameTable::kEmptyStack);
+        t.add(t.forward);
+        t.add(FrameTable::kEmptyStack);
+        t.add(t.forward);
+        const PhaseAnalysis a = t.classify();
+        CHECK(phases(a) == "FFFF");
+        CHECK(a.eventSource[0] == PhaseSource::Neighbours);
+        CHECK(a.eventSource[2] == PhaseSource::Neighbours);
+        CHECK(a.firstForwardEvent == 0);
+    }
+    SECTION("a gap between forward and the optimizer is backward on the autograd thread")
+    {
+        Trace t;
+        t.add(t.forward);
+        t.add(FrameTable::kEmptyStack);
+        t.add(FrameTable::kEmptyStack);
+        t.add(t.optim);
+        t.add(FrameTable::kEmptyStack); // trailing: the phase before it
+        CHECK(phases(t.classify()) == "FBBOO");
+    }
+    SECTION("a gap between backward and the optimizer keeps the phase before it")
+    {
+        Trace t;
+        t.add(t.backward);
+        t.add(FrameTable::kEmptyStack);
+        t.add(t.optim);
+        CHECK(phases(t.classify()) == "BBO");
+    }
+}
+
+TEST_CASE("PhaseClassifier: the training loop's own code is loss between forward and backward, else setup",
+          "[phaseclassifier]")
+{
+    Trace t;
+    t.add(t.forward);
+    t.add(t.loop);     // 1: logits.float() on the loss line
+    t.add(t.backward);
+    t.add(t.loop);     // 3: between backward and the optimizer: loop code, setup
+    t.add(t.optim);
+    t.add(t.loop);     // 5: sandwiched between two optimizer events: the optimizer
+    t.add(t.optim);
+    t.add(t.cppOnly);  // 7: C++ frames only, no rule: treated as loop code too
+    const PhaseAnalysis a = t.classify();
+    CHECK(phases(a) == "FLBSOOOS");
+    CHECK(a.eventSource[1] == PhaseSource::Frames);
+    CHECK(a.eventSource[5] == PhaseSource::Neighbours);
+}
+
+TEST_CASE("PhaseClassifier: annotation windows decide before frames, inner windows win", "[phaseclassifier]")
+{
+    Trace t;
+    for (int i = 0; i < 6; ++i)
+        t.add(t.optim, 100 + i * 10); // frames say optimizer everywhere
+    t.annotate("## forward ##", 100, 150);  // events 0..5
+    t.annotate("## backward ##", 120, 130); // events 2..3: starts later, overwrites
+    t.annotate("unrelated label", 100, 150); // no phase: ignored
+    t.snap.annotations.push_back({"## loss ##", true, 1, 100}); // another device's window
+    t.snap.annotations.push_back({"## loss ##", false, 1, 150});
+    const PhaseAnalysis a = t.classify();
+    CHECK(phases(a) == "FFBBFF");
+    for (PhaseSource s : a.eventSource)
+        CHECK(s == PhaseSource::Annotation);
+
+    SECTION("without times the annotations cannot be placed")
+    {
+        Trace u;
+        u.add(u.optim);
+        u.annotate("## forward ##", 0, 1000);
+        CHECK(phases(u.classify()) == "O");
+    }
+}
+
+TEST_CASE("PhaseClassifier: a window nested in another that opens in the same microsecond still wins",
+          "[phaseclassifier]")
+{
+    // record_function blocks opened back to back share a time stamp at µs resolution. The
+    // inner window closes first, so it is listed first; it must still be applied last.
+    Trace t;
+    for (int i = 0; i < 6; ++i)
+        t.add(t.forward, 100 + i * 10);
+    t.snap.annotations.push_back({"## forward ##", true, 0, 100});
+    t.snap.annotations.push_back({"## loss ##", true, 0, 100});
+    t.snap.annotations.push_back({"## loss ##", false, 0, 120});
+    t.snap.annotations.push_back({"## forward ##", false, 0, 150});
+    CHECK(phases(t.classify()) == "LLLFFF");
+}
+
+TEST_CASE("PhaseClassifier: spans are maximal runs; iterations start at the forward after an optimizer step",
+          "[phaseclassifier]")
+{
+    Trace t;
+    for (uint32_t s : {t.forward, t.forward, t.backward, t.optim, // iteration 0: events 0..3
+                       t.setup, t.forward, t.backward, t.optim,   // 1: begins with its data step (4)
+                       t.forward, t.loss, t.backward, t.optim})   // 2: 8..11
+        t.add(s);
+    const PhaseAnalysis a = t.classify();
+    CHECK(phases(a) == "FFBOSFBOFLBO");
+    REQUIRE(a.spans.size() == 11);
+    CHECK(a.spans[0].phase == Phase::Forward);
+    CHECK(a.spans[0].endEvent == 1);
+    CHECK(a.spans[10].startEvent == 11);
+    CHECK(a.spans[10].endEvent == 11);
+    CHECK(a.spanOf(1) == &a.spans[0]);
+    CHECK(a.spanOf(11) == &a.spans[10]);
+    CHECK(a.spanOf(4)->phase == Phase::Setup);
+    CHECK(a.spanOf(-1) == nullptr);
+
+    CHECK(a.iterationSource == "optimizer steps");
+    REQUIRE(a.iterations.size() == 3);
+    CHECK(a.iterations[0].startEvent == 0);
+    CHECK(a.iterations[0].endEvent == 3);
+    CHECK(a.iterations[1].startEvent == 4);
+    CHECK(a.iterations[1].endEvent == 7);
+    CHECK(a.iterations[2].startEvent == 8);
+    CHECK(a.iterations[2].endEvent == 11);
+    CHECK(a.iterationOf(0) == 0);
+    CHECK(a.iterationOf(3) == 0);
+    CHECK(a.iterationOf(4) == 1);
+    CHECK(a.iterationOf(11) == 2);
+    CHECK(a.iterationOf(1000) == 2);
+    CHECK(a.firstForwardEvent == 0);
+}
+
+TEST_CASE("PhaseClassifier: without an optimizer an iteration ends with its backward", "[phaseclassifier]")
+{
+    Trace t;
+    for (uint32_t s : {t.forward, t.backward, t.backward, t.forward, t.backward})
+        t.add(s);
+    const PhaseAnalysis a = t.classify();
+    CHECK(a.iterationSource == "forward starts");
+    REQUIRE(a.iterations.size() == 2);
+    CHECK(a.iterations[1].startEvent == 3);
+}
+
+TEST_CASE("PhaseClassifier: ProfilerStep annotations number the iterations", "[phaseclassifier]")
+{
+    Trace t;
+    for (int i = 0; i < 6; ++i)
+        t.add(t.forward, 100 + i * 10);
+    t.annotate("ProfilerStep#1", 110, 125); // events 1..2; the first iteration starts at event 0
+    t.annotate("ProfilerStep#2", 130, 150); // events 3..5
+    const PhaseAnalysis a = t.classify();
+    CHECK(phases(a) == "FFFFFF"); // a step window says nothing about the phase
+    CHECK(a.iterationSource == "annotations");
+    REQUIRE(a.iterations.size() == 2);
+    CHECK(a.iterations[0].startEvent == 0);
+    CHECK(a.iterations[0].endEvent == 2);
+    CHECK(a.iterations[1].startEvent == 3);
+    CHECK(a.iterations[1].endEvent == 5);
+
+    SECTION("one step window is not enough to number iterations")
+    {
+        Trace u;
+        for (int i = 0; i < 3; ++i)
+            u.add(u.forward, 100 + i * 10);
+        u.annotate("ProfilerStep#1", 100, 120);
+        CHECK(u.classify().iterationSource == "single window");
+    }
+}
