@@ -10,6 +10,7 @@ namespace headroom {
 
 namespace {
 std::atomic<ByteUnits> g_units{ByteUnits::Binary};
+thread_local int t_override = -1; ///< a ByteUnits while a ScopedByteUnits lives; -1: none
 }
 
 void setByteUnits(ByteUnits units)
@@ -19,7 +20,17 @@ void setByteUnits(ByteUnits units)
 
 ByteUnits byteUnits()
 {
-    return g_units.load(std::memory_order_relaxed);
+    return t_override >= 0 ? ByteUnits(t_override) : g_units.load(std::memory_order_relaxed);
+}
+
+ScopedByteUnits::ScopedByteUnits(ByteUnits units) : m_previous(t_override)
+{
+    t_override = int(units);
+}
+
+ScopedByteUnits::~ScopedByteUnits()
+{
+    t_override = m_previous;
 }
 
 std::string formatBytes(int64_t bytes, int decimals)

@@ -12,7 +12,23 @@ namespace headroom {
 /// its preferences; the CLI and the tests keep the binary default.
 enum class ByteUnits { Binary, Decimal };
 void setByteUnits(ByteUnits units);
+/// This thread's units: a ScopedByteUnits' while one lives, else the process-wide choice.
 ByteUnits byteUnits();
+
+/// Gives this thread its own units while it lives. Work started in the background gets the
+/// units in force when it was started (the GUI's BackgroundJob installs one), so a diagnosis
+/// computed while the user changes the preference is written in one unit throughout and no
+/// worker reads the setting the GUI thread writes.
+class ScopedByteUnits {
+public:
+    explicit ScopedByteUnits(ByteUnits units);
+    ~ScopedByteUnits();
+    ScopedByteUnits(const ScopedByteUnits&) = delete;
+    ScopedByteUnits& operator=(const ScopedByteUnits&) = delete;
+
+private:
+    int m_previous; ///< the override it replaced; -1: none
+};
 
 /// "1.50 GiB", "512 B", "-3.00 MiB" (or "1.61 GB" with decimal units).
 std::string formatBytes(int64_t bytes, int decimals = 2);

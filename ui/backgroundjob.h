@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include "core/units.h"
+
 #include <QFutureWatcher>
 #include <QObject>
 #include <QtConcurrent/QtConcurrentRun>
@@ -99,7 +101,11 @@ void BackgroundJob::start(Work work, Done done)
         if (end(generation))
             done(watcher->result());
     });
-    watcher->setFuture(QtConcurrent::run([control, work = std::move(work)]() mutable { return work(*control); }));
+    // The worker writes sizes in the units the user had when the work was asked for.
+    watcher->setFuture(QtConcurrent::run([control, units = byteUnits(), work = std::move(work)]() mutable {
+        const ScopedByteUnits scope(units);
+        return work(*control);
+    }));
 }
 
 } // namespace headroom

@@ -170,3 +170,23 @@ TEST_CASE("background job: destroying the owner while a job runs neither blocks 
     REQUIRE(waitFor([&] { return laterDelivered; }));
     CHECK_FALSE(delivered);
 }
+
+TEST_CASE("background job: the worker writes sizes in the units in force when it was started")
+{
+    BackgroundJob job;
+    std::string result;
+    auto gate = std::make_shared<Gate>();
+    setByteUnits(ByteUnits::Decimal);
+    job.start(
+        [gate](BackgroundJob::Control&) {
+            sleepUntil(gate->release); // the preference changes before the worker formats
+            return formatBytes(1500000000);
+        },
+        [&](std::string r) { result = std::move(r); });
+    setByteUnits(ByteUnits::Binary);
+    gate->release = true;
+    REQUIRE(waitFor([&] { return !result.empty(); }));
+    CHECK(result == "1.50 GB");
+    // The GUI thread itself follows the preference.
+    CHECK(formatBytes(1500000000) == "1.40 GiB");
+}
