@@ -120,6 +120,13 @@ void AllocatorSection::setTrace(std::shared_ptr<const LoadedTrace> trace, int de
     replay();
 }
 
+void AllocatorSection::showEvent(QShowEvent* event)
+{
+    QGroupBox::showEvent(event);
+    if (m_trace && !m_result && !m_job->isRunning())
+        replay();
+}
+
 void AllocatorSection::setCapacity(int64_t bytes)
 {
     if (bytes == m_capacity)
@@ -170,6 +177,14 @@ void AllocatorSection::replay()
 {
     if (!m_trace || !m_expandable->isEnabled())
         return;
+    // A hidden panel (another dock tab, a screenshot of the timeline) does not take a core
+    // from the analysis: the replay waits until the section is shown.
+    if (!isVisible()) {
+        m_job->cancel();
+        m_result.reset();
+        m_status->clear();
+        return;
+    }
     const AllocatorConfig chosen = config();
     m_status->setText(tr("replaying\u2026"));
     const bool needRecorded = !m_recordedResult;

@@ -59,6 +59,9 @@ signals:
     /// Back at the recorded setting (or no file): the timeline drops the curve.
     void curveCleared();
 
+protected:
+    void showEvent(QShowEvent* event) override;
+
 private:
     void replay();
     void showConfig(const AllocatorConfig& c);

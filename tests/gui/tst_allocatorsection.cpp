@@ -108,6 +108,10 @@ TEST_CASE("The Allocator section says whether a setting avoids a recorded OOM", 
     WhatIfPanel panel;
     panel.resize(1100, 720);
     panel.setTrace(trace, 0);
+    // Hidden, the panel leaves the cores to the analysis; shown, it replays.
+    CHECK_FALSE(panel.allocatorSection()->isReplaying());
+    CHECK_FALSE(panel.allocatorSection()->result());
+    panel.show();
     const int64_t capacity = estimateCapacity(*trace, 0, std::nullopt).bytes;
     panel.setCapacity(capacity);
     AllocatorSection* section = panel.allocatorSection();
