@@ -1,6 +1,12 @@
 // SPDX-License-Identifier: MIT
 #include "ui/timelinecontrols.h"
 
+#include "core/allocatorreplay.h"
+#include "core/loader.h"
+#include "ui/backgroundjob.h"
+#include "ui/timelinestate.h"
+
+#include <QCheckBox>
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -8,9 +14,43 @@
 #include <QSpinBox>
 #include <QVBoxLayout>
 
+#include <exception>
+
 namespace headroom {
 
 using Mode = TimelineView::Mode;
+
+namespace {
+
+/// Why the device's allocator cannot be replayed; empty when it can. The replay needs the
+/// allocator's own requests and segment events, which only memory snapshots record.
+QString whyNoReplay(const TimelineState& state)
+{
+    if (!state.device)
+        return TimelineView::tr("Open a PyTorch memory snapshot to simulate its allocator");
+    const std::string& format = state.device->sourceFormat;
+    if (!format.empty() && format.rfind("snapshot", 0) != 0)
+        return TimelineView::tr("Only PyTorch memory snapshots record the allocator's requests and segments; "
+                                "this device comes from a %1")
+            .arg(QString::fromStdString(format));
+    if (state.eventCount() == 0)
+        return TimelineView::tr("This device has no trace entries: there are no allocator requests to replay");
+    return QString();
+}
+
+std::vector<int64_t> replayRecordedSetting(const LoadedTrace& trace, size_t device)
+{
+    try {
+        AllocatorReplayOptions options;
+        options.keepCurve = true;
+        return replayAllocator(trace.snapshot, trace.snapshot.devices[device], trace.timelines[device], options)
+            .simulatedReserved;
+    } catch (const std::exception&) {
+        return {}; // no curve: the toggle goes back off
+    }
+}
+
+} // namespace
 
 TimelineControls::TimelineControls(TimelineView* view, QVBoxLayout* layout)
 {
@@ -30,9 +70,14 @@ TimelineControls::TimelineControls(TimelineView* view, QVBoxLayout* layout)
     m_detailSpin->setToolTip(TimelineView::tr("Detail: how many of the largest allocations get their own band; "
                                               "the smaller ones are merged into the grey band at the bottom"));
     m_detailSpin->setEnabled(false);
+    m_simulatedCheck = new QCheckBox(TimelineView::tr("Simulated reserved"), view);
+    m_simulatedCheck->setObjectName(QStringLiteral("simulatedReservedToggle"));
+    m_simulatedCheck->setEnabled(false);
+    m_replay = new BackgroundJob(view);
     bar->addWidget(new QLabel(TimelineView::tr("Show:"), view));
     bar->addWidget(m_modeCombo);
     bar->addWidget(m_detailSpin);
+    bar->addWidget(m_simulatedCheck);
     bar->addStretch();
     layout->insertLayout(0, bar);
     QComboBox* combo = m_modeCombo;
@@ -44,6 +89,30 @@ TimelineControls::TimelineControls(TimelineView* view, QVBoxLayout* layout)
     QObject::connect(toggle, &QShortcut::activated, view, [view] {
         view->setMode(view->mode() == Mode::ByCategory ? Mode::ByAllocation : Mode::ByCategory);
     });
+    BackgroundJob* replay = m_replay;
+    QObject::connect(m_simulatedCheck, &QCheckBox::toggled, view, [view, replay](bool on) {
+        if (!on) {
+            view->clearSimulatedReserved();
+            return;
+        }
+        const TimelineState& state = view->state();
+        if (!state.trace || state.deviceIndex < 0)
+            return;
+        // The curve arrives in setSimulatedReserved, which keeps the box checked.
+        replay->start([trace = state.trace, device = size_t(state.deviceIndex)](BackgroundJob::Control&) {
+            return replayRecordedSetting(*trace, device);
+        },
+                      [view](std::vector<int64_t> curve) {
+                          view->setSimulatedReserved(std::move(curve), recordedSettingLabel());
+                      });
+    });
+}
+
+TimelineControls::~TimelineControls() = default;
+
+QString TimelineControls::recordedSettingLabel()
+{
+    return TimelineView::tr("reserved, simulated (recorded setting)");
 }
 
 void TimelineControls::showMode(Mode mode)
@@ -57,6 +126,24 @@ void TimelineControls::showBandDetail(int maxBands)
 {
     const QSignalBlocker block(m_detailSpin);
     m_detailSpin->setValue(maxBands);
+}
+
+void TimelineControls::showSimulatedReserved(bool shown)
+{
+    m_replay->cancel();
+    const QSignalBlocker block(m_simulatedCheck);
+    m_simulatedCheck->setChecked(shown);
+}
+
+void TimelineControls::deviceChanged(const TimelineState& state)
+{
+    showSimulatedReserved(false);
+    const QString why = whyNoReplay(state);
+    m_simulatedCheck->setEnabled(why.isEmpty());
+    m_simulatedCheck->setToolTip(
+        why.isEmpty() ? TimelineView::tr("Replays this device's allocator under the setting the snapshot recorded and "
+                                         "draws the reserved memory it simulates, dashed, over the recorded curve")
+                      : why);
 }
 
 } // namespace headroom

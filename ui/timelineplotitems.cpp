@@ -60,6 +60,10 @@ TimelinePlotItems::TimelinePlotItems(QCustomPlot* plot, const QFont& font)
 
     m_filtered = addStepCurve(QObject::tr("stack filter"), QPen(kSelectionColor, 2));
     m_filtered->removeFromLegend();
+    // Dashed and two pixels wide so that it stays apart from the recorded reserved curve
+    // where the two coincide.
+    m_simulated = addStepCurve(QString(), QPen(kSimulatedReservedColor, 2, Qt::DashLine));
+    m_simulated->removeFromLegend();
 
     m_plot->yAxis->setTicker(QSharedPointer<QCPAxisTicker>(new ByteAxisTicker));
     m_plot->yAxis->setLabel(QObject::tr("memory"));
@@ -169,12 +173,22 @@ bool TimelinePlotItems::updateLegend(const DeviceAnalysis* analysis, bool byCate
     m_reserved->removeFromLegend();
     m_allocated->addToLegend();
     m_reserved->addToLegend();
+    m_simulated->removeFromLegend();
+    if (!m_simulated->name().isEmpty())
+        m_simulated->addToLegend();
     for (size_t p = order.size(); p-- > 0;)
         if (m_plot->legend->hasItemWithPlottable(m_categoryGraphs[p])) {
             m_categoryGraphs[p]->removeFromLegend();
             m_categoryGraphs[p]->addToLegend();
         }
     return categories;
+}
+
+void TimelinePlotItems::setSimulatedReserved(const QString& label)
+{
+    m_simulated->setName(label);
+    if (label.isEmpty())
+        m_simulated->removeFromLegend();
 }
 
 void TimelinePlotItems::applyPalette(const QPalette& pal)

@@ -27,7 +27,7 @@ namespace headroom {
 struct DeviceAnalysis;
 
 /// What TimelineView puts on its QCustomPlot besides the drawing layers: the allocated,
-/// reserved and stack-filter curves, one legend entry per tensor category (the areas are
+/// reserved, simulated reserved and stack-filter curves, one legend entry per tensor category (the areas are
 /// drawn by CategoryAreaLayer), the axes and the header row (title left, legend right),
 /// the peak marker, the device-capacity line, the OOM markers and the empty-state text.
 /// It builds them, colours them from the palette, keeps the legend in step with the
@@ -42,6 +42,10 @@ public:
     QCPGraph* allocated() const { return m_allocated; }
     QCPGraph* reserved() const { return m_reserved; }
     QCPGraph* filtered() const { return m_filtered; }
+    QCPGraph* simulatedReserved() const { return m_simulated; }
+    /// Names the simulated reserved curve in the legend; empty: no simulated curve, no
+    /// legend entry (updateLegend puts the entry after the recorded reserved).
+    void setSimulatedReserved(const QString& label);
 
     /// Whether a category's area is drawn: present in the data and not toggled off.
     bool categoryDrawn(TensorCategory c) const
@@ -88,6 +92,7 @@ private:
     QCPGraph* m_allocated;
     QCPGraph* m_reserved;
     QCPGraph* m_filtered;
+    QCPGraph* m_simulated;
     /// By stack position; legend entries only (the areas are drawn by CategoryAreaLayer).
     std::array<QCPGraph*, kTensorCategoryCount> m_categoryGraphs{};
     std::array<bool, kTensorCategoryCount> m_categoryShown{};   ///< by category

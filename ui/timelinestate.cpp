@@ -22,6 +22,9 @@ void TimelineState::setDevice(std::shared_ptr<const LoadedTrace> t, int index)
     device = nullptr;
     timeline = nullptr;
     deviceIndex = -1;
+    simulatedReserved.clear();
+    simulatedPyramid = MinMaxPyramid();
+    simulatedLabel.clear();
     if (trace && index >= 0 && index < static_cast<int>(trace->snapshot.devices.size())
         && index < static_cast<int>(trace->timelines.size())) {
         device = &trace->snapshot.devices[static_cast<size_t>(index)];
@@ -77,6 +80,15 @@ int64_t TimelineState::firstEventAtOrAfterKey(double key) const
         return std::clamp<int64_t>(int64_t(std::ceil(key)), 0, n);
     const auto& keys = curves->timeKeys;
     return std::lower_bound(keys.begin(), keys.end(), key) - keys.begin();
+}
+
+int64_t TimelineState::simulatedReservedAt(int64_t event) const
+{
+    if (simulatedReserved.empty() || !timeline)
+        return -1;
+    if (event < 0)
+        return timeline->initialReserved;
+    return size_t(event) < simulatedReserved.size() ? simulatedReserved[size_t(event)] : -1;
 }
 
 } // namespace headroom

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "core/allocationbands.h"
+#include "core/minmaxpyramid.h"
 #include "core/tensorcategory.h"
 #include "ui/explorerdata.h"
 #include "ui/selection.h"
@@ -22,8 +23,9 @@ struct MemoryTimeline;
 struct TimelineCurves;
 
 /// What TimelineView shows, as its drawing layers and mouse handling read it: the device,
-/// its curves and analysis, the selection, bookmarks, the sampled category areas and the
-/// allocation bands, and the mapping between events and x-axis keys. The view owns and writes it; everyone else gets it const. Nothing here
+/// its curves and analysis, the selection, bookmarks, the sampled category areas, the
+/// allocation bands and the simulated reserved curve, and the mapping between events and
+/// x-axis keys. The view owns and writes it; everyone else gets it const. Nothing here
 /// knows about pixels, so the mapping is testable without a widget.
 ///
 /// Keys: in event-index mode the key of event i is i (the state before the first event
@@ -53,8 +55,13 @@ struct TimelineState {
     std::vector<std::array<double, kTensorCategoryCount>> areaStacks;
     bool areaTotalOnly = true; ///< no category is present: the areas are the total alone
 
+    /// Reserved bytes after each event as an allocator simulation has them; empty: none.
+    std::vector<int64_t> simulatedReserved;
+    MinMaxPyramid simulatedPyramid;
+    QString simulatedLabel;
+
     /// Shows `deviceIndex` of `trace` (nothing when either is out of range): device and
-    /// timeline pointers set, the analysis and selection dropped. The
+    /// timeline pointers set, the analysis, selection and simulated curve dropped. The
     /// curves are the caller's (prepared by the load worker or computed).
     void setDevice(std::shared_ptr<const LoadedTrace> trace, int deviceIndex);
     /// No trace at all.
@@ -71,6 +78,9 @@ struct TimelineState {
     int64_t eventAtKey(double key) const;
     /// The first event whose key is at or after `key`, eventCount() when none.
     int64_t firstEventAtOrAfterKey(double key) const;
+    /// The simulated reserved bytes after `event` (-1: before the first); -1 when there
+    /// is no simulated curve or it does not reach that far.
+    int64_t simulatedReservedAt(int64_t event) const;
 };
 
 } // namespace headroom

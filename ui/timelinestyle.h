@@ -13,6 +13,9 @@ inline const QColor kAllocatedColor{31, 119, 180};
 /// with the background by CategoryAreaLayer by category.
 inline constexpr int kAllocatedFillAlpha = 90;
 inline const QColor kReservedColor{230, 126, 34};
+/// The simulated reserved curve, dashed over the recorded one: a magenta that no category
+/// or marker uses, mid-bright so it reads on the light and the dark background.
+inline const QColor kSimulatedReservedColor{214, 39, 160};
 inline const QColor kPeakColor{200, 30, 30};
 inline const QColor kOomColor{190, 0, 0};
 inline const QColor kSelectionColor{0, 150, 136};

@@ -16,7 +16,8 @@ constexpr size_t kTooltipFrames = 5;
 }
 
 TimelineTooltip::TimelineTooltip(const TimelineState& state)
-    : m_trace(*state.trace)
+    : m_state(state)
+    , m_trace(*state.trace)
     , m_device(size_t(state.deviceIndex))
     , m_data(state.data.get())
     , m_firstTimeUs(state.curves->firstTimeUs)
@@ -68,6 +69,9 @@ QString TimelineTooltip::event(int64_t index) const
         html += QStringLiteral(" at 0x") + QString::number(ev.addr[i], 16);
     html += QStringLiteral("<br>") + QObject::tr("allocated: %1 \u00B7 reserved: %2")
                                          .arg(formatBytesQ(tl.allocated[i]), formatBytesQ(tl.reserved[i]));
+    if (const int64_t simulated = m_state.simulatedReservedAt(index); simulated >= 0)
+        html += QStringLiteral("<br>")
+              + QObject::tr("%1: %2").arg(m_state.simulatedLabel.toHtmlEscaped(), formatBytesQ(simulated));
     if (m_data) {
         const GroupedSeries::Values v = m_data->categories.valueAt(index);
         for (TensorCategory c : categoryStackOrder()) {

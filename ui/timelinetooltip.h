@@ -12,8 +12,9 @@ namespace headroom {
 struct LoadedTrace;
 struct TimelineState;
 
-/// The timeline's hover texts (rich text): an event with its action, totals, categories
-/// and top frames; an allocation band with its size, category, phases, lifetime and stack.
+/// The timeline's hover texts (rich text): an event with its action, totals (with the
+/// simulated reserved bytes when there is a simulated curve), categories and top frames;
+/// an allocation band with its size, category, phases, lifetime and stack.
 class TimelineTooltip {
 public:
     /// `state` must have a trace; its analysis may be missing (still running). Times are
@@ -27,6 +28,7 @@ private:
     QString timeOf(int64_t index) const;
     QString frames(uint32_t stack) const;
 
+    const TimelineState& m_state;
     const LoadedTrace& m_trace;
     size_t m_device;
     const ExplorerData* m_data;

@@ -78,8 +78,10 @@ TimelineView::~TimelineView() = default;
 
 void TimelineView::setTrace(std::shared_ptr<const LoadedTrace> trace, int deviceIndex)
 {
+    const bool hadSimulated = hasSimulatedReserved();
     m_state.setDevice(std::move(trace), deviceIndex);
     m_filterCurve.clear();
+    m_controls->deviceChanged(m_state);
     // Prepared by the load worker when it can be (adoptPreparedCurves), else here.
     const auto prepared = m_preparedTrace.lock();
     if (m_state.timeline && prepared && prepared == m_state.trace && size_t(deviceIndex) < m_prepared.size()
@@ -87,7 +89,10 @@ void TimelineView::setTrace(std::shared_ptr<const LoadedTrace> trace, int device
         m_state.curves = m_prepared[size_t(deviceIndex)];
     else
         m_state.curves = TimelineCurves::compute(m_state.device, m_state.timeline);
+    m_items->setSimulatedReserved(QString());
     rebuild();
+    if (hadSimulated)
+        emit simulatedReservedChanged(false);
 }
 
 void TimelineView::adoptPreparedCurves(const std::shared_ptr<const LoadedTrace>& trace,
@@ -182,6 +187,33 @@ void TimelineView::rebuildFilterCurve()
     m_filterPyramid = MinMaxPyramid(m_filterCurve);
 }
 
+void TimelineView::setSimulatedReserved(std::vector<int64_t> curve, const QString& label)
+{
+    const bool before = hasSimulatedReserved();
+    if (curve.size() != size_t(m_state.eventCount()))
+        curve.clear(); // not this device's events
+    m_controls->showSimulatedReserved(!curve.empty());
+    m_state.simulatedReserved = std::move(curve);
+    m_state.simulatedPyramid = MinMaxPyramid(m_state.simulatedReserved);
+    m_state.simulatedLabel = hasSimulatedReserved() ? label : QString();
+    m_items->setSimulatedReserved(m_state.simulatedLabel);
+    updateLegend();
+    updateGraphs();
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
+    if (before || hasSimulatedReserved())
+        emit simulatedReservedChanged(hasSimulatedReserved());
+}
+
+void TimelineView::clearSimulatedReserved()
+{
+    setSimulatedReserved({}, QString());
+}
+
+QCPGraph* TimelineView::simulatedReservedGraph() const
+{
+    return m_items->simulatedReserved();
+}
+
 bool TimelineView::hasFilterCurve() const
 {
     return !m_filterCurve.empty() && !m_items->filtered()->data()->isEmpty();
@@ -189,10 +221,15 @@ bool TimelineView::hasFilterCurve() const
 
 void TimelineView::clearData()
 {
+    const bool hadSimulated = hasSimulatedReserved();
     m_state.clear();
     m_filterCurve.clear();
+    m_controls->deviceChanged(m_state);
+    m_items->setSimulatedReserved(QString());
     updateLegend();
     rebuild();
+    if (hadSimulated)
+        emit simulatedReservedChanged(false);
 }
 
 void TimelineView::setXAxisMode(XAxisMode mode)
@@ -394,6 +431,7 @@ void TimelineView::updateGraphs()
         }
         m_items->allocated()->setData(keys, allocated, true);
         m_items->reserved()->setData(keys, reserved, true);
+        m_items->simulatedReserved()->data()->clear();
         return;
     }
     const QCPRange range = m_plot->xAxis->range();
@@ -406,6 +444,11 @@ void TimelineView::updateGraphs()
                  reservedKeys, reserved);
     m_items->allocated()->setData(keys, allocated, true);
     m_items->reserved()->setData(reservedKeys, reserved, true);
+    QVector<double> simulatedKeys, simulated;
+    if (!m_state.simulatedReserved.empty())
+        sampler.fill(sampler.events(m_state.simulatedReserved, m_state.simulatedPyramid), m_state.simulatedReserved,
+                     tl.initialReserved, simulatedKeys, simulated);
+    m_items->simulatedReserved()->setData(simulatedKeys, simulated, true);
 
     m_bandLayer->invalidate();
     if (!m_state.byAllocation && m_state.areaTotalOnly) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 class QCustomPlot;
+class QCPGraph;
 class QCPRange;
 
 namespace headroom {
@@ -123,9 +124,21 @@ public:
     /// What the view shows and how events map to x keys.
     const TimelineState& state() const { return m_state; }
 
+    /// A reserved curve from an allocator simulation (bytes after each event, indexed as
+    /// the device's events), drawn dashed over the recorded one, named `label` in the
+    /// legend and shown in the hover text. Replaces any simulated curve before it; an empty
+    /// curve clears. Dropped when the device or trace changes.
+    void setSimulatedReserved(std::vector<int64_t> curve, const QString& label);
+    void clearSimulatedReserved();
+    bool hasSimulatedReserved() const { return !m_state.simulatedReserved.empty(); }
+    /// The simulated reserved curve's graph (tests).
+    QCPGraph* simulatedReservedGraph() const;
+
 signals:
     void xAxisModeChanged(headroom::TimelineView::XAxisMode mode);
     void modeChanged(headroom::TimelineView::Mode mode);
+    /// A simulated reserved curve was set or cleared (also by a device change).
+    void simulatedReservedChanged(bool shown);
 
 protected:
     void changeEvent(QEvent* event) override;

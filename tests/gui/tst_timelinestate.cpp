@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // TimelineState and TimelineSampler without a widget: the mapping between events and x keys
-// in both axis modes and at its edges, and the events the curves are sampled at.
+// in both axis modes and at its edges, the simulated reserved lookup, and the events the
+// curves are sampled at.
 #include <catch2/catch.hpp>
 
 #include "core/loader.h"
@@ -57,6 +58,7 @@ TEST_CASE("TimelineState: no device maps nothing", "[timelinestate]")
     CHECK(s.eventIndexAxis()); // no time: event indices whatever is preferred
     CHECK(s.eventAtKey(0.0) == -1);
     CHECK(s.firstEventAtOrAfterKey(3.0) == 0);
+    CHECK(s.simulatedReservedAt(0) == -1);
 }
 
 TEST_CASE("TimelineState: time keys, with repeated times and an event without one", "[timelinestate]")
@@ -157,6 +159,22 @@ TEST_CASE("TimelineState: a real snapshot maps every event back to itself", "[ti
     s.setDevice(trace, 3);
     CHECK(s.device == nullptr);
     CHECK(s.eventCount() == 0);
+}
+
+TEST_CASE("TimelineState: simulated reserved after each event", "[timelinestate]")
+{
+    SmallState f;
+    TimelineState& s = f.state;
+    CHECK(s.simulatedReservedAt(2) == -1); // none set
+    s.simulatedReserved = {2 * MiB, 2 * MiB, 4 * MiB, 4 * MiB, 0};
+    CHECK(s.simulatedReservedAt(-1) == f.timeline.initialReserved);
+    CHECK(s.simulatedReservedAt(2) == 4 * MiB);
+    CHECK(s.simulatedReservedAt(4) == 0);
+    CHECK(s.simulatedReservedAt(5) == -1);
+    // A new device drops it.
+    s.setDevice(nullptr, -1);
+    CHECK(s.simulatedReserved.empty());
+    CHECK(s.simulatedLabel.isEmpty());
 }
 
 TEST_CASE("TimelineSampler: the events in view, the state before the first, keys and values", "[timelinestate]")
