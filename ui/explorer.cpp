@@ -99,6 +99,12 @@ Explorer::Explorer(QMainWindow* window)
     connect(m_bookmarks, &BookmarksView::bookmarksChanged, this, &Explorer::storeBookmarks);
     connect(m_ranks, &RanksView::showRequested, this, &Explorer::traceRequested);
     connect(m_timeline, &TimelineView::xAxisModeChanged, this, &Explorer::syncAxisActions);
+    // A setting replayed in the what-if's Allocator section is drawn over the recorded curve.
+    connect(m_whatIf->panel(), &WhatIfPanel::allocatorCurveReady, m_timeline,
+            [this](const std::shared_ptr<const std::vector<int64_t>>& curve, const QString& label) {
+                m_timeline->setSimulatedReserved(*curve, label);
+            });
+    connect(m_whatIf->panel(), &WhatIfPanel::allocatorCurveCleared, m_timeline, &TimelineView::clearSimulatedReserved);
 }
 
 Explorer::~Explorer() = default;

@@ -5,6 +5,7 @@
 
 #include "core/loader.h"
 #include "ui/allocationsmodel.h"
+#include "ui/allocatorsection.h"
 #include "ui/allocationsview.h"
 #include "ui/allocatorview.h"
 #include "ui/bookmarksview.h"
@@ -28,6 +29,7 @@
 #include <QAbstractItemModelTester>
 #include <ctime>
 #include <QApplication>
+#include <QCheckBox>
 #include <QElapsedTimer>
 #include <QFile>
 #include <QFileInfo>
@@ -228,6 +230,28 @@ TEST_CASE("the what-if panel is legible at the default window size", "[whatif]")
         INFO(label->text().toStdString());
         CHECK(label->height() >= label->heightForWidth(label->width()));
     }
+}
+
+TEST_CASE("a setting replayed in the what-if's Allocator section is drawn on the timeline", "[whatif][allocator]")
+{
+    Analysed a(realTrace("pt21_ftcourse_memory_snapshot.pickle"));
+    a.explorer().showView(QStringLiteral("whatif"));
+    QApplication::processEvents();
+    AllocatorSection* section = a.explorer().whatIf()->panel()->allocatorSection();
+    REQUIRE(QTest::qWaitFor([&] { return section->result() != nullptr; }, kTimeoutMs));
+    TimelineView* timeline = a.explorer().timeline();
+    CHECK_FALSE(timeline->hasSimulatedReserved());
+    section->findChild<QCheckBox*>(QStringLiteral("allocExpandable"))->click();
+    REQUIRE(QTest::qWaitFor([&] { return timeline->hasSimulatedReserved(); }, kTimeoutMs));
+    REQUIRE(timeline->simulatedReservedGraph());
+    CHECK(timeline->simulatedReservedGraph()->name() == QStringLiteral("reserved, simulated (expandable_segments:True)"));
+    if (qEnvironmentVariableIsSet("HEADROOM_SHOT_DIR")) {
+        QApplication::processEvents();
+        a.window.grab().save(qEnvironmentVariable("HEADROOM_SHOT_DIR") + QStringLiteral("/allocator-overlay.png"));
+    }
+    // Back at the recorded setting, the curve goes.
+    section->findChild<QCheckBox*>(QStringLiteral("allocExpandable"))->click();
+    REQUIRE(QTest::qWaitFor([&] { return !timeline->hasSimulatedReserved(); }, kTimeoutMs));
 }
 
 TEST_CASE("timeline by allocation: bands of the largest allocations, hover and click select them")
