@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "core/devicereport.h"
 
+#include "core/loaderror.h"
 #include "core/units.h"
 
 #include <algorithm>
@@ -81,13 +82,15 @@ std::string ladderFirstMove(const Ladder& l, const DeviceSpec& device)
 DeviceReport DeviceReport::compute(const LoadedTrace& trace, size_t deviceIndex, const DeviceReportOptions& o)
 {
     DeviceReport r;
-    r.analysis = analyzeDevice(trace, deviceIndex);
+    r.analysis = analyzeDevice(trace, deviceIndex, o.cancel);
     r.capacity = estimateCapacity(trace, deviceIndex, o.capacity);
     if (r.capacity.bytes <= 0 && o.defaultCapacity > 0)
         r.capacity = {o.defaultCapacity, "assumed: Preferences or --capacity"};
     r.findings = diagnose(trace, deviceIndex, r.analysis, r.capacity);
 
+    throwIfCancelled(o.cancel);
     r.allocator = AllocatorVerdict::forOom(trace, deviceIndex, o.capacity.value_or(0));
+    throwIfCancelled(o.cancel);
     auto capacityFinding = std::find_if(r.findings.begin(), r.findings.end(),
                                         [](const Finding& f) { return f.kind == "capacity"; });
     try {

@@ -19,6 +19,8 @@ struct DeviceReportOptions {
     int64_t defaultCapacity = 0;     ///< assumed when neither tells it (Preferences); 0: none
     StatedConfig stated;             ///< measured values the trace cannot tell
     WhatIfConstants constants;
+    /// Checked between the stages: set, compute() throws LoadCancelled.
+    const std::atomic<bool>* cancel = nullptr;
 };
 
 /// Everything Headroom concludes about one device, assembled once for the CLI's `analyze`

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <atomic>
 #include <stdexcept>
 #include <string>
 
@@ -26,10 +27,18 @@ private:
     std::string m_detail;
 };
 
-/// Thrown when the user cancelled a load; not an error to report.
+/// Thrown when the user cancelled a load or the analysis of what was loaded (another file
+/// or device was asked for); not an error to report.
 class LoadCancelled : public std::runtime_error {
 public:
     LoadCancelled() : std::runtime_error("load cancelled") {}
 };
+
+/// Long work checks its caller's flag between stages: throws LoadCancelled once it is set.
+inline void throwIfCancelled(const std::atomic<bool>* cancel)
+{
+    if (cancel && cancel->load(std::memory_order_relaxed))
+        throw LoadCancelled();
+}
 
 } // namespace headroom

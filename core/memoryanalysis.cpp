@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "core/memoryanalysis.h"
 
+#include "core/loaderror.h"
+
 #include <algorithm>
 #include <unordered_map>
 
@@ -98,15 +100,18 @@ std::vector<StackNode> DeviceAnalysis::stackTreeAt(const MemoryTimeline& tl, con
     return nodes;
 }
 
-DeviceAnalysis analyzeDevice(const LoadedTrace& trace, size_t deviceIndex)
+DeviceAnalysis analyzeDevice(const LoadedTrace& trace, size_t deviceIndex, const std::atomic<bool>* cancel)
 {
     const DeviceData& dev = trace.snapshot.devices[deviceIndex];
     const MemoryTimeline& tl = trace.timelines[deviceIndex];
     DeviceAnalysis a;
     a.device = dev.device;
     a.allocator = AllocatorHistory(dev, tl);
+    throwIfCancelled(cancel);
     a.phases = PhaseClassifier::classify(trace.snapshot, dev);
+    throwIfCancelled(cancel);
     a.classes = CategoryClassifier::classify(trace.snapshot, dev, tl, a.phases);
+    throwIfCancelled(cancel);
     const int64_t n = static_cast<int64_t>(dev.trace.count());
     for (const Iteration& it : a.phases.iterations) {
         IterationPeak p;

@@ -7,6 +7,7 @@
 #include "core/phaseclassifier.h"
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -71,6 +72,6 @@ struct DeviceAnalysis {
                                        int64_t event) const;
 };
 
-DeviceAnalysis analyzeDevice(const LoadedTrace& trace, size_t deviceIndex);
+DeviceAnalysis analyzeDevice(const LoadedTrace& trace, size_t deviceIndex, const std::atomic<bool>* cancel = nullptr);
 
 } // namespace headroom

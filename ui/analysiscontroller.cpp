@@ -3,6 +3,8 @@
 
 #include "ui/backgroundjob.h"
 
+#include "core/loaderror.h"
+
 namespace headroom {
 
 AnalysisController::AnalysisController(QObject* parent)
@@ -25,9 +27,12 @@ void AnalysisController::analyze(std::shared_ptr<const LoadedTrace> trace, int d
     }
     m_job->start(
         [trace = std::move(trace), deviceIndex, capacity = m_defaultCapacity](BackgroundJob::Control& control) {
-            if (control.isCancelled())
+            // A superseded analysis stops at its next stage instead of finishing for nobody.
+            try {
+                return ExplorerData::compute(trace, static_cast<size_t>(deviceIndex), capacity, control.cancelFlag());
+            } catch (const LoadCancelled&) {
                 return ExplorerDataPtr();
-            return ExplorerData::compute(trace, static_cast<size_t>(deviceIndex), capacity);
+            }
         },
         [this](const ExplorerDataPtr& data) { emit analysisAvailable(data); });
     emit analysisStarted();

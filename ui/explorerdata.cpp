@@ -2,23 +2,28 @@
 #include "ui/explorerdata.h"
 
 #include "core/devicereport.h"
+#include "core/loaderror.h"
 
 namespace headroom {
 
 std::shared_ptr<const ExplorerData> ExplorerData::compute(std::shared_ptr<const LoadedTrace> trace,
-                                                          size_t deviceIndex, int64_t defaultCapacity)
+                                                          size_t deviceIndex, int64_t defaultCapacity,
+                                                          const std::atomic<bool>* cancel)
 {
     auto data = std::make_shared<ExplorerData>();
     data->trace = std::move(trace);
     data->deviceIndex = deviceIndex;
     DeviceReportOptions options;
     options.defaultCapacity = defaultCapacity;
+    options.cancel = cancel;
     DeviceReport report = DeviceReport::compute(*data->trace, deviceIndex, options);
     data->analysis = std::move(report.analysis);
     data->capacity = std::move(report.capacity);
     data->findings = std::move(report.findings);
     data->allocator = std::move(report.allocator);
+    throwIfCancelled(cancel);
     data->categories = categorySeries(data->timeline(), data->analysis.classes);
+    throwIfCancelled(cancel);
     data->bands = AllocationBands(data->timeline(), size_t(kDefaultBands));
     return data;
 }

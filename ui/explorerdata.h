@@ -38,8 +38,10 @@ struct ExplorerData {
     /// Computes it all (seconds on a million events; call from a worker thread).
     /// `defaultCapacity` (bytes, 0: none) is the capacity to assume when the file does
     /// not tell it (Preferences).
+    /// Throws LoadCancelled between its stages once `cancel` is set.
     static std::shared_ptr<const ExplorerData> compute(std::shared_ptr<const LoadedTrace> trace, size_t deviceIndex,
-                                                       int64_t defaultCapacity = 0);
+                                                       int64_t defaultCapacity = 0,
+                                                       const std::atomic<bool>* cancel = nullptr);
 };
 
 using ExplorerDataPtr = std::shared_ptr<const ExplorerData>;

@@ -4,6 +4,7 @@
 #include "core/analysisreport.h"
 #include "core/devicereport.h"
 #include "core/loader.h"
+#include "core/loaderror.h"
 #include "core/units.h"
 
 #include <catch2/catch.hpp>
@@ -141,4 +142,16 @@ TEST_CASE("No OOM, no allocator replay", "[analysis][ladder]")
 {
     const auto trace = loadReal("pt27_kk_memory_ctx128_fullstep.pickle");
     CHECK_FALSE(DeviceReport::compute(*trace, 0).allocator);
+}
+
+TEST_CASE("A report whose caller gave up stops at its next stage", "[analysis]")
+{
+    const auto trace = loadReal("pt27_silmont_mem_snapshot.pickle");
+    std::atomic<bool> cancel{true};
+    DeviceReportOptions o;
+    o.cancel = &cancel;
+    CHECK_THROWS_AS(DeviceReport::compute(*trace, 0, o), LoadCancelled);
+    CHECK_THROWS_AS(analyzeDevice(*trace, 0, &cancel), LoadCancelled);
+    cancel = false;
+    CHECK(DeviceReport::compute(*trace, 0, o).analysis.atPeak.total > 0);
 }
