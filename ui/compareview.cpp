@@ -136,9 +136,8 @@ void CompareView::compareWith(const QString& path)
                 for (size_t i = 0; i < devs.size(); ++i)
                     if (devs[i].device == ordinal)
                         o.deviceIndex = i;
-                if (control.isCancelled()) // analyzeDevice cannot stop half-way: do not begin it
-                    return Other{};
-                o.analysis = std::make_shared<const DeviceAnalysis>(analyzeDevice(*o.trace, o.deviceIndex));
+                o.analysis = std::make_shared<const DeviceAnalysis>(
+                    analyzeDevice(*o.trace, o.deviceIndex, control.cancelFlag()));
             } catch (const std::exception& e) { // LoadCancelled too: its result is dropped
                 o = {};
                 o.error = QString::fromUtf8(e.what());
