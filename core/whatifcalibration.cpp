@@ -156,6 +156,9 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
     const auto& phase = a.phases.eventPhase;
     s.calibrated = true;
     s.torchAutocast = true;
+    for (const auto& [key, value] : trace.snapshot.runConfig)
+        if (key == "recorder" && value == "headroom_cpu")
+            s.cpuAutocast = true;
     s.dims = dims;
     s.context = k.contextBytes;
     s.contextHigh = k.contextHighBytes;

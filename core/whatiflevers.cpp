@@ -66,8 +66,18 @@ WhatIfState withPrecision(WhatIfState s, Precision p)
     // 2.0x for its convnet (CPU autocast runs batch norm and ReLU in the convolutions' bf16);
     // a GPU LM's linear activations by 1.4x (CUDA autocast keeps layer_norm and softmax in
     // fp32). One factor cannot follow that, so the ratio is known to about 30%.
-    for (Term* a : {&s.actLin, &s.actQuad})
-        scale(*a, af, 0.30);
+    scale(s.actLin, af, 0.30);
+    // The attention scores follow the device's autocast op lists. CUDA autocast runs softmax
+    // in fp32: per score, softmax's fp32 output (4 B), the dropout mask (1 B) and the 16-bit
+    // cast the next matmul saves (2 B) are 7 B against fp32's 9 B, a 1.3x shrink where the
+    // linear activations shrink 1.8x (without attention dropout it is 6 B against 4 B; the
+    // term's band covers neither). CPU autocast (1.13) narrows softmax with the matmuls, so
+    // its scores shrink like the rest.
+    auto quadFactor = [&](Precision x) {
+        const bool amp = x == Precision::AmpBf16 || x == Precision::AmpFp16;
+        return amp && !s.cpuAutocast ? activationFactor(Precision::Fp32) * 7.0 / 9.0 : activationFactor(x);
+    };
+    scale(s.actQuad, quadFactor(p) / quadFactor(p0), 0.30);
     // Batch-sized temporaries (logits, the loss's log-probabilities, their gradients) stay
     // fp32 under autocast, which computes the loss in fp32; only pure 16-bit halves them.
     const bool pure0 = p0 == Precision::Bf16, pure1 = p == Precision::Bf16;

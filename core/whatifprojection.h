@@ -28,6 +28,7 @@ struct WhatIfState {
     LeverConfig config;
     bool calibrated = false;    ///< from a trace (else analytic)
     bool torchAutocast = false; ///< AMP as torch.autocast: fp32 params + a 16-bit weight cache
+    bool cpuAutocast = false;   ///< recorded on the CPU, whose autocast narrows softmax too
     bool forwardOnly = false;   ///< the trace had no backward: project the forward only
     ModelDims dims;             ///< may be invalid in calibrated mode
     double params = 0;          ///< P (0: unknown)

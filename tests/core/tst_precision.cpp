@@ -6,6 +6,7 @@
 #include "core/precisionevidence.h"
 #include "core/whatifcalibration.h"
 #include "core/whatifladder.h"
+#include "core/whatiflevers.h"
 #include "core/whatifprojection.h"
 
 #include <catch2/catch.hpp>
@@ -135,4 +136,27 @@ TEST_CASE("The ladder never counts on pure bf16 for a run that may already be bf
             CHECK(r.projection.peakHigh >= under16.peakHigh - 1.0);
         }
     }
+}
+
+TEST_CASE("Attention scores under autocast follow the device's op lists", "[whatif][precision]")
+{
+    WhatIfState s;
+    s.calibrated = true;
+    s.torchAutocast = true;
+    s.params = 1e6;
+    s.config.precision = Precision::Fp32;
+    s.actLin = {1800, 0.1, Provenance::Measured};
+    s.actQuad = {900, 0.1, Provenance::Measured};
+    // CUDA: softmax stays fp32, so a score keeps 7 of its 9 bytes; the linear activations shrink 1.8x.
+    const WhatIfState cuda = levers::withPrecision(s, Precision::AmpBf16);
+    CHECK(cuda.actQuad.bytes == Approx(700));
+    CHECK(cuda.actLin.bytes == Approx(1000));
+    // Back from autocast to fp32 is the inverse.
+    CHECK(levers::withPrecision(cuda, Precision::Fp32).actQuad.bytes == Approx(900));
+    // CPU autocast narrows softmax too: the scores shrink like the rest.
+    s.cpuAutocast = true;
+    CHECK(levers::withPrecision(s, Precision::AmpBf16).actQuad.bytes == Approx(500));
+    // Pure 16-bit halves every saved tensor on either device.
+    s.cpuAutocast = false;
+    CHECK(levers::withPrecision(s, Precision::Bf16).actQuad.bytes == Approx(500));
 }
