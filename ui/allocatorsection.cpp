@@ -3,6 +3,7 @@
 
 #include "ui/backgroundjob.h"
 #include "ui/categorystyle.h"
+#include "ui/deferredrebuild.h"
 
 #include "core/units.h"
 
@@ -42,7 +43,9 @@ bool uniform(const std::array<int, AllocatorConfig::kRoundupIntervals>& d)
 } // namespace
 
 AllocatorSection::AllocatorSection(QWidget* parent)
-    : QGroupBox(tr("Allocator (PYTORCH_CUDA_ALLOC_CONF)"), parent), m_job(new BackgroundJob(this))
+    : QGroupBox(tr("Allocator (PYTORCH_CUDA_ALLOC_CONF)"), parent)
+    , m_job(new BackgroundJob(this))
+    , m_deferred(new DeferredRebuild(this, [this] { startReplay(); }))
 {
     setObjectName(QStringLiteral("allocatorSection"));
     setToolTip(tr("Replays the recorded allocation requests through a simulation of PyTorch's caching allocator "
@@ -117,14 +120,8 @@ void AllocatorSection::setTrace(std::shared_ptr<const LoadedTrace> trace, int de
         m_status->setText(m_trace ? tr("The file has no allocation history to replay.") : QString());
         return;
     }
+    m_status->clear();
     replay();
-}
-
-void AllocatorSection::showEvent(QShowEvent* event)
-{
-    QGroupBox::showEvent(event);
-    if (m_trace && !m_result && !m_job->isRunning())
-        replay();
 }
 
 void AllocatorSection::setCapacity(int64_t bytes)
@@ -177,14 +174,16 @@ void AllocatorSection::replay()
 {
     if (!m_trace || !m_expandable->isEnabled())
         return;
-    // A hidden panel (another dock tab, a screenshot of the timeline) does not take a core
-    // from the analysis: the replay waits until the section is shown.
-    if (!isVisible()) {
-        m_job->cancel();
-        m_result.reset();
-        m_status->clear();
+    // A panel nobody sees (another dock tab, a screenshot of the timeline) does not take a
+    // core from the analysis: the replay waits until the section is on screen.
+    m_job->cancel();
+    m_deferred->request();
+}
+
+void AllocatorSection::startReplay()
+{
+    if (!m_trace || !m_expandable->isEnabled())
         return;
-    }
     const AllocatorConfig chosen = config();
     m_status->setText(tr("replaying\u2026"));
     const bool needRecorded = !m_recordedResult;

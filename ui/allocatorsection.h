@@ -18,6 +18,7 @@ class QSpinBox;
 namespace headroom {
 
 class BackgroundJob;
+class DeferredRebuild;
 
 /// The what-if panel's Allocator section: the four PYTORCH_CUDA_ALLOC_CONF settings that move
 /// memory, answered by replaying the recorded requests through the caching-allocator
@@ -59,11 +60,10 @@ signals:
     /// Back at the recorded setting (or no file): the timeline drops the curve.
     void curveCleared();
 
-protected:
-    void showEvent(QShowEvent* event) override;
-
 private:
+    /// Replays now when the section is on screen, else when it is next shown or painted.
     void replay();
+    void startReplay();
     void showConfig(const AllocatorConfig& c);
     void showResult();
 
@@ -75,6 +75,7 @@ private:
     std::optional<AllocatorReplayResult> m_result;
     std::optional<AllocatorReplayResult> m_recordedResult;
     BackgroundJob* m_job;
+    DeferredRebuild* m_deferred;
     QCheckBox* m_expandable = nullptr;
     QSpinBox* m_maxSplit = nullptr;
     QDoubleSpinBox* m_gcThreshold = nullptr;
