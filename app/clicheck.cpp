@@ -2,11 +2,11 @@
 #include "app/clicheck.h"
 
 #include "app/clijson.h"
-#include "core/loader.h"
-#include "core/loaderror.h"
-#include "core/memoryanalysis.h"
-#include "core/snapshotcompare.h"
-#include "core/units.h"
+#include "core/analysis/memoryanalysis.h"
+#include "core/analysis/snapshotcompare.h"
+#include "core/io/loader.h"
+#include "core/util/loaderror.h"
+#include "core/util/units.h"
 
 #include <algorithm>
 #include <cmath>

@@ -3,9 +3,9 @@
 
 #include "app/clijson.h"
 #include "app/cliload.h"
-#include "core/capturedoctor.h"
-#include "core/loader.h"
-#include "core/loaderror.h"
+#include "core/analysis/capturedoctor.h"
+#include "core/io/loader.h"
+#include "core/util/loaderror.h"
 
 #include <iostream>
 

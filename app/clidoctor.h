@@ -2,7 +2,7 @@
 #pragma once
 
 // `headroom-cli doctor FILE [--json]`: is this capture good enough? Prints
-// core/capturedoctor's findings, each with the recording option that avoids it. Exit 0
+// core/analysis/capturedoctor's findings, each with the recording option that avoids it. Exit 0
 // whatever it finds (it reports, it does not gate), 2 when the file cannot be read.
 
 #include <CLI/CLI.hpp>

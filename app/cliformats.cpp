@@ -3,12 +3,12 @@
 
 #include "app/clijson.h"
 
-#include "core/atomicfile.h"
-#include "core/loader.h"
-#include "core/loaderror.h"
-#include "core/nativeformat.h"
-#include "core/ranktable.h"
-#include "core/summary.h"
+#include "core/analysis/ranktable.h"
+#include "core/analysis/summary.h"
+#include "core/io/loader.h"
+#include "core/native/nativeformat.h"
+#include "core/util/atomicfile.h"
+#include "core/util/loaderror.h"
 
 #include <algorithm>
 #include <filesystem>

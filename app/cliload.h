@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-#include "core/loader.h"
-#include "core/loaderror.h"
+#include "core/io/loader.h"
+#include "core/util/loaderror.h"
 
 #include <iostream>
 #include <memory>

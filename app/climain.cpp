@@ -7,15 +7,15 @@
 #include "app/clireplay.h"
 #include "app/clistate.h"
 #include "app/cliwhatif.h"
-#include "core/analysisreport.h"
-#include "core/loader.h"
-#include "core/loaderror.h"
-#include "core/summary.h"
+#include "core/analysis/summary.h"
+#include "core/io/loader.h"
+#include "core/report/analysisreport.h"
+#include "core/util/loaderror.h"
 #include "headroom_version.h" // generated at build time: HEADROOM_GIT_COMMIT
 
 #include <CLI/CLI.hpp>
 
-#include "core/units.h"
+#include "core/util/units.h"
 
 #include <cstdio>
 #include <filesystem>

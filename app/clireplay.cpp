@@ -3,10 +3,10 @@
 
 #include "app/clijson.h"
 #include "app/cliload.h"
-#include "core/allocatorreplay.h"
-#include "core/loader.h"
-#include "core/loaderror.h"
-#include "core/units.h"
+#include "core/io/loader.h"
+#include "core/replay/allocatorreplay.h"
+#include "core/util/loaderror.h"
+#include "core/util/units.h"
 
 #include <cstdio>
 #include <iostream>

@@ -3,10 +3,10 @@
 
 #include "app/clijson.h"
 
-#include "core/loader.h"
-#include "core/loaderror.h"
-#include "core/memoryanalysis.h"
-#include "core/units.h"
+#include "core/analysis/memoryanalysis.h"
+#include "core/io/loader.h"
+#include "core/util/loaderror.h"
+#include "core/util/units.h"
 
 #include <nlohmann/json.hpp>
 

@@ -3,17 +3,17 @@
 
 #include "app/clijson.h"
 
-#include "core/diagnosis.h"
-#include "core/loader.h"
-#include "core/loaderror.h"
-#include "core/memoryanalysis.h"
-#include "core/units.h"
-#include "core/whatifcalibration.h"
-#include "core/whatifjson.h"
-#include "core/allocatorverdict.h"
-#include "core/whatifladder.h"
-#include "core/whatifmultifit.h"
-#include "core/whatifverify.h"
+#include "core/analysis/diagnosis.h"
+#include "core/analysis/memoryanalysis.h"
+#include "core/io/loader.h"
+#include "core/util/loaderror.h"
+#include "core/util/units.h"
+#include "core/whatif/allocatorverdict.h"
+#include "core/whatif/whatifcalibration.h"
+#include "core/whatif/whatifjson.h"
+#include "core/whatif/whatifladder.h"
+#include "core/whatif/whatifmultifit.h"
+#include "core/whatif/whatifverify.h"
 
 #include <iostream>
 #include <sstream>

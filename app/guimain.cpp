@@ -3,17 +3,17 @@
 //   headroom [FILE]
 //   headroom --screenshot OUT.png [--view NAME] FILE   (renders offscreen, writes the image, exits)
 #include "headroom_version.h" // HEADROOM_GIT_COMMIT, written at build time
-#include "core/units.h"
-#include "ui/analysiscontroller.h"
-#include "ui/explorer.h"
-#include "ui/explorerview.h"
-#include "ui/loadcontroller.h"
-#include "ui/mainwindow.h"
-#include "ui/memorytuning.h"
-#include "ui/preferences.h"
-#include "ui/theme.h"
-#include "ui/timelineview.h"
-#include "ui/viewexport.h"
+#include "core/util/units.h"
+#include "ui/explorer/analysiscontroller.h"
+#include "ui/explorer/explorerview.h"
+#include "ui/explorer/viewexport.h"
+#include "ui/shell/explorer.h"
+#include "ui/shell/loadcontroller.h"
+#include "ui/shell/mainwindow.h"
+#include "ui/shell/memorytuning.h"
+#include "ui/shell/preferences.h"
+#include "ui/shell/theme.h"
+#include "ui/timeline/timelineview.h"
 
 #include <QApplication>
 #include <QCommandLineParser>

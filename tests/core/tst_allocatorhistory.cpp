@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The allocator's state at any event (LiveSetIndex checkpoints + AllocatorHistory).
-#include "core/allocationbands.h"
-#include "core/allocatorhistory.h"
-#include "core/loader.h"
+#include "core/io/loader.h"
+#include "core/replay/allocationbands.h"
+#include "core/replay/allocatorhistory.h"
 
 #include <catch2/catch.hpp>
 

@@ -2,9 +2,9 @@
 // The caching-allocator simulation: each rule of PyTorch's allocator on its own,
 // the real snapshots reproduced under their recorded setting, and a synthetic OOM that
 // expandable segments avoid.
-#include "core/allocatorreplay.h"
-#include "core/allocatorsim.h"
-#include "core/loader.h"
+#include "core/io/loader.h"
+#include "core/replay/allocatorreplay.h"
+#include "core/replay/allocatorsim.h"
 
 #include <catch2/catch.hpp>
 

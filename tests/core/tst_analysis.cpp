@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 // Phases, categories, the peak's anatomy and the diagnosis.
-#include "core/analysisreport.h"
-#include "core/diagnosis.h"
-#include "core/loader.h"
-#include "core/memoryanalysis.h"
-#include "core/summary.h"
+#include "core/analysis/diagnosis.h"
+#include "core/analysis/memoryanalysis.h"
+#include "core/analysis/summary.h"
+#include "core/io/loader.h"
+#include "core/report/analysisreport.h"
 #include "picklebuilder.h"
-#include "core/snapshotcompare.h"
+#include "core/analysis/snapshotcompare.h"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

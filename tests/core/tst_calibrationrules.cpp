@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Calibration rules checked on a real CPU recording (tests/data/cpu/decoder_base.pickle,
 // Debian's PyTorch 1.13, micro-batch 2, sequence 128, fp32): what grows with the batch.
-#include "core/loader.h"
-#include "core/memoryanalysis.h"
-#include "core/whatifcalibration.h"
+#include "core/analysis/memoryanalysis.h"
+#include "core/io/loader.h"
+#include "core/whatif/whatifcalibration.h"
 
 #include <catch2/catch.hpp>
 

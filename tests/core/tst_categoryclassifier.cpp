@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // CategoryClassifier rule by rule on a phase layout written here, and the category names
 // it shares with the profiler formats (tensorcategory.h).
-#include "core/categoryclassifier.h"
-#include "core/tensorcategory.h"
+#include "core/analysis/categoryclassifier.h"
+#include "core/model/tensorcategory.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 // One report per device: the diagnosis's first move is the what-if ladder's first fitting
 // rung, so `analyze` and the what-if never contradict each other.
-#include "core/analysisreport.h"
-#include "core/devicereport.h"
-#include "core/loader.h"
-#include "core/loaderror.h"
-#include "core/units.h"
+#include "core/io/loader.h"
+#include "core/report/analysisreport.h"
+#include "core/report/devicereport.h"
+#include "core/util/loaderror.h"
+#include "core/util/units.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Bad input: a clear error naming the file, the byte offset and what was expected.
-#include "core/loader.h"
-#include "core/loaderror.h"
+#include "core/io/loader.h"
+#include "core/util/loaderror.h"
 #include "picklebuilder.h"
 
 #include <catch2/catch.hpp>

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 // JSON inputs (Chrome traces, profiler timelines, JSON snapshots) against the numbers
 // computed independently by tests/tools/json_summary.py (goldens in tests/golden/json).
-#include "core/fakeaddresses.h"
-#include "core/jsoninteger.h"
-#include "core/loader.h"
-#include "core/loaderror.h"
-#include "core/summary.h"
+#include "core/analysis/summary.h"
+#include "core/io/fakeaddresses.h"
+#include "core/io/jsoninteger.h"
+#include "core/io/loader.h"
+#include "core/util/loaderror.h"
 #include "picklebuilder.h"
 
 #include <catch2/catch.hpp>

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Every real file and synthetic fixture against the summary computed independently by
 // tests/tools/snapshot_summary.py (stdlib Python) and committed in tests/golden/.
-#include "core/loader.h"
-#include "core/summary.h"
+#include "core/analysis/summary.h"
+#include "core/io/loader.h"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

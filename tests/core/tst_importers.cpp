@@ -2,13 +2,13 @@
 // The importers called directly, without the loader's format detection: the model each
 // one builds from a small document written here, and the LoadError it throws for bad
 // input (the file, no byte offset, the path inside the document and what was expected).
-#include "core/chrometraceimporter.h"
-#include "core/fakeaddresses.h"
-#include "core/jsonsnapshotimporter.h"
-#include "core/loaderror.h"
-#include "core/picklereader.h"
-#include "core/profiletimelineimporter.h"
-#include "core/snapshotimporter.h"
+#include "core/io/chrometraceimporter.h"
+#include "core/io/fakeaddresses.h"
+#include "core/io/jsonsnapshotimporter.h"
+#include "core/io/picklereader.h"
+#include "core/io/profiletimelineimporter.h"
+#include "core/io/snapshotimporter.h"
+#include "core/util/loaderror.h"
 #include "picklebuilder.h"
 
 #include <catch2/catch.hpp>

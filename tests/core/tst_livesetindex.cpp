@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // LiveSetIndex against its own contract: the same set as testing every allocation's
 // [start, end) at the event, whatever checkpoint the query starts from.
-#include "core/livesetindex.h"
-#include "core/replay.h"
+#include "core/replay/livesetindex.h"
+#include "core/replay/replay.h"
 
 #include <catch2/catch.hpp>
 

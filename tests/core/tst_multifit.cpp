@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Several calibration runs of one job: the batch slope and the quadratic part measured
 // directly.
-#include "core/loader.h"
-#include "core/memoryanalysis.h"
-#include "core/whatifmultifit.h"
+#include "core/analysis/memoryanalysis.h"
+#include "core/io/loader.h"
+#include "core/whatif/whatifmultifit.h"
 #include "generated.h"
 
 #include <catch2/catch.hpp>

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 // The .hrt format: every importer's model round-trips (the summary of the .hrt equals the
 // summary of its source), forward compatibility, version errors, corrupt files, atomic saves.
-#include "core/atomicfile.h"
-#include "core/loader.h"
-#include "core/loaderror.h"
-#include "core/nativeformat.h"
-#include "core/sectionreader.h"
-#include "core/summary.h"
+#include "core/analysis/summary.h"
+#include "core/io/loader.h"
+#include "core/native/nativeformat.h"
+#include "core/native/sectionreader.h"
+#include "core/util/atomicfile.h"
+#include "core/util/loaderror.h"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

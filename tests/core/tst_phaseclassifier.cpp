@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // PhaseClassifier on small traces built here: which source decides an event's phase
 // (annotation, frames, neighbours), the spans and the iterations.
-#include "core/phaseclassifier.h"
+#include "core/analysis/phaseclassifier.h"
 
 #include <catch2/catch.hpp>
 

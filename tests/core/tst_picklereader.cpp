@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "picklebuilder.h"
 
-#include "core/loader.h"
-#include "core/loaderror.h"
-#include "core/picklereader.h"
+#include "core/io/loader.h"
+#include "core/io/picklereader.h"
+#include "core/util/loaderror.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
 // The measured precision: read from the stacks where they tell it, and an unknown precision
 // carried into the band under each open reading instead of assumed.
-#include "core/loader.h"
-#include "core/memoryanalysis.h"
-#include "core/precisionevidence.h"
-#include "core/whatifcalibration.h"
-#include "core/whatifladder.h"
-#include "core/whatiflevers.h"
-#include "core/whatifprojection.h"
+#include "core/analysis/memoryanalysis.h"
+#include "core/io/loader.h"
+#include "core/whatif/precisionevidence.h"
+#include "core/whatif/whatifcalibration.h"
+#include "core/whatif/whatifladder.h"
+#include "core/whatif/whatiflevers.h"
+#include "core/whatif/whatifprojection.h"
 
 #include <catch2/catch.hpp>
 

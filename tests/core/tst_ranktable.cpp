@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The multi-file summary: where a row's rank comes from, the order of the rows and the spread.
-#include "core/ranktable.h"
+#include "core/analysis/ranktable.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
-#include "core/addressmap.h"
-#include "core/downsample.h"
-#include "core/minmaxpyramid.h"
-#include "core/replay.h"
-#include "core/units.h"
+#include "core/replay/addressmap.h"
+#include "core/replay/replay.h"
+#include "core/util/downsample.h"
+#include "core/util/minmaxpyramid.h"
+#include "core/util/units.h"
 
 #include <catch2/catch.hpp>
 

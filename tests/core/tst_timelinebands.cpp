@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The stacked-area series and the small range queries of timelinebands.h, each against a
 // pass over every allocation.
-#include "core/categoryclassifier.h"
-#include "core/timelinebands.h"
+#include "core/analysis/categoryclassifier.h"
+#include "core/analysis/timelinebands.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 // whatif BEFORE --verify AFTER: the projection made from one run for the run that followed,
 // against its measured peak, term by term.
-#include "core/loader.h"
-#include "core/memoryanalysis.h"
-#include "core/whatifverify.h"
+#include "core/analysis/memoryanalysis.h"
+#include "core/io/loader.h"
+#include "core/whatif/whatifverify.h"
 #include "generated.h"
 
 #include <catch2/catch.hpp>

@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: MIT
 // The what-if projection: WHATIF.md §7's worked example, lever properties, the ladder and
 // the calibration round trip on generated runs.
-#include "core/diagnosis.h"
-#include "core/memoryanalysis.h"
-#include "core/whatifcalibration.h"
-#include "core/whatifjson.h"
-#include "core/whatifblocks.h"
-#include "core/whatifladder.h"
-#include "core/whatiflevers.h"
-#include "core/whatifprojection.h"
+#include "core/analysis/diagnosis.h"
+#include "core/analysis/memoryanalysis.h"
+#include "core/io/loader.h"
+#include "core/whatif/whatifblocks.h"
+#include "core/whatif/whatifcalibration.h"
+#include "core/whatif/whatifjson.h"
+#include "core/whatif/whatifladder.h"
+#include "core/whatif/whatiflevers.h"
+#include "core/whatif/whatifprojection.h"
 
 #include <catch2/catch.hpp>
 

@@ -3,9 +3,9 @@
 // (tests/data/cpu/convnet_*.pickle, Debian's PyTorch 1.13, micro-batch 2, 32x32 images): it
 // peaks a third of the way into its backward, where the last blocks' weight gradients,
 // activation gradients and the earlier blocks' activations are alive together.
-#include "core/loader.h"
-#include "core/memoryanalysis.h"
-#include "core/whatifcalibration.h"
+#include "core/analysis/memoryanalysis.h"
+#include "core/io/loader.h"
+#include "core/whatif/whatifcalibration.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The what-if settings saved in a trace's user data: one writer, one reader, a round trip.
-#include "core/whatifsettings.h"
+#include "core/whatif/whatifsettings.h"
 
 #include <catch2/catch.hpp>
 

@@ -5,10 +5,10 @@
 // ASan/UBSan findings, leaks, timeouts and allocations over -malloc_limit_mb.
 #pragma once
 
-#include "core/loader.h"
-#include "core/loaderror.h"
-#include "core/analysisreport.h"
-#include "core/summary.h"
+#include "core/analysis/summary.h"
+#include "core/io/loader.h"
+#include "core/report/analysisreport.h"
+#include "core/util/loaderror.h"
 
 #include <optional>
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // libFuzzer harness: the Headroom trace (.hrt) reader. The magic is forced so every input
 // reaches NativeFormat::read; then the replay, summary and analysis run on what it built.
-#include "core/nativeformat.h"
+#include "core/native/nativeformat.h"
 #include "tests/fuzz/fuzz_common.h"
 
 #include <algorithm>

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
-// libFuzzer harness: the safe pickle reader alone (core/picklereader.cpp), no importer.
-#include "core/frametable.h"
-#include "core/loaderror.h"
-#include "core/pickledocument.h"
-#include "core/picklereader.h"
+// libFuzzer harness: the safe pickle reader alone (core/io/picklereader.cpp), no importer.
+#include "core/io/pickledocument.h"
+#include "core/io/picklereader.h"
+#include "core/model/frametable.h"
+#include "core/util/loaderror.h"
 
 #include <cstddef>
 #include <cstdint>

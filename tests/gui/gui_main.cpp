@@ -6,7 +6,7 @@
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
-#include "ui/memorytuning.h"
+#include "ui/shell/memorytuning.h"
 
 #include <QApplication>
 #include <QFileInfo>

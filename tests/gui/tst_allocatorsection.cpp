@@ -5,11 +5,12 @@
 // verdict becomes the ladder's first rung. HEADROOM_ALLOCATOR_SCREENSHOT=path saves the panel.
 #include <catch2/catch.hpp>
 
-#include "ui/allocatorsection.h"
-#include "ui/whatifpanel.h"
+#include "ui/whatif/allocatorsection.h"
+#include "ui/whatif/whatifpanel.h"
 
-#include "core/allocatorverdict.h"
-#include "core/diagnosis.h"
+#include "core/analysis/diagnosis.h"
+#include "core/io/loader.h"
+#include "core/whatif/allocatorverdict.h"
 
 #include <QCheckBox>
 #include <QLabel>

@@ -4,7 +4,7 @@
 // forced by the test, never by timing; each wait is event-driven with a generous limit.
 #include <catch2/catch.hpp>
 
-#include "ui/backgroundjob.h"
+#include "ui/explorer/backgroundjob.h"
 
 #include <QSignalSpy>
 #include <QTest>

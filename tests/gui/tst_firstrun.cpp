@@ -5,21 +5,21 @@
 // Its own executable: one test restarts QApplication, so each test case makes its own.
 #include <catch2/catch.hpp>
 
-#include "core/units.h"
-#include "ui/aboutdialog.h"
-#include "ui/capturebar.h"
-#include "ui/explorer.h"
-#include "ui/filechangewatcher.h"
-#include "ui/loadcontroller.h"
-#include "ui/mainwindow.h"
-#include "ui/preferencesdialog.h"
-#include "ui/recentfiles.h"
-#include "ui/reloadbar.h"
-#include "ui/shortcutsdialog.h"
-#include "ui/startpage.h"
-#include "ui/whatifpanel.h"
-#include "ui/whatifview.h"
-#include "ui/timelineview.h"
+#include "core/util/units.h"
+#include "ui/shell/aboutdialog.h"
+#include "ui/shell/explorer.h"
+#include "ui/shell/filechangewatcher.h"
+#include "ui/shell/loadcontroller.h"
+#include "ui/shell/mainwindow.h"
+#include "ui/shell/preferencesdialog.h"
+#include "ui/shell/recentfiles.h"
+#include "ui/shell/reloadbar.h"
+#include "ui/shell/shortcutsdialog.h"
+#include "ui/shell/startpage.h"
+#include "ui/timeline/capturebar.h"
+#include "ui/timeline/timelineview.h"
+#include "ui/whatif/whatifpanel.h"
+#include "ui/whatif/whatifview.h"
 
 #include <qcustomplot.h>
 

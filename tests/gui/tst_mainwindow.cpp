@@ -2,11 +2,11 @@
 // The main window loads real snapshots offscreen and plots what the core replayed.
 #include <catch2/catch.hpp>
 
-#include "core/loader.h"
-#include "ui/byteaxisticker.h"
-#include "ui/loadcontroller.h"
-#include "ui/mainwindow.h"
-#include "ui/timelineview.h"
+#include "core/io/loader.h"
+#include "ui/plot/byteaxisticker.h"
+#include "ui/shell/loadcontroller.h"
+#include "ui/shell/mainwindow.h"
+#include "ui/timeline/timelineview.h"
 
 #include <qcustomplot.h>
 

@@ -3,15 +3,15 @@
 // from the "Simulated reserved" toggle off the GUI thread, and dropped with the device.
 #include <catch2/catch.hpp>
 
-#include "core/allocatorreplay.h"
-#include "core/loader.h"
-#include "ui/categorystyle.h"
-#include "ui/explorer.h"
-#include "ui/loadcontroller.h"
-#include "ui/mainwindow.h"
-#include "ui/theme.h"
-#include "ui/timelineview.h"
-#include "ui/viewexport.h"
+#include "core/io/loader.h"
+#include "core/replay/allocatorreplay.h"
+#include "ui/explorer/viewexport.h"
+#include "ui/plot/categorystyle.h"
+#include "ui/shell/explorer.h"
+#include "ui/shell/loadcontroller.h"
+#include "ui/shell/mainwindow.h"
+#include "ui/shell/theme.h"
+#include "ui/timeline/timelineview.h"
 
 #include <qcustomplot.h>
 

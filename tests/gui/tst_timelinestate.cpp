@@ -4,11 +4,11 @@
 // curves are sampled at.
 #include <catch2/catch.hpp>
 
-#include "core/loader.h"
-#include "core/replay.h"
-#include "ui/timelinecurves.h"
-#include "ui/timelinesampler.h"
-#include "ui/timelinestate.h"
+#include "core/io/loader.h"
+#include "core/replay/replay.h"
+#include "ui/timeline/timelinecurves.h"
+#include "ui/timeline/timelinesampler.h"
+#include "ui/timeline/timelinestate.h"
 
 #include <algorithm>
 

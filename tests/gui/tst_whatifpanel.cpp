@@ -4,10 +4,11 @@
 // saves a rendering.
 #include <catch2/catch.hpp>
 
-#include "ui/whatifconstantsdialog.h"
-#include "ui/calibrationruns.h"
-#include "ui/whatifpanel.h"
-#include "ui/whatifverifydialog.h"
+#include "core/io/loader.h"
+#include "ui/whatif/calibrationruns.h"
+#include "ui/whatif/whatifconstantsdialog.h"
+#include "ui/whatif/whatifpanel.h"
+#include "ui/whatif/whatifverifydialog.h"
 
 #include <QApplication>
 #include <QComboBox>

@@ -5,7 +5,7 @@ Usage: kill_save_test.py CLI SMALL_INPUT [--big BIG_INPUT] [--kills N] [--seed S
                          [--workdir DIR] [--json RESULTS]
 
 Issue 7 part 5 ("data safety"). `headroom-cli convert IN OUT.hrt` writes through
-core/atomicfile.cpp (temporary file in OUT's directory, fsync, rename over OUT, fsync the
+core/util/atomicfile.cpp (temporary file in OUT's directory, fsync, rename over OUT, fsync the
 directory). This test:
 
 1. converts SMALL_INPUT into OLD.hrt and keeps its bytes; converts BIG_INPUT (generated

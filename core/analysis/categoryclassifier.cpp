@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: MIT
+#include "core/analysis/categoryclassifier.h"
+
+#include "core/analysis/phaseclassifier.h"
+
+namespace headroom {
+
+std::string_view categoryRuleText(CategoryRule r)
+{
+    switch (r) {
+    case CategoryRule::ExactFromProfiler: return "exact category from the profiler";
+    case CategoryRule::AliveThroughWindow: return "alive before the trace began and at its end";
+    case CategoryRule::FreedByZeroGrad: return "alive before the trace, freed in the optimizer phase (zero_grad)";
+    case CategoryRule::SavedBeforeWindow: return "alive before the trace, freed in backward";
+    case CategoryRule::BeforeWindowOther: return "alive before the trace began; nothing else is known";
+    case CategoryRule::ModuleSetupFrames: return "born under module construction or .to()/.cuda() frames";
+    case CategoryRule::SetupBeforeForward: return "born before the first forward and never freed";
+    case CategoryRule::SetupFreedLater: return "born in data/setup code and freed after the step began";
+    case CategoryRule::SetupKeptAfterTraining: return "born outside any training phase after training began, never freed";
+    case CategoryRule::SamePhaseTemporary: return "born and freed within the same phase";
+    case CategoryRule::ForwardSavedForBackward: return "born in forward, freed in backward (saved for backward)";
+    case CategoryRule::ForwardOutlivesPass: return "born in forward, outlives the forward pass";
+    case CategoryRule::BackwardOutlivesPass: return "born in backward, alive after backward ends (gradient)";
+    case CategoryRule::BackwardHeldToEnd: return "born in backward, held for most of the backward pass";
+    case CategoryRule::OptimizerFirstStepState: return "born in the optimizer step and kept after it";
+    case CategoryRule::UnknownPhase: return "born in an unclassified phase";
+    }
+    return "?";
+}
+
+namespace {
+
+bool hasModuleSetupFrames(const FrameTable& ft, uint32_t stack)
+{
+    for (uint32_t f : ft.stack(stack)) {
+        const Frame& fr = ft.frame(f);
+        const std::string_view name = ft.strings().get(fr.name);
+        const std::string_view file = ft.strings().get(fr.file);
+        if (name == "__init__" || name == "reset_parameters" || name == "load_state_dict")
+            return true;
+        if (file.find("torch/nn/modules/module.py") != std::string_view::npos &&
+            (name == "_apply" || name == "to" || name == "cuda"))
+            return true;
+    }
+    return false;
+}
+
+AllocationClass classifyOne(const FrameTable& ft, const Allocation& a, const PhaseAnalysis& ph)
+{
+    using C = TensorCategory;
+    using R = CategoryRule;
+    const bool alive = a.end == Allocation::kStillAlive;
+    if (a.start == Allocation::kBeforeWindow) {
+        if (alive)
+            return {C::Parameter, R::AliveThroughWindow, Phase::Setup};
+        const Phase death = ph.eventPhase[a.end];
+        if (death == Phase::Optimizer)
+            return {C::Gradient, R::FreedByZeroGrad, Phase::Setup};
+        if (death == Phase::Backward)
+            return {C::Activation, R::SavedBeforeWindow, Phase::Setup};
+        return {C::Unknown, R::BeforeWindowOther, Phase::Setup};
+    }
+    const Phase birth = ph.eventPhase[a.start];
+    const PhaseSpan* span = ph.spanOf(a.start);
+    const bool diesInSpan = !alive && span && a.end <= span->endEvent;
+    const Phase death = alive ? Phase::Other : ph.eventPhase[a.end];
+    switch (birth) {
+    case Phase::Setup:
+        if (hasModuleSetupFrames(ft, a.stack))
+            return {C::Parameter, R::ModuleSetupFrames, birth};
+        if (alive)
+            return (ph.firstForwardEvent < 0 || a.start < ph.firstForwardEvent)
+                       ? AllocationClass{C::Parameter, R::SetupBeforeForward, birth}
+                       : AllocationClass{C::Unknown, R::SetupKeptAfterTraining, birth};
+        if (diesInSpan)
+            return {C::Temporary, R::SamePhaseTemporary, birth};
+        return {C::Input, R::SetupFreedLater, birth};
+    case Phase::Forward:
+    case Phase::Loss:
+        if (diesInSpan)
+            return {C::Temporary, R::SamePhaseTemporary, birth};
+        if (!alive && death == Phase::Backward)
+            return {C::Activation, R::ForwardSavedForBackward, birth};
+        return {C::Activation, R::ForwardOutlivesPass, birth};
+    case Phase::Backward:
+        if (!diesInSpan)
+            return {C::Gradient, R::BackwardOutlivesPass, birth};
+        if ((a.end - a.start) * 2 > (span->endEvent - span->startEvent + 1))
+            return {C::AutogradDetail, R::BackwardHeldToEnd, birth};
+        return {C::Temporary, R::SamePhaseTemporary, birth};
+    case Phase::Optimizer:
+        if (diesInSpan)
+            return {C::Temporary, R::SamePhaseTemporary, birth};
+        return {C::OptimizerState, R::OptimizerFirstStepState, birth};
+    case Phase::Other:
+        break;
+    }
+    return {C::Unknown, R::UnknownPhase, birth};
+}
+
+} // namespace
+
+std::vector<AllocationClass> CategoryClassifier::classify(const Snapshot& snapshot, const DeviceData& device,
+                                                          const MemoryTimeline& timeline,
+                                                          const PhaseAnalysis& phases)
+{
+    std::vector<AllocationClass> out;
+    out.reserve(timeline.allocations.size());
+    const auto& exact = device.trace.category;
+    for (const Allocation& a : timeline.allocations) {
+        if (phases.eventPhase.empty()) {
+            // No trace: only the final state is known.
+            out.push_back({TensorCategory::Unknown, CategoryRule::BeforeWindowOther, Phase::Setup});
+            continue;
+        }
+        AllocationClass c = classifyOne(snapshot.frames, a, phases);
+        if (!exact.empty() && a.start >= 0 && static_cast<size_t>(a.start) < exact.size() &&
+            exact[a.start] < static_cast<uint8_t>(kTensorCategoryCount)) {
+            c.category = static_cast<TensorCategory>(exact[a.start]);
+            c.rule = CategoryRule::ExactFromProfiler;
+        }
+        out.push_back(c);
+    }
+    return out;
+}
+
+} // namespace headroom

@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include "core/analysis/phase.h"
+#include "core/analysis/phaseclassifier.h"
+#include "core/model/tensorcategory.h"
+#include "core/replay/replay.h"
+
+#include <string_view>
+#include <vector>
+
+namespace headroom {
+
+/// Which rule decided an allocation's category, so the user can see why (FORMATS.md §4.3).
+enum class CategoryRule : uint8_t {
+    ExactFromProfiler,       ///< the source carries the profiler's category
+    AliveThroughWindow,      ///< alive before the trace and at its end
+    FreedByZeroGrad,         ///< alive before the trace, freed in the optimizer phase
+    SavedBeforeWindow,       ///< alive before the trace, freed in backward
+    BeforeWindowOther,       ///< alive before the trace, nothing else known
+    ModuleSetupFrames,       ///< born in setup under module construction / .to() frames
+    SetupBeforeForward,      ///< born in setup before the first forward, never freed
+    SetupFreedLater,         ///< born in data/setup code, freed after the step began
+    SetupKeptAfterTraining,  ///< born in setup after training started, never freed
+    SamePhaseTemporary,      ///< born and freed in the same phase span
+    ForwardSavedForBackward, ///< born in forward or loss, freed in backward
+    ForwardOutlivesPass,     ///< born in forward or loss, alive past backward
+    BackwardOutlivesPass,    ///< born in backward, alive after backward ends
+    BackwardHeldToEnd,       ///< born in backward, held for most of it
+    OptimizerFirstStepState, ///< born in the optimizer, alive after its step
+    UnknownPhase,            ///< born in an unclassified phase
+};
+
+std::string_view categoryRuleText(CategoryRule r);
+
+struct AllocationClass {
+    TensorCategory category = TensorCategory::Unknown;
+    CategoryRule rule = CategoryRule::UnknownPhase;
+    Phase birthPhase = Phase::Other; ///< Setup for allocations from before the window
+};
+
+/// Gives every replayed allocation a tensor category, from exact profiler categories when
+/// the source has them, else from its birth phase, death phase and lifetime.
+class CategoryClassifier {
+public:
+    static std::vector<AllocationClass> classify(const Snapshot& snapshot, const DeviceData& device,
+                                                 const MemoryTimeline& timeline, const PhaseAnalysis& phases);
+};
+
+} // namespace headroom

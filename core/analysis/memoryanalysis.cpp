@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: MIT
+#include "core/analysis/memoryanalysis.h"
+
+#include "core/util/loaderror.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+namespace headroom {
+
+namespace {
+
+Fragmentation fragmentationOf(const DeviceData& dev)
+{
+    Fragmentation f;
+    for (const Segment& s : dev.segments)
+        f.reserved += s.totalSize;
+    for (const Block& b : dev.blocks) {
+        switch (b.state) {
+        case BlockState::ActiveAllocated:
+            f.allocated += b.size;
+            f.requested += b.requestedSize;
+            f.internalBytes += std::max<int64_t>(0, b.size - b.requestedSize);
+            break;
+        case BlockState::ActivePendingFree:
+            f.pendingFreeBytes += b.size;
+            break;
+        case BlockState::Inactive:
+            f.inactiveBytes += b.size;
+            f.largestFreeBlock = std::max(f.largestFreeBlock, b.size);
+            ++f.inactiveBlocks;
+            break;
+        case BlockState::Unknown:
+            break;
+        }
+    }
+    return f;
+}
+
+} // namespace
+
+std::vector<size_t> DeviceAnalysis::liveAt(const MemoryTimeline& tl, int64_t event) const
+{
+    const std::vector<uint32_t> live = allocator.liveIndex().liveAfter(tl, event);
+    return {live.begin(), live.end()};
+}
+
+Breakdown DeviceAnalysis::breakdownAt(const MemoryTimeline& tl, int64_t event) const
+{
+    Breakdown b;
+    for (uint32_t i : allocator.liveIndex().liveAfter(tl, event)) {
+        const Allocation& a = tl.allocations[i];
+        const AllocationClass& c = classes[i];
+        const auto ci = static_cast<size_t>(c.category);
+        const auto pi = static_cast<size_t>(c.birthPhase);
+        b.byCategory[ci] += a.size;
+        b.byPhase[pi] += a.size;
+        b.matrix[ci][pi] += a.size;
+        b.total += a.size;
+        ++b.count;
+    }
+    return b;
+}
+
+std::vector<size_t> DeviceAnalysis::largestAt(const MemoryTimeline& tl, int64_t event, size_t count) const
+{
+    std::vector<size_t> live = liveAt(tl, event);
+    const size_t k = std::min(count, live.size());
+    std::partial_sort(live.begin(), live.begin() + static_cast<ptrdiff_t>(k), live.end(), [&](size_t x, size_t y) {
+        return tl.allocations[x].size != tl.allocations[y].size ? tl.allocations[x].size > tl.allocations[y].size
+                                                                 : x < y;
+    });
+    live.resize(k);
+    return live;
+}
+
+std::vector<StackNode> DeviceAnalysis::stackTreeAt(const MemoryTimeline& tl, const FrameTable& ft,
+                                                   int64_t event) const
+{
+    std::vector<StackNode> nodes(1); // the root
+    std::unordered_map<uint64_t, int32_t> child; // (parent << 32 | frame) -> node
+    for (uint32_t i : allocator.liveIndex().liveAfter(tl, event)) {
+        const Allocation& a = tl.allocations[i];
+        nodes[0].bytes += a.size;
+        ++nodes[0].count;
+        auto stack = ft.stack(a.stack);
+        int32_t at = 0;
+        for (size_t k = stack.size(); k-- > 0;) { // outermost first
+            if (ft.isNoiseFrame(stack[k]))
+                continue;
+            const uint64_t key = (uint64_t(uint32_t(at)) << 32) | stack[k];
+            auto [it, inserted] = child.try_emplace(key, static_cast<int32_t>(nodes.size()));
+            if (inserted)
+                nodes.push_back({stack[k], at, 0, 0});
+            at = it->second;
+            nodes[at].bytes += a.size;
+            ++nodes[at].count;
+        }
+    }
+    return nodes;
+}
+
+DeviceAnalysis analyzeDevice(const LoadedTrace& trace, size_t deviceIndex, const std::atomic<bool>* cancel)
+{
+    const DeviceData& dev = trace.snapshot.devices[deviceIndex];
+    const MemoryTimeline& tl = trace.timelines[deviceIndex];
+    DeviceAnalysis a;
+    a.device = dev.device;
+    a.allocator = AllocatorHistory(dev, tl);
+    throwIfCancelled(cancel);
+    a.phases = PhaseClassifier::classify(trace.snapshot, dev);
+    throwIfCancelled(cancel);
+    a.classes = CategoryClassifier::classify(trace.snapshot, dev, tl, a.phases);
+    throwIfCancelled(cancel);
+    const int64_t n = static_cast<int64_t>(dev.trace.count());
+    for (const Iteration& it : a.phases.iterations) {
+        IterationPeak p;
+        p.iteration = it.index;
+        p.startEvent = it.startEvent;
+        p.endEvent = it.endEvent;
+        for (int64_t i = it.startEvent; i <= it.endEvent; ++i)
+            if (tl.allocated[i] > p.peakBytes || p.peakEvent < 0) {
+                p.peakBytes = tl.allocated[i];
+                p.peakEvent = i;
+            }
+        p.endBytes = tl.allocated[it.endEvent];
+        a.iterationPeaks.push_back(p);
+    }
+    a.atPeak = a.breakdownAt(tl, tl.peakEventIndex);
+    a.atEnd = a.breakdownAt(tl, n > 0 ? n - 1 : -1);
+    a.topAtPeak = a.largestAt(tl, tl.peakEventIndex, 10);
+    a.fragmentation = fragmentationOf(dev);
+    return a;
+}
+
+} // namespace headroom

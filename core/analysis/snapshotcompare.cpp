@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: MIT
+#include "core/analysis/snapshotcompare.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+namespace headroom {
+
+namespace {
+
+/// Signature -> count of the allocations alive at the side's peak.
+std::map<std::pair<std::string, int64_t>, int64_t> signaturesAtPeak(const CompareSide& s)
+{
+    std::map<std::pair<std::string, int64_t>, int64_t> out;
+    const MemoryTimeline& tl = s.trace->timelines[s.deviceIndex];
+    const FrameTable& ft = s.trace->snapshot.frames;
+    for (size_t i : s.analysis->liveAt(tl, tl.peakEventIndex)) {
+        const Allocation& a = tl.allocations[i];
+        // The innermost Python frame (the user's code); else the innermost non-noise one.
+        std::string frame;
+        for (uint32_t f : ft.stack(a.stack)) {
+            if (ft.isNoiseFrame(f))
+                continue;
+            const std::string_view file = ft.strings().get(ft.frame(f).file);
+            if (file.size() > 3 && file.substr(file.size() - 3) == ".py") {
+                frame = ft.formatFrame(f);
+                break;
+            }
+            if (frame.empty())
+                frame = ft.formatFrame(f);
+        }
+        ++out[{std::move(frame), a.size}];
+    }
+    return out;
+}
+
+} // namespace
+
+Comparison Comparison::compute(const CompareSide& a, const CompareSide& b, size_t maxDifferences)
+{
+    Comparison c;
+    const MemoryTimeline& ta = a.trace->timelines[a.deviceIndex];
+    const MemoryTimeline& tb = b.trace->timelines[b.deviceIndex];
+    c.peakA = ta.peakAllocated;
+    c.peakB = tb.peakAllocated;
+    c.reservedA = ta.peakReserved;
+    c.reservedB = tb.peakReserved;
+    c.iterationsA = a.analysis->phases.iterations.size();
+    c.iterationsB = b.analysis->phases.iterations.size();
+    c.oomsA = a.trace->snapshot.devices[a.deviceIndex].ooms.size();
+    c.oomsB = b.trace->snapshot.devices[b.deviceIndex].ooms.size();
+    c.categoriesA = a.analysis->atPeak.byCategory;
+    c.categoriesB = b.analysis->atPeak.byCategory;
+
+    const auto sa = signaturesAtPeak(a);
+    const auto sb = signaturesAtPeak(b);
+    auto ia = sa.begin();
+    auto ib = sb.begin();
+    while (ia != sa.end() || ib != sb.end()) {
+        SignatureDiff d;
+        if (ib == sb.end() || (ia != sa.end() && ia->first < ib->first)) {
+            d = {ia->first.first, ia->first.second, ia->second, 0};
+            ++ia;
+        } else if (ia == sa.end() || ib->first < ia->first) {
+            d = {ib->first.first, ib->first.second, 0, ib->second};
+            ++ib;
+        } else {
+            d = {ia->first.first, ia->first.second, ia->second, ib->second};
+            ++ia;
+            ++ib;
+        }
+        if (d.countA == d.countB)
+            continue;
+        (d.countA > d.countB ? c.onlyInA : c.onlyInB) += std::abs(d.bytesDelta());
+        c.differences.push_back(std::move(d));
+    }
+    std::stable_sort(c.differences.begin(), c.differences.end(), [](const SignatureDiff& x, const SignatureDiff& y) {
+        return std::abs(x.bytesDelta()) > std::abs(y.bytesDelta());
+    });
+    if (c.differences.size() > maxDifferences)
+        c.differences.resize(maxDifferences);
+    return c;
+}
+
+} // namespace headroom

@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include "core/analysis/memoryanalysis.h"
+#include "core/replay/loadedtrace.h"
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace headroom {
+
+/// One side of a comparison: a device of a loaded file and its analysis.
+struct CompareSide {
+    const LoadedTrace* trace = nullptr;
+    size_t deviceIndex = 0;
+    const DeviceAnalysis* analysis = nullptr;
+};
+
+/// Allocations alive at the peak with the same signature (the innermost Python frame, else
+/// the innermost frame that is not allocator noise, and the size): how many each side holds. Frames are compared as text,
+/// so two files' frame tables need not agree.
+struct SignatureDiff {
+    std::string frame; ///< "" when the allocations have no frames
+    int64_t size = 0;
+    int64_t countA = 0, countB = 0;
+    int64_t bytesDelta() const { return (countB - countA) * size; }
+};
+
+/// Two snapshots side by side (before and after a fix, two ranks, two micro-batches): the
+/// peaks, the category totals at each peak and their differences, and the allocations
+/// live at one peak and not the other.
+struct Comparison {
+    int64_t peakA = 0, peakB = 0;
+    int64_t reservedA = 0, reservedB = 0;
+    size_t iterationsA = 0, iterationsB = 0;
+    size_t oomsA = 0, oomsB = 0;
+    std::array<int64_t, kTensorCategoryCount> categoriesA{}, categoriesB{};
+    /// Signatures whose count differs, largest byte difference first.
+    std::vector<SignatureDiff> differences;
+    int64_t onlyInA = 0, onlyInB = 0; ///< bytes of those differences, per side
+
+    static Comparison compute(const CompareSide& a, const CompareSide& b, size_t maxDifferences = 200);
+};
+
+} // namespace headroom

@@ -1,0 +1,20 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include "core/replay/loadedtrace.h"
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace headroom {
+
+/// The `headroom-cli summary` report: per device, the final allocator state and the
+/// replayed peak. JSON keys are a stable contract (see README).
+nlohmann::json summaryJson(const LoadedTrace& trace);
+std::string summaryText(const LoadedTrace& trace);
+/// The device a postmortem starts on (an index into snapshot.devices): the one with an OOM
+/// record, else the one with the highest allocated peak, else the first with a history;
+/// -1 when the trace has no device.
+int primaryDeviceIndex(const LoadedTrace& trace);
+
+} // namespace headroom

@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: MIT
+#include "core/report/analysisreport.h"
+
+#include "core/analysis/diagnosis.h"
+#include "core/analysis/memoryanalysis.h"
+#include "core/report/devicereport.h"
+#include "core/util/units.h"
+
+#include <sstream>
+
+namespace headroom {
+
+namespace {
+
+nlohmann::json categoryMap(const Breakdown& b)
+{
+    nlohmann::json m = nlohmann::json::object();
+    for (size_t i = 0; i < static_cast<size_t>(kTensorCategoryCount); ++i)
+        m[std::string(categoryLowerName(static_cast<TensorCategory>(i)))] = b.byCategory[i];
+    return m;
+}
+
+nlohmann::json phaseMap(const Breakdown& b)
+{
+    nlohmann::json m = nlohmann::json::object();
+    for (size_t i = 0; i < kPhaseCount; ++i)
+        m[std::string(phaseKey(static_cast<Phase>(i)))] = b.byPhase[i];
+    return m;
+}
+
+std::vector<std::string> frameLines(const FrameTable& ft, uint32_t stack, size_t count)
+{
+    std::vector<std::string> out;
+    for (uint32_t f : ft.topFrames(stack, count))
+        out.push_back(ft.formatFrame(f));
+    return out;
+}
+
+} // namespace
+
+nlohmann::json analysisJson(const LoadedTrace& trace, std::optional<int64_t> capacity)
+{
+    const Snapshot& snap = trace.snapshot;
+    nlohmann::json devices = nlohmann::json::array();
+    for (size_t d = 0; d < snap.devices.size(); ++d) {
+        const MemoryTimeline& tl = trace.timelines[d];
+        DeviceReportOptions options;
+        options.capacity = capacity;
+        const DeviceReport report = DeviceReport::compute(trace, d, options);
+        const DeviceAnalysis& a = report.analysis;
+        const CapacityEstimate& cap = report.capacity;
+        nlohmann::json j;
+        j["device"] = snap.devices[d].device;
+        j["iterations"] = a.phases.iterations.size();
+        j["iteration_source"] = a.phases.iterationSource;
+        nlohmann::json phases = nlohmann::json::array();
+        for (const PhaseSpan& s : a.phases.spans)
+            phases.push_back({{"phase", phaseKey(s.phase)}, {"start_event", s.startEvent}, {"end_event", s.endEvent}});
+        j["phases"] = phases;
+        j["peak"] = {{"bytes", tl.peakAllocated},
+                     {"event_index", tl.peakEventIndex},
+                     {"by_category", categoryMap(a.atPeak)},
+                     {"by_phase", phaseMap(a.atPeak)}};
+        j["live_at_end_by_category"] = categoryMap(a.atEnd);
+        nlohmann::json top = nlohmann::json::array();
+        for (size_t i : a.topAtPeak) {
+            const Allocation& al = tl.allocations[i];
+            const AllocationClass& c = a.classes[i];
+            top.push_back({{"size", al.size},
+                           {"category", categoryLowerName(c.category)},
+                           {"phase", phaseKey(c.birthPhase)},
+                           {"rule", categoryRuleText(c.rule)},
+                           {"start_event", al.start},
+                           {"end_event", al.end},
+                           {"frames", frameLines(snap.frames, al.stack, 3)}});
+        }
+        j["top_at_peak"] = top;
+        nlohmann::json iters = nlohmann::json::array();
+        for (const IterationPeak& p : a.iterationPeaks)
+            iters.push_back({{"iteration", p.iteration}, {"start_event", p.startEvent}, {"end_event", p.endEvent},
+                             {"peak_bytes", p.peakBytes}, {"peak_event", p.peakEvent}, {"end_bytes", p.endBytes}});
+        j["iteration_peaks"] = iters;
+        const Fragmentation& fr = a.fragmentation;
+        j["fragmentation"] = {{"reserved_bytes", fr.reserved},
+                              {"allocated_bytes", fr.allocated},
+                              {"internal_bytes", fr.internalBytes},
+                              {"inactive_bytes", fr.inactiveBytes},
+                              {"pending_free_bytes", fr.pendingFreeBytes},
+                              {"largest_free_block", fr.largestFreeBlock},
+                              {"inactive_blocks", fr.inactiveBlocks}};
+        // The state the fragmentation finding judges (the OOM, else the peak); `fragmentation`
+        // above is the end of the trace.
+        const FragmentationJudgement fj = judgeFragmentation(trace, d, a);
+        j["fragmentation_judged"] = {{"moment", fj.moment},
+                                     {"event_index", fj.eventIndex},
+                                     {"reserved_bytes", fj.reserved},
+                                     {"allocated_bytes", fj.allocated},
+                                     {"inactive_bytes", fj.inactiveBytes},
+                                     {"inactive_blocks", fj.inactiveBlocks},
+                                     {"largest_free_block", fj.largestFreeBlock},
+                                     {"internal_bytes", fj.internalBytes},
+                                     {"unallocated_share", fj.unallocatedShare},
+                                     {"request_bytes", fj.request},
+                                     {"unusable_for_request_bytes", fj.unusableForRequest},
+                                     {"expandable_segments", settingStateName(fj.expandable)}};
+        j["capacity"] = {{"bytes", cap.bytes}, {"source", cap.source}};
+        nlohmann::json findings = nlohmann::json::array();
+        for (const Finding& f : report.findings)
+            findings.push_back(
+                {{"kind", f.kind}, {"verdict", f.verdict}, {"evidence", f.evidence}, {"first_move", f.firstMove}});
+        j["findings"] = findings;
+        // The rung the capacity finding's first move quotes, for scripts.
+        nlohmann::json firstFit = nullptr;
+        if (report.ladder && report.ladder->firstFit >= 0) {
+            const Rung& r = report.ladder->rungs[size_t(report.ladder->firstFit)];
+            firstFit = {{"rung", report.ladder->firstFit + 1},
+                        {"title", r.title},
+                        {"levers", r.levers},
+                        {"projected_peak_bytes", int64_t(r.projection.peak)},
+                        {"projected_peak_high_bytes", int64_t(r.projection.peakHigh)}};
+        }
+        j["ladder_first_fit"] = firstFit;
+        nlohmann::json replay = nullptr;
+        if (report.allocator) {
+            const AllocatorVerdict& v = *report.allocator;
+            replay = {{"recorded_segment_match", v.recordedMatch},
+                      {"trusted", v.trusted},
+                      {"tried", v.tried},
+                      {"avoided_by", v.avoidedBy.empty() ? nlohmann::json(nullptr) : nlohmann::json(v.avoidedBy)},
+                      {"reserved_peak_bytes", v.reservedPeak},
+                      {"capacity_bytes", v.capacity}};
+        }
+        j["allocator_replay"] = replay;
+        devices.push_back(std::move(j));
+    }
+    return {{"file", snap.path}, {"devices", devices}};
+}
+
+std::string analysisText(const LoadedTrace& trace, std::optional<int64_t> capacity)
+{
+    const nlohmann::json j = analysisJson(trace, capacity);
+    std::ostringstream os;
+    os << trace.snapshot.path << "\n";
+    for (const auto& d : j["devices"]) {
+        os << "\nDevice " << d["device"].get<int>() << ": " << d["iterations"].get<size_t>() << " iteration(s) ("
+           << d["iteration_source"].get<std::string>() << "), " << d["phases"].size() << " phase spans\n";
+        os << "  peak " << formatBytes(d["peak"]["bytes"].get<int64_t>()) << " at event "
+           << d["peak"]["event_index"].get<int64_t>() << "\n";
+        os << "    by category:";
+        for (auto& [k, v] : d["peak"]["by_category"].items())
+            if (v.get<int64_t>() > 0)
+                os << "  " << k << " " << formatBytes(v.get<int64_t>());
+        os << "\n    by phase:   ";
+        for (auto& [k, v] : d["peak"]["by_phase"].items())
+            if (v.get<int64_t>() > 0)
+                os << "  " << k << " " << formatBytes(v.get<int64_t>());
+        os << "\n  largest allocations at the peak:\n";
+        for (const auto& t : d["top_at_peak"]) {
+            os << "    " << formatBytes(t["size"].get<int64_t>()) << "  " << t["category"].get<std::string>() << " ("
+               << t["phase"].get<std::string>() << ")\n";
+            for (const auto& f : t["frames"])
+                os << "        " << f.get<std::string>() << "\n";
+        }
+        const auto& fj = d["fragmentation_judged"];
+        const std::string moment = fj["moment"].get<std::string>();
+        const int64_t judgedEvent = fj["event_index"].get<int64_t>();
+        os << "  fragmentation "
+           << (moment == "oom"    ? "at the OOM"
+               : moment == "peak" ? "at the peak"
+                                  : "in the final state (no allocation history)")
+           << (moment == "end"   ? std::string()
+               : judgedEvent < 0 ? std::string(" (before the first event)")
+                                 : " (after event " + std::to_string(judgedEvent) + ")")
+           << ": reserved " << formatBytes(fj["reserved_bytes"].get<int64_t>()) << ", allocated "
+           << formatBytes(fj["allocated_bytes"].get<int64_t>()) << ", cached free "
+           << formatBytes(fj["inactive_bytes"].get<int64_t>()) << " (largest block "
+           << formatBytes(fj["largest_free_block"].get<int64_t>()) << "); expandable_segments "
+           << fj["expandable_segments"].get<std::string>() << "\n";
+        const auto& fr = d["fragmentation"];
+        os << "  allocator at the end of the trace: reserved " << formatBytes(fr["reserved_bytes"].get<int64_t>())
+           << ", allocated " << formatBytes(fr["allocated_bytes"].get<int64_t>()) << ", cached free "
+           << formatBytes(fr["inactive_bytes"].get<int64_t>()) << " (largest block "
+           << formatBytes(fr["largest_free_block"].get<int64_t>()) << "), rounding "
+           << formatBytes(fr["internal_bytes"].get<int64_t>()) << "\n";
+        os << "  findings:\n";
+        for (const auto& f : d["findings"]) {
+            os << "  - [" << f["kind"].get<std::string>() << "] " << f["verdict"].get<std::string>() << "\n";
+            os << "      evidence:   " << f["evidence"].get<std::string>() << "\n";
+            os << "      first move: " << f["first_move"].get<std::string>() << "\n";
+        }
+    }
+    return os.str();
+}
+
+} // namespace headroom

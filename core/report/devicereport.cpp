@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: MIT
+#include "core/report/devicereport.h"
+
+#include "core/util/loaderror.h"
+#include "core/util/units.h"
+
+#include <algorithm>
+
+namespace headroom {
+
+namespace {
+
+std::string costs(const Rung& r)
+{
+    std::string s;
+    for (const auto& [currency, cost] : r.currencies)
+        if (cost != "none")
+            s += (s.empty() ? "" : "; ") + currency + ": " + cost;
+    return s;
+}
+
+/// What the replay says, into the fragmentation and capacity findings: an allocator setting
+/// costs no code and no throughput, so it comes before any lever of the ladder.
+void adoptAllocatorVerdict(std::vector<Finding>& findings, const AllocatorVerdict& v)
+{
+    auto find = [&](const char* kind) {
+        auto f = std::find_if(findings.begin(), findings.end(), [&](const Finding& x) { return x.kind == kind; });
+        return f == findings.end() ? nullptr : &*f;
+    };
+    Finding* frag = find("fragmentation");
+    Finding* cap = find("capacity");
+    const std::string replay = v.evidence();
+    if (!v.trusted || v.avoidedBy.empty()) {
+        if (frag && !replay.empty())
+            frag->evidence += "; " + replay;
+        return;
+    }
+    const std::string move = "set PYTORCH_CUDA_ALLOC_CONF=" + v.avoidedBy +
+                             ": the allocator replay avoids the OOM, with no code change and no throughput cost";
+    if (frag) {
+        frag->evidence += "; " + replay;
+        frag->firstMove = move;
+    }
+    if (cap && cap->firstMove.rfind("set PYTORCH_CUDA_ALLOC_CONF=", 0) != 0)
+        cap->firstMove = move + (cap->firstMove.empty() ? "" : "; if it is not enough: " + cap->firstMove);
+}
+
+} // namespace
+
+std::string ladderFirstMove(const Ladder& l, const DeviceSpec& device)
+{
+    if (l.fitsAsIs || l.rungs.empty())
+        return {};
+    const std::string cap = formatBytes(device.capacityBytes);
+    if (l.firstFit < 0) {
+        const Rung& last = l.rungs.back();
+        return "as run, the what-if projects " + formatBytes(int64_t(l.start.peak)) + "; no rung of its ladder fits " + cap + ": with every lever it tried (" + last.title +
+               " last) the projected peak is still " + formatBytes(int64_t(last.projection.peak)) +
+               "; shard across more devices or change the plan (see the what-if's alternatives)";
+    }
+    const std::string start = "as run, the what-if projects " + formatBytes(int64_t(l.start.peak)) + " (high " +
+                              formatBytes(int64_t(l.start.peakHigh)) + ", with the CUDA context and fragmentation); ";
+    const size_t fit = size_t(l.firstFit);
+    if (fit == 0 && !l.rungs[0].allocatorSetting.empty())
+        return "set PYTORCH_CUDA_ALLOC_CONF=" + l.rungs[0].allocatorSetting +
+               ": the allocator replay of the recorded requests avoids the OOM (reserved peak " +
+               formatBytes(int64_t(l.rungs[0].projection.peak)) + " on " + cap +
+               "), with no code change and no throughput cost; the what-if ladder's first rung";
+    std::string steps;
+    for (size_t i = 0; i <= fit; ++i)
+        steps += (i == 0 ? "" : i == fit ? ", then " : ", ") + l.rungs[i].title;
+    const Rung& r = l.rungs[fit];
+    std::string s = start + (fit == 0 ? "the what-if ladder's first rung fits: " : "the what-if ladder fits at rung " +
+                                                                              std::to_string(fit + 1) + ": ") +
+                    steps + " -> projected peak " + formatBytes(int64_t(r.projection.peak)) + " (high " +
+                    formatBytes(int64_t(r.projection.peakHigh)) + ") on " + cap;
+    if (const std::string c = costs(r); !c.empty())
+        s += "; costs " + c;
+    return s;
+}
+
+DeviceReport DeviceReport::compute(const LoadedTrace& trace, size_t deviceIndex, const DeviceReportOptions& o)
+{
+    DeviceReport r;
+    r.analysis = analyzeDevice(trace, deviceIndex, o.cancel);
+    r.capacity = estimateCapacity(trace, deviceIndex, o.capacity);
+    if (r.capacity.bytes <= 0 && o.defaultCapacity > 0)
+        r.capacity = {o.defaultCapacity, "assumed: Preferences or --capacity"};
+    r.findings = diagnose(trace, deviceIndex, r.analysis, r.capacity);
+
+    throwIfCancelled(o.cancel);
+    r.allocator = AllocatorVerdict::forOom(trace, deviceIndex, o.capacity.value_or(0));
+    throwIfCancelled(o.cancel);
+    auto capacityFinding = std::find_if(r.findings.begin(), r.findings.end(),
+                                        [](const Finding& f) { return f.kind == "capacity"; });
+    try {
+        r.calibration = calibrate(trace, deviceIndex, r.analysis, o.stated, ModelDims{}, o.constants);
+    } catch (const std::exception& e) {
+        r.calibrationError = e.what();
+    }
+    if (!r.calibration || r.capacity.bytes <= 0 || capacityFinding == r.findings.end()) {
+        if (r.allocator)
+            adoptAllocatorVerdict(r.findings, *r.allocator);
+        return r;
+    }
+    DeviceSpec device = deviceForCapacity(r.capacity.bytes);
+    device.capacityBytes = r.capacity.bytes;
+    LadderOptions lo;
+    lo.outlierBatch = r.calibration->outlierBatch;
+    if (r.allocator)
+        lo.allocator = r.allocator->ladderInput();
+    r.ladder = buildLadder(r.calibration->baseline, r.calibration->baseline.config, o.constants, device, lo);
+    if (const std::string move = ladderFirstMove(*r.ladder, device); !move.empty())
+        capacityFinding->firstMove = move;
+    if (r.allocator)
+        adoptAllocatorVerdict(r.findings, *r.allocator);
+    return r;
+}
+
+} // namespace headroom

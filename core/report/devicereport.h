@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include "core/analysis/diagnosis.h"
+#include "core/analysis/memoryanalysis.h"
+#include "core/replay/loadedtrace.h"
+#include "core/whatif/allocatorverdict.h"
+#include "core/whatif/whatifcalibration.h"
+#include "core/whatif/whatifladder.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace headroom {
+
+struct DeviceReportOptions {
+    std::optional<int64_t> capacity; ///< the user's; else the OOM record's
+    int64_t defaultCapacity = 0;     ///< assumed when neither tells it (Preferences); 0: none
+    StatedConfig stated;             ///< measured values the trace cannot tell
+    WhatIfConstants constants;
+    /// Checked between the stages: set, compute() throws LoadCancelled.
+    const std::atomic<bool>* cancel = nullptr;
+};
+
+/// Everything Headroom concludes about one device, assembled once for the CLI's `analyze`
+/// and the GUI: the analysis, the capacity, the diagnosis, and the what-if's ladder whose
+/// first fitting rung is the diagnosis's first move (one source of truth for "what first").
+struct DeviceReport {
+    DeviceAnalysis analysis;
+    CapacityEstimate capacity;
+    std::vector<Finding> findings;
+    std::optional<Calibration> calibration;
+    std::string calibrationError; ///< why there is no calibration (or no ladder)
+    std::optional<Ladder> ladder; ///< for the capacity, when it is known and the step misses it
+    std::optional<AllocatorVerdict> allocator; ///< for a device with an OOM record
+
+    static DeviceReport compute(const LoadedTrace& trace, size_t deviceIndex, const DeviceReportOptions& options = {});
+};
+
+/// The capacity finding's first move, from the ladder: the rungs up to the first that fits
+/// with its projected peak, or that none fits. Empty when the ladder has nothing to say.
+std::string ladderFirstMove(const Ladder& ladder, const DeviceSpec& device);
+
+} // namespace headroom

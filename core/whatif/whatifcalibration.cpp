@@ -1,0 +1,642 @@
+// SPDX-License-Identifier: MIT
+#include "core/whatif/whatifcalibration.h"
+
+#include "core/util/units.h"
+#include "core/whatif/precisionevidence.h"
+#include "core/whatif/whatifblocks.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <map>
+#include <set>
+
+namespace headroom {
+
+namespace {
+
+constexpr int64_t kTiny = 1 << 20; // below this a temporary counts as constant (workspaces, scalars)
+constexpr double kMaxFragRatio = 0.20; // fragmentation per transient byte, at most
+constexpr int64_t kMinBlock = 512;     // the caching allocator's smallest block
+
+struct Live {
+    std::map<TensorCategory, int64_t> byCat;
+    std::vector<std::pair<TensorCategory, int64_t>> allocs; ///< category, size
+    std::vector<uint32_t> stacks;                           ///< the stack of each of `allocs`
+    std::vector<uint32_t> index;                            ///< into MemoryTimeline::allocations
+};
+
+Live liveAt(const MemoryTimeline& tl, const DeviceAnalysis& a, int64_t e)
+{
+    Live l;
+    for (size_t i : a.liveAt(tl, e)) {
+        const TensorCategory c = a.classes[i].category;
+        l.byCat[c] += tl.allocations[i].size;
+        l.allocs.push_back({c, tl.allocations[i].size});
+        l.stacks.push_back(tl.allocations[i].stack);
+        l.index.push_back(uint32_t(i));
+    }
+    return l;
+}
+
+/// Whether a stack shows attention's quadratic step: softmax, baddbmm (scores with a bias) or
+/// a scaled-dot-product kernel. Sizes alone mislead: at short sequences every b*s*h
+/// activation also divides by s^2. Code inside an attention module is no evidence (its q, k,
+/// v projections are linear), nor is a plain bmm (probs @ v is linear too), nor the loss's
+/// log_softmax.
+bool attentionStack(const FrameTable& frames, uint32_t stack)
+{
+    for (uint32_t id : frames.stack(stack)) {
+        std::string name(frames.strings().get(frames.frame(id).name));
+        std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+        if (name.find("log_softmax") != std::string::npos || name.find("cross_entropy") != std::string::npos)
+            return false; // the loss's b*s*V logits, which may also divide by s^2
+        for (const char* w : {"softmax", "baddbmm", "scaled_dot_product"})
+            if (name.find(w) != std::string::npos)
+                return true;
+    }
+    return false;
+}
+
+bool isActivation(TensorCategory c) { return c == TensorCategory::Activation || c == TensorCategory::AutogradDetail; }
+
+/// The repeated blocks among the activations of `l`, in allocation order, keyed by stack
+/// (by size in a trace without stacks).
+RepeatedBlocks repeatedBlocks(const MemoryTimeline& tl, const Live& l)
+{
+    std::vector<std::pair<int64_t, size_t>> order; // start event, index into l
+    bool stacks = false;
+    for (size_t i = 0; i < l.allocs.size(); ++i)
+        if (isActivation(l.allocs[i].first)) {
+            order.push_back({tl.allocations[l.index[i]].start, i});
+            stacks |= l.stacks[i] != 0;
+        }
+    std::sort(order.begin(), order.end());
+    std::vector<uint64_t> keys;
+    std::vector<int64_t> bytes;
+    for (const auto& [start, i] : order) {
+        const uint64_t key = stacks ? l.stacks[i] : uint64_t(l.allocs[i].second);
+        if (stacks && !keys.empty() && keys.back() == key) {
+            bytes.back() += l.allocs[i].second; // one op's outputs (an LSTM's time steps): one item
+            continue;
+        }
+        keys.push_back(key);
+        bytes.push_back(l.allocs[i].second);
+    }
+    return findRepeatedBlocks(keys, bytes);
+}
+bool isTemporary(TensorCategory c)
+{
+    return c == TensorCategory::Temporary || c == TensorCategory::Input || c == TensorCategory::Unknown;
+}
+
+Term measured(double bytes) { return {bytes, 0.01, Provenance::Measured}; }
+
+} // namespace
+
+const MeasuredItem* Calibration::item(std::string_view key) const
+{
+    for (const auto& m : measured)
+        if (m.key == key)
+            return &m;
+    return nullptr;
+}
+
+bool Calibration::known(std::string_view key) const
+{
+    const MeasuredItem* m = item(key);
+    return m && (m->how == "read" || m->how == "stated");
+}
+
+void Calibration::require(const LeverConfig& t) const
+{
+    const LeverConfig& b = baseline.config;
+    auto need = [&](bool moved, const char* key, const char* flag, const char* what, const char* because) {
+        if (moved && !known(key))
+            throw WhatIfMissingValue(key, flag,
+                                     std::string("the trace does not tell the ") + what + " it was measured at; pass " +
+                                         flag + " (needed for " + because + ")");
+    };
+    need(t.microBatch != b.microBatch, "micro_batch", "--measured-micro-batch", "micro-batch", "--micro-batch");
+    need(t.seq != b.seq, "seq", "--measured-seq", "sequence length", "--seq");
+    need(t.precision != b.precision, "precision", "--measured-precision", "precision", "--precision");
+    need(t.optimizer != b.optimizer && !known("optimizer_bytes"), "precision", "--measured-precision", "precision",
+         "--optimizer");
+    need((t.zero == 3 || t.offload != Offload::None) && baseline.params <= 0, "precision", "--measured-precision",
+         "precision", "--zero 3 / --offload");
+    need(t.devices != b.devices || t.zero != b.zero, "devices", "--measured-devices", "device count",
+         "--devices / --zero");
+}
+
+namespace {
+
+/// `forcedStart`: read the start of backward at this event (the late-backward reading).
+Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const DeviceAnalysis& a,
+                        const StatedConfig& stated, const ModelDims& dims, const WhatIfConstants& k,
+                        int64_t forcedStart);
+
+} // namespace
+
+Calibration calibrate(const LoadedTrace& trace, size_t deviceIndex, const DeviceAnalysis& a, const StatedConfig& stated,
+                      const ModelDims& dims, const WhatIfConstants& k)
+{
+    return calibrateAt(trace, deviceIndex, a, stated, dims, k, -1);
+}
+
+namespace {
+
+Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const DeviceAnalysis& a,
+                        const StatedConfig& stated, const ModelDims& dims, const WhatIfConstants& k,
+                        int64_t forcedStart)
+{
+    Calibration cal;
+    WhatIfBaseline& s = cal.baseline;
+    const MemoryTimeline& tl = trace.timelines.at(deviceIndex);
+    const DeviceData& dev = trace.snapshot.devices.at(deviceIndex);
+    const auto& phase = a.phases.eventPhase;
+    s.calibrated = true;
+    s.torchAutocast = true;
+    for (const auto& [key, value] : trace.snapshot.runConfig)
+        if (key == "recorder" && value == "headroom_cpu")
+            s.cpuAutocast = true;
+    s.dims = dims;
+    s.context = k.contextBytes;
+    s.contextHigh = k.contextHighBytes;
+    if (phase.empty() || a.iterationPeaks.empty())
+        throw std::runtime_error("the trace has no allocation events to calibrate on");
+
+    // 1. A steady-state iteration: past the first when there are several, with an optimizer
+    // step, not an outlier batch; the largest of the rest.
+    struct Cand { size_t idx; bool opt, bwd; };
+    std::vector<Cand> cands;
+    const auto& its = a.iterationPeaks;
+    for (size_t i = 0; i < its.size(); ++i) {
+        bool opt = false, bwd = false;
+        for (int64_t e = its[i].startEvent; e <= its[i].endEvent && e < int64_t(phase.size()); ++e) {
+            opt |= phase[size_t(e)] == Phase::Optimizer;
+            bwd |= phase[size_t(e)] == Phase::Backward;
+        }
+        cands.push_back({i, opt, bwd});
+    }
+    std::vector<Cand> steady;
+    for (const auto& c : cands)
+        if ((c.idx > 0 || cands.size() == 1) && (c.opt || std::none_of(cands.begin(), cands.end(), [](auto& x) { return x.opt; })))
+            steady.push_back(c);
+    if (steady.empty())
+        steady = cands;
+    if (steady.size() >= 3) {
+        std::vector<int64_t> peaks;
+        for (const auto& c : steady)
+            peaks.push_back(its[c.idx].peakBytes);
+        std::nth_element(peaks.begin(), peaks.begin() + peaks.size() / 2, peaks.end());
+        const double median = double(peaks[peaks.size() / 2]);
+        std::vector<Cand> kept;
+        for (const auto& c : steady)
+            if (double(its[c.idx].peakBytes) <= 1.2 * median)
+                kept.push_back(c);
+            else
+                cal.outlierBatch = true;
+        steady = kept;
+    }
+    const Cand chosen = *std::max_element(steady.begin(), steady.end(), [&](const Cand& x, const Cand& y) {
+        return its[x.idx].peakBytes < its[y.idx].peakBytes;
+    });
+    const IterationPeak& it = its[chosen.idx];
+    cal.iteration = it.iteration;
+    cal.measuredPeak = double(it.peakBytes);
+    s.forwardOnly = !chosen.bwd && !chosen.opt;
+
+    // 2. The three measured points.
+    int64_t e1 = -1, e2 = -1, e3 = -1;
+    int backwardSpans = 0;
+    Phase prev = Phase::Other;
+    for (int64_t e = it.startEvent; e <= it.endEvent && e < int64_t(phase.size()); ++e) {
+        const Phase p = phase[size_t(e)];
+        const int64_t bytes = tl.allocated[size_t(e)];
+        if (p == Phase::Optimizer) {
+            if (e2 < 0 || bytes > tl.allocated[size_t(e2)])
+                e2 = e;
+        } else if (e1 < 0 || bytes > tl.allocated[size_t(e1)]) {
+            e1 = e;
+        }
+        if (p == Phase::Backward) {
+            e3 = e;
+            if (prev != Phase::Backward)
+                ++backwardSpans;
+        }
+        if (p != Phase::Other)
+            prev = p;
+    }
+    if (e1 < 0)
+        e1 = it.peakEvent >= 0 ? it.peakEvent : it.startEvent;
+    // The activations are read where they all live. The highest point outside the optimizer
+    // step usually sits at the start of the backward, but where gradients outgrow the
+    // activations they replace (a large model at a small batch) it lies late in the backward,
+    // after most activations were freed: reading them there scales a fraction of them. Then
+    // the start of backward is read at the forward/backward boundary, and the late point is
+    // kept as a second reading of the same phase: the projection takes the higher of the two
+    // (at the measured configuration, the late point: the trace's own peak).
+    // A point that freed fewer activations than that (a small convnet peaks a third of the way
+    // into its backward, its last blocks' gradients allocated and their activations freed)
+    // stays the first reading, and the boundary becomes the second: at the boundary every
+    // activation is alive, and where a lever keeps the gradients alive through the forward
+    // (accumulation) or grows the activations more than the gradients (the batch), the
+    // boundary is the higher point of the step.
+    int64_t latePoint = -1, boundaryPoint = -1;
+    if (forcedStart >= 0) {
+        e1 = forcedStart;
+    } else if (e1 >= 0 && size_t(e1) < phase.size() && phase[size_t(e1)] == Phase::Backward) {
+        int64_t boundary = -1;
+        for (int64_t e = it.startEvent + 1; e <= e1; ++e)
+            if (phase[size_t(e)] == Phase::Backward && phase[size_t(e - 1)] != Phase::Backward &&
+                phase[size_t(e - 1)] != Phase::Optimizer &&
+                (boundary < 0 || tl.allocated[size_t(e - 1)] > tl.allocated[size_t(boundary)]))
+                boundary = e - 1;
+        auto activations = [&](int64_t e) {
+            int64_t bytes = 0;
+            for (size_t i : a.liveAt(tl, e))
+                if (isActivation(a.classes[i].category))
+                    bytes += tl.allocations[i].size;
+            return bytes;
+        };
+        if (boundary >= 0) {
+            const int64_t atPoint = activations(e1), atBoundary = activations(boundary);
+            if (2 * atPoint < atBoundary) {
+                latePoint = e1;
+                e1 = boundary;
+            } else if (atPoint < atBoundary) {
+                boundaryPoint = boundary;
+            }
+        }
+    }
+    cal.events = {e1, e3, e2};
+    const Live L1 = liveAt(tl, a, e1);
+    const Live L2 = e2 >= 0 ? liveAt(tl, a, e2) : Live{};
+    const Live L3 = e3 >= 0 ? liveAt(tl, a, e3) : Live{};
+    auto cat = [](const Live& l, TensorCategory c) {
+        auto f = l.byCat.find(c);
+        return f == l.byCat.end() ? 0.0 : double(f->second);
+    };
+
+    // 3. The measured configuration: stated wins over read; read from annotations and sizes.
+    std::vector<MeasuredItem> readHow;
+    const StatedConfig read = readTraceConfig(trace, deviceIndex, &readHow);
+    auto settle = [&](const char* key, auto statedV, auto readV, auto&& fmt) {
+        using V = std::decay_t<decltype(*statedV)>;
+        std::optional<V> out;
+        MeasuredItem m{key, "", "unknown", ""};
+        if (statedV) {
+            out = statedV;
+            m = {key, fmt(*statedV), "stated", "command line / panel"};
+            if (readV && *readV != *statedV)
+                m.detail += "; the trace says " + fmt(*readV);
+        } else if (readV) {
+            out = readV;
+            m = {key, fmt(*readV), "read", ""};
+            for (const auto& h : readHow)
+                if (h.key == key)
+                    m.detail = h.detail;
+        }
+        cal.measured.push_back(m);
+        return out;
+    };
+    auto itos = [](int v) { return std::to_string(v); };
+    std::optional<int> readB = read.microBatch, readS = read.seq;
+    // Tensor sizes, when the model's hidden size and head count are known.
+    std::string sizeDetail;
+    if (dims.hidden > 0 && dims.heads > 0 && (!readB || !readS) && (!stated.microBatch || !stated.seq)) {
+        std::map<int64_t, int> counts;
+        for (const auto& [c, sz] : L1.allocs)
+            if (isActivation(c))
+                ++counts[sz];
+        std::vector<std::pair<int, int64_t>> bySize;
+        for (auto [sz, n] : counts)
+            bySize.push_back({n, sz});
+        std::sort(bySize.rbegin(), bySize.rend());
+        int64_t bs = 0;
+        for (auto [n, sz] : bySize) {
+            for (int e : {2, 4})
+                if (sz % (int64_t(dims.hidden) * e) == 0 && sz / (int64_t(dims.hidden) * e) >= 64) {
+                    bs = sz / (int64_t(dims.hidden) * e); // at least 64 tokens: not a per-token statistic
+                    break;
+                }
+            if (bs)
+                break;
+        }
+        const std::optional<int> knownS = stated.seq ? stated.seq : readS;
+        const std::optional<int> knownB = stated.microBatch ? stated.microBatch : readB;
+        int64_t bestB = 0, bestS = 0;
+        int bestN = 0;
+        if (bs > 0) {
+            for (auto [n, sz] : bySize)
+                for (int e : {2, 4, 1}) {
+                    // A small multiple of b*s*h is a linear activation (MLP inner, QKV), not scores.
+                    if (sz % (bs * dims.hidden) == 0 && sz / (bs * dims.hidden) <= 16)
+                        break;
+                    if (sz % (int64_t(dims.heads) * e))
+                        continue;
+                    const int64_t q = sz / (int64_t(dims.heads) * e);
+                    if (q % bs)
+                        continue;
+                    const int64_t sq = q / bs;
+                    if (sq >= 64 && bs % sq == 0 && n > bestN && (!knownS || *knownS == sq)) {
+                        bestN = n;
+                        bestS = sq;
+                        bestB = bs / sq;
+                    }
+                }
+            if (!bestS && knownS && bs % *knownS == 0) { bestS = *knownS; bestB = bs / *knownS; }
+            if (!bestS && knownB && bs % *knownB == 0) { bestB = *knownB; bestS = bs / *knownB; }
+        }
+        if (bestB > 0 && bestS > 0) {
+            sizeDetail = "tensor sizes: activations of b*s*h = " + std::to_string(bs) + "*" + std::to_string(dims.hidden) +
+                         " elements" + (bestN ? ", attention scores of b*a*s^2" : "");
+            if (!readB) { readB = int(bestB); readHow.push_back({"micro_batch", itos(int(bestB)), "read", sizeDetail}); }
+            if (!readS) { readS = int(bestS); readHow.push_back({"seq", itos(int(bestS)), "read", sizeDetail}); }
+        }
+    }
+    const auto b0 = settle("micro_batch", stated.microBatch, readB, itos);
+    const auto s0 = settle("seq", stated.seq, readS, itos);
+    // Precision: the recorder's record or the user first, then what the stacks show; never
+    // assumed (an unknown precision is projected under each open reading, see below).
+    const PrecisionEvidence pEvidence = PrecisionEvidence::read(trace.snapshot.frames);
+    std::optional<Precision> readP = read.precision;
+    if (!readP && pEvidence.precision()) {
+        readP = pEvidence.precision();
+        readHow.push_back({"precision", std::string(precisionName(*readP)), "read", pEvidence.detail()});
+    }
+    const auto p0 = settle("precision", stated.precision, readP, [](Precision p) { return std::string(precisionName(p)); });
+    if (!p0)
+        for (auto& m : cal.measured)
+            if (m.key == "precision")
+                m.detail = pEvidence.detail();
+    const auto n0 = settle("devices", stated.devices, read.devices, itos);
+    std::optional<int> readK = read.accum;
+    if (!readK && backwardSpans > 0) {
+        readK = backwardSpans;
+        readHow.push_back({"accum", itos(backwardSpans), "read", itos(backwardSpans) + " backward passes per optimizer step"});
+    }
+    const auto k0 = settle("accum", stated.accum, readK, itos);
+
+    // 4. Model states.
+    s.weights = measured(cat(L1, TensorCategory::Parameter));
+    double O = cat(L1, TensorCategory::OptimizerState);
+    const double Oopt = std::max(cat(L2, TensorCategory::OptimizerState), double(a.atEnd.byCategory[size_t(TensorCategory::OptimizerState)]));
+    if (O <= 0 && Oopt > 0) {
+        O = Oopt;
+        cal.firstStep = true;
+        s.notes.push_back("first optimizer step: the optimizer state it creates (" + formatBytes(int64_t(O)) +
+                          ") is added to the forward and backward");
+    }
+    s.optimizer = measured(O);
+    const double Gfull = std::max({cat(L2, TensorCategory::Gradient), cat(L3, TensorCategory::Gradient), cat(L1, TensorCategory::Gradient)});
+    s.grads = measured(Gfull);
+    s.gradFwdFraction = Gfull > 0 ? cat(L1, TensorCategory::Gradient) / Gfull : 0;
+    if (s.forwardOnly)
+        s.notes.push_back("forward-only trace: projecting weights and activations (no gradients or optimizer state)");
+
+    // Optimizer: the annotation, else the state-to-gradient ratio; fused when the step leaves no
+    // parameter-sized temporaries.
+    double optTemps = 0, optBatch = 0;
+    for (const auto& [c, sz] : L2.allocs) {
+        if (isTemporary(c) && c != TensorCategory::Input)
+            optTemps += double(sz);
+        else if (isActivation(c) || c == TensorCategory::Input)
+            optBatch += double(sz);
+    }
+    std::optional<OptimizerKind> readO = read.optimizer;
+    std::string oDetail;
+    if (Gfull > 0 && O > 0) {
+        const double ratio = O / Gfull;
+        const bool foreach = optTemps > 0.25 * Gfull;
+        if (!readO || *readO == OptimizerKind::AdamW || *readO == OptimizerKind::Sgd) {
+            OptimizerKind o = ratio > 1.5 ? OptimizerKind::AdamW : ratio > 0.6 ? OptimizerKind::SgdMomentum : OptimizerKind::Sgd;
+            if (readO && *readO == OptimizerKind::AdamW)
+                o = OptimizerKind::AdamW;
+            if (o == OptimizerKind::AdamW && !foreach)
+                o = OptimizerKind::AdamWFused;
+            oDetail = "optimizer state / gradients = " + std::to_string(ratio).substr(0, 4) +
+                      (foreach ? ", parameter-sized step temporaries (foreach)" : ", no step temporaries (fused)");
+            readO = o;
+        }
+        cal.measured.push_back({"optimizer_bytes", "", "read", "optimizer state measured"});
+    }
+    auto oItem = std::find_if(readHow.begin(), readHow.end(), [](auto& m) { return m.key == "optimizer"; });
+    if (oItem != readHow.end() && !oDetail.empty())
+        oItem->detail += "; " + oDetail;
+    else if (!oDetail.empty())
+        readHow.push_back({"optimizer", "", "read", oDetail});
+    const auto o0 = settle("optimizer", stated.optimizer, readO, [](OptimizerKind o) { return std::string(optimizerName(o)); });
+
+    // 5. Activations and temporaries at the start of backward.
+    std::set<int64_t> paramSizes;
+    std::map<int64_t, int> castsLeft; ///< per weight size: how many casts of it may still be seen
+    for (const auto& [c, sz] : L1.allocs)
+        if (c == TensorCategory::Parameter) {
+            paramSizes.insert(sz);
+            ++castsLeft[sz];
+        }
+    const bool amp = p0 && (*p0 == Precision::AmpBf16 || *p0 == Precision::AmpFp16);
+    double lin = 0, quad = 0, cache = 0, batchT = 0, constT = 0, small = 0;
+    // Sizes of b*s^2 tensors that the stacks place in attention (scores, softmax, the dropout
+    // masks of the same shape): when the stacks tell, they decide, not divisibility.
+    std::set<int64_t> attentionSizes;
+    if (s0 && *s0 > 1) {
+        const int64_t bss = int64_t(*s0) * *s0 * (b0 ? *b0 : 1);
+        for (size_t i = 0; i < L1.allocs.size(); ++i) {
+            const auto [c, sz] = L1.allocs[i];
+            if (isActivation(c) && sz % bss == 0 && sz / bss >= 2 && attentionStack(trace.snapshot.frames, L1.stacks[i]))
+                attentionSizes.insert(sz);
+        }
+    }
+    // Unclassified memory that lives through the whole iteration is state (an optimizer outside
+    // torch.optim, a cache), not a batch-sized temporary: it does not grow with the batch.
+    // A temporary below kTiny counts as constant (workspaces, scalars) unless it has a token
+    // dimension: a multiple of b*s elements of at least 4 bytes. On a small model the logits,
+    // the loss's log-probabilities and their gradients are all below 1 MiB and grow with the
+    // batch (whatif --verify on the CPU matrix's decoder: 0 B projected against 2 MiB at x4).
+    const int64_t tokens = b0 && s0 ? int64_t(*b0) * *s0 : 0;
+    // The allocator's smallest block is left out: a tensor that fits in it does not shrink
+    // with the batch, and its true size (below 512 bytes) says when it starts to grow.
+    auto batchShaped = [&](int64_t sz) {
+        return sz >= kTiny || (tokens > 0 && sz > kMinBlock && sz >= 4 * tokens && sz % tokens == 0);
+    };
+    // Autograd gives a gradient the dtype of the tensor it is the gradient of: the loss's
+    // tensors (fp32 under autocast) get theirs first, before any weight gradient; what the
+    // backward allocates after this backward's first weight gradient are gradients of the
+    // network's activations, and under autocast they are as wide as those activations.
+    // The weight gradients this backward allocated before the reading also say how far it
+    // got (gradients alive from before it, kept or accumulated, say nothing).
+    int64_t firstWeightGrad = -1;
+    double gradsThisBackward = 0;
+    if (size_t(e1) < phase.size() && phase[size_t(e1)] == Phase::Backward) {
+        int64_t spanStart = e1;
+        while (spanStart > it.startEvent && phase[size_t(spanStart - 1)] == Phase::Backward)
+            --spanStart;
+        for (size_t i = 0; i < L1.allocs.size(); ++i) {
+            const int64_t start = tl.allocations[L1.index[i]].start;
+            if (L1.allocs[i].first != TensorCategory::Gradient || start < spanStart)
+                continue;
+            gradsThisBackward += double(L1.allocs[i].second);
+            if (firstWeightGrad < 0 || start < firstWeightGrad)
+                firstWeightGrad = start;
+        }
+    }
+    s.backwardDone = Gfull > 0 ? std::min(1.0, gradsThisBackward / Gfull) : 0;
+    double batchGradT = 0;
+    auto persistent = [&](size_t i) {
+        const Allocation& al = tl.allocations[L1.index[i]];
+        return al.start < it.startEvent && (al.end == Allocation::kStillAlive || al.end > it.endEvent);
+    };
+    for (size_t i = 0; i < L1.allocs.size(); ++i) {
+        const auto [c, sz] = L1.allocs[i];
+        if (isActivation(c)) {
+            if (sz <= kMinBlock) {
+                // In the allocator's smallest block: it does not shrink with the batch and grows
+                // only once its true size (unknown, below 512 bytes) passes the block, but there
+                // is one per step of the sequence (the CPU matrix's LSTM keeps 384 per-step
+                // tensors there: 192 KiB that follow the sequence, not the batch).
+                small += double(sz);
+                continue;
+            }
+            // The autocast cast of an fp32 weight, saved for backward: half a weight's size,
+            // at most one per weight of that size. Sizes alone cannot tell a cast from an
+            // activation of the same size (b*s equal to the hidden size makes every b*s*h
+            // bf16 activation half an h*h weight), so the rest of that size are activations.
+            if (amp && paramSizes.count(sz * 2) && castsLeft[sz * 2] > 0) {
+                --castsLeft[sz * 2];
+                cache += double(sz);
+                continue;
+            }
+            bool isQuad = false;
+            if (!attentionSizes.empty()) {
+                isQuad = attentionSizes.count(sz) > 0;
+            } else if (s0 && *s0 > 1) {
+                const int64_t ss = int64_t(*s0) * *s0;
+                if (dims.heads > 0)
+                    isQuad = sz % (ss * int64_t(dims.heads) * (b0 ? *b0 : 1)) == 0;
+                else {
+                    const int64_t bss = ss * (b0 ? *b0 : 1);
+                    // heads x element size: at least 16 and a multiple of 4 (so not b*s*V logits
+                    // whose V happens to divide by s)
+                    isQuad = sz % bss == 0 && sz / bss >= 16 && (sz / bss) % 4 == 0;
+                    if (isQuad && !paramSizes.empty()) {
+                        // b*s*h activations also divide by s^2 when h is a multiple of s: the
+                        // smallest parameter vectors are h-sized (norms).
+                        const int64_t hBytes = *paramSizes.begin() >= 256 ? *paramSizes.begin() : 0;
+                        const int64_t lin0 = int64_t(*s0) * (b0 ? *b0 : 1) * std::max<int64_t>(1, hBytes / 4);
+                        if (hBytes && sz % lin0 == 0 && sz / lin0 <= 24)
+                            isQuad = false;
+                    }
+                }
+            }
+            (isQuad ? quad : lin) += double(sz);
+        } else if (isTemporary(c)) {
+            const bool constant = !batchShaped(sz) || (c == TensorCategory::Unknown && persistent(i));
+            (constant ? constT : batchT) += double(sz);
+            if (!constant && firstWeightGrad >= 0 && tl.allocations[L1.index[i]].start > firstWeightGrad)
+                batchGradT += double(sz);
+        }
+    }
+    s.actLin = measured(lin);
+    s.actSmall = measured(small);
+    s.actQuad = measured(quad);
+    s.autocastCache = measured(cache);
+    s.logits = measured(batchT);
+    s.logitsGradShare = batchT > 0 ? batchGradT / batchT : 0;
+    s.constTemp = measured(constT);
+    double bwdT = 0;
+    for (const auto& [c, sz] : L3.allocs)
+        if ((isActivation(c) || isTemporary(c)) && batchShaped(sz))
+            bwdT += double(sz);
+    s.bwdTemp = measured(bwdT);
+    s.optTemp = measured(optTemps);
+    s.optAct = measured(optBatch);
+
+    // 6. Configuration, allocator, step time.
+    LeverConfig& c = s.config;
+    c.microBatch = b0.value_or(0);
+    c.seq = s0.value_or(0);
+    c.accum = k0.value_or(1);
+    c.devices = n0.value_or(0);
+    if (p0) {
+        c.precision = *p0;
+    } else {
+        const std::vector<Precision> open = pEvidence.candidates();
+        c.precision = open.front();
+        s.precisionAlternatives.assign(open.begin() + 1, open.end());
+    }
+    c.optimizer = o0.value_or(OptimizerKind::AdamW);
+    if (quad > 0) {
+        c.flashAttention = false;
+        cal.measured.push_back({"flash_attention", "off", "read", "attention scores (b*s^2 tensors) in the forward"});
+    } else {
+        c.flashAttention = true;
+        cal.measured.push_back({"flash_attention", "on", s0 ? "read" : "assumed",
+                                s0 ? "no b*s^2 tensors in the forward" : "sequence length unknown"});
+    }
+    for (const auto& [key, val] : trace.snapshot.allocatorSettings)
+        if (key.find("expandable") != std::string::npos && (val == "True" || val == "true" || val == "1"))
+            c.expandableSegments = true;
+    for (const auto& seg : dev.segments)
+        c.expandableSegments |= seg.expandable;
+    cal.measured.push_back({"expandable_segments", c.expandableSegments ? "on" : "off", "read", "allocator settings"});
+    {
+        // The stored activations are what the run kept, checkpointed or not: they are projected as is.
+        MeasuredItem ck{"checkpointing", "none", "assumed", "a measured run with checkpointing is projected as is"};
+        for (const auto& [key, value] : trace.snapshot.runConfig)
+            if (key == "checkpoint" || key == "checkpointing")
+                ck = {"checkpointing", value, "read", std::string(kRunConfigSource) + "; projected as is"};
+        cal.measured.push_back(ck);
+    }
+    if (p0) {
+        const StateBytes t = s.table(*p0, c.optimizer);
+        s.params = s.weights.bytes / std::max(1.0, t.weights + t.master);
+    }
+    if (dims.valid()) {
+        s.layers = dims.layers;
+    } else if (dims.layers > 0) {
+        s.layers = dims.layers;
+    } else if (const RepeatedBlocks rb = repeatedBlocks(tl, L1); rb.count >= 2) {
+        // The layers are the blocks whose saved tensors repeat through the forward.
+        s.layers = rb.count;
+        cal.measured.push_back({"layers", std::to_string(rb.count), "read",
+                                std::to_string(rb.count) + " repeated blocks of " + std::to_string(rb.period) +
+                                    " saved tensors in the forward"});
+    } else {
+        s.layers = 24;
+        s.layersGuessed = true;
+    }
+    const double A1 = lin + quad + cache + batchT + small;
+    const double F1 = double(tl.reserved[size_t(e1)] - tl.allocated[size_t(e1)]);
+    if (A1 > 0 && F1 >= 0) {
+        // Capped: at the peaks of the real snapshots 1.3-19% of reserved memory is unallocated;
+        // a trace whose cache holds more than its transients (freed activations kept cached)
+        // would otherwise add a byte of fragmentation for every projected activation byte.
+        s.fragRatio = std::min(kMaxFragRatio, F1 / A1);
+        s.fragProvenance = Provenance::Measured;
+    }
+    s.measuredAllocated = {double(tl.allocated[size_t(e1)]), e3 >= 0 ? double(tl.allocated[size_t(e3)]) : -1,
+                           e2 >= 0 ? double(tl.allocated[size_t(e2)]) : -1};
+    if (dev.trace.anyTime) {
+        const auto& t = dev.trace.timeUs;
+        int64_t endEvent = it.endEvent;
+        if (chosen.idx + 1 < its.size())
+            endEvent = its[chosen.idx + 1].startEvent;
+        if (t[size_t(it.startEvent)] != TraceEvents::kNoTime && t[size_t(endEvent)] != TraceEvents::kNoTime &&
+            t[size_t(endEvent)] > t[size_t(it.startEvent)] && chosen.opt)
+            s.measuredStepTime = double(t[size_t(endEvent)] - t[size_t(it.startEvent)]) * 1e-6;
+    }
+    cal.measured.push_back({"step_time_s", s.measuredStepTime > 0 ? std::to_string(s.measuredStepTime) : "",
+                            s.measuredStepTime > 0 ? "read" : "unknown", "iteration " + std::to_string(it.iteration)});
+    if (cal.outlierBatch)
+        s.notes.push_back("an outlier batch was left out of the calibration; bound batches by a token budget");
+    if (latePoint >= 0 || boundaryPoint >= 0)
+        s.lateBackward = std::make_shared<const WhatIfBaseline>(
+            calibrateAt(trace, deviceIndex, a, stated, dims, k, latePoint >= 0 ? latePoint : boundaryPoint).baseline);
+    return cal;
+}
+
+} // namespace
+
+} // namespace headroom

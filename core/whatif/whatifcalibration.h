@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+// Calibrated mode (WHATIF.md §3): decompose a measured trace into the projection's terms at
+// the configuration it was measured at. What the trace tells is read; the rest the user states.
+
+#include "core/analysis/memoryanalysis.h"
+#include "core/replay/loadedtrace.h"
+#include "core/whatif/traceconfig.h"
+#include "core/whatif/whatifprojection.h"
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace headroom {
+
+/// A value the calibration needs and neither the trace nor the user gave.
+class WhatIfMissingValue : public std::runtime_error {
+public:
+    WhatIfMissingValue(std::string key, std::string flag, const std::string& message)
+        : std::runtime_error(message), key(std::move(key)), flag(std::move(flag)) {}
+    std::string key;  ///< "micro_batch"
+    std::string flag; ///< "--measured-micro-batch"
+};
+
+struct Calibration {
+    WhatIfBaseline baseline;
+    std::vector<MeasuredItem> measured;
+    int iteration = -1;
+    std::array<int64_t, kStepPhaseCount> events{-1, -1, -1}; ///< the measured points
+    double measuredPeak = 0; ///< allocated peak of the chosen iteration
+    bool outlierBatch = false;
+    bool firstStep = false;
+
+    const MeasuredItem* item(std::string_view key) const;
+    bool known(std::string_view key) const;
+    /// Throws WhatIfMissingValue when `target` moves a lever whose measured value is unknown.
+    void require(const LeverConfig& target) const;
+};
+
+/// Builds the baseline from a steady-state iteration of the device. `dims` (optional, may be
+/// invalid) supplies layers / hidden / heads when known.
+Calibration calibrate(const LoadedTrace& trace, size_t deviceIndex, const DeviceAnalysis& analysis,
+                      const StatedConfig& stated, const ModelDims& dims = {}, const WhatIfConstants& k = {});
+
+} // namespace headroom

@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: MIT
+#include "core/whatif/whatifjson.h"
+
+#include "core/whatif/whatifsettings.h"
+
+#include "core/util/units.h"
+
+#include <cstdio>
+#include <sstream>
+
+namespace headroom {
+
+namespace {
+
+nlohmann::json timeJson(const StepTime& t)
+{
+    return {{"compute_s", t.compute},         {"utilisation_s", t.utilisation}, {"recompute_s", t.recompute},
+            {"communication_s", t.communication}, {"offload_s", t.offload},     {"optimizer_s", t.optimizer},
+            {"total_s", t.total},             {"tokens_per_step", t.tokensPerStep}, {"relative", t.relative}};
+}
+
+std::string gib(double b)
+{
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2f GiB", b / double(1ull << 30));
+    return buf;
+}
+
+} // namespace
+
+nlohmann::json projectionJson(const Projection& p, const std::vector<MeasuredItem>& measured, const WhatIfConstants& k,
+                              const DeviceSpec& device)
+{
+    nlohmann::json j;
+    j["peak_bytes"] = int64_t(p.peak);
+    j["peak_low_bytes"] = int64_t(p.peakLow);
+    j["peak_high_bytes"] = int64_t(p.peakHigh);
+    j["peak_allocated_bytes"] = int64_t(p.peakAllocated);
+    j["peak_allocated_low_bytes"] = int64_t(p.peakAllocatedLow);
+    j["peak_allocated_high_bytes"] = int64_t(p.peakAllocatedHigh);
+    j["peak_phase"] = std::string(stepPhaseName(p.peakPhase));
+    j["fits"] = p.fits;
+    j["verdict"] = std::string(verdictName(p.verdict));
+    j["capacity_bytes"] = int64_t(p.capacity);
+    j["margin"] = p.margin;
+    j["device"] = device.name;
+    j["step_time_s"] = p.time.total;
+    j["tokens_per_s"] = p.time.tokensPerSecond;
+    j["relative_step_time"] = p.time.relative;
+    j["step_time"] = timeJson(p.time);
+    j["config"] = leverConfigJson(p.config);
+    nlohmann::json m = nlohmann::json::object();
+    for (const auto& it : measured)
+        m[it.key] = {{"value", it.value}, {"how", it.how}, {"detail", it.detail}};
+    j["measured"] = m;
+    nlohmann::json phases = nlohmann::json::object(), details = nlohmann::json::object();
+    for (const auto& ph : p.phases) {
+        if (!ph.present)
+            continue;
+        nlohmann::json comps = nlohmann::json::object(), list = nlohmann::json::array();
+        for (const auto& c : ph.components) {
+            comps[c.name] = int64_t(c.bytes);
+            list.push_back({{"name", c.name},
+                            {"bytes", int64_t(c.bytes)},
+                            {"provenance", std::string(provenanceName(c.provenance))},
+                            {"rel_err", c.relErr}});
+        }
+        const std::string name(stepPhaseName(ph.phase));
+        phases[name] = comps;
+        details[name] = {{"allocated_bytes", int64_t(ph.allocated)},
+                         {"total_bytes", int64_t(ph.total)},
+                         {"low_bytes", int64_t(ph.low)},
+                         {"high_bytes", int64_t(ph.high)},
+                         {"components", list}};
+        if (ph.measured >= 0)
+            details[name]["measured_allocated_bytes"] = int64_t(ph.measured);
+    }
+    j["phases"] = phases;
+    j["phase_details"] = details;
+    j["notes"] = p.notes;
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& e : WhatIfConstants::entries())
+        a.push_back({{"key", e.key}, {"value", k.*(e.member)}, {"unit", e.unit}, {"guess", e.guess}, {"source", e.source}});
+    j["assumptions"] = a;
+    return j;
+}
+
+nlohmann::json ladderJson(const Ladder& l)
+{
+    nlohmann::json j;
+    nlohmann::json rungs = nlohmann::json::array();
+    for (const auto& r : l.rungs) {
+        nlohmann::json cur = nlohmann::json::object();
+        for (const auto& [c, v] : r.currencies)
+            cur[c] = v;
+        rungs.push_back({{"title", r.title},
+                         {"levers", r.levers},
+                         {"config", leverConfigJson(r.config)},
+                         {"peak_bytes", int64_t(r.projection.peak)},
+                         {"peak_high_bytes", int64_t(r.projection.peakHigh)},
+                         {"peak_phase", std::string(stepPhaseName(r.projection.peakPhase))},
+                         {"fits", r.projection.fits},
+                         {"verdict", std::string(verdictName(r.projection.verdict))},
+                         {"step_time_s", r.projection.time.total},
+                         {"tokens_per_s", r.projection.time.tokensPerSecond},
+                         {"currencies", cur},
+                         {"changes_result", r.changesResult},
+                         {"numerical_risk", r.numericalRisk},
+                         {"warnings", r.warnings}});
+        if (!r.allocatorSetting.empty())
+            rungs.back()["allocator_setting"] = r.allocatorSetting;
+    }
+    j["rungs"] = rungs;
+    j["first_fit"] = l.firstFit;
+    j["fits_as_is"] = l.fitsAsIs;
+    j["bottleneck"] = l.bottleneck;
+    j["needs_different_plan"] = l.needsDifferentPlan;
+    j["warnings"] = l.warnings;
+    j["start"] = {{"peak_bytes", int64_t(l.start.peak)},
+                  {"peak_high_bytes", int64_t(l.start.peakHigh)},
+                  {"peak_phase", std::string(stepPhaseName(l.start.peakPhase))},
+                  {"fits", l.start.fits},
+                  {"step_time_s", l.start.time.total}};
+    nlohmann::json alts = nlohmann::json::array();
+    for (const auto& a : l.alternatives)
+        alts.push_back({{"currency", a.currency},
+                        {"title", a.title},
+                        {"peak_bytes", int64_t(a.projection.peak)},
+                        {"peak_high_bytes", int64_t(a.projection.peakHigh)},
+                        {"fits", a.projection.fits},
+                        {"step_time_s", a.projection.time.total}});
+    j["alternatives"] = alts;
+    return j;
+}
+
+std::string projectionText(const Projection& p, const std::vector<MeasuredItem>& measured, const DeviceSpec& device)
+{
+    std::ostringstream o;
+    if (!measured.empty()) {
+        o << "Measured at:\n";
+        for (const auto& m : measured)
+            if (m.key != "optimizer_bytes")
+                o << "  " << m.key << " = " << (m.value.empty() ? "?" : m.value) << "  [" << m.how
+                  << (m.detail.empty() ? "" : ": " + m.detail) << "]\n";
+    }
+    const auto& c = p.config;
+    o << "Projected for: micro-batch " << c.microBatch << " x accum " << c.accum << ", seq " << c.seq << ", "
+      << precisionName(c.precision) << ", " << optimizerName(c.optimizer) << ", checkpoint "
+      << checkpointName(c.checkpoint, c.checkpointEvery) << ", ZeRO " << c.zero << " over " << c.devices
+      << ", offload " << offloadName(c.offload) << ", flash " << (c.flashAttention ? "on" : "off") << "\n\n";
+    for (const auto& ph : p.phases) {
+        if (!ph.present)
+            continue;
+        o << stepPhaseLabel(ph.phase) << (ph.phase == p.peakPhase ? "  <- peak" : "") << ": " << gib(ph.total) << " ("
+          << gib(ph.low) << " .. " << gib(ph.high) << ")";
+        if (ph.measured >= 0)
+            o << ", measured allocated " << gib(ph.measured);
+        o << "\n";
+        for (const auto& comp : ph.components)
+            o << "    " << comp.name << ": " << gib(comp.bytes) << " [" << provenanceName(comp.provenance) << "]\n";
+    }
+    o << "\nPeak " << gib(p.peak) << " (band " << gib(p.peakLow) << " .. " << gib(p.peakHigh) << ") in the "
+      << stepPhaseLabel(p.peakPhase) << "; ";
+    if (p.capacity > 0)
+        o << "device " << device.name << " " << gib(p.capacity) << ": " << verdictName(p.verdict) << " (margin "
+          << int(p.margin * 100) << "%)\n";
+    else
+        o << device.name << "\n"; // "capacity unknown (give --capacity; ...)": no verdict to give
+
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "Step time %.3f s (x%.2f), %.0f tokens/s\n", p.time.total, p.time.relative,
+                  p.time.tokensPerSecond);
+    o << buf;
+    for (const auto& n : p.notes)
+        o << "Note: " << n << "\n";
+    return o.str();
+}
+
+std::string ladderText(const Ladder& l)
+{
+    std::ostringstream o;
+    o << "Start: " << gib(l.start.peak) << " (high " << gib(l.start.peakHigh) << "), " << verdictName(l.start.verdict)
+      << "\nBottleneck: " << l.bottleneck << "\n";
+    for (const auto& w : l.warnings)
+        o << "Warning: " << w << "\n";
+    if (l.fitsAsIs)
+        o << "It fits as it is.\n";
+    for (size_t i = 0; i < l.rungs.size(); ++i) {
+        const Rung& r = l.rungs[i];
+        o << i + 1 << ". " << r.title << ": " << gib(r.projection.peak) << " (high " << gib(r.projection.peakHigh)
+          << ") " << verdictName(r.projection.verdict);
+        char buf[64];
+        if (r.projection.time.total > 0)
+            std::snprintf(buf, sizeof buf, ", %.3f s/step", r.projection.time.total);
+        else
+            std::snprintf(buf, sizeof buf, ", step time unknown");
+        o << buf << "\n   ";
+        for (const auto& [c, v] : r.currencies)
+            o << c << ": " << v << "; ";
+        o << "\n";
+        for (const auto& w : r.warnings)
+            o << "   ! " << w << "\n";
+    }
+    if (!l.fitsAsIs)
+        o << (l.firstFit >= 0 ? "First fit: rung " + std::to_string(l.firstFit + 1) + "\n" : "No rung fits.\n");
+    o << "Alternatives by currency:\n";
+    for (const auto& a : l.alternatives)
+        o << "  " << a.currency << ": " << a.title << " -> " << gib(a.projection.peak) << ", "
+          << verdictName(a.projection.verdict) << "\n";
+    return o.str();
+}
+
+} // namespace headroom

@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+// JSON and text renderings of projections and ladders (`headroom-cli whatif` / `ladder`).
+
+#include "core/whatif/whatifcalibration.h"
+#include "core/whatif/whatifladder.h"
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace headroom {
+
+/// `peak_bytes`, `peak_low_bytes`, `peak_high_bytes`, `peak_phase`, `fits`, `step_time_s`,
+/// `tokens_per_s`, `measured` (each value with how it is known), `phases` (component -> bytes)
+/// and the details (provenance, band, step-time items, assumptions).
+nlohmann::json projectionJson(const Projection& p, const std::vector<MeasuredItem>& measured,
+                              const WhatIfConstants& k, const DeviceSpec& device);
+/// `rungs` (levers, peak_bytes, peak_high_bytes, fits, step_time_s, currencies) and `first_fit`.
+nlohmann::json ladderJson(const Ladder& l);
+
+std::string projectionText(const Projection& p, const std::vector<MeasuredItem>& measured, const DeviceSpec& device);
+std::string ladderText(const Ladder& l);
+
+} // namespace headroom

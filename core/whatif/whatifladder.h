@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+// "Make it fit" (WHATIF.md §2.12, issue 6 §2): walk the levers in order of currency, aimed at
+// the bottleneck, and stop at the first configuration whose high estimate fits.
+
+#include "core/whatif/whatifprojection.h"
+
+#include <string>
+#include <vector>
+
+namespace headroom {
+
+/// What a lever costs (§2): engineering time, throughput, fidelity, hardware.
+enum class Currency : uint8_t { Engineering, Throughput, Fidelity, Hardware };
+std::string_view currencyName(Currency c); ///< "engineering", "throughput", "fidelity", "hardware"
+std::optional<Currency> currencyFromName(std::string_view s);
+
+/// An allocator setting that the replay of the recorded requests found to avoid the OOM
+/// (AllocatorVerdict). It costs no code and no throughput, so it is the first rung when it fits.
+struct AllocatorRungInput {
+    std::string setting;      ///< PYTORCH_CUDA_ALLOC_CONF value, e.g. "expandable_segments:True"
+    bool avoidsOom = false;
+    int64_t reservedPeak = 0; ///< simulated under the setting
+    int64_t capacity = 0;     ///< the allocator's capacity the replay ran against
+    std::string evidence;     ///< what the replay found, in words
+};
+
+struct LadderOptions {
+    /// Spend these first (someone with spare GPUs puts Hardware first). Empty: WHATIF §2.12's order.
+    std::vector<Currency> currencyOrder;
+    int availableDevices = 1;    ///< sharding rungs only when > 1
+    bool allowResultChanging = true; ///< shorter sequences, LoRA
+    bool outlierBatch = false;   ///< the diagnosis found an outlier batch
+    /// The replay's answer for the run as recorded; only meaningful for the recorded levers.
+    std::optional<AllocatorRungInput> allocator;
+};
+
+struct Rung {
+    std::string title;               ///< "8-bit optimizer"
+    LeverConfig config;              ///< cumulative
+    std::vector<std::string> levers; ///< what this rung changes, "name=value"
+    Projection projection;
+    std::vector<std::pair<std::string, std::string>> currencies; ///< currency -> cost in words
+    std::vector<std::string> warnings;
+    bool changesResult = false;
+    bool numericalRisk = false;
+    /// Set when the rung is an allocator setting: its peak is the replay's reserved peak of the
+    /// recorded requests, not the model's projection.
+    std::string allocatorSetting;
+};
+
+struct LadderAlternative {
+    std::string currency; ///< what it spends
+    std::string title;
+    LeverConfig config;
+    Projection projection;
+};
+
+struct Ladder {
+    Projection start;
+    std::string bottleneck; ///< "static memory" or "activations"
+    std::vector<Rung> rungs;
+    int firstFit = -1;
+    bool fitsAsIs = false;
+    bool needsDifferentPlan = false;
+    std::vector<std::string> warnings;
+    std::vector<LadderAlternative> alternatives;
+};
+
+Ladder buildLadder(const WhatIfBaseline& base, const LeverConfig& start, const WhatIfConstants& k,
+                   const DeviceSpec& device, const LadderOptions& options = {});
+
+} // namespace headroom

@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+// What the user set in the what-if, as JSON: saved in a trace's user data (.hrt), restored
+// on reopening, quoted by the postmortem. One writer and one reader for the panel and the
+// command line's configuration objects.
+
+#include "core/whatif/whatifcalibration.h"
+#include "core/whatif/whatifladder.h"
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+
+namespace headroom {
+
+struct WhatIfSettings {
+    LeverConfig config;
+    StatedConfig stated;          ///< the measured values the user gave
+    int64_t capacityBytes = 0;
+    std::optional<Currency> spendFirst;
+    WhatIfConstants constants;    ///< written only where they differ from the defaults
+};
+
+/// The levers as JSON (`micro_batch`, `accum`, `effective_batch`, `seq`, `checkpoint`, ...).
+nlohmann::json leverConfigJson(const LeverConfig& c);
+
+/// `{"whatif": {levers..., capacity_bytes, measured_*, spend_first, constants}}`.
+nlohmann::json whatIfSettingsJson(const WhatIfSettings& s);
+
+/// Reads what whatIfSettingsJson() wrote; absent or invalid fields keep `defaults`' values.
+/// Nullopt when there is no `whatif` object.
+std::optional<WhatIfSettings> whatIfSettingsFromJson(const nlohmann::json& j, const WhatIfSettings& defaults);
+
+} // namespace headroom

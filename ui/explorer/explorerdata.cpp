@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: MIT
+#include "ui/explorer/explorerdata.h"
+
+#include "core/report/devicereport.h"
+#include "core/util/loaderror.h"
+
+namespace headroom {
+
+std::shared_ptr<const ExplorerData> ExplorerData::compute(std::shared_ptr<const LoadedTrace> trace,
+                                                          size_t deviceIndex, int64_t defaultCapacity,
+                                                          const std::atomic<bool>* cancel)
+{
+    auto data = std::make_shared<ExplorerData>();
+    data->trace = std::move(trace);
+    data->deviceIndex = deviceIndex;
+    DeviceReportOptions options;
+    options.defaultCapacity = defaultCapacity;
+    options.cancel = cancel;
+    DeviceReport report = DeviceReport::compute(*data->trace, deviceIndex, options);
+    data->analysis = std::move(report.analysis);
+    data->capacity = std::move(report.capacity);
+    data->findings = std::move(report.findings);
+    data->allocator = std::move(report.allocator);
+    throwIfCancelled(cancel);
+    data->categories = categorySeries(data->timeline(), data->analysis.classes);
+    throwIfCancelled(cancel);
+    data->bands = AllocationBands(data->timeline(), size_t(kDefaultBands));
+    return data;
+}
+
+} // namespace headroom

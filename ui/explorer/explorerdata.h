@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include "core/analysis/diagnosis.h"
+#include "core/analysis/memoryanalysis.h"
+#include "core/analysis/timelinebands.h"
+#include "core/io/loader.h"
+#include "core/replay/allocationbands.h"
+#include "core/whatif/allocatorverdict.h"
+
+#include <QMetaType>
+
+#include <memory>
+
+namespace headroom {
+
+/// One device of a loaded file with everything the views draw from it, computed off the
+/// GUI thread and immutable afterwards (shared by pointer, as heaptrack's ResultData).
+struct ExplorerData {
+    std::shared_ptr<const LoadedTrace> trace;
+    size_t deviceIndex = 0;
+    DeviceAnalysis analysis;
+    GroupedSeries categories;
+    CapacityEstimate capacity;
+    std::vector<Finding> findings;
+    /// Whether an allocator setting alone avoids the device's OOM (none without an OOM record).
+    std::optional<AllocatorVerdict> allocator;
+    /// The timeline's by-allocation bands at the default detail, built with the rest in
+    /// the worker so that showing the analysis does not build them on the GUI thread.
+    static constexpr int kDefaultBands = 2000;
+    AllocationBands bands;
+
+    const DeviceData& device() const { return trace->snapshot.devices[deviceIndex]; }
+    const MemoryTimeline& timeline() const { return trace->timelines[deviceIndex]; }
+    const FrameTable& frames() const { return trace->snapshot.frames; }
+    int64_t eventCount() const { return static_cast<int64_t>(device().trace.count()); }
+
+    /// Computes it all (seconds on a million events; call from a worker thread).
+    /// `defaultCapacity` (bytes, 0: none) is the capacity to assume when the file does
+    /// not tell it (Preferences).
+    /// Throws LoadCancelled between its stages once `cancel` is set.
+    static std::shared_ptr<const ExplorerData> compute(std::shared_ptr<const LoadedTrace> trace, size_t deviceIndex,
+                                                       int64_t defaultCapacity = 0,
+                                                       const std::atomic<bool>* cancel = nullptr);
+};
+
+using ExplorerDataPtr = std::shared_ptr<const ExplorerData>;
+
+} // namespace headroom
+
+Q_DECLARE_METATYPE(headroom::ExplorerDataPtr)
+// A load's result crosses threads in queued signals (the load controller, the ranks view).
+Q_DECLARE_METATYPE(std::shared_ptr<const headroom::LoadedTrace>)

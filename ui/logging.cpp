@@ -1,8 +1,0 @@
-// SPDX-License-Identifier: MIT
-#include "ui/logging.h"
-
-namespace headroom {
-
-Q_LOGGING_CATEGORY(lcTiming, "headroom.timing", QtWarningMsg)
-
-} // namespace headroom

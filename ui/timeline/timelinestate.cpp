@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: MIT
+#include "ui/timeline/timelinestate.h"
+
+#include "core/io/loader.h"
+#include "ui/timeline/timelinecurves.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace headroom {
+
+TimelineState::TimelineState()
+    : curves(TimelineCurves::compute(nullptr, nullptr))
+{
+}
+
+void TimelineState::setDevice(std::shared_ptr<const LoadedTrace> t, int index)
+{
+    trace = std::move(t);
+    data.reset();
+    selection = SelectionState{};
+    device = nullptr;
+    timeline = nullptr;
+    deviceIndex = -1;
+    simulatedReserved.clear();
+    simulatedPyramid = MinMaxPyramid();
+    simulatedLabel.clear();
+    if (trace && index >= 0 && index < static_cast<int>(trace->snapshot.devices.size())
+        && index < static_cast<int>(trace->timelines.size())) {
+        device = &trace->snapshot.devices[static_cast<size_t>(index)];
+        timeline = &trace->timelines[static_cast<size_t>(index)];
+        deviceIndex = index;
+    }
+}
+
+void TimelineState::clear()
+{
+    setDevice(nullptr, -1);
+    curves = TimelineCurves::compute(nullptr, nullptr);
+}
+
+int64_t TimelineState::eventCount() const
+{
+    return device ? static_cast<int64_t>(device->trace.count()) : 0;
+}
+
+bool TimelineState::hasTime() const
+{
+    return !curves->timeKeys.empty();
+}
+
+double TimelineState::keyOf(int64_t event) const
+{
+    if (eventIndexAxis())
+        return static_cast<double>(event);
+    if (event < 0)
+        return 0.0;
+    return curves->timeKeys[static_cast<size_t>(std::min(event, eventCount() - 1))];
+}
+
+int64_t TimelineState::eventAtKey(double key) const
+{
+    const int64_t n = eventCount();
+    if (n == 0)
+        return -1;
+    int64_t i;
+    if (eventIndexAxis()) {
+        i = static_cast<int64_t>(std::floor(key));
+    } else {
+        const auto& keys = curves->timeKeys;
+        i = std::upper_bound(keys.begin(), keys.end(), key) - keys.begin() - 1;
+    }
+    return std::clamp<int64_t>(i, 0, n - 1);
+}
+
+int64_t TimelineState::firstEventAtOrAfterKey(double key) const
+{
+    const int64_t n = eventCount();
+    if (eventIndexAxis())
+        return std::clamp<int64_t>(int64_t(std::ceil(key)), 0, n);
+    const auto& keys = curves->timeKeys;
+    return std::lower_bound(keys.begin(), keys.end(), key) - keys.begin();
+}
+
+int64_t TimelineState::simulatedReservedAt(int64_t event) const
+{
+    if (simulatedReserved.empty() || !timeline)
+        return -1;
+    if (event < 0)
+        return timeline->initialReserved;
+    return size_t(event) < simulatedReserved.size() ? simulatedReserved[size_t(event)] : -1;
+}
+
+} // namespace headroom

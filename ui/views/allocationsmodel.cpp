@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: MIT
+#include "ui/views/allocationsmodel.h"
+
+#include "core/util/units.h"
+#include "ui/plot/categorystyle.h"
+
+#include <QLocale>
+#include <QBrush>
+
+namespace headroom {
+
+AllocationsModel::AllocationsModel(QObject* parent)
+    : QAbstractTableModel(parent)
+{
+}
+
+void AllocationsModel::resetData(const ExplorerDataPtr& data, std::vector<size_t> rows)
+{
+    beginResetModel();
+    m_data = data;
+    m_rows = m_data ? std::move(rows) : std::vector<size_t>{};
+    m_topFrames.assign(m_rows.size(), QString());
+    endResetModel();
+}
+
+void AllocationsModel::clearData()
+{
+    resetData(nullptr, {});
+}
+
+int AllocationsModel::rowCount(const QModelIndex& parent) const
+{
+    return parent.isValid() ? 0 : static_cast<int>(m_rows.size());
+}
+
+int AllocationsModel::columnCount(const QModelIndex& parent) const
+{
+    return parent.isValid() ? 0 : NUM_COLUMNS;
+}
+
+int AllocationsModel::rowOf(int64_t allocation) const
+{
+    for (size_t r = 0; r < m_rows.size(); ++r)
+        if (static_cast<int64_t>(m_rows[r]) == allocation)
+            return static_cast<int>(r);
+    return -1;
+}
+
+int64_t AllocationsModel::allocationAt(int row) const
+{
+    return row >= 0 && size_t(row) < m_rows.size() ? static_cast<int64_t>(m_rows[size_t(row)]) : -1;
+}
+
+QString AllocationsModel::topFrame(int row) const
+{
+    QString& cached = m_topFrames[size_t(row)];
+    if (cached.isNull()) {
+        const Allocation& a = m_data->timeline().allocations[m_rows[size_t(row)]];
+        const std::vector<uint32_t> top = m_data->frames().topFrames(a.stack, 1);
+        cached = top.empty() ? tr("(no frames)") : QString::fromStdString(m_data->frames().formatFrame(top.front()));
+    }
+    return cached;
+}
+
+QString AllocationsModel::eventText(int64_t event) const
+{
+    const TraceEvents& ev = m_data->device().trace;
+    QString text = QLocale().toString(qlonglong(event));
+    if (ev.anyTime && event >= 0 && size_t(event) < ev.count() && ev.timeUs[size_t(event)] != TraceEvents::kNoTime) {
+        const int64_t first = ev.timeUs.front() != TraceEvents::kNoTime ? ev.timeUs.front() : 0;
+        text += QStringLiteral(" (") + QString::fromStdString(formatDurationUs(ev.timeUs[size_t(event)] - first))
+                + QLatin1Char(')');
+    }
+    return text;
+}
+
+int64_t AllocationsModel::lifetimeValue(const Allocation& a) const
+{
+    const int64_t start = a.start == Allocation::kBeforeWindow ? 0 : a.start;
+    const int64_t end = a.end == Allocation::kStillAlive ? m_data->eventCount() : a.end;
+    return end - start;
+}
+
+QString AllocationsModel::lifetimeText(const Allocation& a) const
+{
+    const TraceEvents& ev = m_data->device().trace;
+    const int64_t events = lifetimeValue(a);
+    QString text = tr("%1 events").arg(QLocale().toString(qlonglong(events)));
+    if (ev.anyTime && a.start >= 0 && a.end >= 0 && ev.timeUs[size_t(a.start)] != TraceEvents::kNoTime
+        && ev.timeUs[size_t(a.end)] != TraceEvents::kNoTime)
+        text = QString::fromStdString(formatDurationUs(ev.timeUs[size_t(a.end)] - ev.timeUs[size_t(a.start)]))
+               + QStringLiteral(" \u00B7 ") + text;
+    if (a.start == Allocation::kBeforeWindow || a.end == Allocation::kStillAlive)
+        text = QStringLiteral("\u2265 ") + text;
+    return text;
+}
+
+QString AllocationsModel::stackText(int64_t allocation) const
+{
+    if (!m_data || allocation < 0 || size_t(allocation) >= m_data->timeline().allocations.size())
+        return QString();
+    const FrameTable& frames = m_data->frames();
+    QStringList lines;
+    for (uint32_t f : frames.stack(m_data->timeline().allocations[size_t(allocation)].stack))
+        if (!frames.isNoiseFrame(f))
+            lines << QString::fromStdString(frames.formatFrame(f));
+    return lines.isEmpty() ? tr("(no frames recorded)") : lines.join(QLatin1Char('\n'));
+}
+
+QVariant AllocationsModel::data(const QModelIndex& index, int role) const
+{
+    if (!index.isValid() || index.row() >= rowCount() || index.column() >= NUM_COLUMNS || !m_data)
+        return {};
+    const size_t i = m_rows[size_t(index.row())];
+    const Allocation& a = m_data->timeline().allocations[i];
+    const AllocationClass& c = m_data->analysis.classes[i];
+    if (role == AllocationRole)
+        return qlonglong(i);
+    if (role == StackRole)
+        return stackText(static_cast<int64_t>(i));
+    if (role == Qt::TextAlignmentRole)
+        return index.column() == SizeColumn || index.column() == BornColumn || index.column() == FreedColumn
+                       || index.column() == LifetimeColumn
+                   ? QVariant(Qt::AlignRight | Qt::AlignVCenter)
+                   : QVariant(Qt::AlignLeft | Qt::AlignVCenter);
+    if (role == Qt::DecorationRole && index.column() == CategoryColumn)
+        return categoryColor(c.category);
+    if (role == Qt::DecorationRole && index.column() == PhaseColumn)
+        return phaseColor(c.birthPhase);
+    if (role == Qt::ToolTipRole) {
+        if (index.column() == CategoryColumn)
+            return QString::fromLatin1(categoryRuleText(c.rule).data(), qsizetype(categoryRuleText(c.rule).size()));
+        return stackText(static_cast<int64_t>(i));
+    }
+    if (role == SortRole) {
+        switch (index.column()) {
+        case SizeColumn: return qlonglong(a.size);
+        case CategoryColumn: return categoryDisplayName(c.category);
+        case PhaseColumn: return int(c.birthPhase);
+        case BornColumn: return qlonglong(a.start);
+        case FreedColumn: return qlonglong(a.end == Allocation::kStillAlive ? INT64_MAX : a.end);
+        case LifetimeColumn: return qlonglong(lifetimeValue(a));
+        case TopFrameColumn: return topFrame(index.row());
+        }
+    }
+    if (role == Qt::DisplayRole) {
+        switch (index.column()) {
+        case SizeColumn: return formatBytesQ(a.size);
+        case CategoryColumn: return categoryDisplayName(c.category);
+        case PhaseColumn: return phaseDisplayName(c.birthPhase);
+        case BornColumn: return a.start == Allocation::kBeforeWindow ? tr("before the trace") : eventText(a.start);
+        case FreedColumn: return a.end == Allocation::kStillAlive ? tr("never") : eventText(a.end);
+        case LifetimeColumn: return lifetimeText(a);
+        case TopFrameColumn: return topFrame(index.row());
+        }
+    }
+    return {};
+}
+
+QVariant AllocationsModel::headerData(int section, Qt::Orientation orientation, int role) const
+{
+    if (orientation != Qt::Horizontal || role != Qt::DisplayRole || section < 0 || section >= NUM_COLUMNS)
+        return {};
+    switch (section) {
+    case SizeColumn: return tr("Size");
+    case CategoryColumn: return tr("Category");
+    case PhaseColumn: return tr("Phase");
+    case BornColumn: return tr("Born (event)");
+    case FreedColumn: return tr("Freed (event)");
+    case LifetimeColumn: return tr("Lifetime");
+    case TopFrameColumn: return tr("Top frame");
+    }
+    return {};
+}
+
+} // namespace headroom

@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: MIT
+#include "ui/whatif/calibrationruns.h"
+
+#include "core/analysis/memoryanalysis.h"
+#include "core/io/loader.h"
+#include "ui/explorer/backgroundjob.h"
+
+#include <QFileInfo>
+
+#include <optional>
+
+namespace headroom {
+
+namespace {
+
+struct Added {
+    std::optional<Calibration> calibration;
+    QString error;
+};
+
+} // namespace
+
+CalibrationRuns::CalibrationRuns(QObject* parent)
+    : QObject(parent)
+    , m_job(new BackgroundJob(this))
+{
+}
+
+bool CalibrationRuns::isLoading() const
+{
+    return m_job->isRunning();
+}
+
+void CalibrationRuns::add(const QString& path, const StatedConfig& stated, const WhatIfConstants& k)
+{
+    const std::string file = path.toStdString();
+    const QString name = QFileInfo(path).fileName();
+    m_job->start(
+        [file, stated, k](BackgroundJob::Control& control) -> Added {
+            Added a;
+            try {
+                LoadOptions options;
+                options.cancel = control.cancelFlag();
+                const auto trace = Loader::load(file, options);
+                if (trace->snapshot.devices.empty())
+                    throw std::runtime_error(file + ": no device");
+                StatedConfig st = readTraceConfig(*trace, 0);
+                if (!st.microBatch || !st.seq)
+                    throw std::runtime_error(file + ": the file does not tell its micro-batch and sequence length "
+                                                    "(record it with python/headroom_record.py, or use headroom-cli "
+                                                    "whatif FILE1 FILE2 --measured-micro-batch B1,B2)");
+                st.precision = stated.precision;
+                st.devices = stated.devices;
+                a.calibration = calibrate(*trace, 0, analyzeDevice(*trace, 0), st, ModelDims{}, k);
+            } catch (const std::exception& e) {
+                a.error = QString::fromStdString(e.what());
+            }
+            return a;
+        },
+        [this, name](const Added& a) {
+            if (!a.calibration) {
+                emit failed(a.error);
+                return;
+            }
+            m_runs.push_back(*a.calibration);
+            m_names << name;
+            emit changed();
+        });
+}
+
+void CalibrationRuns::clear()
+{
+    m_job->cancel();
+    if (m_runs.empty())
+        return;
+    m_runs.clear();
+    m_names.clear();
+    emit changed();
+}
+
+} // namespace headroom

@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: MIT
+#include "ui/whatif/whatifchart.h"
+
+#include "core/util/units.h"
+#include "ui/plot/categorystyle.h"
+
+#include <QFontMetrics>
+#include <QPainter>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace headroom {
+
+namespace {
+
+/// The scale's unit follows the preferences: GiB (binary) or GB (decimal).
+double unitBytes() { return byteUnits() == ByteUnits::Decimal ? 1e9 : double(1ull << 30); }
+QString unitName() { return byteUnits() == ByteUnits::Decimal ? QStringLiteral("GB") : QStringLiteral("GiB"); }
+
+} // namespace
+
+WhatIfChart::WhatIfChart(QWidget* parent)
+    : QWidget(parent)
+{
+    setMinimumSize(300, 160); // short enough to share a laptop screen with the timeline, narrow enough for a half-window dock
+}
+
+void WhatIfChart::set(const Projection* measured, const Projection& projected)
+{
+    m_hasMeasured = measured != nullptr;
+    if (measured)
+        m_measured = *measured;
+    m_projected = projected;
+    update();
+}
+
+QColor WhatIfChart::componentColor(const std::string& name)
+{
+    static const std::vector<std::pair<std::string, QColor>> k = {
+        {"weights", QColor(0x4c, 0x72, 0xb0)},           {"master", QColor(0x64, 0x8f, 0xc8)},
+        {"optimizer_state", QColor(0x8c, 0x6b, 0xb1)},   {"gradients", QColor(0xdd, 0x84, 0x52)},
+        {"activations_linear", QColor(0x55, 0xa8, 0x68)}, {"activations_attention", QColor(0x2e, 0x7d, 0x32)},
+        {"autocast_cache", QColor(0x9c, 0xcc, 0x65)},     {"temporaries_batch", QColor(0xc4, 0x4e, 0x52)},
+        {"temporaries_param", QColor(0xe5, 0x73, 0x73)},  {"temporaries_const", QColor(0xbd, 0xbd, 0xbd)},
+        {"gathered_params", QColor(0x93, 0x78, 0x60)},    {"fragmentation", QColor(0xda, 0x8b, 0xc3)},
+        {"outside_allocator", QColor(0x8c, 0x8c, 0x8c)},
+    };
+    for (const auto& [n, c] : k)
+        if (n == name)
+            return c;
+    return Qt::gray;
+}
+
+void WhatIfChart::paintEvent(QPaintEvent*)
+{
+    QPainter p(this);
+    p.setRenderHint(QPainter::Antialiasing);
+    p.fillRect(rect(), palette().base());
+    QFont small = font();
+    small.setPointSizeF(font().pointSizeF() * 0.85);
+    p.setFont(small);
+    const QFontMetrics fm(small);
+    const int lineH = fm.height() + 1;
+    // The legend's entries: every component of either run, in order of first appearance.
+    std::vector<std::string> legend;
+    for (const Projection* pr : {m_hasMeasured ? &m_measured : nullptr, &m_projected})
+        for (size_t g = 0; pr && g < pr->phases.size(); ++g)
+            for (const auto& c : pr->phases[g].components)
+                if (pr->phases[g].present && std::find(legend.begin(), legend.end(), c.name) == legend.end())
+                    legend.push_back(c.name);
+    int legendW = 0;
+    for (const auto& n : legend)
+        legendW = std::max(legendW, fm.horizontalAdvance(QString::fromStdString(n)) + 18);
+    // Narrow (a dock beside others): the legend goes under the bars, in as many columns as fit.
+    const bool legendRight = width() >= 3 * legendW + 300;
+    const int columns = legendRight ? 1 : std::max(1, (width() - 16) / std::max(1, legendW + 8));
+    const int legendRows = legendRight ? 0 : int((legend.size() + size_t(columns) - 1) / size_t(columns));
+    const int yAxisW = fm.horizontalAdvance(QStringLiteral("000.0")) + 10;
+    const QRect area = rect().adjusted(yAxisW + 4, lineH + 2, legendRight ? -(legendW + 16) : -8,
+                                       -(2 * lineH + 6 + legendRows * lineH));
+    double top = m_projected.peakHigh;
+    if (m_hasMeasured)
+        top = std::max(top, m_measured.peakHigh);
+    // A capacity far above the bars would flatten them: then it is named, not drawn to scale.
+    const bool capacityOnScale = m_projected.capacity > 0 && m_projected.capacity <= 3 * top;
+    if (capacityOnScale)
+        top = std::max(top, m_projected.capacity);
+    const double unit = unitBytes(); // GiB or GB
+    top = std::max(top * 1.08, 0.1 * unit);
+    auto y = [&](double bytes) { return area.bottom() - int(bytes / top * area.height()); };
+    // Axis with ticks in whole units (GiB or GB).
+    p.setPen(palette().color(QPalette::Mid));
+    double step = std::pow(10.0, std::floor(std::log10(top / unit))) * unit;
+    if (top / step < 4)
+        step /= 2;
+    for (double v = 0; v <= top; v += step) {
+        p.setPen(QColor(0, 0, 0, 30));
+        p.drawLine(area.left(), y(v), area.right(), y(v));
+        p.setPen(palette().color(QPalette::Text));
+        p.drawText(QRect(0, y(v) - lineH / 2, yAxisW, lineH), Qt::AlignRight | Qt::AlignVCenter,
+                   QString::number(v / unit, 'f', step < unit ? 1 : 0));
+    }
+    p.drawText(QRect(0, area.top() - lineH, yAxisW, lineH), Qt::AlignRight, unitName());
+    const int groups = 3, perGroup = m_hasMeasured ? 2 : 1;
+    const int groupW = area.width() / groups;
+    const int barW = std::max(6, std::min(56, (groupW - 16) / perGroup));
+    // Bar captions in full where they fit under the bar, else their initials (the legend
+    // then says what M and P stand for).
+    const bool fullCaptions = fm.horizontalAdvance(QStringLiteral("projected")) <= barW + 6;
+    for (int g = 0; g < groups; ++g) {
+        const int gx = area.left() + g * groupW + (groupW - perGroup * barW - (perGroup - 1) * 6) / 2;
+        for (int k = 0; k < perGroup; ++k) {
+            const bool measuredBar = m_hasMeasured && k == 0;
+            const Projection& pr = measuredBar ? m_measured : m_projected;
+            const PhaseProjection& ph = pr.phases[size_t(g)];
+            const int x = gx + k * (barW + 6);
+            if (!ph.present)
+                continue;
+            double acc = 0;
+            for (const auto& c : ph.components) {
+                const QRect r(x, y(acc + c.bytes), barW, y(acc) - y(acc + c.bytes));
+                QColor col = componentColor(c.name);
+                if (measuredBar)
+                    col.setAlpha(150);
+                p.fillRect(r, col);
+                acc += c.bytes;
+            }
+            p.setPen(QPen(palette().color(QPalette::Text), 1));
+            p.setBrush(Qt::NoBrush);
+            p.drawRect(QRect(x, y(acc), barW, y(0) - y(acc)));
+            if (!measuredBar) {
+                // The band: a whisker from low to high.
+                const int cx = x + barW / 2;
+                p.setPen(QPen(Qt::black, 1.5));
+                p.drawLine(cx, y(ph.low), cx, y(ph.high));
+                p.drawLine(cx - 6, y(ph.low), cx + 6, y(ph.low));
+                p.drawLine(cx - 6, y(ph.high), cx + 6, y(ph.high));
+            }
+            if (ph.phase == pr.peakPhase && !measuredBar) {
+                p.setPen(palette().color(QPalette::Text));
+                p.drawText(QRect(x - 20, y(ph.high) - lineH - 2, barW + 40, lineH), Qt::AlignCenter, QStringLiteral("peak"));
+            }
+            p.setPen(palette().color(QPalette::Text));
+            const QString caption = measuredBar ? (fullCaptions ? QStringLiteral("measured") : QStringLiteral("M"))
+                                                : (fullCaptions ? QStringLiteral("projected") : QStringLiteral("P"));
+            p.drawText(QRect(x - 3, area.bottom() + 2, barW + 6, lineH), Qt::AlignCenter, caption);
+        }
+        const QString phase = QString::fromUtf8(std::string(stepPhaseLabel(StepPhase(g))).c_str());
+        p.drawText(QRect(area.left() + g * groupW, area.bottom() + 2 + lineH, groupW, lineH), Qt::AlignCenter,
+                   fm.elidedText(phase, Qt::ElideRight, groupW - 4));
+    }
+    if (m_projected.capacity > 0 && !capacityOnScale) {
+        p.setPen(QColor(0xd3, 0x2f, 0x2f));
+        p.drawText(QRect(area.left() + 4, area.top() - lineH, area.width(), lineH), Qt::AlignLeft,
+                   QStringLiteral("capacity ") + formatBytesQ(int64_t(m_projected.capacity), 1) + QStringLiteral(" (above the scale)"));
+    }
+    if (m_projected.capacity > 0 && capacityOnScale) {
+        p.setPen(QPen(QColor(0xd3, 0x2f, 0x2f), 2, Qt::DashLine));
+        const int cy = y(m_projected.capacity);
+        p.drawLine(area.left(), cy, area.right(), cy);
+        p.drawText(QRect(area.left() + 4, cy - lineH - 1, area.width(), lineH), Qt::AlignLeft,
+                   QStringLiteral("capacity ") + formatBytesQ(int64_t(m_projected.capacity), 1));
+        const double usable = m_projected.capacity * (1 - m_projected.margin);
+        p.setPen(QPen(QColor(0xd3, 0x2f, 0x2f, 110), 1, Qt::DotLine));
+        p.drawLine(area.left(), y(usable), area.right(), y(usable));
+    }
+    // Legend: beside the bars when there is room, else under them.
+    if (!fullCaptions) {
+        p.setPen(palette().color(QPalette::Text));
+        p.drawText(QRect(area.left(), area.top() - lineH, area.width(), lineH), Qt::AlignRight,
+                   m_hasMeasured ? QStringLiteral("M measured, P projected") : QStringLiteral("P projected"));
+    }
+    const int lx0 = legendRight ? area.right() + 12 : 8;
+    const int ly0 = legendRight ? area.top() : area.bottom() + 2 * lineH + 6;
+    for (size_t i = 0; i < legend.size(); ++i) {
+        const int col = int(i) % columns, row = int(i) / columns;
+        const int lx = lx0 + col * (legendW + 8), ly = ly0 + (legendRight ? int(i) : row) * lineH;
+        p.fillRect(QRect(lx, ly + (lineH - 10) / 2, 10, 10), componentColor(legend[i]));
+        p.setPen(palette().color(QPalette::Text));
+        p.drawText(QRect(lx + 14, ly, legendW, lineH), Qt::AlignLeft | Qt::AlignVCenter,
+                   QString::fromStdString(legend[i]).replace(QLatin1Char('_'), QLatin1Char(' ')));
+    }
+}
+
+} // namespace headroom

@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include "core/whatif/whatifprojection.h"
+
+#include <QColor>
+#include <QWidget>
+
+#include <string>
+
+namespace headroom {
+
+/// The what-if panel's chart: stacked bars of the projection's components per phase, the
+/// measured run (calibrated mode) beside the projection, the capacity line and the
+/// uncertainty band of the projected peak, with a legend of the components.
+class WhatIfChart : public QWidget {
+    Q_OBJECT
+public:
+    explicit WhatIfChart(QWidget* parent = nullptr);
+    /// `measured` may be null (analytic mode).
+    void set(const Projection* measured, const Projection& projected);
+
+    static QColor componentColor(const std::string& name);
+
+protected:
+    void paintEvent(QPaintEvent* event) override;
+
+private:
+    bool m_hasMeasured = false;
+    Projection m_measured, m_projected;
+};
+
+} // namespace headroom

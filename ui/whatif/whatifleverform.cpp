@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: MIT
+#include "ui/whatif/whatifleverform.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QPushButton>
+#include <QSlider>
+#include <QSpinBox>
+
+#include <cmath>
+
+namespace headroom {
+
+namespace {
+constexpr double kGiB = double(1ull << 30);
+}
+
+WhatIfLeverForm::WhatIfLeverForm(QWidget* parent) : QWidget(parent)
+{
+    auto* form = new QFormLayout(this);
+    form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+    auto slider = [&](QSlider*& s, QLabel*& l, int max) {
+        auto* w = new QWidget(this);
+        auto* h = new QHBoxLayout(w);
+        h->setContentsMargins(0, 0, 0, 0);
+        s = new QSlider(Qt::Horizontal, w);
+        s->setRange(1, max);
+        l = new QLabel(QStringLiteral("1"), w);
+        l->setMinimumWidth(28);
+        h->addWidget(s);
+        h->addWidget(l);
+        return w;
+    };
+    form->addRow(tr("Micro-batch"), slider(m_microBatch, m_microBatchLabel, 64));
+    form->addRow(tr("Accumulation"), slider(m_accum, m_accumLabel, 64));
+    m_seq = new QSpinBox(this);
+    m_seq->setRange(0, 1 << 20);
+    m_seq->setSpecialValueText(tr("unknown"));
+    form->addRow(tr("Sequence"), m_seq);
+    auto combo = [&](std::initializer_list<const char*> items) {
+        auto* c = new QComboBox(this);
+        for (const char* item : items)
+            c->addItem(QString::fromLatin1(item));
+        return c;
+    };
+    m_checkpoint = combo({"none", "selective", "every:4", "every:2", "full"});
+    form->addRow(tr("Checkpointing"), m_checkpoint);
+    m_precision = combo({"fp32", "amp-bf16", "amp-fp16", "bf16"});
+    form->addRow(tr("Precision"), m_precision);
+    m_optimizer = combo({"adamw", "adamw-fused", "adam8bit", "adafactor", "sgd", "sgd-momentum"});
+    form->addRow(tr("Optimizer"), m_optimizer);
+    m_zero = combo({"none (DDP)", "ZeRO-1", "ZeRO-2", "ZeRO-3 / FSDP"});
+    form->addRow(tr("Sharding"), m_zero);
+    m_devices = new QSpinBox(this);
+    m_devices->setObjectName(QStringLiteral("devicesLever"));
+    m_devices->setRange(1, 4096);
+    form->addRow(tr("Devices"), m_devices);
+    m_offload = combo({"none", "optimizer", "params"});
+    form->addRow(tr("CPU offload"), m_offload);
+    m_lora = new QDoubleSpinBox(this);
+    m_lora->setRange(0.0001, 1.0);
+    m_lora->setDecimals(4);
+    m_lora->setSingleStep(0.01);
+    form->addRow(tr("Trainable fraction"), m_lora);
+    m_flash = new QCheckBox(tr("FlashAttention"), this); // fits the levers column; the tool tip says the rest
+    m_flash->setToolTip(tr("FlashAttention or fused scaled-dot-product attention: no b*s^2 attention scores stored"));
+    form->addRow(QString(), m_flash);
+    m_capacity = new QComboBox(this);
+    for (int g : {24, 40, 48, 80, 94, 141})
+        m_capacity->addItem(QString::number(g) + QStringLiteral(" GiB"), g);
+    m_capacity->setCurrentIndex(3);
+    form->addRow(tr("Capacity"), m_capacity);
+
+    auto* measuredBox = new QGroupBox(tr("Measured at"), this);
+    m_measuredBox = measuredBox;
+    auto* mf = new QFormLayout(measuredBox);
+    auto unknownSpin = [&](const char* name, int max) {
+        auto* s = new QSpinBox(measuredBox);
+        s->setObjectName(QString::fromLatin1(name));
+        s->setRange(0, max);
+        s->setSpecialValueText(tr("unknown"));
+        return s;
+    };
+    m_measuredB = unknownSpin("measuredMicroBatch", 4096);
+    m_measuredS = unknownSpin("measuredSeq", 1 << 20);
+    m_measuredD = unknownSpin("measuredDevices", 65536);
+    m_measuredP = new QComboBox(measuredBox);
+    m_measuredP->addItem(tr("unknown"));
+    for (const char* c : {"fp32", "amp-bf16", "amp-fp16", "bf16"})
+        m_measuredP->addItem(QString::fromLatin1(c));
+    mf->addRow(tr("micro-batch"), m_measuredB);
+    mf->addRow(tr("sequence"), m_measuredS);
+    mf->addRow(tr("precision"), m_measuredP);
+    mf->addRow(tr("devices"), m_measuredD);
+    m_addRunButton = new QPushButton(tr("Add a Calibration Run\u2026"), measuredBox);
+    m_addRunButton->setObjectName(QStringLiteral("whatifAddRun"));
+    m_addRunButton->setToolTip(tr("Another snapshot of the same job at another micro-batch or sequence length: "
+                                  "the batch terms are then measured, not inferred (headroom-cli whatif FILE1 FILE2)"));
+    mf->addRow(m_addRunButton);
+    m_measuredInfo = new QLabel(measuredBox);
+    m_measuredInfo->setWordWrap(true);
+    mf->addRow(m_measuredInfo);
+    form->addRow(measuredBox);
+
+    auto changed = [this] {
+        if (!m_updating)
+            emit leversChanged();
+    };
+    connect(m_microBatch, &QSlider::valueChanged, this, changed);
+    connect(m_accum, &QSlider::valueChanged, this, changed);
+    connect(m_seq, qOverload<int>(&QSpinBox::valueChanged), this, changed);
+    connect(m_devices, qOverload<int>(&QSpinBox::valueChanged), this, changed);
+    connect(m_lora, qOverload<double>(&QDoubleSpinBox::valueChanged), this, changed);
+    for (QComboBox* c : {m_checkpoint, m_precision, m_optimizer, m_zero, m_offload, m_capacity})
+        connect(c, qOverload<int>(&QComboBox::currentIndexChanged), this, changed);
+    connect(m_flash, &QCheckBox::toggled, this, changed);
+    auto measuredChanged = [this] {
+        if (!m_updating)
+            emit statedChanged();
+    };
+    for (QSpinBox* s : {m_measuredB, m_measuredS, m_measuredD})
+        connect(s, qOverload<int>(&QSpinBox::valueChanged), this, measuredChanged);
+    connect(m_measuredP, qOverload<int>(&QComboBox::currentIndexChanged), this, measuredChanged);
+    connect(m_addRunButton, &QPushButton::clicked, this, &WhatIfLeverForm::addRunRequested);
+}
+
+void WhatIfLeverForm::addSection(QWidget* extra)
+{
+    // Beside the capacity it answers for, above the long "Measured at" box.
+    extra->setParent(this);
+    auto* form = static_cast<QFormLayout*>(layout());
+    int row = -1;
+    QFormLayout::ItemRole role;
+    form->getWidgetPosition(m_measuredBox, &row, &role);
+    form->insertRow(row, extra);
+}
+
+LeverConfig WhatIfLeverForm::levers(const LeverConfig& base) const
+{
+    LeverConfig c = base;
+    c.microBatch = m_microBatch->value();
+    c.accum = m_accum->value();
+    c.seq = m_seq->value();
+    int every = 1;
+    checkpointFromName(m_checkpoint->currentText().toStdString(), c.checkpoint, every);
+    c.checkpointEvery = every;
+    c.precision = Precision(m_precision->currentIndex());
+    c.optimizer = OptimizerKind(m_optimizer->currentIndex());
+    c.zero = m_zero->currentIndex();
+    c.devices = m_devices->value();
+    c.offload = Offload(m_offload->currentIndex());
+    c.trainableFraction = m_lora->value();
+    c.flashAttention = m_flash->isChecked();
+    return c;
+}
+
+void WhatIfLeverForm::showLevers(const LeverConfig& c, const Calibration* cal)
+{
+    m_updating = true;
+    m_microBatch->setValue(std::max(1, c.microBatch));
+    m_accum->setValue(std::max(1, c.accum));
+    m_seq->setValue(c.seq);
+    m_checkpoint->setCurrentText(QString::fromStdString(std::string(checkpointName(c.checkpoint, c.checkpointEvery))));
+    m_precision->setCurrentIndex(int(c.precision));
+    m_optimizer->setCurrentIndex(int(c.optimizer));
+    m_zero->setCurrentIndex(c.zero);
+    m_devices->setValue(std::max(1, c.devices));
+    m_offload->setCurrentIndex(int(c.offload));
+    m_lora->setValue(c.trainableFraction);
+    m_flash->setChecked(c.flashAttention);
+    showCounts(c);
+    struct Lever {
+        QWidget* widget;
+        const char* key;
+        QString field;
+    };
+    const Lever levers[] = {{m_microBatch, "micro_batch", tr("micro-batch")},
+                            {m_seq, "seq", tr("sequence")},
+                            {m_precision, "precision", tr("precision")},
+                            {m_devices, "devices", tr("devices")},
+                            {m_zero, "devices", tr("devices")}};
+    for (const Lever& l : levers) {
+        const bool locked = cal && !cal->known(l.key);
+        l.widget->setEnabled(!locked);
+        l.widget->setToolTip(locked ? tr("The trace does not tell the %1 it was measured at: set it under "
+                                         "<i>Measured at</i> to move this lever (headroom-cli asks for the same)")
+                                          .arg(l.field)
+                                    : QString());
+    }
+    if (cal && !cal->known("micro_batch"))
+        m_microBatchLabel->setText(QStringLiteral("?"));
+    m_updating = false;
+}
+
+void WhatIfLeverForm::showCounts(const LeverConfig& c)
+{
+    m_microBatchLabel->setText(c.microBatch > 0 ? QString::number(c.microBatch) : QStringLiteral("?"));
+    m_accumLabel->setText(QString::number(c.accum));
+}
+
+StatedConfig WhatIfLeverForm::stated(const StatedConfig& base) const
+{
+    StatedConfig st = base;
+    st.microBatch = m_measuredB->value() > 0 ? std::optional<int>(m_measuredB->value()) : std::nullopt;
+    st.seq = m_measuredS->value() > 0 ? std::optional<int>(m_measuredS->value()) : std::nullopt;
+    st.precision = m_measuredP->currentIndex() > 0 ? std::optional<Precision>(Precision(m_measuredP->currentIndex() - 1))
+                                                   : std::nullopt;
+    st.devices = m_measuredD->value() > 0 ? std::optional<int>(m_measuredD->value()) : std::nullopt;
+    return st;
+}
+
+void WhatIfLeverForm::showStated(const StatedConfig& s, bool haveTrace)
+{
+    m_updating = true;
+    m_measuredBox->setVisible(haveTrace);
+    m_measuredB->setValue(s.microBatch.value_or(0));
+    m_measuredS->setValue(s.seq.value_or(0));
+    m_measuredP->setCurrentIndex(s.precision ? int(*s.precision) + 1 : 0);
+    m_measuredD->setValue(s.devices.value_or(0));
+    m_updating = false;
+}
+
+void WhatIfLeverForm::setMeasuredInfo(const QString& html) { m_measuredInfo->setText(html); }
+
+int WhatIfLeverForm::capacityGiB() const { return m_capacity->currentData().toInt(); }
+
+void WhatIfLeverForm::showCapacity(int64_t bytes)
+{
+    m_updating = true;
+    const int g = int(std::lround(double(bytes) / kGiB));
+    int idx = m_capacity->findData(g);
+    if (idx < 0) {
+        m_capacity->addItem(QString::number(double(bytes) / kGiB, 'f', 1) + QStringLiteral(" GiB"), g);
+        idx = m_capacity->count() - 1;
+    }
+    m_capacity->setCurrentIndex(idx);
+    m_updating = false;
+}
+
+} // namespace headroom

@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include "core/whatif/whatifcalibration.h"
+#include "core/whatif/whatifmodel.h"
+
+#include <QWidget>
+
+class QCheckBox;
+class QComboBox;
+class QDoubleSpinBox;
+class QLabel;
+class QPushButton;
+class QSlider;
+class QSpinBox;
+
+namespace headroom {
+
+/// The what-if panel's left column: the levers, the capacity and the values the run was
+/// measured at. It shows and reads; the panel decides what a change means.
+class WhatIfLeverForm : public QWidget {
+    Q_OBJECT
+public:
+    explicit WhatIfLeverForm(QWidget* parent = nullptr);
+
+    /// The levers as the widgets show them, over `base` for what the form has no widget for.
+    LeverConfig levers(const LeverConfig& base) const;
+    /// Shows `config` (no signal). A lever whose measured value `cal` does not know is locked,
+    /// with the reason: it cannot move until the value is given (as the CLI refuses it).
+    void showLevers(const LeverConfig& config, const Calibration* cal);
+    /// The micro-batch and accumulation read-outs beside the sliders ("?" when unknown).
+    void showCounts(const LeverConfig& config);
+
+    /// What the user set under "Measured at", over `base`.
+    StatedConfig stated(const StatedConfig& base) const;
+    void showStated(const StatedConfig& stated, bool haveTrace);
+    void setMeasuredInfo(const QString& html);
+
+    /// The chosen capacity in GiB (the combo's whole number).
+    int capacityGiB() const;
+    void showCapacity(int64_t bytes);
+
+    /// Adds `extra` (the allocator section) below the capacity.
+    void addSection(QWidget* extra);
+
+signals:
+    void leversChanged();
+    void statedChanged();
+    void addRunRequested();
+
+private:
+    QSlider* m_microBatch = nullptr;
+    QSlider* m_accum = nullptr;
+    QLabel* m_microBatchLabel = nullptr;
+    QLabel* m_accumLabel = nullptr;
+    QSpinBox* m_seq = nullptr;
+    QComboBox* m_checkpoint = nullptr;
+    QComboBox* m_precision = nullptr;
+    QComboBox* m_optimizer = nullptr;
+    QComboBox* m_zero = nullptr;
+    QSpinBox* m_devices = nullptr;
+    QComboBox* m_offload = nullptr;
+    QCheckBox* m_flash = nullptr;
+    QDoubleSpinBox* m_lora = nullptr;
+    QComboBox* m_capacity = nullptr;
+    QWidget* m_measuredBox = nullptr;
+    QSpinBox* m_measuredB = nullptr;
+    QSpinBox* m_measuredS = nullptr;
+    QSpinBox* m_measuredD = nullptr;
+    QComboBox* m_measuredP = nullptr;
+    QLabel* m_measuredInfo = nullptr;
+    QPushButton* m_addRunButton = nullptr;
+    bool m_updating = false;
+};
+
+} // namespace headroom

@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: MIT
+#include "ui/whatif/whatifmarkdown.h"
+
+#include "ui/plot/categorystyle.h"
+
+#include <QObject>
+#include <QStringList>
+
+namespace headroom {
+
+namespace {
+
+/// Projected sizes in the units of the preferences, one decimal ("52.3 GiB", "56.2 GB").
+QString projected(double bytes) { return formatBytesQ(int64_t(bytes), 1); }
+
+} // namespace
+
+QString rungCosts(const Rung& rung)
+{
+    QStringList cur;
+    for (const auto& [name, v] : rung.currencies)
+        if (v != "none")
+            cur << QString::fromStdString(name + ": " + v);
+    return cur.join(QStringLiteral("; "));
+}
+
+QString whatIfMarkdown(const Projection& p, const Ladder& ladder, const Calibration* cal, const DeviceSpec& device)
+{
+    const LeverConfig& c = p.config;
+    QString md = QObject::tr("Configuration: micro-batch %1, accumulation %2 (effective batch %3), sequence %4, checkpointing %5, "
+                    "precision %6, optimizer %7, ZeRO %8 over %9 devices")
+                     .arg(c.microBatch)
+                     .arg(c.accum)
+                     .arg(c.effectiveBatch())
+                     .arg(c.seq)
+                     .arg(QString::fromStdString(std::string(checkpointName(c.checkpoint, c.checkpointEvery))),
+                          QString::fromStdString(std::string(precisionName(c.precision))),
+                          QString::fromStdString(std::string(optimizerName(c.optimizer))))
+                     .arg(c.zero)
+                     .arg(c.devices);
+    md += QObject::tr(", offload %1, FlashAttention %2.\n\n")
+              .arg(QString::fromStdString(std::string(offloadName(c.offload))),
+                   c.flashAttention ? QObject::tr("on") : QObject::tr("off"));
+    md += QObject::tr("Projected peak **%1** (band %2 to %3) in the %4, on %5: **%6**. Step time %7 s (x%8 of the measured run), "
+             "%9 tokens/s.\n\n")
+              .arg(projected(p.peak), projected(p.peakLow), projected(p.peakHigh),
+                   QString::fromStdString(std::string(stepPhaseLabel(p.peakPhase))), QString::fromStdString(device.name),
+                   QString::fromStdString(std::string(verdictName(p.verdict))))
+              .arg(p.time.total, 0, 'f', 3)
+              .arg(p.time.relative, 0, 'f', 2)
+              .arg(p.time.tokensPerSecond, 0, 'f', 0);
+    if (cal) {
+        QStringList known;
+        for (const auto& m : cal->measured)
+            if (m.key != "optimizer_bytes")
+                known << QStringLiteral("%1 = %2 (%3)").arg(QString::fromStdString(m.key),
+                                                         m.value.empty() ? QStringLiteral("?") : QString::fromStdString(m.value),
+                                                         QString::fromStdString(m.how));
+        md += QObject::tr("Calibrated on the trace; measured configuration: %1.\n\n").arg(known.join(QStringLiteral(", ")));
+    }
+    if (ladder.fitsAsIs) {
+        md += QObject::tr("The ladder: it fits as it is.\n");
+        return md;
+    }
+    md += QObject::tr("The ladder (cheapest currency first):\n\n| # | Rung | Peak (high) | Verdict | Step time | Costs |\n|---:|---|---:|---|---:|---|\n");
+    for (size_t i = 0; i < ladder.rungs.size(); ++i) {
+        const Rung& r = ladder.rungs[i];
+        md += QStringLiteral("| %1 | %2 | %3 (%4) | %5 | %6 s | %7 |\n")
+                  .arg(i + 1)
+                  .arg(QString::fromStdString(r.title), projected(r.projection.peak), projected(r.projection.peakHigh),
+                       QString::fromStdString(std::string(verdictName(r.projection.verdict))))
+                  .arg(r.projection.time.total, 0, 'f', 2)
+                  .arg(rungCosts(r));
+    }
+    md += ladder.firstFit >= 0 ? QObject::tr("\nFirst rung that fits: %1.\n").arg(ladder.firstFit + 1)
+                                 : QObject::tr("\nNo rung fits: this job needs a different plan.\n");
+    for (const auto& w : ladder.warnings)
+        md += QStringLiteral("\n> ") + QString::fromStdString(w) + QStringLiteral("\n");
+    return md;
+}
+
+} // namespace headroom

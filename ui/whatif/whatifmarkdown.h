@@ -1,0 +1,20 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include "core/whatif/whatifcalibration.h"
+#include "core/whatif/whatifladder.h"
+
+#include <QString>
+
+namespace headroom {
+
+/// The postmortem's what-if section: the configuration, the projection against the
+/// capacity, the step time, how the measured run is known and the ladder up to its first
+/// fitting rung. `calibration` is null in analytic mode.
+QString whatIfMarkdown(const Projection& projection, const Ladder& ladder, const Calibration* calibration,
+                       const DeviceSpec& device);
+
+/// What a ladder rung costs, in words: "engineering: low; throughput: +33% step time".
+QString rungCosts(const Rung& rung);
+
+} // namespace headroom

@@ -1,0 +1,563 @@
+// SPDX-License-Identifier: MIT
+#include "ui/whatif/whatifpanel.h"
+
+#include "ui/plot/categorystyle.h"
+#include "ui/whatif/allocatorsection.h"
+#include "ui/whatif/calibrationruns.h"
+#include "ui/whatif/whatifchart.h"
+#include "ui/whatif/whatifconstantsdialog.h"
+#include "ui/whatif/whatifleverform.h"
+#include "ui/whatif/whatifmarkdown.h"
+#include "ui/whatif/whatifverifydialog.h"
+
+#include "core/analysis/diagnosis.h"
+#include "core/analysis/memoryanalysis.h"
+#include "core/util/units.h"
+#include "core/whatif/whatifmultifit.h"
+#include "core/whatif/whatifsettings.h"
+
+#include <QComboBox>
+#include <QFileDialog>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QListWidget>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QScrollBar>
+#include <QSignalBlocker>
+#include <QSplitter>
+#include <QTextDocumentFragment>
+#include <QVBoxLayout>
+
+#include <chrono>
+#include <cmath>
+
+namespace headroom {
+
+namespace {
+
+constexpr double kGiB = double(1ull << 30);
+constexpr int kLeversWidth = 290;
+
+/// Projected sizes in the units of the preferences, one decimal ("52.3 GiB", "56.2 GB").
+QString projected(double bytes) { return formatBytesQ(int64_t(bytes), 1); }
+
+} // namespace
+
+
+WhatIfPanel::WhatIfPanel(QWidget* parent) : QWidget(parent), m_runs(new CalibrationRuns(this))
+{
+    m_device = *devicePreset("80gib");
+    buildUi();
+}
+
+WhatIfPanel::~WhatIfPanel() = default;
+
+void WhatIfPanel::buildUi()
+{
+    auto* root = new QHBoxLayout(this);
+    m_levers = new WhatIfLeverForm(this);
+    auto* left = m_levers;
+    m_allocator = new AllocatorSection;
+    m_levers->addSection(m_allocator);
+    // Narrow enough to leave the chart and the ladder most of a half-window dock.
+    left->setMaximumWidth(kLeversWidth);
+    // The levers scroll: without it their column set the panel's minimum height (671 px),
+    // which made the window taller than a laptop screen once the panels were shown.
+    auto* leftScroll = new QScrollArea(this);
+    leftScroll->setObjectName(QStringLiteral("whatifLevers"));
+    leftScroll->setWidget(left);
+    leftScroll->setWidgetResizable(true);
+    leftScroll->setFrameShape(QFrame::NoFrame);
+    leftScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    leftScroll->setMaximumWidth(kLeversWidth + leftScroll->verticalScrollBar()->sizeHint().width());
+    leftScroll->setMinimumWidth(left->minimumSizeHint().width() + leftScroll->verticalScrollBar()->sizeHint().width());
+    root->addWidget(leftScroll);
+
+    auto* right = new QWidget(this);
+    auto* rv = new QVBoxLayout(right);
+    m_chart = new WhatIfChart(right);
+    rv->addWidget(m_chart, 3);
+    m_summary = new QLabel(right);
+    m_summary->setObjectName(QStringLiteral("whatifSummary"));
+    m_summary->setWordWrap(true);
+    m_summary->setTextFormat(Qt::RichText);
+    rv->addWidget(m_summary);
+    m_notes = new QLabel(right);
+    m_notes->setWordWrap(true);
+    rv->addWidget(m_notes);
+    // The ladder's heading (and Compare) on a line of its own, its controls below: one row of all set
+    // the panel's minimum width near 1000 px.
+    auto* heading = new QHBoxLayout;
+    heading->addWidget(new QLabel(tr("<b>Make it fit</b>: click a rung to apply it"), right), 1);
+    rv->addLayout(heading);
+    auto* lh = new QHBoxLayout;
+    m_fit = new QPushButton(tr("Rebuild ladder"), right);
+    m_spendFirstCombo = new QComboBox(right);
+    m_spendFirstCombo->addItem(tr("default order"), -1);
+    for (Currency cur : {Currency::Engineering, Currency::Throughput, Currency::Hardware, Currency::Fidelity})
+        m_spendFirstCombo->addItem(QString::fromStdString(std::string(currencyName(cur))), int(cur));
+    m_spendFirstCombo->setToolTip(tr("The currency the ladder spends first (someone with spare GPUs spends hardware "
+                                     "before throughput); the others follow in the default order: engineering time, "
+                                     "throughput, hardware, fidelity"));
+    m_constantsButton = new QPushButton(tr("Constants\u2026"), right);
+    m_constantsButton->setToolTip(tr("Edit the model's constants (MFU, bandwidths, overlap, margins); guesses are marked"));
+    m_compareButton = new QPushButton(tr("Compare with a Run\u2026"), right);
+    m_compareButton->setObjectName(QStringLiteral("whatifCompare"));
+    m_compareButton->setToolTip(tr("Check this projection against the run that followed: its measured peak, the "
+                                   "error and the term that was off (headroom-cli whatif --verify)"));
+    heading->addWidget(m_compareButton);
+    lh->addStretch();
+    lh->addWidget(new QLabel(tr("Spend first:"), right));
+    lh->addWidget(m_spendFirstCombo);
+    lh->addWidget(m_constantsButton);
+    lh->addWidget(m_fit);
+    rv->addLayout(lh);
+    m_ladderList = new QListWidget(right);
+    m_ladderList->setWordWrap(true);
+    rv->addWidget(m_ladderList, 2);
+    root->addWidget(right, 1);
+
+    connect(m_levers, &WhatIfLeverForm::leversChanged, this, [this] {
+        if (m_updating)
+            return;
+        readControls();
+        recompute();
+    });
+    connect(m_levers, &WhatIfLeverForm::statedChanged, this, [this] {
+        if (!m_updating)
+            setStated(m_levers->stated(m_stated));
+    });
+    // expandable_segments is both a lever of the model (its fragmentation share) and a setting
+    // the replay runs under: one check box, in the Allocator section.
+    connect(m_allocator, &AllocatorSection::expandableToggled, this, [this] {
+        if (m_updating)
+            return;
+        readControls();
+        recompute();
+    });
+    connect(m_allocator, &AllocatorSection::replayed, this, [this] { showSummary(); });
+    connect(m_allocator, &AllocatorSection::curveReady, this, &WhatIfPanel::allocatorCurveReady);
+    connect(m_allocator, &AllocatorSection::curveCleared, this, &WhatIfPanel::allocatorCurveCleared);
+    connect(m_fit, &QPushButton::clicked, this, [this] { rebuildLadder(); });
+    connect(m_constantsButton, &QPushButton::clicked, this, [this] { editConstants(); });
+    connect(m_levers, &WhatIfLeverForm::addRunRequested, this, [this] {
+        const QString path = QFileDialog::getOpenFileName(this, tr("Another Run of the Same Job"), QString(),
+                                                          tr("Memory snapshots (*.pickle *.pkl *.gz *.hrt *.json);;All files (*)"));
+        if (!path.isEmpty())
+            addCalibrationRun(path);
+    });
+    connect(m_runs, &CalibrationRuns::changed, this, [this] { recalibrate(); });
+    connect(m_runs, &CalibrationRuns::failed, this, [this](const QString& why) {
+        m_runsText = tr("<b>Run not added</b>: %1").arg(why.toHtmlEscaped());
+        recalibrate();
+    });
+    connect(m_compareButton, &QPushButton::clicked, this, [this] {
+        const QString path = QFileDialog::getOpenFileName(this, tr("The Run That Followed"), QString(),
+                                                          tr("Memory snapshots (*.pickle *.pkl *.gz *.hrt *.json);;All files (*)"));
+        if (!path.isEmpty())
+            compareWithRun(path);
+    });
+    connect(m_spendFirstCombo, &QComboBox::currentIndexChanged, this, [this](int index) {
+        if (m_updating)
+            return;
+        const int v = m_spendFirstCombo->itemData(index).toInt();
+        setSpendFirst(v < 0 ? std::nullopt : std::optional<Currency>(Currency(v)));
+    });
+    connect(m_ladderList, &QListWidget::itemClicked, this, &WhatIfPanel::applyRung);
+}
+
+void WhatIfPanel::setTrace(std::shared_ptr<const LoadedTrace> trace, int deviceIndex,
+                           std::shared_ptr<const DeviceAnalysis> analysis)
+{
+    if (trace != m_trace) { // the added runs belong to the job of the previous file
+        const QSignalBlocker blocker(m_runs);
+        m_runs->clear();
+        m_runsText.clear();
+    }
+    m_trace = std::move(trace);
+    m_analysis = std::move(analysis);
+    m_deviceIndex = deviceIndex;
+    m_cal.reset();
+    m_verdict.reset();
+    if (m_trace) {
+        const int64_t cap = estimateCapacity(*m_trace, size_t(deviceIndex), std::nullopt).bytes;
+        if (cap > 0)
+            m_device = deviceForCapacity(cap);
+    }
+    m_allocator->setCapacity(m_device.capacityBytes);
+    m_allocator->setTrace(m_trace, deviceIndex);
+    recalibrate();
+}
+
+void WhatIfPanel::setAnalyticModel(const ModelDims& dims, const LeverConfig& config)
+{
+    m_trace.reset();
+    m_analysis.reset();
+    m_cal.reset();
+    m_verdict.reset();
+    m_allocator->setTrace(nullptr, 0);
+    m_dims = dims;
+    m_base = analyticBaseline(dims, config, m_k);
+    m_haveBase = true;
+    m_error.clear();
+    m_config = config;
+    writeControls();
+    recompute();
+    rebuildLadder();
+}
+
+void WhatIfPanel::setCapacity(int64_t bytes)
+{
+    m_device = deviceForCapacity(bytes);
+    m_levers->showCapacity(bytes);
+    m_allocator->setCapacity(bytes);
+    recompute();
+    rebuildLadder();
+}
+
+void WhatIfPanel::setAllocatorVerdict(std::optional<AllocatorVerdict> verdict)
+{
+    m_verdict = std::move(verdict);
+    rebuildLadder();
+}
+
+void WhatIfPanel::setConstants(const WhatIfConstants& k)
+{
+    m_k = k;
+    if (m_trace) {
+        const LeverConfig keep = m_config;
+        recalibrate();
+        if (m_haveBase)
+            setConfig(keep);
+    } else if (m_dims) {
+        setAnalyticModel(*m_dims, m_config);
+    }
+}
+
+void WhatIfPanel::setSpendFirst(std::optional<Currency> currency)
+{
+    m_spendFirst = currency;
+    m_updating = true;
+    m_spendFirstCombo->setCurrentIndex(std::max(0, m_spendFirstCombo->findData(currency ? int(*currency) : -1)));
+    m_updating = false;
+    rebuildLadder();
+    emit settingsChanged(settingsJson());
+}
+
+bool WhatIfPanel::editConstants()
+{
+    WhatIfConstantsDialog dialog(m_k, this);
+    if (dialog.exec() != QDialog::Accepted)
+        return false;
+    setConstants(dialog.constants());
+    return true;
+}
+
+void WhatIfPanel::setStated(const StatedConfig& stated)
+{
+    m_stated = stated;
+    if (m_trace)
+        recalibrate();
+}
+
+void WhatIfPanel::recalibrate()
+{
+    m_error.clear();
+    if (!m_trace || m_deviceIndex < 0 || size_t(m_deviceIndex) >= m_trace->snapshot.devices.size()) {
+        m_haveBase = false;
+        return;
+    }
+    try {
+        if (!m_analysis)
+            m_analysis = std::make_shared<const DeviceAnalysis>(analyzeDevice(*m_trace, size_t(m_deviceIndex)));
+        m_cal = calibrate(*m_trace, size_t(m_deviceIndex), *m_analysis, m_stated, m_dims.value_or(ModelDims{}), m_k);
+        if (!m_runs->runs().empty()) {
+            std::vector<Calibration> runs{*m_cal};
+            runs.insert(runs.end(), m_runs->runs().begin(), m_runs->runs().end());
+            const MultiFit fit = fitCalibrationRuns(runs, m_k);
+            m_cal->baseline = fit.baseline;
+            m_runsText = fit.microBatchFit || fit.sequenceFit
+                             ? tr("Fitted on %1 runs (this one and %2): largest residual %3%")
+                                   .arg(fit.runs)
+                                   .arg(m_runs->names().join(QStringLiteral(", ")))
+                                   .arg(fit.residual * 100, 0, 'f', 1)
+                             : tr("The added runs differ in neither micro-batch alone nor sequence alone: not used");
+        }
+        m_base = m_cal->baseline;
+        m_haveBase = true;
+        m_config = m_base.config;
+        QStringList lines;
+        for (const auto& m : m_cal->measured)
+            if (m.key != "optimizer_bytes")
+                lines << QStringLiteral("%1 = %2 <i>(%3)</i>")
+                             .arg(QString::fromStdString(m.key), m.value.empty() ? QStringLiteral("?") : QString::fromStdString(m.value),
+                                  QString::fromStdString(m.how));
+        if (!m_runsText.isEmpty())
+            lines << m_runsText;
+        m_levers->setMeasuredInfo(lines.join(QStringLiteral("<br>")));
+    } catch (const std::exception& e) {
+        m_error = QString::fromUtf8(e.what());
+        m_haveBase = false;
+    }
+    writeControls();
+    recompute();
+    rebuildLadder();
+}
+
+void WhatIfPanel::readControls()
+{
+    LeverConfig c = m_levers->levers(m_config);
+    c.expandableSegments = m_allocator->expandable();
+    const int g = m_levers->capacityGiB();
+    if (g > 0 && std::llabs(int64_t(g * kGiB) - m_device.capacityBytes) > int64_t(kGiB / 2)) {
+        m_device = deviceForCapacity(int64_t(g * kGiB));
+        m_allocator->setCapacity(m_device.capacityBytes);
+    }
+    // A lever whose measured value is unknown is locked (WhatIfLeverForm::showLevers): it stays as
+    // measured, whatever its widget shows (a spin box cannot show "unknown" devices).
+    if (m_cal) {
+        const LeverConfig& b = m_base.config;
+        if (!m_cal->known("micro_batch"))
+            c.microBatch = b.microBatch;
+        if (!m_cal->known("seq"))
+            c.seq = b.seq;
+        if (!m_cal->known("precision"))
+            c.precision = b.precision;
+        if (!m_cal->known("devices")) {
+            c.devices = b.devices;
+            c.zero = b.zero;
+        }
+    }
+    m_config = c;
+}
+
+void WhatIfPanel::writeControls()
+{
+    m_updating = true;
+    m_levers->showLevers(m_config, m_cal ? &*m_cal : nullptr);
+    m_levers->showStated(m_stated, m_trace != nullptr);
+    m_allocator->showExpandable(m_config.expandableSegments);
+    m_updating = false;
+}
+
+void WhatIfPanel::setConfig(const LeverConfig& config)
+{
+    m_config = config;
+    writeControls();
+    recompute();
+}
+
+void WhatIfPanel::recompute()
+{
+    m_levers->showCounts(m_config);
+    m_summaryText.clear();
+    if (!m_haveBase) {
+        m_summary->setText(m_error.isEmpty() ? tr("Open a trace or choose a model.") : QStringLiteral("<b>%1</b>").arg(m_error.toHtmlEscaped()));
+        return;
+    }
+    QString missing;
+    if (m_cal) {
+        try {
+            m_cal->require(m_config);
+        } catch (const WhatIfMissingValue& e) {
+            const QString field = e.key == "micro_batch" ? tr("micro-batch")
+                                  : e.key == "seq"       ? tr("sequence")
+                                                         : QString::fromStdString(e.key);
+            missing = tr("the trace does not tell the %1 it was measured at").arg(field);
+        }
+    }
+    if (!missing.isEmpty()) {
+        // As the CLI (exit 2): no figure for a request the trace cannot answer.
+        m_summary->setText(tr("<b>Needs a measured value</b>: %1. Set it under <i>Measured at</i>.")
+                               .arg(missing.toHtmlEscaped()));
+        m_notes->clear();
+        m_chart->set(nullptr, project(m_base, m_base.config, m_k, m_device));
+        emit configChanged();
+        return;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    m_projection = project(m_base, m_config, m_k, m_device);
+    m_lastRecomputeUs = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+    m_measured = project(m_base, m_base.config, m_k, m_device);
+    m_chart->set(m_cal ? &m_measured : nullptr, m_projection);
+    const Projection& p = m_projection;
+    const QString color = p.verdict == Verdict::Fits ? QStringLiteral("#2e7d32")
+                          : p.verdict == Verdict::Tight ? QStringLiteral("#ef6c00")
+                                                        : QStringLiteral("#c62828");
+    QString s = QStringLiteral("<b>Peak %1</b> (%2 .. %3) in the %4 &mdash; <b style='color:%5'>%6</b> on %7<br>")
+                    .arg(projected(p.peak), projected(p.peakLow), projected(p.peakHigh),
+                         QString::fromStdString(std::string(stepPhaseLabel(p.peakPhase))), color,
+                         QString::fromStdString(std::string(verdictName(p.verdict))), QString::fromStdString(m_device.name));
+    if (p.config.microBatch > 0 && p.config.seq > 0 && p.config.devices > 0)
+        s += tr("Step time <b>%1 s</b> (x%2), %3 tokens/s; effective batch %4")
+                 .arg(p.time.total, 0, 'f', 3)
+                 .arg(p.time.relative, 0, 'f', 2)
+                 .arg(p.time.tokensPerSecond, 0, 'f', 0)
+                 .arg(p.config.effectiveBatch());
+    else
+        s += tr("Step time <b>%1 s</b> (x%2); tokens/s and the effective batch need the measured micro-batch, "
+                "sequence and devices (<i>Measured at</i>)")
+                 .arg(p.time.total, 0, 'f', 3)
+                 .arg(p.time.relative, 0, 'f', 2);
+    QStringList items;
+    auto item = [&](const char* name, double v) {
+        if (v > 1e-6)
+            items << QStringLiteral("%1 %2 s").arg(QString::fromLatin1(name)).arg(v, 0, 'f', 3);
+    };
+    item("compute", p.time.compute);
+    item("utilisation", p.time.utilisation);
+    item("recompute", p.time.recompute);
+    item("communication", p.time.communication);
+    item("offload", p.time.offload);
+    item("optimizer", p.time.optimizer);
+    s += QStringLiteral("<br><small>") + items.join(QStringLiteral(", ")) + QStringLiteral(" &middot; MFU %1 [guess], overlap %2 [guess]</small>")
+             .arg(m_k.mfuMax).arg(m_k.overlap);
+    m_summaryText = s;
+    showSummary();
+    QStringList notes;
+    for (const auto& n : p.notes)
+        notes << QString::fromStdString(n);
+    m_notes->setText(notes.join(QStringLiteral("\n")));
+    emit configChanged();
+    emit settingsChanged(settingsJson());
+}
+
+void WhatIfPanel::showSummary()
+{
+    if (m_summaryText.isEmpty())
+        return; // recompute() wrote why there is no projection
+    const QString replay = m_allocator->result() && !m_allocator->isRecordedSetting()
+                               ? QStringLiteral("<br>") + tr("Allocator replay of the recorded requests: ") +
+                                     m_allocator->summaryHtml()
+                               : QString();
+    m_summary->setText(m_summaryText + replay);
+}
+
+void WhatIfPanel::rebuildLadder()
+{
+    m_ladderList->clear();
+    if (!m_haveBase)
+        return;
+    LadderOptions lo;
+    lo.outlierBatch = m_cal && m_cal->outlierBatch;
+    lo.availableDevices = std::max(1, m_config.devices);
+    // The replay answered for this capacity; at another it says nothing.
+    if (m_verdict && m_verdict->capacity == m_device.capacityBytes)
+        lo.allocator = m_verdict->ladderInput();
+    if (m_spendFirst) {
+        lo.currencyOrder = {*m_spendFirst};
+        for (Currency cur : {Currency::Engineering, Currency::Throughput, Currency::Hardware, Currency::Fidelity})
+            if (cur != *m_spendFirst)
+                lo.currencyOrder.push_back(cur);
+    }
+    m_ladder = buildLadder(m_base, m_config, m_k, m_device, lo);
+    for (const auto& w : m_ladder.warnings)
+        m_ladderList->addItem(QStringLiteral("! ") + QString::fromStdString(w));
+    if (m_ladder.fitsAsIs)
+        m_ladderList->addItem(tr("It fits as it is."));
+    for (size_t i = 0; i < m_ladder.rungs.size(); ++i) {
+        const Rung& r = m_ladder.rungs[i];
+        QString text = QStringLiteral("%1. %2 -> %3 (high %4), %5, %6 s/step\n    %7")
+                           .arg(i + 1)
+                           .arg(QString::fromStdString(r.title), projected(r.projection.peak), projected(r.projection.peakHigh),
+                                QString::fromStdString(std::string(verdictName(r.projection.verdict))))
+                           .arg(r.projection.time.total, 0, 'f', 2)
+                           .arg(rungCosts(r));
+        for (const auto& w : r.warnings)
+            text += QStringLiteral("\n    ! ") + QString::fromStdString(w);
+        auto* it = new QListWidgetItem(text, m_ladderList);
+        it->setData(Qt::UserRole, int(i));
+        if (r.projection.fits)
+            it->setForeground(QColor(0x2e, 0x7d, 0x32));
+    }
+    if (!m_ladder.fitsAsIs && m_ladder.firstFit < 0)
+        m_ladderList->addItem(tr("No rung fits: see the alternatives by currency (headroom-cli ladder)."));
+}
+
+void WhatIfPanel::addCalibrationRun(const QString& path)
+{
+    m_runsText.clear();
+    m_runs->add(path, m_stated, m_k);
+}
+
+WhatIfVerifyDialog* WhatIfPanel::compareWithRun(const QString& path)
+{
+    if (!m_cal || !m_haveBase)
+        return nullptr;
+    const LeverConfig& b = m_base.config;
+    LeverMask moved; // what the panel moved; AFTER's file tells the rest
+    moved.microBatch = m_config.microBatch != b.microBatch;
+    moved.accum = m_config.accum != b.accum;
+    moved.seq = m_config.seq != b.seq;
+    moved.precision = m_config.precision != b.precision;
+    moved.optimizer = m_config.optimizer != b.optimizer;
+    moved.devices = m_config.devices != b.devices;
+    moved.checkpoint = m_config.checkpoint != b.checkpoint || m_config.checkpointEvery != b.checkpointEvery;
+    auto* dialog = new WhatIfVerifyDialog(m_base, m_config, moved, m_k, m_device, path, this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    dialog->show();
+    return dialog;
+}
+
+void WhatIfPanel::applyRung(QListWidgetItem* item)
+{
+    const QVariant v = item ? item->data(Qt::UserRole) : QVariant();
+    if (!v.isValid())
+        return;
+    const int i = v.toInt();
+    if (i < 0 || size_t(i) >= m_ladder.rungs.size())
+        return;
+    setConfig(m_ladder.rungs[size_t(i)].config);
+    emit rungApplied(i);
+}
+
+WhatIfSettings WhatIfPanel::settings() const
+{
+    WhatIfSettings st;
+    st.config = m_config;
+    st.stated = m_stated;
+    st.capacityBytes = m_device.capacityBytes;
+    st.spendFirst = m_spendFirst;
+    st.constants = m_k;
+    return st;
+}
+
+QString WhatIfPanel::settingsJson() const
+{
+    return QString::fromStdString(whatIfSettingsJson(settings()).dump());
+}
+
+bool WhatIfPanel::restoreSettings(const QString& json)
+{
+    const nlohmann::json j = nlohmann::json::parse(json.toStdString(), nullptr, /*allow_exceptions=*/false);
+    const std::optional<WhatIfSettings> st = whatIfSettingsFromJson(j, settings());
+    if (!st)
+        return false;
+    m_k = st->constants;
+    m_spendFirst = st->spendFirst;
+    m_updating = true;
+    m_spendFirstCombo->setCurrentIndex(std::max(0, m_spendFirstCombo->findData(m_spendFirst ? int(*m_spendFirst) : -1)));
+    m_updating = false;
+    if (m_trace)
+        setStated(st->stated);
+    if (st->capacityBytes > 0 && st->capacityBytes != m_device.capacityBytes)
+        m_device = deviceForCapacity(st->capacityBytes);
+    setConfig(st->config);
+    m_levers->showCapacity(m_device.capacityBytes);
+    m_allocator->setCapacity(m_device.capacityBytes);
+    return true;
+}
+
+QString WhatIfPanel::markdown() const
+{
+    if (!m_haveBase)
+        return tr("_No what-if projection: %1_\n").arg(m_error.isEmpty() ? tr("no trace or model.") : m_error);
+    QString md = whatIfMarkdown(m_projection, m_ladder, m_cal ? &*m_cal : nullptr, m_device);
+    if (m_allocator->result() && !m_allocator->isRecordedSetting())
+        md += tr("\nAllocator replay of the recorded requests: %1\n")
+                  .arg(QTextDocumentFragment::fromHtml(m_allocator->summaryHtml()).toPlainText());
+    return md;
+}
+
+} // namespace headroom

@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+// The what-if panel (issue 6 §3): levers on the left, the projected memory per phase beside
+// the measured one with the capacity line and the band, step time, and the ladder whose rungs
+// apply on click. Self-contained: the main window docks it and feeds it a trace or a model.
+
+#include "core/analysis/memoryanalysis.h"
+#include "core/io/loader.h"
+#include "core/whatif/allocatorverdict.h"
+#include "core/whatif/whatifcalibration.h"
+#include "core/whatif/whatifladder.h"
+#include "core/whatif/whatifsettings.h"
+
+#include <QWidget>
+
+#include <memory>
+#include <optional>
+
+class QComboBox;
+class QLabel;
+class QListWidget;
+class QListWidgetItem;
+class QPushButton;
+
+namespace headroom {
+
+class AllocatorSection;
+class CalibrationRuns;
+class WhatIfChart;
+class WhatIfLeverForm;
+class WhatIfVerifyDialog;
+
+class WhatIfPanel : public QWidget {
+    Q_OBJECT
+public:
+    explicit WhatIfPanel(QWidget* parent = nullptr);
+    ~WhatIfPanel() override;
+
+    /// Calibrated mode: decomposes a steady iteration of the device. Pass the analysis when
+    /// it exists (the explorer's, computed off the GUI thread); without it the panel
+    /// analyses the device synchronously.
+    void setTrace(std::shared_ptr<const LoadedTrace> trace, int deviceIndex,
+                  std::shared_ptr<const DeviceAnalysis> analysis = nullptr);
+    /// Analytic mode: a preset or hand-entered dimensions trained at `config`.
+    void setAnalyticModel(const ModelDims& dims, const LeverConfig& config);
+    void setCapacity(int64_t bytes);
+    /// What the diagnosis's allocator replay concluded for the device (computed with the
+    /// analysis off the GUI thread): the ladder's allocator rung, for the levers as recorded.
+    void setAllocatorVerdict(std::optional<AllocatorVerdict> verdict);
+    AllocatorSection* allocatorSection() const { return m_allocator; }
+    /// The measured values the trace cannot tell (the panel asks for them as well).
+    void setStated(const StatedConfig& stated);
+
+    LeverConfig config() const { return m_config; }
+    /// The model's constants (the Constants… dialog edits them); recalibrates and recomputes.
+    const WhatIfConstants& constants() const { return m_k; }
+    void setConstants(const WhatIfConstants& k);
+    /// The ladder spends this currency first, then the default order (WHATIF.md §2.12).
+    void setSpendFirst(std::optional<Currency> currency);
+    std::optional<Currency> spendFirst() const { return m_spendFirst; }
+    /// Opens the constants dialog (modal); true when the user applied changes.
+    bool editConstants();
+    void setConfig(const LeverConfig& config);
+    const Projection& projection() const { return m_projection; }
+    const Ladder& ladder() const { return m_ladder; }
+    /// What the user set (levers, measured values, capacity, constants).
+    WhatIfSettings settings() const;
+    /// What the user set, as JSON for the trace's user data (native format) and the postmortem.
+    QString settingsJson() const;
+    bool restoreSettings(const QString& json);
+    /// The postmortem's what-if section: the configuration, the projection against the
+    /// capacity, the step time and the ladder up to its first fitting rung.
+    QString markdown() const;
+    double lastRecomputeMicroseconds() const { return m_lastRecomputeUs; }
+    /// "Add a Calibration Run": another snapshot of the same job at another micro-batch or
+    /// sequence refits the batch terms (read in the background; calibrationRunsChanged follows).
+    void addCalibrationRun(const QString& path);
+    CalibrationRuns* calibrationRuns() const { return m_runs; }
+    /// "Compare with a measured run": the projection against the run at `path` that followed
+    /// (opens a dialog, which reads the run in the background). Null without a calibration.
+    WhatIfVerifyDialog* compareWithRun(const QString& path);
+    /// The error of the last calibration (e.g. a missing measured value), empty when fine.
+    QString calibrationError() const { return m_error; }
+
+signals:
+    void configChanged();
+    /// The user applied ladder rung `index` (its configuration is now config()).
+    void rungApplied(int index);
+    void settingsChanged(const QString& json);
+    /// The Allocator section replayed a setting other than the recorded one: its reserved curve.
+    void allocatorCurveReady(std::shared_ptr<const std::vector<int64_t>> curve, const QString& label);
+    void allocatorCurveCleared();
+
+private:
+    void buildUi();
+    void recalibrate();
+    void recompute();
+    void rebuildLadder();
+    void readControls();
+    void writeControls();
+    void applyRung(QListWidgetItem* item);
+    void showSummary();
+
+    std::shared_ptr<const LoadedTrace> m_trace;
+    std::shared_ptr<const DeviceAnalysis> m_analysis;
+    int m_deviceIndex = 0;
+    std::optional<ModelDims> m_dims;
+    StatedConfig m_stated;
+    std::optional<Calibration> m_cal;
+    WhatIfBaseline m_base;
+    bool m_haveBase = false;
+    WhatIfConstants m_k;
+    std::optional<Currency> m_spendFirst;
+    DeviceSpec m_device;
+    LeverConfig m_config;
+    Projection m_projection;
+    Projection m_measured;
+    Ladder m_ladder;
+    QString m_error;
+    double m_lastRecomputeUs = 0;
+    bool m_updating = false;
+
+    WhatIfLeverForm* m_levers = nullptr;
+    AllocatorSection* m_allocator = nullptr;
+    std::optional<AllocatorVerdict> m_verdict;
+    QString m_summaryText; ///< the projection's part of the summary; the allocator's line follows
+    QLabel* m_summary = nullptr;
+    QLabel* m_notes = nullptr;
+    WhatIfChart* m_chart = nullptr;
+    QListWidget* m_ladderList = nullptr;
+    QPushButton* m_fit = nullptr;
+    QPushButton* m_constantsButton = nullptr;
+    QPushButton* m_compareButton = nullptr;
+    QPushButton* m_addRunButton = nullptr;
+    CalibrationRuns* m_runs = nullptr;
+    QString m_runsText; ///< what the added runs' fit says (or why a run was refused)
+    QComboBox* m_spendFirstCombo = nullptr;
+};
+
+} // namespace headroom

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: MIT
+#include "ui/whatif/whatifview.h"
+
+#include "ui/whatif/whatifpanel.h"
+
+#include <QScrollArea>
+#include <QVBoxLayout>
+
+#include <vector>
+
+namespace headroom {
+
+WhatIfView::WhatIfView(Selection*, QWidget* parent)
+    : QWidget(parent)
+    , m_panel(new WhatIfPanel(this))
+{
+    // The panel scrolls when its dock is short: its own minimum height would otherwise
+    // set the window's, taller than a laptop screen.
+    m_scroll = new QScrollArea(this);
+    m_scroll->setWidget(m_panel);
+    m_scroll->setWidgetResizable(true);
+    m_scroll->setFrameShape(QFrame::NoFrame);
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->addWidget(m_scroll);
+    connect(m_panel, &WhatIfPanel::settingsChanged, this, &WhatIfView::settingsChanged);
+}
+
+void WhatIfView::render(QCPPainter* painter, const QSize& size)
+{
+    // A hidden dock's scroll areas (this one and the levers') keep the scroll bars of their
+    // last on-screen size until a layout pass: an export is drawn without them.
+    struct Policies {
+        QScrollArea* area;
+        Qt::ScrollBarPolicy vertical, horizontal;
+    };
+    std::vector<Policies> saved;
+    for (QScrollArea* a : findChildren<QScrollArea*>()) {
+        saved.push_back({a, a->verticalScrollBarPolicy(), a->horizontalScrollBarPolicy()});
+        a->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+        a->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    }
+    ExplorerView::render(painter, size);
+    for (const Policies& p : saved) {
+        p.area->setVerticalScrollBarPolicy(p.vertical);
+        p.area->setHorizontalScrollBarPolicy(p.horizontal);
+    }
+}
+
+void WhatIfView::setData(const ExplorerDataPtr& data)
+{
+    if (data == m_data)
+        return;
+    m_data = data;
+    if (!data)
+        return; // keep the last projection until the new analysis arrives
+    // The panel shares the explorer's analysis (an aliasing pointer keeps the data alive).
+    m_panel->setTrace(data->trace, int(data->deviceIndex),
+                      std::shared_ptr<const DeviceAnalysis>(data, &data->analysis));
+    // The device the file (an OOM record) or the preferences say; settings saved with
+    // the trace, restored next, win.
+    if (data->capacity.bytes > 0)
+        m_panel->setCapacity(data->capacity.bytes);
+    m_panel->setAllocatorVerdict(data->allocator);
+    if (!m_pending.isEmpty()) {
+        m_panel->restoreSettings(m_pending);
+        m_pending.clear();
+    }
+}
+
+} // namespace headroom
