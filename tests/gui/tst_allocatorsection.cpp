@@ -112,6 +112,16 @@ TEST_CASE("The Allocator section says whether a setting avoids a recorded OOM", 
     // Hidden, the panel leaves the cores to the analysis; shown, it replays.
     CHECK_FALSE(panel.allocatorSection()->isReplaying());
     CHECK_FALSE(panel.allocatorSection()->result());
+    // An export of the hidden panel gets the answer at once (no "replaying..." in the picture).
+    {
+        WhatIfPanel hidden;
+        hidden.setTrace(trace, 0);
+        hidden.allocatorSection()->replayNow();
+        REQUIRE(hidden.allocatorSection()->result());
+        CHECK(hidden.allocatorSection()->isRecordedSetting());
+        CHECK(hidden.allocatorSection()->findChild<QLabel*>(QStringLiteral("allocStatus"))->text().contains(
+            QStringLiteral("segment events")));
+    }
     panel.show();
     const int64_t capacity = estimateCapacity(*trace, 0, std::nullopt).bytes;
     panel.setCapacity(capacity);

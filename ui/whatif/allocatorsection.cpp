@@ -21,12 +21,6 @@ namespace {
 
 constexpr int64_t kMiB = int64_t(1) << 20;
 
-struct ReplayOutcome {
-    std::optional<AllocatorReplayResult> recorded; ///< computed when not cached
-    std::optional<AllocatorReplayResult> chosen;
-    QString error;
-};
-
 QString settingName(const AllocatorConfig& c)
 {
     const std::string t = c.text();
@@ -185,50 +179,72 @@ void AllocatorSection::startReplay()
     if (!m_trace || !m_expandable->isEnabled())
         return;
     const AllocatorConfig chosen = config();
-    m_status->setText(tr("replaying\u2026"));
     const bool needRecorded = !m_recordedResult;
     const bool recordedOnly = chosen == m_recorded;
-    m_job->start(
-        [trace = m_trace, device = size_t(m_deviceIndex), chosen, capacity = m_capacity, needRecorded,
-         recordedOnly](BackgroundJob::Control& control) {
-            ReplayOutcome out;
-            try {
-                const DeviceData& dev = trace->snapshot.devices[device];
-                const MemoryTimeline& tl = trace->timelines[device];
-                if (needRecorded)
-                    out.recorded = replayAllocator(trace->snapshot, dev, tl);
-                if (!recordedOnly && !control.isCancelled()) {
-                    AllocatorReplayOptions o;
-                    o.config = chosen;
-                    o.capacity = capacity;
-                    o.keepCurve = true;
-                    out.chosen = replayAllocator(trace->snapshot, dev, tl, o);
-                }
-            } catch (const std::exception& e) {
-                out.error = QString::fromUtf8(e.what());
+    auto work = [trace = m_trace, device = size_t(m_deviceIndex), chosen, capacity = m_capacity, needRecorded,
+                 recordedOnly](const std::atomic<bool>* cancel) {
+        ReplayOutcome out;
+        try {
+            const DeviceData& dev = trace->snapshot.devices[device];
+            const MemoryTimeline& tl = trace->timelines[device];
+            if (needRecorded)
+                out.recorded = replayAllocator(trace->snapshot, dev, tl);
+            if (!recordedOnly && !(cancel && cancel->load())) {
+                AllocatorReplayOptions o;
+                o.config = chosen;
+                o.capacity = capacity;
+                o.keepCurve = true;
+                out.chosen = replayAllocator(trace->snapshot, dev, tl, o);
             }
-            return out;
-        },
-        [this, recordedOnly](ReplayOutcome out) {
-            if (!out.error.isEmpty()) {
-                m_result.reset();
-                m_status->setText(tr("<b>The replay failed</b>: %1").arg(out.error.toHtmlEscaped()));
-                emit replayed();
-                return;
-            }
-            if (out.recorded)
-                m_recordedResult = std::move(out.recorded);
-            m_result = recordedOnly ? m_recordedResult : std::move(out.chosen);
-            showResult();
-            if (recordedOnly || !m_result) {
-                emit curveCleared();
-            } else {
-                auto curve = std::make_shared<const std::vector<int64_t>>(std::move(m_result->simulatedReserved));
-                m_result->simulatedReserved.clear();
-                emit curveReady(curve, tr("reserved, simulated (%1)").arg(settingName(m_result->config)));
-            }
-            emit replayed();
-        });
+        } catch (const std::exception& e) {
+            out.error = QString::fromUtf8(e.what());
+        }
+        return out;
+    };
+    if (m_synchronous) {
+        adopt(work(nullptr), recordedOnly);
+        return;
+    }
+    m_status->setText(tr("replaying\u2026"));
+    m_job->start([work](BackgroundJob::Control& control) { return work(control.cancelFlag()); },
+                 [this, recordedOnly](ReplayOutcome out) { adopt(std::move(out), recordedOnly); });
+}
+
+void AllocatorSection::replayNow()
+{
+    if (!m_trace || !m_expandable->isEnabled())
+        return;
+    if (m_result && !m_job->isRunning() && !m_deferred->stale())
+        return;
+    m_job->cancel();
+    m_synchronous = true;
+    if (m_deferred->stale())
+        m_deferred->ensure();
+    else
+        startReplay();
+    m_synchronous = false;
+}
+
+void AllocatorSection::adopt(ReplayOutcome out, bool recordedOnly)
+{
+    if (!out.error.isEmpty()) {
+        m_result.reset();
+        m_status->setText(tr("<b>The replay failed</b>: %1").arg(out.error.toHtmlEscaped()));
+        emit replayed();
+        return;
+    }
+    if (out.recorded)
+        m_recordedResult = std::move(out.recorded);
+    m_result = recordedOnly ? m_recordedResult : std::move(out.chosen);
+    showResult();
+    if (recordedOnly || !m_result) {
+        emit curveCleared();
+    } else {
+        auto curve = std::make_shared<const std::vector<int64_t>>(std::move(m_result->simulatedReserved));
+        m_result->simulatedReserved.clear();
+        emit curveReady(curve, tr("reserved, simulated (%1)").arg(settingName(m_result->config)));
+    }
+    emit replayed();
 }
 
 void AllocatorSection::showResult()

@@ -5,6 +5,7 @@
 #include "core/replay/allocatorreplay.h"
 
 #include <QGroupBox>
+#include <QString>
 
 #include <memory>
 #include <optional>
@@ -44,6 +45,9 @@ public:
     bool expandable() const;
 
     bool isReplaying() const;
+    /// For an export or a screenshot: a replay that is pending or running is done now, on
+    /// this thread (a picture must not say "replaying...").
+    void replayNow();
     /// The last replay under the shown setting, and under the recorded one; null before the first.
     const AllocatorReplayResult* result() const { return m_result ? &*m_result : nullptr; }
     const AllocatorReplayResult* recordedResult() const { return m_recordedResult ? &*m_recordedResult : nullptr; }
@@ -61,9 +65,15 @@ signals:
     void curveCleared();
 
 private:
+    struct ReplayOutcome {
+        std::optional<AllocatorReplayResult> recorded; ///< computed when not cached
+        std::optional<AllocatorReplayResult> chosen;
+        QString error;
+    };
     /// Replays now when the section is on screen, else when it is next shown or painted.
     void replay();
     void startReplay();
+    void adopt(ReplayOutcome out, bool recordedOnly);
     void showConfig(const AllocatorConfig& c);
     void showResult();
 
@@ -82,6 +92,7 @@ private:
     QSpinBox* m_roundup = nullptr;
     QLabel* m_status = nullptr;
     bool m_updating = false;
+    bool m_synchronous = false; ///< replayNow(): startReplay() runs on this thread
 };
 
 } // namespace headroom

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 #include "ui/whatif/whatifview.h"
 
+#include "ui/whatif/allocatorsection.h"
 #include "ui/whatif/whatifpanel.h"
 
+#include <QApplication>
 #include <QScrollArea>
 #include <QVBoxLayout>
 
@@ -28,6 +30,9 @@ WhatIfView::WhatIfView(Selection*, QWidget* parent)
 
 void WhatIfView::render(QCPPainter* painter, const QSize& size)
 {
+    // The allocator replay waits for the panel to be seen; a picture of it needs its answer.
+    m_panel->allocatorSection()->replayNow();
+    QApplication::processEvents(); // the status label's new size
     // A hidden dock's scroll areas (this one and the levers') keep the scroll bars of their
     // last on-screen size until a layout pass: an export is drawn without them.
     struct Policies {
