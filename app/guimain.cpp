@@ -3,7 +3,9 @@
 //   headroom [FILE]
 //   headroom --screenshot OUT.png [--view NAME] FILE   (renders offscreen, writes the image, exits)
 #include "headroom_version.h" // HEADROOM_GIT_COMMIT, written at build time
+#include "core/replay/allocatorreplay.h"
 #include "core/util/units.h"
+#include "ui/explorer/explorerdata.h"
 #include "ui/explorer/analysiscontroller.h"
 #include "ui/explorer/explorerview.h"
 #include "ui/explorer/viewexport.h"
@@ -47,8 +49,34 @@ void preferOffscreenWhenHeadless(int argc, char** argv)
         qputenv("QT_QPA_PLATFORM", "offscreen");
 }
 
+/// --alloc-conf: the timeline's simulated reserved curve under `conf` ("recorded": the file's
+/// own setting), replayed here rather than in the background: nothing else is waiting.
+bool overlaySimulatedReserved(headroom::MainWindow& window, const QString& conf)
+{
+    const headroom::ExplorerDataPtr data = window.explorer()->data();
+    if (!data)
+        return false;
+    headroom::AllocatorReplayOptions options;
+    options.keepCurve = true;
+    QString label = QStringLiteral("recorded setting");
+    if (conf != QLatin1String("recorded")) {
+        std::string why;
+        options.config = headroom::AllocatorConfig::parse(conf.toStdString(), &why);
+        if (!options.config) {
+            std::fprintf(stderr, "headroom: --alloc-conf: %s\n", why.c_str());
+            return false;
+        }
+        label = conf;
+    }
+    headroom::AllocatorReplayResult r =
+        headroom::replayAllocator(data->trace->snapshot, data->device(), data->timeline(), options);
+    window.explorer()->timeline()->setSimulatedReserved(std::move(r.simulatedReserved),
+                                                        QStringLiteral("reserved, simulated (%1)").arg(label));
+    return true;
+}
+
 int takeScreenshot(headroom::MainWindow& window, const QString& out, const QString& file, int device,
-                   const QString& viewName)
+                   const QString& viewName, const QString& allocConf)
 {
     headroom::ExplorerView* view = nullptr;
     if (!viewName.isEmpty()) {
@@ -97,6 +125,8 @@ int takeScreenshot(headroom::MainWindow& window, const QString& out, const QStri
         QObject::connect(window.explorer(), &headroom::Explorer::dataAvailable, &analysed, &QEventLoop::quit);
         analysed.exec();
     }
+    if (!allocConf.isEmpty() && !overlaySimulatedReserved(window, allocConf))
+        return 2;
     if (view)
         window.explorer()->showView(viewName);
     QApplication::processEvents(); // layout of the new data and the queued replot
@@ -168,6 +198,12 @@ int main(int argc, char** argv)
                                                      "(e.g. 48GiB; default: Settings > Preferences)."),
                                       QStringLiteral("SIZE"));
     parser.addOption(capacityOption);
+    QCommandLineOption allocConfOption(QStringLiteral("alloc-conf"),
+                                       QStringLiteral("With --screenshot: draw the timeline's reserved memory as the "
+                                                      "allocator replay predicts it under this PYTORCH_CUDA_ALLOC_CONF "
+                                                      "(\"recorded\": the file's own setting)."),
+                                       QStringLiteral("SETTING"));
+    parser.addOption(allocConfOption);
     parser.addPositionalArgument(QStringLiteral("file"), QStringLiteral("A memory snapshot to open."),
                                  QStringLiteral("[FILE]"));
     parser.process(app);
@@ -214,7 +250,8 @@ int main(int argc, char** argv)
             std::fprintf(stderr, "headroom: --screenshot needs one FILE (none: the start page)\n");
             return 2;
         }
-        return takeScreenshot(window, parser.value(screenshotOption), files.first(), device, parser.value(viewOption));
+        return takeScreenshot(window, parser.value(screenshotOption), files.first(), device, parser.value(viewOption),
+                              parser.value(allocConfOption));
     }
     window.resize(kScreenshotWidth, kScreenshotHeight);
     window.show();

@@ -23,6 +23,8 @@ shot window.png --capacity "$capacity" "$file"
 for view in timeline breakdown allocations stacks diagnosis allocator whatif; do
   shot "$view.png" --capacity "$capacity" --view "$view" "$file"
 done
+# The allocator replay's reserved curve under expandable segments over the recorded one.
+shot timeline-simulated.png --capacity "$capacity" --view timeline --alloc-conf expandable_segments:True "$file"
 shot window-dark.png --theme dark --capacity "$capacity" "$file"
 # The start page after that file was opened once (it is in the recent list).
 shot start.png
