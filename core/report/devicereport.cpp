@@ -21,7 +21,8 @@ std::string costs(const Rung& r)
 
 /// What the replay says, into the fragmentation and capacity findings: an allocator setting
 /// costs no code and no throughput, so it comes before any lever of the ladder.
-void adoptAllocatorVerdict(std::vector<Finding>& findings, const AllocatorVerdict& v)
+/// `ladderLeads`: the ladder already puts the setting first, so the capacity finding has it.
+void adoptAllocatorVerdict(std::vector<Finding>& findings, const AllocatorVerdict& v, bool ladderLeads)
 {
     auto find = [&](const char* kind) {
         auto f = std::find_if(findings.begin(), findings.end(), [&](const Finding& x) { return x.kind == kind; });
@@ -41,7 +42,7 @@ void adoptAllocatorVerdict(std::vector<Finding>& findings, const AllocatorVerdic
         frag->evidence += "; " + replay;
         frag->firstMove = move;
     }
-    if (cap && cap->firstMove.rfind("set PYTORCH_CUDA_ALLOC_CONF=", 0) != 0)
+    if (cap && !ladderLeads)
         cap->firstMove = move + (cap->firstMove.empty() ? "" : "; if it is not enough: " + cap->firstMove);
 }
 
@@ -100,7 +101,7 @@ DeviceReport DeviceReport::compute(const LoadedTrace& trace, size_t deviceIndex,
     }
     if (!r.calibration || r.capacity.bytes <= 0 || capacityFinding == r.findings.end()) {
         if (r.allocator)
-            adoptAllocatorVerdict(r.findings, *r.allocator);
+            adoptAllocatorVerdict(r.findings, *r.allocator, false);
         return r;
     }
     DeviceSpec device = deviceForCapacity(r.capacity.bytes);
@@ -113,7 +114,8 @@ DeviceReport DeviceReport::compute(const LoadedTrace& trace, size_t deviceIndex,
     if (const std::string move = ladderFirstMove(*r.ladder, device); !move.empty())
         capacityFinding->firstMove = move;
     if (r.allocator)
-        adoptAllocatorVerdict(r.findings, *r.allocator);
+        adoptAllocatorVerdict(r.findings, *r.allocator,
+                              r.ladder->firstFit == 0 && !r.ladder->rungs.front().allocatorSetting.empty());
     return r;
 }
 
