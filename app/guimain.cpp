@@ -8,6 +8,7 @@
 #include "ui/explorer/explorerdata.h"
 #include "ui/explorer/analysiscontroller.h"
 #include "ui/explorer/explorerview.h"
+#include "ui/explorer/logging.h"
 #include "ui/explorer/viewexport.h"
 #include "ui/shell/explorer.h"
 #include "ui/shell/loadcontroller.h"
@@ -31,6 +32,12 @@ namespace {
 
 constexpr int kScreenshotWidth = 1400;
 constexpr int kScreenshotHeight = 800;
+
+/// The screenshot's stages in headroom.timing.
+void stamp(const char* stage)
+{
+    qCInfo(headroom::lcTiming, "screenshot: %s at %.1f ms", stage, headroom::msSinceStart());
+}
 
 /// --screenshot, --version and --help must work on a headless machine: pick the
 /// offscreen platform before QApplication exists when nothing else was asked for and
@@ -90,8 +97,6 @@ int takeScreenshot(headroom::MainWindow& window, const QString& out, const QStri
             return 2;
         }
     }
-    window.resize(kScreenshotWidth, kScreenshotHeight);
-    window.show();
     QString error;
     bool ok = false;
     QEventLoop loop;
@@ -109,8 +114,13 @@ int takeScreenshot(headroom::MainWindow& window, const QString& out, const QStri
         error = QStringLiteral("load cancelled");
         loop.quit();
     });
+    // The file is read on a worker thread while this one lays out and shows the window.
     window.openFile(file);
+    window.resize(kScreenshotWidth, kScreenshotHeight);
+    window.show();
+    stamp("window shown");
     loop.exec();
+    stamp("loaded");
     if (!ok) {
         std::fprintf(stderr, "headroom: %s\n", qPrintable(error));
         return 2;
@@ -125,6 +135,7 @@ int takeScreenshot(headroom::MainWindow& window, const QString& out, const QStri
         QObject::connect(window.explorer(), &headroom::Explorer::dataAvailable, &analysed, &QEventLoop::quit);
         analysed.exec();
     }
+    stamp("analysed");
     if (!allocConf.isEmpty() && !overlaySimulatedReserved(window, allocConf))
         return 2;
     if (view)
@@ -139,10 +150,12 @@ int takeScreenshot(headroom::MainWindow& window, const QString& out, const QStri
         return 0;
     }
     const QPixmap pixmap = window.grab();
+    stamp("grabbed");
     if (!pixmap.save(out)) {
         std::fprintf(stderr, "headroom: cannot write %s\n", qPrintable(out));
         return 2;
     }
+    stamp("written");
     return 0;
 }
 

@@ -4,6 +4,7 @@
 #include "core/util/loaderror.h"
 
 #include <algorithm>
+#include <future>
 #include <unordered_map>
 
 namespace headroom {
@@ -100,18 +101,24 @@ std::vector<StackNode> DeviceAnalysis::stackTreeAt(const MemoryTimeline& tl, con
     return nodes;
 }
 
-DeviceAnalysis analyzeDevice(const LoadedTrace& trace, size_t deviceIndex, const std::atomic<bool>* cancel)
+DeviceAnalysis analyzeDevice(const LoadedTrace& trace, size_t deviceIndex, const AnalysisOptions& options)
 {
     const DeviceData& dev = trace.snapshot.devices[deviceIndex];
     const MemoryTimeline& tl = trace.timelines[deviceIndex];
     DeviceAnalysis a;
     a.device = dev.device;
-    a.allocator = AllocatorHistory(dev, tl);
-    throwIfCancelled(cancel);
+    // On a million events the history is a third of the analysis and the category series
+    // another; with the history on a second core the first paint comes that much sooner.
+    std::future<AllocatorHistory> history =
+        std::async(std::launch::async, [&dev, &tl] { return AllocatorHistory(dev, tl); });
     a.phases = PhaseClassifier::classify(trace.snapshot, dev);
-    throwIfCancelled(cancel);
+    throwIfCancelled(options.cancel);
     a.classes = CategoryClassifier::classify(trace.snapshot, dev, tl, a.phases);
-    throwIfCancelled(cancel);
+    throwIfCancelled(options.cancel);
+    if (options.categorySeries)
+        a.categories = categorySeries(tl, a.classes);
+    a.allocator = history.get();
+    throwIfCancelled(options.cancel);
     const int64_t n = static_cast<int64_t>(dev.trace.count());
     for (const Iteration& it : a.phases.iterations) {
         IterationPeak p;

@@ -3,6 +3,7 @@
 
 #include "core/analysis/categoryclassifier.h"
 #include "core/analysis/phaseclassifier.h"
+#include "core/analysis/timelinebands.h"
 #include "core/replay/allocatorhistory.h"
 #include "core/replay/loadedtrace.h"
 
@@ -63,6 +64,9 @@ struct DeviceAnalysis {
     std::vector<size_t> topAtPeak; ///< allocation indices, largest first
     Fragmentation fragmentation;
     AllocatorHistory allocator; ///< segments and blocks at any event
+    /// Live bytes by category at any event (the timeline's stacked areas): built only when
+    /// asked (AnalysisOptions::categorySeries), the command line never draws them.
+    GroupedSeries categories;
 
     Breakdown breakdownAt(const MemoryTimeline& timeline, int64_t event) const;
     /// Allocation indices alive after `event` (-1: before the first event).
@@ -72,6 +76,13 @@ struct DeviceAnalysis {
                                        int64_t event) const;
 };
 
-DeviceAnalysis analyzeDevice(const LoadedTrace& trace, size_t deviceIndex, const std::atomic<bool>* cancel = nullptr);
+struct AnalysisOptions {
+    const std::atomic<bool>* cancel = nullptr; ///< set: analyzeDevice throws LoadCancelled
+    bool categorySeries = false;               ///< also build DeviceAnalysis::categories
+};
+
+/// Uses two threads: the allocator history (the live-set index) is built beside the phases,
+/// the categories and their series, which it does not depend on.
+DeviceAnalysis analyzeDevice(const LoadedTrace& trace, size_t deviceIndex, const AnalysisOptions& options = {});
 
 } // namespace headroom

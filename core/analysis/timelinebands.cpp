@@ -2,6 +2,7 @@
 #include "core/analysis/timelinebands.h"
 
 #include "core/analysis/categoryclassifier.h"
+#include "core/util/countingsort.h"
 
 #include <algorithm>
 
@@ -27,7 +28,7 @@ GroupedSeries::GroupedSeries(const MemoryTimeline& tl, const std::function<int(s
         if (a.end != Allocation::kStillAlive)
             m_steps.push_back({a.end, -a.size, group});
     }
-    std::stable_sort(m_steps.begin(), m_steps.end(), [](const Step& x, const Step& y) { return x.event < y.event; });
+    countingSortByKey(m_steps, static_cast<int64_t>(tl.allocated.size()) + 1, [](const Step& s) { return s.event; });
     Values v = m_initial;
     m_checkpoints.reserve(m_steps.size() / kCheckpoint + 1);
     for (size_t k = 0; k < m_steps.size(); ++k) {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "core/replay/livesetindex.h"
 
+#include "core/util/countingsort.h"
+
 #include <algorithm>
 
 namespace headroom {
@@ -35,10 +37,8 @@ LiveSetIndex::LiveSetIndex(const MemoryTimeline& tl)
         if (a.end != Allocation::kStillAlive)
             m_byEnd.push_back(i);
     }
-    std::stable_sort(m_byStart.begin(), m_byStart.end(),
-                     [&](uint32_t x, uint32_t y) { return allocs[x].start < allocs[y].start; });
-    std::stable_sort(m_byEnd.begin(), m_byEnd.end(),
-                     [&](uint32_t x, uint32_t y) { return allocs[x].end < allocs[y].end; });
+    countingSortByKey(m_byStart, m_events + 1, [&](uint32_t i) { return allocs[i].start; });
+    countingSortByKey(m_byEnd, m_events + 1, [&](uint32_t i) { return allocs[i].end; });
 
     auto checkpoint = [&](int64_t position) {
         m_positions.push_back(position);

@@ -83,7 +83,7 @@ std::string ladderFirstMove(const Ladder& l, const DeviceSpec& device)
 DeviceReport DeviceReport::compute(const LoadedTrace& trace, size_t deviceIndex, const DeviceReportOptions& o)
 {
     DeviceReport r;
-    r.analysis = analyzeDevice(trace, deviceIndex, o.cancel);
+    r.analysis = analyzeDevice(trace, deviceIndex, {o.cancel, o.categorySeries});
     r.capacity = estimateCapacity(trace, deviceIndex, o.capacity);
     if (r.capacity.bytes <= 0 && o.defaultCapacity > 0)
         r.capacity = {o.defaultCapacity, "assumed: Preferences or --capacity"};

@@ -21,6 +21,7 @@ struct DeviceReportOptions {
     WhatIfConstants constants;
     /// Checked between the stages: set, compute() throws LoadCancelled.
     const std::atomic<bool>* cancel = nullptr;
+    bool categorySeries = false; ///< also DeviceAnalysis::categories (the GUI's stacked areas)
 };
 
 /// Everything Headroom concludes about one device, assembled once for the CLI's `analyze`

@@ -151,7 +151,27 @@ TEST_CASE("A report whose caller gave up stops at its next stage", "[analysis]")
     DeviceReportOptions o;
     o.cancel = &cancel;
     CHECK_THROWS_AS(DeviceReport::compute(*trace, 0, o), LoadCancelled);
-    CHECK_THROWS_AS(analyzeDevice(*trace, 0, &cancel), LoadCancelled);
+    CHECK_THROWS_AS(analyzeDevice(*trace, 0, {&cancel}), LoadCancelled);
     cancel = false;
     CHECK(DeviceReport::compute(*trace, 0, o).analysis.atPeak.total > 0);
+}
+
+TEST_CASE("analyzeDevice builds the category series only when asked, the same as on its own", "[analysis]")
+{
+    const auto trace = loadReal("pt27_kk_memory_ctx128_fullstep.pickle");
+    const MemoryTimeline& tl = trace->timelines[0];
+    CHECK(analyzeDevice(*trace, 0).categories.empty());
+    AnalysisOptions options;
+    options.categorySeries = true;
+    const DeviceAnalysis a = analyzeDevice(*trace, 0, options);
+    const GroupedSeries direct = categorySeries(tl, a.classes);
+    REQUIRE_FALSE(a.categories.empty());
+    for (int64_t e : {int64_t(-1), int64_t(0), tl.peakEventIndex, int64_t(tl.allocated.size()) - 1})
+        CHECK(a.categories.valueAt(e) == direct.valueAt(e));
+    // The series' total at the peak is the timeline's allocated bytes there.
+    const GroupedSeries::Values v = a.categories.valueAt(tl.peakEventIndex);
+    int64_t total = 0;
+    for (int64_t b : v)
+        total += b;
+    CHECK(total == tl.allocated[size_t(tl.peakEventIndex)]);
 }

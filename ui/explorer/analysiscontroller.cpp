@@ -2,8 +2,11 @@
 #include "ui/explorer/analysiscontroller.h"
 
 #include "ui/explorer/backgroundjob.h"
+#include "ui/explorer/logging.h"
 
 #include "core/util/loaderror.h"
+
+#include <QElapsedTimer>
 
 namespace headroom {
 
@@ -29,7 +32,11 @@ void AnalysisController::analyze(std::shared_ptr<const LoadedTrace> trace, int d
         [trace = std::move(trace), deviceIndex, capacity = m_defaultCapacity](BackgroundJob::Control& control) {
             // A superseded analysis stops at its next stage instead of finishing for nobody.
             try {
-                return ExplorerData::compute(trace, static_cast<size_t>(deviceIndex), capacity, control.cancelFlag());
+                QElapsedTimer t;
+                t.start();
+                auto data = ExplorerData::compute(trace, static_cast<size_t>(deviceIndex), capacity, control.cancelFlag());
+                qCInfo(lcTiming, "analysis: %.1f ms (done at %.1f ms)", double(t.nsecsElapsed()) / 1e6, msSinceStart());
+                return data;
             } catch (const LoadCancelled&) {
                 return ExplorerDataPtr();
             }

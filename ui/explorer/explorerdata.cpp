@@ -4,6 +4,8 @@
 #include "core/report/devicereport.h"
 #include "core/util/loaderror.h"
 
+#include <future>
+
 namespace headroom {
 
 std::shared_ptr<const ExplorerData> ExplorerData::compute(std::shared_ptr<const LoadedTrace> trace,
@@ -13,18 +15,20 @@ std::shared_ptr<const ExplorerData> ExplorerData::compute(std::shared_ptr<const 
     auto data = std::make_shared<ExplorerData>();
     data->trace = std::move(trace);
     data->deviceIndex = deviceIndex;
+    // The bands need only the timeline: built beside the report.
+    std::future<AllocationBands> bands = std::async(
+        std::launch::async, [&timeline = data->timeline()] { return AllocationBands(timeline, size_t(kDefaultBands)); });
     DeviceReportOptions options;
     options.defaultCapacity = defaultCapacity;
     options.cancel = cancel;
+    options.categorySeries = true;
     DeviceReport report = DeviceReport::compute(*data->trace, deviceIndex, options);
     data->analysis = std::move(report.analysis);
     data->capacity = std::move(report.capacity);
     data->findings = std::move(report.findings);
     data->allocator = std::move(report.allocator);
     throwIfCancelled(cancel);
-    data->categories = categorySeries(data->timeline(), data->analysis.classes);
-    throwIfCancelled(cancel);
-    data->bands = AllocationBands(data->timeline(), size_t(kDefaultBands));
+    data->bands = bands.get();
     return data;
 }
 

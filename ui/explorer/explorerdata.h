@@ -19,8 +19,7 @@ namespace headroom {
 struct ExplorerData {
     std::shared_ptr<const LoadedTrace> trace;
     size_t deviceIndex = 0;
-    DeviceAnalysis analysis;
-    GroupedSeries categories;
+    DeviceAnalysis analysis; ///< with the category series (the timeline's stacked areas)
     CapacityEstimate capacity;
     std::vector<Finding> findings;
     /// Whether an allocator setting alone avoids the device's OOM (none without an OOM record).

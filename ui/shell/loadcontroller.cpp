@@ -3,8 +3,11 @@
 
 #include "core/util/loaderror.h"
 #include "ui/explorer/backgroundjob.h"
+#include "ui/explorer/logging.h"
 #include "ui/shell/memorytuning.h"
 #include "ui/timeline/timelinecurves.h"
+
+#include <QElapsedTimer>
 
 namespace headroom {
 
@@ -42,8 +45,13 @@ void LoadController::load(const QString& path)
             options.cancel = control.cancelFlag();
             options.progress = [&control](uint64_t done, uint64_t total) { control.setProgress(done, total); };
             try {
+                QElapsedTimer t;
+                t.start();
                 r.trace = Loader::load(file, options);
+                const double loaded = double(t.nsecsElapsed()) / 1e6;
                 r.curves = TimelineCurves::computeAll(*r.trace);
+                qCInfo(lcTiming, "load: %.1f ms, then curves: %.1f ms (done at %.1f ms)", loaded,
+                       double(t.nsecsElapsed()) / 1e6 - loaded, msSinceStart());
             } catch (const LoadCancelled&) {
                 r.cancelled = true;
             } catch (const std::exception& e) {

@@ -53,7 +53,7 @@ void TimelineSampler::stackCategories(const std::vector<int64_t>& events, const 
 {
     // At the total's sample points: the stack's top follows the total's extremes, so no
     // peak disappears between samples.
-    const std::vector<GroupedSeries::Values> values = m_state.data->categories.valuesAt(events);
+    const std::vector<GroupedSeries::Values> values = m_state.data->analysis.categories.valuesAt(events);
     const auto& order = categoryStackOrder();
     areaKeys.resize(size_t(keys.size()));
     areaStacks.resize(size_t(keys.size()));

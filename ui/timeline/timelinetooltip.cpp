@@ -73,7 +73,7 @@ QString TimelineTooltip::event(int64_t index) const
         html += QStringLiteral("<br>")
               + QObject::tr("%1: %2").arg(m_state.simulatedLabel.toHtmlEscaped(), formatBytesQ(simulated));
     if (m_data) {
-        const GroupedSeries::Values v = m_data->categories.valueAt(index);
+        const GroupedSeries::Values v = m_data->analysis.categories.valueAt(index);
         for (TensorCategory c : categoryStackOrder()) {
             if (v[size_t(c)] <= 0)
                 continue;

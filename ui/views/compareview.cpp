@@ -138,7 +138,7 @@ void CompareView::compareWith(const QString& path)
                     if (devs[i].device == ordinal)
                         o.deviceIndex = i;
                 o.analysis = std::make_shared<const DeviceAnalysis>(
-                    analyzeDevice(*o.trace, o.deviceIndex, control.cancelFlag()));
+                    analyzeDevice(*o.trace, o.deviceIndex, {control.cancelFlag()}));
             } catch (const std::exception& e) { // LoadCancelled too: its result is dropped
                 o = {};
                 o.error = QString::fromUtf8(e.what());
