@@ -8,6 +8,7 @@
 #include "ui/timeline/timelinestyle.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 namespace headroom {
@@ -53,6 +54,10 @@ void TimelineOverlay::draw(QCPPainter* painter)
         }
         // Phase bands along the top, named where they are wide enough.
         const double h = std::max(double(metrics.height() + 2), rect.height() * kPhaseBandRatio);
+        // A whole run has a thousand spans and a handful of phase names: measure each once.
+        std::array<int, kPhaseCount> nameWidth{};
+        for (size_t p = 0; p < kPhaseCount; ++p)
+            nameWidth[p] = metrics.horizontalAdvance(phaseDisplayName(Phase(p)));
         double lastRight = -1e9;
         for (const PhaseSpan& s : v.data->analysis.phases.spans) {
             const double x0 = pixelOfEvent(s.startEvent - 1);
@@ -66,10 +71,9 @@ void TimelineOverlay::draw(QCPPainter* painter)
             QColor fill = phaseColor(s.phase);
             fill.setAlpha(170);
             painter->fillRect(band, fill);
-            const QString name = phaseDisplayName(s.phase);
-            if (band.width() > metrics.horizontalAdvance(name) + 6) {
+            if (band.width() > nameWidth[size_t(s.phase)] + 6) {
                 painter->setPen(QColor(20, 20, 20));
-                painter->drawText(band, Qt::AlignCenter, name);
+                painter->drawText(band, Qt::AlignCenter, phaseDisplayName(s.phase));
             }
             lastRight = std::max(left + 1.0, x1);
         }
