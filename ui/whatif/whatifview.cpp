@@ -32,7 +32,9 @@ void WhatIfView::render(QCPPainter* painter, const QSize& size)
 {
     // The allocator replay waits for the panel to be seen; a picture of it needs its answer.
     m_panel->allocatorSection()->replayNow();
-    QApplication::processEvents(); // the status label's new size
+    // The status label's new size: only the layout requests, not every pending event (a
+    // full processEvents here could run a click or a new analysis in the middle of an export).
+    QCoreApplication::sendPostedEvents(nullptr, QEvent::LayoutRequest);
     // A hidden dock's scroll areas (this one and the levers') keep the scroll bars of their
     // last on-screen size until a layout pass: an export is drawn without them.
     struct Policies {
