@@ -223,7 +223,6 @@ private:
     uint64_t m_memoCount = 0;
     uint64_t m_emptyContainers = 0;
     uint64_t m_containerPuts = 0;
-    uint8_t m_prevOp = 0;
     bool m_sawMemoize = false;
     bool m_sawBinput = false;
     bool m_sawFrame = false;

@@ -129,11 +129,6 @@ void PickleParser::run()
             fail(m_p, "the file ends before the pickle's STOP opcode; the file is truncated");
         const uint8_t* op = m_p;
         const uint8_t code = *m_p++;
-        if (code == '}' || code == ']')
-            ++m_emptyContainers;
-        else if ((code == 'q' || code == 'r') && (m_prevOp == '}' || m_prevOp == ']'))
-            ++m_containerPuts;
-        m_prevOp = code;
         switch (code) {
         case 0x80: { // PROTO
             const uint8_t proto = u8("the PROTO version");
@@ -163,8 +158,14 @@ void PickleParser::run()
             if (!tryCachedStack())
                 m_marks.push_back(m_stack.size());
             break;
-        case '}': m_stack.push_back(newContainer(Tag::Dict)); break;
-        case ']': m_stack.push_back(newContainer(Tag::List)); break;
+        case '}':
+        case ']':
+            // Counted here rather than per opcode: whether a BINPUT follows the empty container.
+            ++m_emptyContainers;
+            if (m_p < m_end && (*m_p == 'q' || *m_p == 'r'))
+                ++m_containerPuts;
+            m_stack.push_back(newContainer(code == '}' ? Tag::Dict : Tag::List));
+            break;
         case ')': m_stack.push_back(newContainer(Tag::Tuple)); break;
         case 'd': { // DICT
             const size_t from = popMark(op);
