@@ -167,6 +167,8 @@ def main():
                 print("GUI " + line + "   (target < 50 ms)")
             elif "cancel frees memory" in line:
                 print("GUI " + line + "   (target: back to about the size before)")
+            elif "postmortem export" in line:
+                print("GUI " + line + "   (the window is busy that long)")
     if have_gui:
         mc = statistics.median(c)
         print("headroom --screenshot         median %.3f s, peak RSS %.1f MiB" % (mc, max(rss_c) / 2**20))

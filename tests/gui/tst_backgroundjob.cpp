@@ -101,6 +101,35 @@ TEST_CASE("background job: cancel sets the worker's flag and drops its result")
     CHECK_FALSE(job.isRunning());
 }
 
+TEST_CASE("background job: finishNow waits for the running job and delivers its result once, now")
+{
+    BackgroundJob job;
+    std::vector<int> results;
+    CHECK_FALSE(job.finishNow()); // idle
+    auto gate = std::make_shared<Gate>();
+    job.start(
+        [gate](BackgroundJob::Control&) {
+            sleepUntil(gate->release);
+            return 7;
+        },
+        [&](int r) { results.push_back(r); });
+    // The worker is released from another thread while this one waits in finishNow().
+    std::thread releaser([gate] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        gate->release = true;
+    });
+    CHECK(job.finishNow());
+    releaser.join();
+    CHECK(results == std::vector<int>{7}); // delivered inside finishNow, no event loop turn
+    CHECK_FALSE(job.isRunning());
+    CHECK_FALSE(job.finishNow());
+    // The watcher's own delivery, queued meanwhile, is dropped: a later job's result is the
+    // only other one to arrive.
+    job.start([](BackgroundJob::Control&) { return 8; }, [&](int r) { results.push_back(r); });
+    REQUIRE(waitFor([&] { return results.size() == 2; }));
+    CHECK(results == std::vector<int>{7, 8});
+}
+
 TEST_CASE("background job: progress is polled on the GUI thread and emitted when it moves")
 {
     BackgroundJob job;

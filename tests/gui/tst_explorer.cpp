@@ -850,4 +850,18 @@ TEST_CASE("timeline redraw on a million events", "[.benchmark]")
     timeline->zoomToFit();
     a.explorer().timeline()->plot()->layer(QStringLiteral("overlay"))->setVisible(false);
     measure("by category without the overlay layer, whole run");
+    a.explorer().timeline()->plot()->layer(QStringLiteral("overlay"))->setVisible(true);
+
+    // File > Export Postmortem runs on the GUI thread (it draws five views): how long the
+    // window is busy with it on a million events.
+    QTemporaryDir out;
+    const QString into = qEnvironmentVariableIsSet("HEADROOM_SHOT_DIR")
+                             ? qEnvironmentVariable("HEADROOM_SHOT_DIR") + QStringLiteral("/postmortem")
+                             : out.path();
+    QElapsedTimer exportClock;
+    exportClock.start();
+    QString error;
+    const bool exported = a.window.exportPostmortem(into, &error);
+    WARN("postmortem export: " << double(exportClock.nsecsElapsed()) / 1e6 << " ms on the GUI thread"
+                               << (exported ? "" : " (failed: " + error.toStdString() + ")"));
 }

@@ -52,6 +52,7 @@ bool BackgroundJob::end(quint64 generation)
 {
     if (generation != m_generation)
         return false;
+    m_finishNow = nullptr;
     m_control.reset();
     m_progressTimer->stop();
     return true;
@@ -63,8 +64,18 @@ void BackgroundJob::cancel()
         return;
     m_control->cancel();
     m_control.reset();
+    m_finishNow = nullptr;
     m_progressTimer->stop();
     ++m_generation; // whatever the worker still returns is stale now
+}
+
+bool BackgroundJob::finishNow()
+{
+    if (!m_control || !m_finishNow)
+        return false;
+    const std::function<void()> finish = std::move(m_finishNow); // end() clears the member
+    finish();
+    return true;
 }
 
 void BackgroundJob::pollProgress()

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <type_traits>
 #include <utility>
@@ -66,6 +67,10 @@ public:
     void start(Work work, Done done);
     /// Cancels the running job: the flag is set and its result will be dropped.
     void cancel();
+    /// Waits for the running job and calls its `done` now, on this thread, instead of
+    /// when the event loop gets to it (an export that needs the answer it is computing).
+    /// Returns false when no job is running.
+    bool finishNow();
     bool isRunning() const { return m_control != nullptr; }
     /// The running job's progress, 0..1000; 0 when idle.
     int progress() const { return m_control ? m_control->progress() : 0; }
@@ -82,6 +87,7 @@ private:
     void pollProgress();
 
     std::shared_ptr<Control> m_control; ///< the running job's; null when idle
+    std::function<void()> m_finishNow;  ///< the running job's wait-and-deliver
     quint64 m_generation = 0;
     QTimer* m_progressTimer;
     int m_lastPermille = 0;
@@ -96,11 +102,19 @@ void BackgroundJob::start(Work work, Done done)
     // The watcher is a child: destroying this object destroys it, and with it the
     // connection that would call `done`.
     auto* watcher = new QFutureWatcher<Result>(this);
-    connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, generation, done = std::move(done)]() mutable {
+    auto deliver = std::make_shared<Done>(std::move(done));
+    connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, generation, deliver] {
         watcher->deleteLater();
         if (end(generation))
-            done(watcher->result());
+            (*deliver)(watcher->result());
     });
+    m_finishNow = [this, watcher, generation, deliver] {
+        watcher->waitForFinished();
+        if (!end(generation))
+            return;
+        ++m_generation; // delivered here: the watcher's own signal, still to come, is stale
+        (*deliver)(watcher->result());
+    };
     // The worker writes sizes in the units the user had when the work was asked for.
     watcher->setFuture(QtConcurrent::run([control, units = byteUnits(), work = std::move(work)]() mutable {
         const ScopedByteUnits scope(units);

@@ -38,6 +38,9 @@ public:
     /// Draws the view for export at `size` (vector output where the view can: SVG, PDF).
     /// The default renders the widget tree, scaled.
     virtual void render(QCPPainter* painter, const QSize& size);
+    /// Before an export of several views: starts in the background what render() will need
+    /// (the what-if panel's allocator replay), so it runs while the others are drawn.
+    virtual void prepareExport() {}
     /// The size an export uses by default.
     virtual QSize exportSize() const;
 };

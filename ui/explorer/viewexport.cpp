@@ -35,7 +35,9 @@ QImage image(ExplorerView* view, QSize size)
     // Sharp on a high-DPI screen: as many pixels as the screen shows for `size`
     // (twice as many at 200% scaling), painted in the same logical coordinates.
     const qreal dpr = std::max<qreal>(1.0, view->widget()->devicePixelRatioF());
-    QImage img(QSize(qCeil(size.width() * dpr), qCeil(size.height() * dpr)), QImage::Format_ARGB32_Premultiplied);
+    // Opaque (filled below): RGB32 draws as fast and is written as RGB, a quarter fewer bytes
+    // for the PNG encoder than RGBA.
+    QImage img(QSize(qCeil(size.width() * dpr), qCeil(size.height() * dpr)), QImage::Format_RGB32);
     img.setDevicePixelRatio(dpr);
     img.fill(view->widget()->palette().color(QPalette::Base));
     QCPPainter painter(&img);

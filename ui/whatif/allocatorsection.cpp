@@ -210,11 +210,20 @@ void AllocatorSection::startReplay()
                  [this, recordedOnly](ReplayOutcome out) { adopt(std::move(out), recordedOnly); });
 }
 
+void AllocatorSection::prepare()
+{
+    if (m_trace && m_expandable->isEnabled())
+        m_deferred->ensure();
+}
+
 void AllocatorSection::replayNow()
 {
     if (!m_trace || !m_expandable->isEnabled())
         return;
     if (m_result && !m_job->isRunning() && !m_deferred->stale())
+        return;
+    // The latest request is under way (prepare(), or the section was on screen): its answer.
+    if (!m_deferred->stale() && m_job->finishNow())
         return;
     m_job->cancel();
     m_synchronous = true;

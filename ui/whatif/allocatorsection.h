@@ -45,8 +45,11 @@ public:
     bool expandable() const;
 
     bool isReplaying() const;
-    /// For an export or a screenshot: a replay that is pending or running is done now, on
-    /// this thread (a picture must not say "replaying...").
+    /// Starts a replay that waits to be on screen, in the background, now: an export of
+    /// several views calls this first and replayNow() when it draws this one.
+    void prepare();
+    /// For an export or a screenshot: a replay that is pending is done now, on this thread;
+    /// one already running is waited for (a picture must not say "replaying...").
     void replayNow();
     /// The last replay under the shown setting, and under the recorded one; null before the first.
     const AllocatorReplayResult* result() const { return m_result ? &*m_result : nullptr; }

@@ -54,6 +54,11 @@ void WhatIfView::render(QCPPainter* painter, const QSize& size)
     }
 }
 
+void WhatIfView::prepareExport()
+{
+    m_panel->allocatorSection()->prepare();
+}
+
 void WhatIfView::setData(const ExplorerDataPtr& data)
 {
     if (data == m_data)

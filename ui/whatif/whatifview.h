@@ -27,6 +27,7 @@ public:
     void selectionChanged(const SelectionState&, Selection::Fields) override {}
     /// The panel at the export size, without the scroll bars its dock may need.
     void render(QCPPainter* painter, const QSize& size) override;
+    void prepareExport() override;
 
     WhatIfPanel* panel() const { return m_panel; }
     /// Settings to restore with the next data (from the opened file's user data).
