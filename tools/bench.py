@@ -110,7 +110,7 @@ def main():
     print("headroom-cli summary --json   median %.3f s" % ma)
     print("python pickle.load (baseline) median %.3f s" % mb)
     print("ratio cli / pickle.load       %.3f   (target <= 0.10)" % (ma / mb))
-    print("headroom-cli peak RSS         %.1f MiB = file + %.1f MiB   (target <= file + 100 MiB)"
+    print("headroom-cli peak RSS         %.1f MiB = file %+.1f MiB   (target <= file + 100 MiB)"
           % (max(rss_a) / 2**20, (max(rss_a) - size) / 2**20))
     man = statistics.median(an)
     print("headroom-cli analyze --json   median %.3f s: analysis adds %.3f s = %.2f of the import   (target <= 2)"
