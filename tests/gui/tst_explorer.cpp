@@ -852,6 +852,28 @@ TEST_CASE("timeline redraw on a million events", "[.benchmark]")
     measure("by category without the overlay layer, whole run");
     a.explorer().timeline()->plot()->layer(QStringLiteral("overlay"))->setVisible(true);
 
+    // Each view's first showing builds what waited for it (DeferredRebuild) on the GUI
+    // thread, and so does a click on the timeline for the views on screen.
+    a.explorer().showView(QStringLiteral("timeline"));
+    QApplication::processEvents(); // the replot the overlay's layer change asked for
+    for (ExplorerView* v : a.explorer().views()) {
+        QElapsedTimer shown;
+        shown.start();
+        a.explorer().showView(v->viewId());
+        QApplication::processEvents();
+        WARN("first showing of " << v->viewId().toStdString() << ": " << double(shown.nsecsElapsed()) / 1e6
+                                 << " ms on the GUI thread");
+    }
+    {
+        const int64_t events = int64_t(a.data().timeline().allocated.size());
+        QElapsedTimer clicked;
+        clicked.start();
+        a.explorer().selection()->setEvent(events / 3);
+        QApplication::processEvents();
+        WARN("selecting an event (a click on the timeline, the what-if view in front): "
+             << double(clicked.nsecsElapsed()) / 1e6 << " ms on the GUI thread");
+    }
+
     // File > Export Postmortem runs on the GUI thread (it draws five views): how long the
     // window is busy with it on a million events.
     QTemporaryDir out;
