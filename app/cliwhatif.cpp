@@ -7,6 +7,7 @@
 #include "core/analysis/memoryanalysis.h"
 #include "core/io/loader.h"
 #include "core/util/loaderror.h"
+#include "core/util/join.h"
 #include "core/util/units.h"
 #include "core/whatif/allocatorverdict.h"
 #include "core/whatif/whatifcalibration.h"
@@ -25,14 +26,6 @@ namespace {
 struct BadInput : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
-
-std::string joined(const std::vector<std::string>& v)
-{
-    std::string s;
-    for (const auto& x : v)
-        s += (s.empty() ? "" : ", ") + x;
-    return s;
-}
 
 } // namespace
 
@@ -111,7 +104,7 @@ int WhatIfCommands::runOne(const Options& o, bool ladder)
         if (!o.model.empty()) {
             auto p = modelPreset(o.model);
             if (!p)
-                throw BadInput("--model: unknown preset '" + o.model + "' (presets: " + joined(modelPresetNames()) + ")");
+                throw BadInput("--model: unknown preset '" + o.model + "' (presets: " + joinWith(modelPresetNames()) + ")");
             dims = *p;
         }
         if (o.layers) dims.layers = *o.layers;
@@ -242,7 +235,7 @@ int WhatIfCommands::runOne(const Options& o, bool ladder)
         if (!o.devicePreset.empty()) {
             auto d = devicePreset(o.devicePreset);
             if (!d)
-                throw BadInput("--device: unknown preset '" + o.devicePreset + "' (" + joined(devicePresetNames()) + ")");
+                throw BadInput("--device: unknown preset '" + o.devicePreset + "' (" + joinWith(devicePresetNames()) + ")");
             dev = *d;
         }
         const int64_t capBytes = capacity ? *capacity : (traceCapacity > 0 ? traceCapacity : dev.capacityBytes);

@@ -2,6 +2,7 @@
 #include "core/whatif/allocatorverdict.h"
 
 #include "core/replay/allocatorreplay.h"
+#include "core/util/join.h"
 #include "core/util/units.h"
 
 namespace headroom {
@@ -10,14 +11,6 @@ namespace {
 
 /// Settings to try, cheapest to adopt first; those the run already had are skipped.
 const char* const kCandidates[] = {"expandable_segments:True", "max_split_size_mb:512", "max_split_size_mb:128"};
-
-std::string joinTried(const std::vector<std::string>& v)
-{
-    std::string s;
-    for (const auto& x : v)
-        s += (s.empty() ? "" : ", ") + x;
-    return s;
-}
 
 } // namespace
 
@@ -62,7 +55,7 @@ std::string AllocatorVerdict::evidence() const
                "% of the recorded segment events, so it does not judge other settings";
     if (avoidedBy.empty())
         return tried.empty() ? std::string()
-                             : "replayed through the caching allocator under " + joinTried(tried) +
+                             : "replayed through the caching allocator under " + joinWith(tried) +
                                    ", the OOM still happens: no allocator setting saves this run";
     return "replayed through the caching allocator under " + avoidedBy + ", the OOM is avoided (reserved peak " +
            formatBytes(reservedPeak) + " of " + formatBytes(capacity) + ")";
