@@ -47,6 +47,15 @@ QImage image(ExplorerView* view, QSize size)
     return img;
 }
 
+bool writeImage(const QImage& image, const QString& path, QString* error)
+{
+    if (image.save(path, QFileInfo(path).suffix().isEmpty() ? "PNG" : nullptr))
+        return true;
+    if (error)
+        *error = QObject::tr("Cannot write %1").arg(path);
+    return false;
+}
+
 bool save(ExplorerView* view, const QString& path, QString* error, QSize size)
 {
     size = sizeFor(view, size);
@@ -90,12 +99,8 @@ bool save(ExplorerView* view, const QString& path, QString* error, QSize size)
         painter.end();
         return true;
     }
-    if (suffix == QLatin1String("png") || suffix == QLatin1String("jpg") || suffix.isEmpty()) {
-        const QImage img = image(view, size);
-        if (!img.save(path, suffix.isEmpty() ? "PNG" : nullptr))
-            return fail(QObject::tr("Cannot write %1").arg(path));
-        return true;
-    }
+    if (suffix == QLatin1String("png") || suffix == QLatin1String("jpg") || suffix.isEmpty())
+        return writeImage(image(view, size), path, error);
     return fail(QObject::tr("Unknown export format \"%1\": use .png, .svg or .pdf").arg(suffix));
 }
 

@@ -65,20 +65,24 @@ bool writePostmortem(Explorer& explorer, const QString& directory, QString* erro
 
     // Drawn here, encoded on the pool: the PNG encoder took a third of the export's time on
     // the GUI thread, and it overlaps the next view's drawing.
-    std::vector<std::pair<QString, QFuture<bool>>> writes;
+    std::vector<QFuture<QString>> writes; // each: why it failed, or empty
     for (const Image& img : images) {
         ExplorerView* v = explorer.view(QString::fromLatin1(img.view));
         if (!v)
             continue;
-        const QString path = dir.filePath(QString::fromLatin1(img.file));
-        writes.emplace_back(path, QtConcurrent::run([image = ViewExport::image(v, img.size), path] {
-                                return image.save(path, "PNG");
-                            }));
+        writes.push_back(QtConcurrent::run([image = ViewExport::image(v, img.size),
+                                            path = dir.filePath(QString::fromLatin1(img.file))] {
+            QString why;
+            ViewExport::writeImage(image, path, &why);
+            return why;
+        }));
     }
     QString imageError;
-    for (auto& [path, written] : writes)
-        if (!written.result() && imageError.isEmpty())
-            imageError = QObject::tr("Cannot write %1").arg(path);
+    for (QFuture<QString>& written : writes)
+        if (imageError.isEmpty())
+            imageError = written.result();
+        else
+            written.waitForFinished();
     // Put the selection back (each setter is a no-op when nothing changes).
     selection->setStackFilter(saved.stackFilter);
     if (saved.hasEvent())
