@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // headroom-cli: the headless front end of core/ (summaries for scripts, CI and servers).
 #include "app/clicheck.h"
+#include "app/cliclassify.h"
 #include "app/clidoctor.h"
 #include "app/cliformats.h"
 #include "app/clijson.h"
@@ -63,6 +64,8 @@ int main(int argc, char** argv)
     doctor.add(app);
     headroom::cli::ReplayCommand replay;
     replay.add(app);
+    headroom::cli::ClassifyCommand classify;
+    classify.add(app);
 
     try {
         app.parse(argc, argv);
@@ -112,6 +115,8 @@ int main(int argc, char** argv)
         return doctor.run();
     if (replay.parsed())
         return replay.run();
+    if (classify.parsed())
+        return classify.run();
     if (whatIf.parsed())
         return whatIf.run();
     if (convert->parsed())

@@ -128,6 +128,7 @@ int WhatIfCommands::runOne(const Options& o, bool ladder)
         std::vector<MeasuredItem> measured;
         std::optional<Calibration> cal;
         bool outlier = false;
+        bool optimizerStateSuspect = false;
         int64_t traceCapacity = 0;
         std::optional<AllocatorRungInput> allocatorRung;
         const std::string file = o.files.empty() ? std::string() : o.files.front();
@@ -177,6 +178,7 @@ int WhatIfCommands::runOne(const Options& o, bool ladder)
             base = cal->baseline;
             measured = cal->measured;
             outlier = cal->outlierBatch;
+            optimizerStateSuspect = cal->optimizerStateSuspect;
             traceCapacity = estimateCapacity(*trace, di, std::nullopt).bytes;
             if (ladder)
                 if (auto v = AllocatorVerdict::forOom(*trace, di, capacity.value_or(0)))
@@ -280,6 +282,7 @@ int WhatIfCommands::runOne(const Options& o, bool ladder)
             LadderOptions lo;
             lo.availableDevices = o.availableDevices;
             lo.outlierBatch = outlier;
+            lo.optimizerStateSuspect = optimizerStateSuspect;
             lo.allocator = allocatorRung;
             std::stringstream ss(o.currencyOrder);
             for (std::string item; std::getline(ss, item, ',');) {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "core/analysis/diagnosis.h"
 
+#include "core/analysis/categorychecks.h"
+
 #include "core/util/units.h"
 
 #include <algorithm>
@@ -280,7 +282,8 @@ std::optional<Finding> fragmentationFinding(const FragmentationJudgement& j, con
     return f;
 }
 
-std::optional<Finding> oomFinding(const MemoryTimeline& tl, const DeviceData& dev, const FragmentationJudgement& j)
+std::optional<Finding> oomFinding(const MemoryTimeline& tl, const DeviceData& dev, const FrameTable& frames,
+                                  const FragmentationJudgement& j)
 {
     if (dev.ooms.empty())
         return std::nullopt;
@@ -295,6 +298,8 @@ std::optional<Finding> oomFinding(const MemoryTimeline& tl, const DeviceData& de
                  " allocated) at event " + std::to_string(o.eventIndex) + "; the request is " +
                  times(o.deviceFree > 0 ? static_cast<double>(o.size) / static_cast<double>(o.deviceFree) : 0.0) +
                  " the free memory";
+    const std::vector<std::string> code = frames.topFrameLines(dev.oomStack(o), 1);
+    f.evidence += code.empty() ? "; the OOM record carries no frames" : "; requested by " + code.front();
     const bool cacheHeldEnough = j.moment == "oom" ? j.inactiveBytes >= o.size : held - allocated >= o.size;
     if (!cacheHeldEnough)
         f.firstMove = "reduce what is alive at this point: see the breakdown at the OOM";
@@ -305,6 +310,44 @@ std::optional<Finding> oomFinding(const MemoryTimeline& tl, const DeviceData& de
         f.firstMove = "the cache held enough: try expandable_segments" +
                       std::string(j.expandable == SettingState::Unknown ? " (if not already on)" : "") +
                       " before shrinking the workload";
+    return f;
+}
+
+std::string invariantText(const CategoryInvariant& i)
+{
+    const std::string at = i.event >= 0 ? "at the peak" : "at the end of the trace";
+    switch (i.kind) {
+    case CategoryInvariant::Kind::OptimizerStateRatio:
+        return "optimizer state " + formatBytes(i.bytes) + " is " + times(i.ratio) + " the parameters' " +
+               formatBytes(i.reference) + " " + at + " (Adam keeps 2x, with an fp32 master copy 3x)";
+    case CategoryInvariant::Kind::GradientRatio:
+        return "gradients " + formatBytes(i.bytes) + " are " + times(i.ratio) + " the parameters' " +
+               formatBytes(i.reference) + " " + at + " (one accumulation buffer holds at most 2x)";
+    case CategoryInvariant::Kind::BreakdownTotal:
+        return "the categories add up to " + formatBytes(i.bytes) + " where the allocated curve is " +
+               formatBytes(i.reference) + " " + at;
+    }
+    return {};
+}
+
+std::optional<Finding> categoryFinding(const MemoryTimeline& tl, const DeviceAnalysis& a)
+{
+    const std::vector<CategoryInvariant> broken = brokenCategoryInvariants(tl, a);
+    if (broken.empty())
+        return std::nullopt;
+    Finding f;
+    f.kind = "categories";
+    f.verdict = "the categories break what a training step can hold: read them, and the levers built on them, "
+                "with care";
+    for (const CategoryInvariant& i : broken)
+        f.evidence += (f.evidence.empty() ? "" : "; ") + invariantText(i);
+    f.evidence += "; phases from " + a.phases.iterationSource;
+    f.firstMove = optimizerStateSuspect(broken)
+                      ? "check the failing request's frames and the phases before shrinking optimizer state: a "
+                        "forward run inside optimizer.step(closure) or a model built inside the step reads as "
+                        "optimizer state; a recording with phase markers (python/headroom_record.py) settles it"
+                      : "check the phases and the stacks of the largest allocations; a recording with phase "
+                        "markers (python/headroom_record.py) settles it";
     return f;
 }
 
@@ -434,7 +477,7 @@ std::vector<Finding> diagnose(const LoadedTrace& trace, size_t deviceIndex, cons
     const MemoryTimeline& tl = trace.timelines[deviceIndex];
     const FragmentationJudgement frag = judgeFragmentation(trace, deviceIndex, a);
     std::vector<Finding> out;
-    if (auto f = oomFinding(tl, dev, frag))
+    if (auto f = oomFinding(tl, dev, trace.snapshot.frames, frag))
         out.push_back(*f);
     out.push_back(capacityFinding(tl, dev, a, cap, frag.expandable));
     if (auto f = leakFinding(tl, a))
@@ -442,6 +485,8 @@ std::vector<Finding> diagnose(const LoadedTrace& trace, size_t deviceIndex, cons
     if (auto f = fragmentationFinding(frag, a.fragmentation))
         out.push_back(*f);
     if (auto f = outlierFinding(a))
+        out.push_back(*f);
+    if (auto f = categoryFinding(tl, a))
         out.push_back(*f);
     return out;
 }

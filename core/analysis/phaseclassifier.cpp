@@ -122,19 +122,53 @@ std::pair<int64_t, int64_t> eventRange(const TraceEvents& ev, int64_t startUs, i
     return {lo - ev.timeUs.begin(), (hi - ev.timeUs.begin()) - 1};
 }
 
+/// An optimizer window whose frames show a forward or a backward ran a closure: its events
+/// without frames (the autograd thread under stacks='python') are not the optimizer's
+/// either, and take the phase around them like any event without a verdict.
+void releaseClosureWindows(const std::vector<std::pair<int64_t, int64_t>>& windows, const TraceEvents& ev,
+                           std::vector<uint8_t>& phase, std::vector<PhaseSource>& source)
+{
+    constexpr uint8_t kUnknown = 0xff;
+    for (auto [lo, hi] : windows) {
+        bool closure = false;
+        for (int64_t i = lo; i <= hi && !closure; ++i)
+            closure = source[i] == PhaseSource::Frames && phase[i] != static_cast<uint8_t>(Phase::Optimizer);
+        if (!closure)
+            continue;
+        for (int64_t i = lo; i <= hi; ++i) {
+            if (source[i] == PhaseSource::Annotation && ev.stack[i] == FrameTable::kEmptyStack) {
+                phase[i] = kUnknown;
+                source[i] = PhaseSource::Default;
+            }
+        }
+    }
+}
+
 } // namespace
 
 Phase PhaseClassifier::phaseOfStack(const FrameTable& ft, uint32_t stack, bool* matched)
 {
-    uint8_t flags = 0;
-    for (uint32_t f : ft.stack(stack))
-        flags |= frameFlags(ft, f);
-    *matched = flags != 0;
-    if (flags & kOptim) return Phase::Optimizer;
-    if (flags & kBackward) return Phase::Backward;
-    if (flags & kLoss) return Phase::Loss;
-    if (flags & kForward) return Phase::Forward;
-    if (flags & kSetup) return Phase::Setup;
+    // What the allocation is, not who called it: the innermost frame that names a phase
+    // decides (Lightning runs forward and backward inside optimizer.step(closure), so an outer
+    // torch/optim frame says nothing), except that anything under autograd's engine is
+    // backward (a checkpoint's recomputed forward runs there) unless the optimizer's own
+    // update is innermost (an optimizer stepped from a gradient hook). Setup frames
+    // (__init__, the data loader) decide only when nothing else matched: a forward builds
+    // small objects too.
+    uint8_t all = 0;
+    uint8_t innermost = 0;
+    for (uint32_t f : ft.stack(stack)) {
+        const uint8_t flags = frameFlags(ft, f);
+        all |= flags;
+        if (innermost == 0 && (flags & ~kSetup))
+            innermost = flags;
+    }
+    *matched = all != 0;
+    if (innermost & kOptim) return Phase::Optimizer;
+    if (all & kBackward) return Phase::Backward;
+    if (innermost & kLoss) return Phase::Loss;
+    if (innermost & kForward) return Phase::Forward;
+    if (all & kSetup) return Phase::Setup;
     return Phase::Other;
 }
 
@@ -168,7 +202,7 @@ PhaseAnalysis PhaseClassifier::classify(const Snapshot& snap, const DeviceData& 
     out.eventSource.assign(n, PhaseSource::Default);
 
     // 1. Annotation windows (inner windows start later and overwrite outer ones).
-    std::vector<std::pair<int64_t, int64_t>> iterationWindows;
+    std::vector<std::pair<int64_t, int64_t>> iterationWindows, optimizerWindows;
     const bool timed = ev.anyTime && std::is_sorted(ev.timeUs.begin(), ev.timeUs.end());
     if (timed) {
         for (const Window& w : windowsFor(snap, dev.device)) {
@@ -182,6 +216,8 @@ PhaseAnalysis PhaseClassifier::classify(const Snapshot& snap, const DeviceData& 
             const Phase p = phaseFromAnnotation(w.name);
             if (p == Phase::Other)
                 continue;
+            if (p == Phase::Optimizer)
+                optimizerWindows.emplace_back(lo, hi);
             for (int64_t i = lo; i <= hi; ++i) {
                 phase[i] = static_cast<uint8_t>(p);
                 out.eventSource[i] = PhaseSource::Annotation;
@@ -191,8 +227,11 @@ PhaseAnalysis PhaseClassifier::classify(const Snapshot& snap, const DeviceData& 
 
     // 2. Frames, cached per stack.
     std::vector<int8_t> stackPhase(snap.frames.stackCount(), -2); // -2: not computed, -1: no rule
+    // PyTorch itself opens an "Optimizer.step#..." window around step(), and a closure runs
+    // the forward and backward inside it: there the frames say what the allocation is.
+    constexpr uint8_t kOptimizerWindow = static_cast<uint8_t>(Phase::Optimizer);
     for (size_t i = 0; i < n; ++i) {
-        if (phase[i] != kUnknown)
+        if (phase[i] != kUnknown && phase[i] != kOptimizerWindow)
             continue;
         const uint32_t s = ev.stack[i];
         if (s == FrameTable::kEmptyStack || s >= stackPhase.size())
@@ -202,11 +241,15 @@ PhaseAnalysis PhaseClassifier::classify(const Snapshot& snap, const DeviceData& 
             const Phase p = phaseOfStack(snap.frames, s, &matched);
             stackPhase[s] = matched ? static_cast<int8_t>(p) : int8_t(-1);
         }
-        if (stackPhase[s] >= 0) {
-            phase[i] = static_cast<uint8_t>(stackPhase[s]);
-            out.eventSource[i] = PhaseSource::Frames;
-        }
+        if (stackPhase[s] < 0)
+            continue;
+        const Phase p = static_cast<Phase>(stackPhase[s]);
+        if (phase[i] == kOptimizerWindow && p != Phase::Forward && p != Phase::Loss && p != Phase::Backward)
+            continue;
+        phase[i] = static_cast<uint8_t>(p);
+        out.eventSource[i] = PhaseSource::Frames;
     }
+    releaseClosureWindows(optimizerWindows, ev, phase, out.eventSource);
     // Events with Python frames that match no training rule are the training loop's
     // own code: between forward and backward that is the loss computation (e.g.
     // `logits.float()` on the loss line), anywhere else data movement and setup.

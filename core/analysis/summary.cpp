@@ -57,7 +57,10 @@ nlohmann::json summaryJson(const LoadedTrace& trace)
         d["peak_event_index"] = tl.peakEventIndex;
         nlohmann::json ooms = nlohmann::json::array();
         for (const OomEvent& o : dev.ooms)
-            ooms.push_back({{"event_index", o.eventIndex}, {"size", o.size}, {"device_free", o.deviceFree}});
+            ooms.push_back({{"event_index", o.eventIndex},
+                            {"size", o.size},
+                            {"device_free", o.deviceFree},
+                            {"frames", snap.frames.topFrameLines(dev.oomStack(o), kOomFrameLines)}});
         d["oom"] = ooms;
         d["reserved_curve_start"] = tl.initialReserved;
         d["reserved_peak_bytes"] = tl.peakReserved;

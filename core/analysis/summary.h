@@ -8,6 +8,10 @@
 
 namespace headroom {
 
+/// How many of the failing request's frames every report shows (FrameTable::topFrames: the
+/// user's Python frames first).
+inline constexpr size_t kOomFrameLines = 8;
+
 /// The `headroom-cli summary` report: per device, the final allocator state and the
 /// replayed peak. JSON keys are a stable contract (see README).
 nlohmann::json summaryJson(const LoadedTrace& trace);

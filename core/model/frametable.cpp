@@ -158,6 +158,14 @@ bool FrameTable::isPlumbingFrame(uint32_t id) const
     return false;
 }
 
+std::vector<std::string> FrameTable::topFrameLines(uint32_t stackId, size_t count) const
+{
+    std::vector<std::string> out;
+    for (uint32_t f : topFrames(stackId, count))
+        out.push_back(formatFrame(f));
+    return out;
+}
+
 std::vector<uint32_t> FrameTable::topFrames(uint32_t stackId, size_t count) const
 {
     // Python frames say where in the user's program; without them (the autograd thread,

@@ -52,6 +52,8 @@ public:
     /// The `count` most telling frames, innermost first: the Python frames when the stack
     /// has any, else the C++ frames that are neither noise nor plumbing.
     std::vector<uint32_t> topFrames(uint32_t stackId, size_t count) const;
+    /// topFrames() as "file:line:name" lines.
+    std::vector<std::string> topFrameLines(uint32_t stackId, size_t count) const;
 
 private:
     StringPool m_strings;

@@ -77,6 +77,13 @@ void TraceEvents::clear()
     *this = TraceEvents{};
 }
 
+uint32_t DeviceData::oomStack(const OomEvent& o) const
+{
+    if (o.eventIndex < 0 || static_cast<size_t>(o.eventIndex) >= trace.stack.size())
+        return FrameTable::kEmptyStack;
+    return trace.stack[static_cast<size_t>(o.eventIndex)];
+}
+
 const DeviceData* Snapshot::findDevice(int device) const
 {
     for (const auto& d : devices)

@@ -143,6 +143,10 @@ struct DeviceData {
     /// True when the allocated curve is relative to the start of the window (Chrome traces
     /// without `Total Allocated`): the UI and CLI must say so.
     bool relativeCurve = false;
+
+    /// The stack of the request an OOM record reports (the failing allocation's frames);
+    /// 0 when the entry carried none.
+    uint32_t oomStack(const OomEvent& o) const;
 };
 
 /// The totals of a device's final allocator state: what its segments and blocks hold when

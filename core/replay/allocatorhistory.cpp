@@ -17,6 +17,68 @@ constexpr int64_t kMaxUnsplit = 1 << 20;   ///< a large-pool block keeps a remai
 bool isSegmentOpen(TraceAction a) { return a == TraceAction::SegmentAlloc || a == TraceAction::SegmentMap; }
 bool isSegmentClose(TraceAction a) { return a == TraceAction::SegmentFree || a == TraceAction::SegmentUnmap; }
 
+/// Ends every open span that [released.address, +size) overlaps at `released.end` (one
+/// segment_unmap may release the pages of many segment_map events); what stays mapped of each
+/// continues as a new span, and the parts that no span covered were reserved before the window.
+void closeRange(std::map<uint64_t, size_t>& open, std::vector<AllocatorHistory::SegmentSpan>& spans,
+                const AllocatorHistory::SegmentSpan& released)
+{
+    const int64_t at = released.end;
+    const uint64_t lo = released.address;
+    const uint64_t hi = lo + uint64_t(std::max<int64_t>(1, released.size));
+    auto it = open.upper_bound(lo);
+    if (it != open.begin() && spans[std::prev(it)->second].address + uint64_t(spans[std::prev(it)->second].size) > lo)
+        --it;
+    uint64_t cursor = lo;
+    auto uncovered = [&](uint64_t from, uint64_t to) {
+        if (to > from && released.size > 0)
+            spans.push_back({from, int64_t(to - from), released.stream, Allocation::kBeforeWindow, at,
+                             released.largePool, released.expandable});
+    };
+    while (it != open.end() && it->first < hi) {
+        const AllocatorHistory::SegmentSpan old = spans[it->second];
+        const uint64_t oldEnd = old.address + uint64_t(old.size);
+        spans[it->second].end = at;
+        it = open.erase(it);
+        uncovered(cursor, old.address);
+        if (old.address < lo) {
+            open[old.address] = spans.size();
+            spans.push_back({old.address, int64_t(lo - old.address), old.stream, at, Allocation::kStillAlive,
+                             old.largePool, old.expandable});
+        }
+        if (oldEnd > hi) {
+            open[hi] = spans.size();
+            spans.push_back({hi, int64_t(oldEnd - hi), old.stream, at, Allocation::kStillAlive, old.largePool,
+                             old.expandable});
+        }
+        cursor = std::max(cursor, oldEnd);
+    }
+    uncovered(cursor, hi);
+}
+
+/// Adjacent mapped ranges of an expandable segment are one address range to the allocator:
+/// a block (a 4.94 GiB tensor) spans the pages of many segment_map events, so the ranges are
+/// joined before blocks are placed, or the block would be cut at the first page boundary and
+/// the rest of it counted as cached free.
+void mergeMappedRanges(std::vector<StateSegment>& segments)
+{
+    size_t out = 0;
+    for (size_t i = 0; i < segments.size(); ++i) {
+        if (out > 0) {
+            StateSegment& prev = segments[out - 1];
+            const StateSegment& s = segments[i];
+            if (prev.expandable && s.expandable && prev.stream == s.stream &&
+                prev.address + uint64_t(prev.size) == s.address) {
+                prev.size += s.size;
+                prev.beforeWindow = prev.beforeWindow && s.beforeWindow;
+                continue;
+            }
+        }
+        segments[out++] = segments[i];
+    }
+    segments.resize(out);
+}
+
 } // namespace
 
 AllocatorHistory::AllocatorHistory(const DeviceData& dev, const MemoryTimeline& tl)
@@ -42,32 +104,13 @@ AllocatorHistory::AllocatorHistory(const DeviceData& dev, const MemoryTimeline& 
                 open.erase(it);
             }
             open[addr] = m_spans.size();
-            m_spans.push_back({addr, size, ev.stream[i], at, Allocation::kStillAlive, size != kSmallSegment});
+            const bool mapped = a == TraceAction::SegmentMap;
+            m_spans.push_back({addr, size, ev.stream[i], at, Allocation::kStillAlive, size != kSmallSegment,
+                               mapped});
             continue;
         }
-        auto it = open.upper_bound(addr);
-        if (it != open.begin()) {
-            --it;
-            SegmentSpan& s = m_spans[it->second];
-            const uint64_t sEnd = s.address + uint64_t(s.size);
-            if (addr < sEnd) {
-                const SegmentSpan old = s;
-                s.end = at;
-                open.erase(it);
-                const uint64_t cutEnd = std::min(sEnd, addr + uint64_t(size));
-                if (addr > old.address) {
-                    open[old.address] = m_spans.size();
-                    m_spans.push_back({old.address, int64_t(addr - old.address), old.stream, at, Allocation::kStillAlive, old.largePool});
-                }
-                if (cutEnd < sEnd) {
-                    open[cutEnd] = m_spans.size();
-                    m_spans.push_back({cutEnd, int64_t(sEnd - cutEnd), old.stream, at, Allocation::kStillAlive, old.largePool});
-                }
-                continue;
-            }
-        }
-        // Released but never reserved in the window: reserved since before it.
-        m_spans.push_back({addr, size, ev.stream[i], Allocation::kBeforeWindow, at, size != kSmallSegment});
+        closeRange(open, m_spans, {addr, size, ev.stream[i], Allocation::kBeforeWindow, at, size != kSmallSegment,
+                                   a == TraceAction::SegmentUnmap});
     }
     // Final segments not (fully) covered by ranges reserved in the window were reserved
     // before it; their uncovered parts become spans alive from the start.
@@ -76,17 +119,18 @@ AllocatorHistory::AllocatorHistory(const DeviceData& dev, const MemoryTimeline& 
         uint64_t cursor = seg.address;
         for (auto it = open.lower_bound(seg.address); it != open.end() && it->first < segEnd; ++it) {
             m_spans[it->second].largePool = seg.largePool;
+            m_spans[it->second].expandable |= seg.expandable;
             // Copies: the push_back below may move m_spans (found by fuzz_snapshot).
             const uint64_t spanAddress = m_spans[it->second].address;
             const uint64_t spanEnd = spanAddress + uint64_t(m_spans[it->second].size);
             if (spanAddress > cursor)
                 m_spans.push_back({cursor, int64_t(spanAddress - cursor), seg.stream, Allocation::kBeforeWindow,
-                                   Allocation::kStillAlive, seg.largePool});
+                                   Allocation::kStillAlive, seg.largePool, seg.expandable});
             cursor = std::max(cursor, spanEnd);
         }
         if (cursor < segEnd)
             m_spans.push_back({cursor, int64_t(segEnd - cursor), seg.stream, Allocation::kBeforeWindow,
-                               Allocation::kStillAlive, seg.largePool});
+                               Allocation::kStillAlive, seg.largePool, seg.expandable});
     }
 
     // free_requested events: an allocation is pending free from there to its free_completed.
@@ -147,11 +191,13 @@ AllocatorState AllocatorHistory::stateAt(const MemoryTimeline& tl, int64_t event
             seg.stream = s.stream;
             seg.largePool = s.largePool;
             seg.beforeWindow = s.start == Allocation::kBeforeWindow;
+            seg.expandable = s.expandable;
             st.segments.push_back(seg);
             st.reserved += s.size;
         }
     std::sort(st.segments.begin(), st.segments.end(),
               [](const StateSegment& a, const StateSegment& b) { return a.address < b.address; });
+    mergeMappedRanges(st.segments);
 
     // Place each live allocation in the segment holding its address.
     struct Placed {

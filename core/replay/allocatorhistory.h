@@ -27,6 +27,7 @@ public:
         int64_t start = Allocation::kBeforeWindow;
         int64_t end = Allocation::kStillAlive;
         bool largePool = true;
+        bool expandable = false; ///< pages of an expandable segment (segment_map)
     };
 
     AllocatorHistory() = default;

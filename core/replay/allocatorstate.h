@@ -28,6 +28,7 @@ struct StateSegment {
     int64_t stream = 0;
     bool largePool = true;
     bool beforeWindow = false; ///< reserved before the trace began
+    bool expandable = false;   ///< mapped pages of an expandable segment: one range with its neighbours
     uint32_t firstBlock = 0;   ///< into AllocatorState::blocks
     uint32_t blockCount = 0;
     int64_t allocated = 0;     ///< bytes of allocated + pending-free blocks

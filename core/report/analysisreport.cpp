@@ -3,6 +3,7 @@
 
 #include "core/analysis/diagnosis.h"
 #include "core/analysis/memoryanalysis.h"
+#include "core/analysis/summary.h"
 #include "core/report/devicereport.h"
 #include "core/util/units.h"
 
@@ -28,12 +29,28 @@ nlohmann::json phaseMap(const Breakdown& b)
     return m;
 }
 
-std::vector<std::string> frameLines(const FrameTable& ft, uint32_t stack, size_t count)
+nlohmann::json failingRequests(const Snapshot& snap, const DeviceData& dev)
 {
-    std::vector<std::string> out;
-    for (uint32_t f : ft.topFrames(stack, count))
-        out.push_back(ft.formatFrame(f));
+    nlohmann::json out = nlohmann::json::array();
+    for (const OomEvent& o : dev.ooms)
+        out.push_back({{"event_index", o.eventIndex},
+                       {"size", o.size},
+                       {"device_free", o.deviceFree},
+                       {"frames", snap.frames.topFrameLines(dev.oomStack(o), kOomFrameLines)}});
     return out;
+}
+
+void printFailingRequests(std::ostream& os, const nlohmann::json& requests)
+{
+    for (const auto& r : requests) {
+        os << "  failing request at event " << r["event_index"].get<int64_t>() << ": "
+           << formatBytes(r["size"].get<int64_t>()) << " with " << formatBytes(r["device_free"].get<int64_t>())
+           << " free on the device\n";
+        if (r["frames"].empty())
+            os << "        (the OOM record carries no frames)\n";
+        for (const auto& f : r["frames"])
+            os << "        " << f.get<std::string>() << "\n";
+    }
 }
 
 } // namespace
@@ -72,7 +89,7 @@ nlohmann::json analysisJson(const LoadedTrace& trace, std::optional<int64_t> cap
                            {"rule", categoryRuleText(c.rule)},
                            {"start_event", al.start},
                            {"end_event", al.end},
-                           {"frames", frameLines(snap.frames, al.stack, 3)}});
+                           {"frames", snap.frames.topFrameLines(al.stack, 3)}});
         }
         j["top_at_peak"] = top;
         nlohmann::json iters = nlohmann::json::array();
@@ -131,6 +148,7 @@ nlohmann::json analysisJson(const LoadedTrace& trace, std::optional<int64_t> cap
                       {"capacity_bytes", v.capacity}};
         }
         j["allocator_replay"] = replay;
+        j["failing_requests"] = failingRequests(snap, snap.devices[d]);
         devices.push_back(std::move(j));
     }
     return {{"file", snap.path}, {"devices", devices}};
@@ -146,6 +164,7 @@ std::string analysisText(const LoadedTrace& trace, std::optional<int64_t> capaci
            << d["iteration_source"].get<std::string>() << "), " << d["phases"].size() << " phase spans\n";
         os << "  peak " << formatBytes(d["peak"]["bytes"].get<int64_t>()) << " at event "
            << d["peak"]["event_index"].get<int64_t>() << "\n";
+        printFailingRequests(os, d["failing_requests"]);
         os << "    by category:";
         for (auto& [k, v] : d["peak"]["by_category"].items())
             if (v.get<int64_t>() > 0)

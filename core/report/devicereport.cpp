@@ -108,6 +108,7 @@ DeviceReport DeviceReport::compute(const LoadedTrace& trace, size_t deviceIndex,
     device.capacityBytes = r.capacity.bytes;
     LadderOptions lo;
     lo.outlierBatch = r.calibration->outlierBatch;
+    lo.optimizerStateSuspect = r.calibration->optimizerStateSuspect;
     if (r.allocator)
         lo.allocator = r.allocator->ladderInput();
     r.ladder = buildLadder(r.calibration->baseline, r.calibration->baseline.config, o.constants, device, lo);

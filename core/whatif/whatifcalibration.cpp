@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "core/whatif/whatifcalibration.h"
 
+#include "core/analysis/categorychecks.h"
 #include "core/util/units.h"
 #include "core/whatif/precisionevidence.h"
 #include "core/whatif/whatifblocks.h"
@@ -140,7 +141,9 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
 Calibration calibrate(const LoadedTrace& trace, size_t deviceIndex, const DeviceAnalysis& a, const StatedConfig& stated,
                       const ModelDims& dims, const WhatIfConstants& k)
 {
-    return calibrateAt(trace, deviceIndex, a, stated, dims, k, -1);
+    Calibration cal = calibrateAt(trace, deviceIndex, a, stated, dims, k, -1);
+    cal.optimizerStateSuspect = optimizerStateSuspect(brokenCategoryInvariants(trace.timelines.at(deviceIndex), a));
+    return cal;
 }
 
 namespace {

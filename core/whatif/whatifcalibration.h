@@ -32,6 +32,9 @@ struct Calibration {
     std::array<int64_t, kStepPhaseCount> events{-1, -1, -1}; ///< the measured points
     double measuredPeak = 0; ///< allocated peak of the chosen iteration
     bool outlierBatch = false;
+    /// The file's optimizer state breaks an invariant (analysis/categorychecks.h): the
+    /// ladder leaves out the levers that shrink it.
+    bool optimizerStateSuspect = false;
     bool firstStep = false;
 
     const MeasuredItem* item(std::string_view key) const;

@@ -292,6 +292,11 @@ Ladder buildLadder(const WhatIfBaseline& base, const LeverConfig& start, const W
         return ph.total > 0 ? a / ph.total : 0;
     }();
     std::vector<Tier> all = tiers(opt, base);
+    if (opt.optimizerStateSuspect) {
+        std::erase_if(all, [](const Tier& t) { return t.title == "8-bit optimizer" || t.title == "pure bf16 / Adafactor"; });
+        L.warnings.push_back("the file's optimizer state breaks what an optimizer keeps (see the categories finding): "
+                             "the 8-bit optimizer and Adafactor rungs are left out until a recording settles it");
+    }
     LeverConfig cur = start;
     Projection curP = L.start;
     const bool staticBound = floorOf(cur) - cHigh > budget;

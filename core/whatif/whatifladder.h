@@ -32,6 +32,9 @@ struct LadderOptions {
     int availableDevices = 1;    ///< sharding rungs only when > 1
     bool allowResultChanging = true; ///< shorter sequences, LoRA
     bool outlierBatch = false;   ///< the diagnosis found an outlier batch
+    /// The file's optimizer state breaks an invariant (categorychecks.h): the levers that
+    /// shrink it lack their premise and are not offered.
+    bool optimizerStateSuspect = false;
     /// The replay's answer for the run as recorded; only meaningful for the recorded levers.
     std::optional<AllocatorRungInput> allocator;
 };

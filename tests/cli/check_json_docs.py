@@ -83,6 +83,7 @@ def main():
         "summary FILE": [["summary", "--json", silmont], ["summary", "--json", oom]],
         "summary FILE FILE...": [["summary", "--json", silmont, kk]],
         "analyze": [["analyze", "--json", silmont], ["analyze", "--json", "--capacity", "80GiB", oom]],
+        "classify": [["classify", "--json", silmont]],
         "whatif": [["whatif", "--json", silmont], ["whatif", "--json", "--model", "gpt2"]],
         "whatif --verify": [["whatif", "--json", decoder, "--verify", decoder]],
         "ladder": [["ladder", "--json", silmont, "--capacity", "2GiB"],

@@ -47,7 +47,11 @@ TEST_CASE("Summaries equal the independently computed goldens", "[golden]")
         for (size_t d = 0; d < golden["devices"].size(); ++d)
             for (const char* key : kKeys) {
                 INFO("device " << d << " key " << key);
-                CHECK(actual["devices"][d][key] == golden["devices"][d][key]);
+                nlohmann::json value = actual["devices"][d][key];
+                if (std::string_view(key) == "oom") // the oracle counts, it does not format frames
+                    for (auto& o : value)
+                        o.erase("frames");
+                CHECK(value == golden["devices"][d][key]);
             }
         ++compared;
     }

@@ -292,3 +292,63 @@ TEST_CASE("PhaseClassifier: ProfilerStep annotations number the iterations", "[p
         CHECK(u.classify().iterationSource == "single window");
     }
 }
+
+TEST_CASE("PhaseClassifier::phaseOfStack: the innermost frame decides, not an outer optimizer.step", "[phaseclassifier]")
+{
+    // Lightning runs the forward and the backward inside optimizer.step(closure): adam.py's
+    // `step` is an outer frame of every allocation of the step (issue 27).
+    Trace t;
+    FrameTable& ft = t.snap.frames;
+    const uint32_t step = ft.internFrame("torch/optim/adam.py", 40, "step");
+    const uint32_t closure = ft.internFrame("lightning/pytorch/loops/optimization/automatic.py", 140, "closure");
+    const uint32_t trainingStep = ft.internFrame("train.py", 12, "training_step");
+    bool matched = false;
+    const std::vector<uint32_t> forward = {ft.internFrame("vision_transformer.py", 174, "forward"), trainingStep, closure,
+                                           step};
+    CHECK(stackPhase(t, ft.internStack(forward), matched) == Phase::Forward);
+    const std::vector<uint32_t> backward = {ft.internFrame("torch/_tensor.py", 30, "backward"), closure, step};
+    CHECK(stackPhase(t, ft.internStack(backward), matched) == Phase::Backward);
+    const std::vector<uint32_t> loss = {ft.internFrame("torch/nn/functional.py", 3000, "mse_loss"), trainingStep,
+                                        closure, step};
+    CHECK(stackPhase(t, ft.internStack(loss), matched) == Phase::Loss);
+    const std::vector<uint32_t> update = {ft.internFrame("torch/optim/adam.py", 300, "_single_tensor_adam"), step,
+                                          ft.internFrame("train.py", 20, "optimizer_step")};
+    CHECK(stackPhase(t, ft.internStack(update), matched) == Phase::Optimizer);
+    // A checkpoint's recomputed forward runs under autograd's engine: backward.
+    const std::vector<uint32_t> recompute = {ft.internFrame("model.py", 10, "forward"),
+                                             ft.internFrame("torch/utils/checkpoint.py", 100, "backward"),
+                                             ft.internFrame("", 0, "torch::autograd::Engine::evaluate_function")};
+    CHECK(stackPhase(t, ft.internStack(recompute), matched) == Phase::Backward);
+    // An object built inside a forward (a distribution's __init__) is the forward's.
+    const std::vector<uint32_t> built = {ft.internFrame("torch/distributions/normal.py", 50, "__init__"),
+                                         ft.internFrame("model.py", 11, "forward")};
+    CHECK(stackPhase(t, ft.internStack(built), matched) == Phase::Forward);
+}
+
+TEST_CASE("PhaseClassifier: an optimizer window that ran a closure yields to the frames inside it", "[phaseclassifier]")
+{
+    Trace t;
+    t.add(t.setup, 90);
+    t.add(t.forward, 100);
+    t.add(t.forward, 110);
+    t.add(t.loss, 120);
+    t.add(FrameTable::kEmptyStack, 130); // the autograd thread under stacks='python'
+    t.add(t.backward, 140);
+    t.add(t.optim, 150);
+    t.add(FrameTable::kEmptyStack, 160); // a frameless event after the optimizer's own update
+    t.annotate("Optimizer.step#AdamW.step", 95, 165);
+    const PhaseAnalysis a = t.classify();
+    CHECK(phases(a) == "SFFLBBOO");
+    CHECK(a.eventSource[1] == PhaseSource::Frames);
+    CHECK(a.eventSource[6] == PhaseSource::Annotation);
+
+    SECTION("a window of the optimizer's own work keeps its frameless events")
+    {
+        Trace u;
+        u.add(u.forward, 100);
+        u.add(u.optim, 150);
+        u.add(FrameTable::kEmptyStack, 160);
+        u.annotate("Optimizer.step#AdamW.step", 140, 165);
+        CHECK(phases(u.classify()) == "FOO");
+    }
+}

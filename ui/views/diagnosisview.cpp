@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "ui/views/diagnosisview.h"
 
+#include "core/analysis/summary.h"
 #include "ui/explorer/deferredrebuild.h"
 #include "ui/plot/categorystyle.h"
 
@@ -37,6 +38,18 @@ QString kindTitle(const std::string& kind)
     if (kind == "oom")
         return QObject::tr("Out of memory");
     return q(kind);
+}
+
+/// The failing request's own frames, the user's code first, under its OOM line.
+QString oomFramesHtml(const ExplorerData& d, const OomEvent& o)
+{
+    const std::vector<std::string> frames = d.frames().topFrameLines(d.device().oomStack(o), kOomFrameLines);
+    if (frames.empty())
+        return QObject::tr("<br><i>the OOM record carries no frames</i>");
+    QString html = QStringLiteral("<br><code>");
+    for (const std::string& f : frames)
+        html += q(f).toHtmlEscaped() + QStringLiteral("<br>");
+    return html + QStringLiteral("</code>");
 }
 
 } // namespace
@@ -115,9 +128,11 @@ void DiagnosisView::rebuild()
     }
     if (!d.device().ooms.empty()) {
         html += tr("<h4>OOM events</h4><ul>");
-        for (const OomEvent& o : d.device().ooms)
-            html += tr("<li>%1: requested %2 with %3 free on the device</li>")
+        for (const OomEvent& o : d.device().ooms) {
+            html += tr("<li>%1: requested %2 with %3 free on the device")
                         .arg(eventLink(o.eventIndex), formatBytesQ(o.size), formatBytesQ(o.deviceFree));
+            html += oomFramesHtml(d, o) + QStringLiteral("</li>");
+        }
         html += QStringLiteral("</ul>");
     }
     if (!d.analysis.iterationPeaks.empty()) {
@@ -164,10 +179,16 @@ QString DiagnosisView::markdown(const ExplorerData& d)
         md += QStringLiteral("**") + q(f.verdict) + QStringLiteral("**\n\n");
         md += tr("- Evidence: %1\n- First move: %2\n\n").arg(q(f.evidence), q(f.firstMove));
     }
-    for (const OomEvent& o : d.device().ooms)
+    for (const OomEvent& o : d.device().ooms) {
         md += tr("- OOM at event %1: requested %2 with %3 free\n")
                   .arg(o.eventIndex)
                   .arg(formatBytesQ(o.size), formatBytesQ(o.deviceFree));
+        const std::vector<std::string> frames = d.frames().topFrameLines(d.device().oomStack(o), kOomFrameLines);
+        if (frames.empty())
+            md += tr("  (the OOM record carries no frames)\n");
+        for (const std::string& f : frames)
+            md += QStringLiteral("    - `") + q(f) + QStringLiteral("`\n");
+    }
     return md;
 }
 

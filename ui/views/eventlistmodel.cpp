@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "ui/views/eventlistmodel.h"
 
+#include "core/analysis/summary.h"
 #include "ui/plot/categorystyle.h"
 
 #include <QColor>
@@ -53,6 +54,11 @@ QVariant EventListModel::data(const QModelIndex& index, int role) const
         case AddressColumn: return QString(QStringLiteral("0x") + QString::number(t.addr[i], 16));
         case SizeColumn: return formatBytesQ(t.size[i]);
         case StreamColumn: return QString::number(t.stream[i]);
+        case CodeColumn: {
+            // The innermost telling frame: for an OOM row, the code whose request failed.
+            const std::vector<std::string> top = m_data->frames().topFrameLines(t.stack[i], 1);
+            return top.empty() ? QString() : QString::fromStdString(top.front());
+        }
         default: return {};
         }
     }
@@ -64,8 +70,9 @@ QVariant EventListModel::data(const QModelIndex& index, int role) const
         QString tip = tr("event %1: %2 of %3 at 0x%4")
                           .arg(QLocale().toString(qlonglong(e)), QString::fromLatin1(actionName(t.action[i])),
                                formatBytesQ(t.size[i]), QString::number(t.addr[i], 16));
-        for (uint32_t f : m_data->frames().topFrames(t.stack[i], 3))
-            tip += QStringLiteral("\n  ") + QString::fromStdString(m_data->frames().formatFrame(f));
+        const size_t frames = t.action[i] == TraceAction::Oom ? kOomFrameLines : 3;
+        for (const std::string& f : m_data->frames().topFrameLines(t.stack[i], frames))
+            tip += QStringLiteral("\n  ") + QString::fromStdString(f);
         return tip;
     }
     return {};
@@ -81,6 +88,7 @@ QVariant EventListModel::headerData(int section, Qt::Orientation orientation, in
     case AddressColumn: return tr("Address");
     case SizeColumn: return tr("Size");
     case StreamColumn: return tr("Stream");
+    case CodeColumn: return tr("Code");
     default: return {};
     }
 }

@@ -14,7 +14,7 @@ namespace headroom {
 class EventListModel : public QAbstractTableModel {
     Q_OBJECT
 public:
-    enum Column { IndexColumn, ActionColumn, AddressColumn, SizeColumn, StreamColumn, ColumnCount };
+    enum Column { IndexColumn, ActionColumn, AddressColumn, SizeColumn, StreamColumn, CodeColumn, ColumnCount };
 
     explicit EventListModel(QObject* parent = nullptr);
 

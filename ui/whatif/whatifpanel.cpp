@@ -441,6 +441,7 @@ void WhatIfPanel::rebuildLadder()
         return;
     LadderOptions lo;
     lo.outlierBatch = m_cal && m_cal->outlierBatch;
+    lo.optimizerStateSuspect = m_cal && m_cal->optimizerStateSuspect;
     lo.availableDevices = std::max(1, m_config.devices);
     // The replay answered for this capacity; at another it says nothing.
     if (m_verdict && m_verdict->capacity == m_device.capacityBytes)

@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: MIT
+// Issue 27 on real recordings: a Lightning-style closure loop read as a forward and a backward,
+// the failing request's frames in every report, and the category invariants that keep a lever
+// built on a wrong reading from being the first move.
+#include "core/analysis/categorychecks.h"
+#include "core/analysis/diagnosis.h"
+#include "core/analysis/memoryanalysis.h"
+#include "core/analysis/summary.h"
+#include "core/io/loader.h"
+#include "core/report/analysisreport.h"
+#include "core/report/devicereport.h"
+#include "core/whatif/whatifladder.h"
+#include "core/whatif/whatiflevers.h"
+#include "core/whatif/whatifmodel.h"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+using namespace headroom;
+
+namespace {
+
+std::shared_ptr<const LoadedTrace> loadCpu(const char* name)
+{
+    return Loader::load(std::string(HEADROOM_SOURCE_DIR) + "/tests/data/cpu/" + name);
+}
+
+int64_t at(const Breakdown& b, TensorCategory c) { return b.byCategory[size_t(c)]; }
+
+bool hasPhase(const PhaseAnalysis& p, Phase phase)
+{
+    return std::any_of(p.spans.begin(), p.spans.end(), [&](const PhaseSpan& s) { return s.phase == phase; });
+}
+
+} // namespace
+
+TEST_CASE("A forward and backward inside optimizer.step(closure) are a forward and a backward", "[realoom][real]")
+{
+    // tests/data/cpu/record_closure.py: the decoder trained Lightning-style, the only marker the
+    // user's "optimizer" around step(closure). Before issue 27: one iteration, phases setup and
+    // optimizer only, the forward's activations read as optimizer state.
+    for (const char* name : {"closure_mb2.pickle", "closure_mb4.pickle"}) {
+        INFO(name);
+        const auto trace = loadCpu(name);
+        const DeviceAnalysis a = analyzeDevice(*trace, 0);
+        CHECK(a.phases.iterations.size() == 2);
+        CHECK(hasPhase(a.phases, Phase::Forward));
+        CHECK(hasPhase(a.phases, Phase::Backward));
+        const int64_t params = at(a.atPeak, TensorCategory::Parameter);
+        const int64_t state = at(a.atEnd, TensorCategory::OptimizerState);
+        // AdamW keeps two moments (and a step counter per parameter).
+        CHECK(double(state) >= 1.9 * double(params));
+        CHECK(double(state) <= 2.2 * double(params));
+        CHECK(at(a.atPeak, TensorCategory::Activation) > at(a.atPeak, TensorCategory::OptimizerState));
+        CHECK(brokenCategoryInvariants(trace->timelines[0], a).empty());
+    }
+}
+
+TEST_CASE("The failing request's frames are in the summary, the analysis and the diagnosis", "[realoom]")
+{
+    const auto trace = Loader::load(std::string(HEADROOM_SOURCE_DIR) + "/tests/fixtures/oom.pickle");
+    const DeviceData& dev = trace->snapshot.devices[0];
+    REQUIRE_FALSE(dev.ooms.empty());
+    const std::vector<std::string> frames = trace->snapshot.frames.topFrameLines(dev.oomStack(dev.ooms[0]), kOomFrameLines);
+    REQUIRE_FALSE(frames.empty());
+    const nlohmann::json summary = summaryJson(*trace);
+    CHECK(summary["devices"][0]["oom"][0]["frames"] == frames);
+    const nlohmann::json analysis = analysisJson(*trace, std::nullopt);
+    CHECK(analysis["devices"][0]["failing_requests"][0]["frames"] == frames);
+    const std::string text = analysisText(*trace, std::nullopt);
+    CHECK(text.find("failing request at event") != std::string::npos);
+    CHECK(text.find(frames.front()) != std::string::npos);
+    const DeviceReport report = DeviceReport::compute(*trace, 0, {});
+    const auto oom = std::find_if(report.findings.begin(), report.findings.end(),
+                                  [](const Finding& f) { return f.kind == "oom"; });
+    REQUIRE(oom != report.findings.end());
+    CHECK(oom->evidence.find("requested by " + frames.front()) != std::string::npos);
+}
+
+TEST_CASE("Category invariants: optimizer state past 3x the parameters is a finding, not a lever", "[realoom]")
+{
+    MemoryTimeline tl;
+    tl.allocated = {0, 100 << 20, 0};
+    tl.peakEventIndex = 1;
+    DeviceAnalysis a;
+    a.atPeak.byCategory[size_t(TensorCategory::Parameter)] = 4 << 20;
+    a.atPeak.byCategory[size_t(TensorCategory::OptimizerState)] = 84 << 20; // 21x: a forward read as state
+    a.atPeak.byCategory[size_t(TensorCategory::Activation)] = 12 << 20;
+    const std::vector<CategoryInvariant> broken = brokenCategoryInvariants(tl, a);
+    REQUIRE(broken.size() == 1);
+    CHECK(broken[0].kind == CategoryInvariant::Kind::OptimizerStateRatio);
+    CHECK(broken[0].ratio == Approx(21.0));
+    CHECK(optimizerStateSuspect(broken));
+
+    SECTION("Adam's 2x holds; a breakdown that misses bytes does not")
+    {
+        a.atPeak.byCategory[size_t(TensorCategory::OptimizerState)] = 8 << 20;
+        a.atPeak.byCategory[size_t(TensorCategory::Activation)] = 88 << 20;
+        CHECK(brokenCategoryInvariants(tl, a).empty());
+        a.atPeak.byCategory[size_t(TensorCategory::Activation)] = 70 << 20;
+        const auto missing = brokenCategoryInvariants(tl, a);
+        REQUIRE(missing.size() == 1);
+        CHECK(missing[0].kind == CategoryInvariant::Kind::BreakdownTotal);
+        CHECK_FALSE(optimizerStateSuspect(missing));
+    }
+
+    SECTION("the ladder then leaves out the levers that shrink optimizer state")
+    {
+        const ModelDims dims = *modelPreset("llama2-7b");
+        LeverConfig config;
+        config.microBatch = 4;
+        config.seq = 4096;
+        config.precision = Precision::AmpBf16;
+        config.optimizer = OptimizerKind::AdamW;
+        const WhatIfConstants k;
+        const WhatIfBaseline base = analyticBaseline(dims, config, k);
+        const DeviceSpec dev = *devicePreset("h100-80gb");
+        auto titles = [&](bool suspect) {
+            LadderOptions lo;
+            lo.optimizerStateSuspect = suspect;
+            const Ladder l = buildLadder(base, config, k, dev, lo);
+            std::string s;
+            for (const Rung& r : l.rungs)
+                s += r.title + "; ";
+            return s;
+        };
+        CHECK(titles(false).find("8-bit") != std::string::npos);
+        CHECK(titles(true).find("8-bit") == std::string::npos);
+    }
+}
