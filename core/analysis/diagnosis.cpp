@@ -2,6 +2,8 @@
 #include "core/analysis/diagnosis.h"
 
 #include "core/analysis/categorychecks.h"
+#include "core/analysis/deviceimbalance.h"
+#include "core/analysis/oomprogress.h"
 
 #include "core/util/units.h"
 
@@ -77,40 +79,11 @@ std::string topCategories(const Breakdown& b, size_t count)
     return s;
 }
 
-Finding capacityFinding(const MemoryTimeline& tl, const DeviceData& dev, const DeviceAnalysis& a,
-                        const CapacityEstimate& cap, SettingState expandable)
+/// "misses by 6.0%: a small miss" and its kin, for a need known exactly.
+void judgeRatio(Finding& f, double ratio, int64_t spare, SettingState expandable)
 {
-    Finding f;
-    f.kind = "capacity";
-    int64_t need = tl.peakAllocated;
-    std::string needText = "peak allocated " + formatBytes(need);
-    if (!dev.ooms.empty()) {
-        const OomEvent& o = dev.ooms.front();
-        const int64_t held = allocatedBefore(tl, o.eventIndex);
-        need = std::max(need, held + o.size);
-        needText = "allocated at the OOM " + formatBytes(held) + " + failing request " + formatBytes(o.size);
-    }
-    if (cap.bytes <= 0) {
-        f.verdict = "capacity unknown";
-        f.evidence = needText + "; no OOM record and no capacity given";
-        f.firstMove = "pass the device capacity (--capacity 80GiB) to judge how far the peak is from it";
-        return f;
-    }
-    const double ratio = static_cast<double>(need) / static_cast<double>(cap.bytes);
-    if (!dev.ooms.empty() && ratio <= 1.0) {
-        // It ran out, so it did not fit; how much more the whole step needs is not recorded.
-        f.verdict = "misses: the step had reached " + percent(ratio) + " of capacity when a request failed; "
-                    "its full need is higher and not recorded";
-        f.evidence = needText + " against a capacity of " + formatBytes(cap.bytes) + " (" + cap.source +
-                     "); at the peak: " + topCategories(a.atPeak, 3);
-        f.firstMove = "record a run that fits (smaller micro-batch) to measure the full step, then scale it; "
-                      "check the fragmentation finding first";
-        return f;
-    }
-    f.evidence = needText + " against a capacity of " + formatBytes(cap.bytes) + " (" + cap.source + "): " +
-                 percent(ratio) + " of capacity; at the peak: " + topCategories(a.atPeak, 3);
     if (ratio <= 0.9) {
-        f.verdict = "fits with " + formatBytes(cap.bytes - need) + " of headroom";
+        f.verdict = "fits with " + formatBytes(spare) + " of headroom";
         f.firstMove = "nothing needed; the headroom allows a larger micro-batch";
     } else if (ratio <= 1.0) {
         f.verdict = "fits, but within 10% of capacity";
@@ -134,6 +107,98 @@ Finding capacityFinding(const MemoryTimeline& tl, const DeviceData& dev, const D
         f.verdict = "misses by " + times(ratio) + ": a large miss";
         f.firstMove = "shard the model and optimizer state (ZeRO/FSDP) or offload; tuning alone will not fit it";
     }
+}
+
+/// Where the OOM stopped the step, in words: "the OOM stopped the forward after 72 of the 144
+/// allocations from model.py:174:forward that device 0's forward made".
+std::string progressText(const OomProgress& p, const FrameTable& frames)
+{
+    std::string s = "the OOM stopped the " + std::string(phaseKey(p.phase));
+    if (p.line == 0 || p.done == 0)
+        return s;
+    const std::string line = frames.formatFrame(p.line);
+    if (p.of > 0)
+        return s + " after " + std::to_string(p.done) + " of the " + std::to_string(p.of) + " allocations from " +
+               line + " that " + p.reference + "'s " + std::string(phaseKey(p.phase)) + " made (" +
+               percent(double(p.done) / double(p.of)) + " of the way)";
+    return s + " after " + std::to_string(p.done) + " allocations from " + line;
+}
+
+/// An OOM's need is a lower bound: estimated from a complete reference when the file has one,
+/// else judged as "at least".
+void judgeOom(Finding& f, const OomProgress& p, const FrameTable& frames, const CapacityEstimate& cap,
+              SettingState expandable)
+{
+    const std::string where = progressText(p, frames);
+    const double low = double(p.lowerBound) / double(cap.bytes);
+    if (p.estimateLow > 0) {
+        const double eLow = double(p.estimateLow) / double(cap.bytes);
+        const double eHigh = double(p.estimateHigh) / double(cap.bytes);
+        judgeRatio(f, eHigh, cap.bytes - p.estimateHigh, expandable);
+        Finding structural;
+        judgeRatio(structural, eLow, cap.bytes - p.estimateLow, expandable);
+        f.verdict = "misses: the whole step needs an estimated " + formatBytes(p.estimateLow) + " to " +
+                    formatBytes(p.estimateHigh) + " (" + percent(eLow) + " to " + percent(eHigh) +
+                    " of capacity, from " + p.reference + "); " + where;
+        if (structural.firstMove != f.firstMove)
+            f.firstMove = "at the low estimate: " + structural.firstMove + "; at the high: " + f.firstMove;
+        return;
+    }
+    f.verdict = "misses by at least " + percent(std::max(0.0, low - 1.0)) + ": " + where +
+                ", so what was alive is a lower bound; the whole step's need is not recorded";
+    f.firstMove = "record a run that fits (smaller micro-batch) to measure the full step, then scale it; "
+                  "check the fragmentation finding first";
+}
+
+Finding capacityFinding(const MemoryTimeline& tl, const FrameTable& frames, const DeviceAnalysis& a,
+                        const CapacityEstimate& cap, SettingState expandable, const std::optional<OomProgress>& oom)
+{
+    Finding f;
+    f.kind = "capacity";
+    int64_t need = tl.peakAllocated;
+    std::string needText = "peak allocated " + formatBytes(need);
+    if (oom) {
+        need = std::max(need, oom->lowerBound);
+        needText = "allocated at the OOM + the failing request " + formatBytes(oom->lowerBound) + " (a lower bound)";
+        if (oom->estimateLow > 0)
+            needText += "; the rest of " + oom->reference + "'s step added as it was: " +
+                        formatBytes(oom->estimateLow) + ", scaled by what this device held at the same point: " +
+                        formatBytes(oom->estimateHigh);
+    }
+    if (cap.bytes <= 0) {
+        f.verdict = "capacity unknown";
+        f.evidence = needText + "; no OOM record and no capacity given";
+        f.firstMove = "give the device capacity (Preferences, or --capacity 80GiB on the command line) to judge "
+                      "how far the peak is from it";
+        return f;
+    }
+    const double ratio = double(need) / double(cap.bytes);
+    f.evidence = needText + " against a capacity of " + formatBytes(cap.bytes) + " (" + cap.source + "): " +
+                 percent(ratio) + " of capacity; at the peak: " + topCategories(a.atPeak, 3);
+    if (oom)
+        judgeOom(f, *oom, frames, cap, expandable);
+    else
+        judgeRatio(f, ratio, cap.bytes - need, expandable);
+    return f;
+}
+
+std::optional<Finding> imbalanceFinding(const LoadedTrace& trace, size_t deviceIndex)
+{
+    const std::optional<LineImbalance> im = findDeviceImbalance(trace, deviceIndex);
+    if (!im)
+        return std::nullopt;
+    Finding f;
+    f.kind = "imbalance";
+    f.verdict = "device " + std::to_string(im->device) + " allocates " + times(im->ratio) +
+                " the other devices from the same line: its inputs are larger, not its capacity smaller";
+    const std::string line = trace.snapshot.frames.formatFrame(im->frame);
+    f.evidence = line + " allocates";
+    for (size_t k = 0; k < im->perDevice.size(); ++k)
+        f.evidence += (k == 0 ? " " : ", ") + formatBytes(im->perDevice[k].second) + " on device " +
+                      std::to_string(im->perDevice[k].first);
+    f.evidence += " (its largest single allocation on each)";
+    f.firstMove = "bound each batch by a token (or size) budget, or split the inputs evenly across the devices, "
+                  "before any capacity lever";
     return f;
 }
 
@@ -465,7 +530,10 @@ CapacityEstimate estimateCapacity(const LoadedTrace& trace, size_t deviceIndex, 
     const MemoryTimeline& tl = trace.timelines[deviceIndex];
     if (!dev.ooms.empty()) {
         const OomEvent& o = dev.ooms.front();
-        return {reservedAt(tl, o.eventIndex) + o.deviceFree, "OOM record: reserved + device free"};
+        // A trace without segment events has no reserved curve: what was allocated was on the
+        // device at least.
+        const int64_t held = std::max(reservedAt(tl, o.eventIndex), allocatedBefore(tl, o.eventIndex));
+        return {held + o.deviceFree, "OOM record: reserved + device free"};
     }
     return {0, "unknown"};
 }
@@ -479,7 +547,10 @@ std::vector<Finding> diagnose(const LoadedTrace& trace, size_t deviceIndex, cons
     std::vector<Finding> out;
     if (auto f = oomFinding(tl, dev, trace.snapshot.frames, frag))
         out.push_back(*f);
-    out.push_back(capacityFinding(tl, dev, a, cap, frag.expandable));
+    if (auto f = imbalanceFinding(trace, deviceIndex))
+        out.push_back(*f);
+    out.push_back(capacityFinding(tl, trace.snapshot.frames, a, cap, frag.expandable,
+                                  oomProgress(trace, deviceIndex, a)));
     if (auto f = leakFinding(tl, a))
         out.push_back(*f);
     if (auto f = fragmentationFinding(frag, a.fragmentation))

@@ -107,7 +107,9 @@ DeviceReport DeviceReport::compute(const LoadedTrace& trace, size_t deviceIndex,
     DeviceSpec device = deviceForCapacity(r.capacity.bytes);
     device.capacityBytes = r.capacity.bytes;
     LadderOptions lo;
-    lo.outlierBatch = r.calibration->outlierBatch;
+    // One device's inputs far above the others' is an outlier too: the batch budget comes first.
+    lo.outlierBatch = r.calibration->outlierBatch ||
+                      std::any_of(r.findings.begin(), r.findings.end(), [](const Finding& f) { return f.kind == "imbalance"; });
     lo.optimizerStateSuspect = r.calibration->optimizerStateSuspect;
     if (r.allocator)
         lo.allocator = r.allocator->ladderInput();

@@ -3,6 +3,8 @@
 // the failing request's frames in every report, and the category invariants that keep a lever
 // built on a wrong reading from being the first move.
 #include "core/analysis/categorychecks.h"
+#include "core/analysis/deviceimbalance.h"
+#include "core/analysis/oomprogress.h"
 #include "core/analysis/diagnosis.h"
 #include "core/analysis/memoryanalysis.h"
 #include "core/analysis/summary.h"
@@ -128,4 +130,52 @@ TEST_CASE("Category invariants: optimizer state past 3x the parameters is a find
         CHECK(titles(false).find("8-bit") != std::string::npos);
         CHECK(titles(true).find("8-bit") == std::string::npos);
     }
+}
+
+TEST_CASE("An OOM that stopped the forward: a lower bound, the progress and the whole step's band", "[realoom][real]")
+{
+    // tests/data/cpu/record_imbalanced_oom.py: three real CPU recordings of the decoder at
+    // micro-batch 2, 16 and 4 as devices 0, 1 and 2; device 1 cut at 1.3x device 2's peak. Its
+    // whole step, recorded uncut at micro-batch 16, peaks at 52,622,336 bytes.
+    const auto trace = loadCpu("imbalanced_oom.pickle");
+    REQUIRE(trace->snapshot.devices.size() == 3);
+    const DeviceAnalysis a = analyzeDevice(*trace, 1);
+    const std::optional<OomProgress> p = oomProgress(*trace, 1, a);
+    REQUIRE(p);
+    CHECK(p->phase == Phase::Forward);
+    CHECK(p->reference == "device 0");
+    CHECK(p->done > 0);
+    CHECK(p->done < p->of);
+    const double measured = 52622336.0;
+    CHECK(double(p->lowerBound) < 0.4 * measured); // what was alive says little of the need
+    CHECK(double(p->estimateLow) <= measured);
+    CHECK(double(p->estimateHigh) >= 0.97 * measured);
+
+    const CapacityEstimate cap = estimateCapacity(*trace, 1, std::nullopt);
+    CHECK(cap.bytes == 17690316); // the recording script's capacity: allocated + free at the OOM
+    const std::vector<Finding> findings = diagnose(*trace, 1, a, cap);
+    auto find = [&](const char* kind) {
+        return std::find_if(findings.begin(), findings.end(), [&](const Finding& f) { return f.kind == kind; });
+    };
+    REQUIRE(find("capacity") != findings.end());
+    CHECK(find("capacity")->verdict.find("a small miss") == std::string::npos);
+    CHECK(find("capacity")->verdict.find("the OOM stopped the forward after") != std::string::npos);
+    REQUIRE(find("imbalance") != findings.end());
+    CHECK(find("imbalance") < find("capacity")); // asked before the capacity levers
+    CHECK(find("imbalance")->evidence.find("on device 0") != std::string::npos);
+}
+
+TEST_CASE("The same line compared across devices: the outlier device, not the others", "[realoom][real]")
+{
+    const auto trace = loadCpu("imbalanced_oom.pickle");
+    const std::optional<LineImbalance> im = findDeviceImbalance(*trace, 1);
+    REQUIRE(im);
+    CHECK(im->device == 1);
+    CHECK(im->ratio >= 3.0);
+    CHECK(im->perDevice.size() == 3);
+    // Micro-batch 4 against 2 and 16 is not "far above the others".
+    CHECK_FALSE(findDeviceImbalance(*trace, 0));
+    CHECK_FALSE(findDeviceImbalance(*trace, 2));
+    // A file with one device has nothing to compare.
+    CHECK_FALSE(findDeviceImbalance(*loadCpu("closure_mb2.pickle"), 0));
 }
