@@ -309,6 +309,9 @@ class _NoMarks(object):
     def iteration(self):
         return contextlib.nullcontext()
 
+    def inputs(self, *tensors):
+        return tensors[0] if len(tensors) == 1 else tensors
+
 
 def train(model, optimizer, make_batch, loss_fn, precision="fp32", accum=1, iterations=1,
           cap=None):
@@ -321,6 +324,8 @@ def train(model, optimizer, make_batch, loss_fn, precision="fp32", accum=1, iter
         with cap.iteration():
             for _ in range(accum):
                 x, y = make_batch()
+                if hasattr(cap, "inputs"):  # the batch is "input" in headroom_truth
+                    x, y = cap.inputs(x, y)
                 if amp:
                     ctx = torch.autocast("cpu", dtype=torch.bfloat16)
                 else:

@@ -47,6 +47,21 @@ What is recorded
   the recorder's own frames dropped, frame dicts and stacks interned).
   ``external_annotations`` holds the phase and iteration markers, ``headroom_config`` the
   configuration and the peaks.
+* ``headroom_truth`` (version 1, ``truth=False`` leaves it out) is the recorder's ground
+  truth: ``{"version": 1, "allocations": [[time_us, category, phase], ...]}``, one row per
+  ``alloc`` entry of ``device_traces[0]``, in trace order (``time_us`` is the entry's: a
+  unique key). ``category`` is what the storage was, from what the recorder sees, never from
+  stacks: "parameter" (``nn.Parameter`` storages, storages re-bound to a parameter by
+  ``t.data = x`` / ``Module.to``, and module buffers), "gradient" (a known parameter's
+  ``.grad``, looked at after every ``torch.autograd.backward`` call, at every marker and at
+  the end), "optimizer_state" (values of ``optimizer.state[p]``, looked at at the same
+  points), "input" (``cap.inputs(x, y)``), "activation" (saved for backward through the
+  saved-tensor hooks, or born in forward/loss and alive when a backward phase starts),
+  "temporary" (born in the block, none of these, freed in it) and "unknown" (none of these
+  and alive at the end, or alive before the block with nothing known). A storage seen in
+  several roles gets the first of parameter, gradient, optimizer_state, input, activation.
+  ``phase`` is the innermost ``cap.phase`` window open at the allocation, "setup" when none
+  is, "other" for storages alive before the block.
 * The oracle: the legacy autograd profiler records every CPU-allocator allocation and free
   (``kind() == 'memory_alloc'``); the running sum's maximum (plus the bytes alive before the
   block) is ``oracle_peak_bytes``. ``recorded_peak_bytes`` is the recorder's peak of live
@@ -62,7 +77,8 @@ import threading
 import time
 import weakref
 
-__all__ = ["capture", "Capture", "HeadroomCpuError", "round_size", "PHASE_NAMES"]
+__all__ = ["capture", "Capture", "HeadroomCpuError", "round_size", "PHASE_NAMES",
+           "TRUTH_CATEGORIES", "TRUTH_VERSION"]
 
 PICKLE_PROTOCOL = 4
 PHASE_NAMES = {
@@ -77,6 +93,12 @@ GPU_HELPER = "python/headroom_record.py"
 PRECISIONS = ("fp32", "amp-bf16", "bf16")
 OPTIMIZERS = ("sgd", "sgd-momentum", "adamw", "adam")
 CHECKPOINTS = ("none", "full")
+TRUTH_VERSION = 1
+# headroom_truth categories, by priority: a storage seen in several roles keeps the highest
+TRUTH_CATEGORIES = ("unknown", "temporary", "activation", "input", "optimizer_state",
+                    "gradient", "parameter")
+_UNKNOWN, _TEMPORARY, _ACTIVATION, _INPUT, _OPTSTATE, _GRADIENT, _PARAMETER = range(7)
+_SHORT_PHASE = {v: k for k, v in PHASE_NAMES.items()}
 
 _DISPATCH_FILE = os.path.join("torch", "utils", "_python_dispatch.py")
 _PLAIN, _SKIP, _REBIND, _FRESH, _DETACH = 0, 1, 2, 3, 4
@@ -107,7 +129,7 @@ def _cuda_message(what):
 
 class _Storage(object):
     """One live allocation: a storage and the number of live tensor objects on it."""
-    __slots__ = ("ptr", "addr", "nbytes", "count", "live", "host")
+    __slots__ = ("ptr", "addr", "nbytes", "count", "live", "host", "truth")
 
     def __init__(self, ptr, nbytes, host=False, addr=None):
         self.ptr = ptr  # the CPU data pointer: the key while the storage lives
@@ -116,6 +138,7 @@ class _Storage(object):
         self.count = 0
         self.live = True
         self.host = host  # a CPU tensor on a GPU run too: not in the snapshot
+        self.truth = None  # this allocation's headroom_truth row [time_us, category, phase]
 
 
 def _storage_fn(torch):
@@ -135,7 +158,7 @@ class Capture(object):
 
     def __init__(self, path, micro_batch=None, seq=None, precision="fp32", optimizer="adamw",
                  checkpoint="none", accum=1, devices=1, iterations=None, model=None,
-                 tensors=None, oracle=True, **more):
+                 tensors=None, oracle=True, truth=True, **more):
         import torch  # imported late so that the module itself imports without torch
         self._torch = torch
         self.path = os.fspath(path)
@@ -181,6 +204,16 @@ class Capture(object):
         self._iter = 0
         self._active = False
         self._patches = []
+        # ground truth (headroom_truth)
+        self._truth_on = bool(truth)
+        self._rows = []       # [time_us, category, phase] per alloc event of self._ev
+        self._pre_rows = []   # the same per entry of self._pre (time filled when written)
+        self._phase_stack = []
+        self._phase_now = "setup"
+        self._params = {}     # id(parameter) -> weakref: their .grad are gradients
+        self._optims = []     # weakrefs to optimizers: their state is optimizer state
+        self._buf_mods = weakref.WeakSet()  # modules with buffers
+        self.truth_seconds = 0.0  # time spent in the sweeps (the rest is per allocation)
 
     # ------------------------------------------------------------------ clock & stacks
     def _now(self):
@@ -218,7 +251,11 @@ class Capture(object):
     def _alloc(self, ptr, nbytes):
         s = _Storage(ptr, nbytes)
         self._table[ptr] = s
-        self._ev.append(("alloc", ptr, nbytes, self._now(), self._stack()))
+        t = self._now()
+        self._ev.append(("alloc", ptr, nbytes, t, self._stack()))
+        if self._truth_on:
+            s.truth = row = [t, _TEMPORARY, self._phase_now]
+            self._rows.append(row)
         return s
 
     def _free(self, s):
@@ -247,7 +284,7 @@ class Capture(object):
         self._ev.append(("host_alloc", info[0], info[1], 0, None))
         self._bind(t, s)
 
-    def _pre_existing(self, ptr, nbytes, label):
+    def _pre_existing(self, ptr, nbytes, label, category=_UNKNOWN):
         addr = None
         if self._ev:
             # first seen mid-step, written at the start of the trace: its CPU address may
@@ -257,6 +294,9 @@ class Capture(object):
         s = _Storage(ptr, nbytes, addr=addr)
         self._table[ptr] = s
         self._pre.append((s.addr, nbytes, [{"filename": BEFORE_CAPTURE, "line": 0, "name": label}]))
+        if self._truth_on:
+            s.truth = row = [None, category, "other"]
+            self._pre_rows.append(row)
         return s
 
     def _bind(self, t, s):
@@ -344,7 +384,14 @@ class Capture(object):
         if ptr != 0:
             s.live = True
             self._table[ptr] = s
-            self._ev.append(("alloc", ptr, nbytes, self._now(), self._stack()))
+            t = self._now()
+            self._ev.append(("alloc", ptr, nbytes, t, self._stack()))
+            if self._truth_on:
+                # a new allocation: a role of the old one carries over (a resized .grad)
+                old = s.truth[1] if s.truth is not None and s.truth[1] > _TEMPORARY \
+                    else _TEMPORARY
+                s.truth = row = [t, old, self._phase_now]
+                self._rows.append(row)
 
     def _rebind(self, t):
         """``t`` now points at another storage (``t.data = x``, ``set_``)."""
@@ -423,28 +470,34 @@ class Capture(object):
                         if isinstance(p, Tensor):
                             self._output(p, fresh)
 
-    def _track_existing(self, t, label):
+    def _track_existing(self, t, label, category=_UNKNOWN):
         if t is None or not isinstance(t, self._torch.Tensor):
             return
         if t.is_cuda:
             raise HeadroomCpuError(_cuda_message(label))
         if id(t) in self._objs:
+            self._label(t, category)
             return
         info = self._info_safe(t)
         if info is None or info[0] == 0:
             return
         s = self._table.get(info[0])
         if s is None:
-            s = self._pre_existing(info[0], info[1], label)
+            s = self._pre_existing(info[0], info[1], label, category)
         self._bind(t, s)
+        self._label_storage(s, category)
 
     def _track_model_and_optimizer(self):
         if self._model_obj is not None:
             for n, p in self._model_obj.named_parameters():
-                self._track_existing(p, "parameter " + n)
-                self._track_existing(p.grad, "gradient of " + n)
+                self._track_existing(p, "parameter " + n, _PARAMETER)
+                self._track_existing(p.grad, "gradient of " + n, _GRADIENT)
+                self._add_param(p)
             for n, b in self._model_obj.named_buffers():
-                self._track_existing(b, "buffer " + n)
+                self._track_existing(b, "buffer " + n, _PARAMETER)
+            for m in self._model_obj.modules():
+                if m._buffers:
+                    self._buf_mods.add(m)
         if self._optim_obj is not None:
             names = {}
             if self._model_obj is not None:
@@ -452,14 +505,104 @@ class Capture(object):
             for g in self._optim_obj.param_groups:
                 for p in g["params"]:
                     n = names.get(id(p), "parameter %s" % (tuple(p.shape),))
-                    self._track_existing(p, n if n.startswith("parameter") else "parameter " + n)
-                    self._track_existing(p.grad, "gradient of " + n)
+                    self._track_existing(p, n if n.startswith("parameter") else "parameter " + n,
+                                         _PARAMETER)
+                    self._track_existing(p.grad, "gradient of " + n, _GRADIENT)
             for p, st in self._optim_obj.state.items():
                 n = names.get(id(p), "%s" % (tuple(p.shape),))
                 for k, v in st.items():
-                    self._track_existing(v, "optimizer state %s of %s" % (k, n))
+                    self._track_existing(v, "optimizer state %s of %s" % (k, n), _OPTSTATE)
+            self._add_optimizer(self._optim_obj)
         for i, t in enumerate(self._extra):
             self._track_existing(t, "tensor %d %s" % (i, tuple(t.shape)))
+
+    # ------------------------------------------------------------------ ground truth
+    def _storage_of(self, t):
+        rec = self._objs.get(id(t))
+        if rec is not None and rec[0]() is t and rec[1].live:
+            return rec[1]
+        info = self._info_safe(t)
+        if info is None or info[0] == 0:
+            return None
+        return self._table.get(info[0])
+
+    @staticmethod
+    def _label_storage(s, category):
+        if s is not None:
+            row = s.truth
+            if row is not None and row[1] < category:
+                row[1] = category
+
+    def _label(self, t, category):
+        if self._truth_on and t is not None:
+            self._label_storage(self._storage_of(t), category)
+
+    def _add_param(self, p):
+        if self._truth_on:
+            self._params[id(p)] = weakref.ref(p)
+
+    def _add_optimizer(self, opt):
+        if self._truth_on and not any(r() is opt for r in self._optims):
+            self._optims.append(weakref.ref(opt))
+            for g in opt.param_groups:
+                for p in g["params"]:
+                    self._add_param(p)
+
+    def _sweep(self, state=True):
+        """Labels the storages that are some parameter's .grad now and, with ``state``, the
+        optimizer state and module buffers. Cheap: a few attribute reads per tensor. Runs
+        after every backward call and at every marker (the state at the end of an optimizer
+        phase, at iteration markers and at the end of the block)."""
+        if not (self._truth_on and self._active):
+            return
+        t0 = time.perf_counter()
+        Tensor = self._torch.Tensor
+        dead = []
+        for key, ref in self._params.items():
+            p = ref()
+            if p is None:
+                dead.append(key)
+                continue
+            g = p.grad
+            if g is not None:
+                self._label_storage(self._storage_of(g), _GRADIENT)
+        for key in dead:
+            del self._params[key]
+        if state:
+            for ref in self._optims:
+                opt = ref()
+                if opt is None:
+                    continue
+                for st in opt.state.values():
+                    for v in st.values():
+                        if isinstance(v, Tensor):
+                            self._label_storage(self._storage_of(v), _OPTSTATE)
+            for m in list(self._buf_mods):
+                for b in m._buffers.values():
+                    if b is not None:
+                        self._label_storage(self._storage_of(b), _PARAMETER)
+        self.truth_seconds += time.perf_counter() - t0
+
+    def _backward_starts(self):
+        """Forward outputs kept until the backward are activations."""
+        t0 = time.perf_counter()
+        for s in self._table.values():
+            row = s.truth
+            if row is not None and row[1] < _ACTIVATION and (row[2] == "forward" or
+                                                             row[2] == "loss"):
+                row[1] = _ACTIVATION
+        self.truth_seconds += time.perf_counter() - t0
+
+    def inputs(self, *tensors):
+        """``x, y = cap.inputs(x, y)`` labels the batch (model inputs and targets) as
+        "input" in headroom_truth; returns its arguments (one tensor as it is)."""
+        if self._truth_on and self._active:
+            for t in tensors:
+                if isinstance(t, self._torch.Tensor):
+                    if id(t) not in self._objs:
+                        self._adopt_input(t)
+                    self._label(t, _INPUT)
+        return tensors[0] if len(tensors) == 1 else tensors
 
     # ------------------------------------------------------------------ markers
     def _mark(self, name, stage):
@@ -472,21 +615,38 @@ class Capture(object):
         marker = PHASE_NAMES.get(name, name)
         if marker not in PHASE_NAMES.values():
             raise ValueError("phase must be one of %s, not %r" % (sorted(PHASE_NAMES), name))
+        short = _SHORT_PHASE[marker]
+        truth = self._truth_on and self._active
+        if truth:
+            self._sweep(state=False)
+            if short == "backward":
+                self._backward_starts()
         self._mark(marker, "START")
+        self._phase_stack.append(short)
+        self._phase_now = short
         try:
             yield
         finally:
+            if truth:  # optimizer state and buffers: after an optimizer phase (and below)
+                self._sweep(state=short == "optimizer")
             self._mark(marker, "END")
+            if self._phase_stack and self._phase_stack[-1] == short:
+                self._phase_stack.pop()
+            elif short in self._phase_stack:  # windows closed out of order
+                self._phase_stack.remove(short)
+            self._phase_now = self._phase_stack[-1] if self._phase_stack else "setup"
 
     @contextlib.contextmanager
     def iteration(self):
         """``with cap.iteration() as n:`` marks ``headroom.iteration#n``."""
         n = self._iter
         self._iter += 1
+        self._sweep()
         self._mark(ITERATION_PREFIX + str(n), "START")
         try:
             yield n
         finally:
+            self._sweep()
             self._mark(ITERATION_PREFIX + str(n), "END")
 
     # ------------------------------------------------------------------ enter / exit
@@ -509,6 +669,10 @@ class Capture(object):
 
     def __exit__(self, exc_type, exc, tb):
         try:
+            try:
+                self._sweep()
+            except Exception:  # the truth must never break the recording
+                pass
             self._uninstall()
             self._stop_oracle()
         finally:
@@ -547,10 +711,15 @@ class Capture(object):
         had_make = "_make_subclass" in torch.Tensor.__dict__
         old_make = torch.Tensor.__dict__.get("_make_subclass")
 
+        Parameter = torch.nn.Parameter
+
         def _make_subclass(cls, data, *a, **k):
             out = base_make(cls, data, *a, **k)
             if rec._active:
                 rec._adopt_input(out)
+                if rec._truth_on and isinstance(out, Parameter):
+                    rec._label(out, _PARAMETER)
+                    rec._add_param(out)
             return out
         torch.Tensor._make_subclass = staticmethod(_make_subclass)
         self._patches.append(("_make_subclass", had_make, old_make))
@@ -570,6 +739,8 @@ class Capture(object):
             base_data.__set__(t, v)
             if rec._active:
                 rec._rebind(t)
+                if rec._truth_on and isinstance(t, Parameter):
+                    rec._label(t, _PARAMETER)  # the parameter's new storage
         torch.Tensor.data = property(_get_data, _set_data)
         self._patches.append(("data", had_data, old_data))
 
@@ -585,6 +756,10 @@ class Capture(object):
         torch.get_rng_state = get_rng_state
         self._rng = base_rng
 
+        self._more_patches = []
+        if self._truth_on:
+            self._install_truth()
+
         from torch.utils._mode_utils import no_dispatch
 
         def pack(t):
@@ -597,7 +772,9 @@ class Capture(object):
             if rec._active:
                 info = rec._info_safe(d)
                 if info is not None and info[0] in rec._table:
-                    rec._bind(d, rec._table[info[0]])
+                    s = rec._table[info[0]]
+                    rec._bind(d, s)
+                    rec._label_storage(s, _ACTIVATION)  # saved for backward
             return d
 
         def unpack(d):
@@ -608,10 +785,61 @@ class Capture(object):
         self._mode.__enter__()
         self._active = True
 
+    def _install_truth(self):
+        """What headroom_truth needs to see: module buffers as they are registered,
+        optimizers as they are made, and the gradients after every backward call. The
+        wrappers live in this file, so that no stack shows them."""
+        torch = self._torch
+        rec = self
+
+        def patch(owner, name, new):
+            had = name in owner.__dict__
+            self._more_patches.append((owner, name, had, owner.__dict__.get(name)))
+            setattr(owner, name, new)
+
+        Module = torch.nn.Module
+        base_register_buffer = Module.register_buffer
+
+        def register_buffer(module, name, tensor, *a, **k):
+            out = base_register_buffer(module, name, tensor, *a, **k)
+            if rec._active and tensor is not None:
+                rec._buf_mods.add(module)
+                rec._label(tensor, _PARAMETER)
+            return out
+        patch(Module, "register_buffer", register_buffer)
+
+        Optimizer = torch.optim.Optimizer
+        base_opt_init = Optimizer.__init__
+
+        def optimizer_init(opt, *a, **k):
+            base_opt_init(opt, *a, **k)
+            if rec._active:
+                rec._add_optimizer(opt)
+        patch(Optimizer, "__init__", optimizer_init)
+
+        autograd = torch.autograd
+        base_backward = autograd.backward
+
+        def backward(*a, **k):
+            try:
+                return base_backward(*a, **k)
+            finally:
+                rec._sweep(state=False)  # .grad of every parameter: gradients
+        patch(autograd, "backward", backward)
+
     def _uninstall(self):
         torch = self._torch
         was = self._active
         self._active = False
+        for owner, name, had, old in reversed(getattr(self, "_more_patches", [])):
+            if had:
+                setattr(owner, name, old)
+            else:
+                try:
+                    delattr(owner, name)
+                except AttributeError:
+                    pass
+        self._more_patches = []
         if getattr(self, "_mode", None) is not None:
             self._mode.__exit__(None, None, None)
             self._mode = None
@@ -683,12 +911,17 @@ class Capture(object):
         self._oracle_start = start
 
     # ------------------------------------------------------------------ output
+    def _pre_times(self):
+        """Times of the entries alive before the block: distinct, ending at the block's
+        start, so that time_us is a unique key of every entry."""
+        n = len(self._pre)
+        return [self._t0 - (n - 1 - i) for i in range(n)]
+
     def _trace(self):
-        t_pre = self._t0
         entries = []
-        for addr, n, frames in self._pre:
+        for (addr, n, frames), t in zip(self._pre, self._pre_times()):
             entries.append({"action": "alloc", "addr": addr, "size": round_size(n), "stream": 0,
-                            "time_us": t_pre, "frames": frames})
+                            "time_us": t, "frames": frames})
         for action, addr, n, t, frames in self._ev:
             if action[0] == "h":  # host_alloc / host_free
                 continue
@@ -768,7 +1001,21 @@ class Capture(object):
             "external_annotations": ann,
             "headroom_config": _plain(cfg),
         }
+        if self._truth_on:
+            snapshot["headroom_truth"] = self._truth()
         _atomic_pickle(self.path, snapshot)
+
+    def _truth(self):
+        """The headroom_truth key: one [time_us, category, phase] per alloc entry."""
+        for row, t in zip(self._pre_rows, self._pre_times()):
+            row[0] = t
+        for s in self._table.values():  # alive at the end, no role seen: unknown
+            if s.live and s.truth is not None and s.truth[1] == _TEMPORARY:
+                s.truth[1] = _UNKNOWN
+        names = TRUTH_CATEGORIES
+        rows = [[int(t), names[c], ph] for t, c, ph in self._pre_rows]
+        rows += [[int(t), names[c], ph] for t, c, ph in self._rows]
+        return {"version": TRUTH_VERSION, "allocations": rows}
 
     # ------------------------------------------------------------------ diagnostics
     def oracle_breakdown(self, ops=None):

@@ -20,6 +20,8 @@ std::string_view categoryRuleText(CategoryRule r)
     case CategoryRule::SamePhaseTemporary: return "born and freed within the same phase";
     case CategoryRule::ForwardSavedForBackward: return "born in forward, freed in backward (saved for backward)";
     case CategoryRule::ForwardOutlivesPass: return "born in forward, outlives the forward pass";
+    case CategoryRule::ForwardFreedBeforeBackward:
+        return "born in forward, freed before the backward began (not saved for it: the logits a loss consumed)";
     case CategoryRule::BackwardOutlivesPass: return "born in backward, alive after backward ends (gradient)";
     case CategoryRule::BackwardHeldToEnd: return "born in backward, held for most of the backward pass";
     case CategoryRule::OptimizerFirstStepState: return "born in the optimizer step and kept after it";
@@ -45,7 +47,22 @@ bool hasModuleSetupFrames(const FrameTable& ft, uint32_t stack)
     return false;
 }
 
-AllocationClass classifyOne(const FrameTable& ft, const Allocation& a, const PhaseAnalysis& ph)
+/// For each phase span, the first event of the next backward span that starts after it
+/// (INT64_MAX: none): a forward tensor freed before then was not saved for backward.
+std::vector<int64_t> nextBackwardStarts(const PhaseAnalysis& ph)
+{
+    std::vector<int64_t> out(ph.spans.size(), INT64_MAX);
+    int64_t next = INT64_MAX;
+    for (size_t k = ph.spans.size(); k-- > 0;) {
+        out[k] = next;
+        if (ph.spans[k].phase == Phase::Backward)
+            next = ph.spans[k].startEvent;
+    }
+    return out;
+}
+
+AllocationClass classifyOne(const FrameTable& ft, const Allocation& a, const PhaseAnalysis& ph,
+                            const std::vector<int64_t>& nextBackward)
 {
     using C = TensorCategory;
     using R = CategoryRule;
@@ -81,6 +98,11 @@ AllocationClass classifyOne(const FrameTable& ft, const Allocation& a, const Pha
             return {C::Temporary, R::SamePhaseTemporary, birth};
         if (!alive && death == Phase::Backward)
             return {C::Activation, R::ForwardSavedForBackward, birth};
+        // Freed before the backward that follows began (the logits a loss consumed, freed in the
+        // loss or in a zero_grad between them): not saved for it.
+        if (!alive && span && a.end < nextBackward[size_t(span - ph.spans.data())] &&
+            nextBackward[size_t(span - ph.spans.data())] != INT64_MAX)
+            return {C::Temporary, R::ForwardFreedBeforeBackward, birth};
         return {C::Activation, R::ForwardOutlivesPass, birth};
     case Phase::Backward:
         if (!diesInSpan)
@@ -107,13 +129,14 @@ std::vector<AllocationClass> CategoryClassifier::classify(const Snapshot& snapsh
     std::vector<AllocationClass> out;
     out.reserve(timeline.allocations.size());
     const auto& exact = device.trace.category;
+    const std::vector<int64_t> nextBackward = nextBackwardStarts(phases);
     for (const Allocation& a : timeline.allocations) {
         if (phases.eventPhase.empty()) {
             // No trace: only the final state is known.
             out.push_back({TensorCategory::Unknown, CategoryRule::BeforeWindowOther, Phase::Setup});
             continue;
         }
-        AllocationClass c = classifyOne(snapshot.frames, a, phases);
+        AllocationClass c = classifyOne(snapshot.frames, a, phases, nextBackward);
         if (!exact.empty() && a.start >= 0 && static_cast<size_t>(a.start) < exact.size() &&
             exact[a.start] < static_cast<uint8_t>(kTensorCategoryCount)) {
             c.category = static_cast<TensorCategory>(exact[a.start]);

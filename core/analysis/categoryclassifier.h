@@ -25,6 +25,7 @@ enum class CategoryRule : uint8_t {
     SamePhaseTemporary,      ///< born and freed in the same phase span
     ForwardSavedForBackward, ///< born in forward or loss, freed in backward
     ForwardOutlivesPass,     ///< born in forward or loss, alive past backward
+    ForwardFreedBeforeBackward, ///< born in forward, freed in a later forward or loss span: not saved
     BackwardOutlivesPass,    ///< born in backward, alive after backward ends
     BackwardHeldToEnd,       ///< born in backward, held for most of it
     OptimizerFirstStepState, ///< born in the optimizer, alive after its step

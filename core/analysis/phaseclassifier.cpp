@@ -261,7 +261,9 @@ PhaseAnalysis PhaseClassifier::classify(const Snapshot& snap, const DeviceData& 
         int lastKnown = -1;
         std::vector<size_t> pending;
         auto settle = [&](int next) {
-            if (next >= 0 && next == lastKnown) { // sandwiched: part of the phase around it
+            // Sandwiched: part of the phase around it; but between two optimizer events the loop's
+            // own code is the trainer's between steps (the next batch), not the update's.
+            if (next >= 0 && next == lastKnown && next != int(Phase::Optimizer)) {
                 for (size_t k : pending) {
                     phase[k] = static_cast<uint8_t>(next);
                     out.eventSource[k] = PhaseSource::Neighbours;

@@ -413,11 +413,260 @@ class RecorderTest(unittest.TestCase):
         self.assertIsNone(headroom_cpu._ACTIVE[0])
 
     def test_patches_are_undone(self):
+        before = (torch.nn.Module.register_buffer, torch.optim.Optimizer.__init__,
+                  torch.autograd.backward)
         with headroom_cpu.capture(self.path(), oracle=False):
             torch.nn.Parameter(torch.empty(3))
+            self.assertNotEqual(torch.autograd.backward, before[2])  # followed for the truth
         self.assertNotIn("_make_subclass", torch.Tensor.__dict__)
         self.assertNotIn("data", torch.Tensor.__dict__)
         self.assertEqual(torch.get_rng_state.__module__, "torch.random")
+        self.assertEqual((torch.nn.Module.register_buffer, torch.optim.Optimizer.__init__,
+                          torch.autograd.backward), before)
+
+
+@needs_torch
+class TruthTest(unittest.TestCase):
+    """headroom_truth: the recorder's own category and phase of every allocation."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        torch.manual_seed(0)
+
+    def tearDown(self):
+        torch.set_num_threads(self.threads)
+        self.tmp.cleanup()
+
+    def path(self, name="t.pickle"):
+        return os.path.join(self.tmp.name, name)
+
+    def record(self, path, truth=True, set_to_none=True):
+        """Two AdamW steps of a tiny MLP; returns what the step saw, by address."""
+        seen = {"grad": [], "saved": [], "temp": [], "input": []}
+        with headroom_cpu.capture(path, oracle=False, truth=truth) as cap:
+            model = _tiny_model()  # Linear, GELU, Linear, Sigmoid: sigmoid saves its output
+            opt = torch.optim.AdamW(model.parameters())
+            for _ in range(2):
+                with cap.iteration():
+                    x = cap.inputs(torch.randn(16, 32))
+                    seen["input"].append(x.data_ptr())
+                    with cap.phase("forward"):
+                        y = model(x)
+                        seen["saved"].append(y.data_ptr())
+                    with cap.phase("loss"):
+                        sq = y * y  # freed in the loss phase: a temporary
+                        seen["temp"].append(sq.data_ptr())
+                        loss = sq.mean()
+                        del sq
+                    with cap.phase("backward"):
+                        loss.backward()
+                    seen["grad"].append([p.grad.data_ptr() for p in model.parameters()])
+                    with cap.phase("optimizer"):
+                        opt.step()
+                        opt.zero_grad(set_to_none=set_to_none)
+                    del x, y, loss
+        seen["param"] = [p.data_ptr() for p in model.parameters()]
+        seen["state"] = [v.data_ptr() for st in opt.state.values() for v in st.values()]
+        return load_plain(path), seen
+
+    @staticmethod
+    def truth_by_addr(snap):
+        """addr -> [(time_us, category, phase)] of its allocations, in trace order."""
+        allocs = [e for e in snap["device_traces"][0] if e["action"] == "alloc"]
+        rows = snap["headroom_truth"]["allocations"]
+        out = {}
+        for e, r in zip(allocs, rows):
+            out.setdefault(e["addr"], []).append(tuple(r))
+        return out
+
+    def test_one_row_per_alloc_entry_keyed_by_time(self):
+        snap, _ = self.record(self.path())
+        truth = snap["headroom_truth"]
+        self.assertEqual(truth["version"], headroom_cpu.TRUTH_VERSION)
+        allocs = [e for e in snap["device_traces"][0] if e["action"] == "alloc"]
+        rows = truth["allocations"]
+        self.assertEqual([r[0] for r in rows], [e["time_us"] for e in allocs])
+        times = [e["time_us"] for e in snap["device_traces"][0]]
+        self.assertEqual(len(set(times)), len(times))  # a unique key
+        for t, cat, phase in rows:
+            self.assertIsInstance(t, int)
+            self.assertIn(cat, headroom_cpu.TRUTH_CATEGORIES)
+            self.assertIn(phase, ("setup", "forward", "loss", "backward", "optimizer", "other"))
+        self.assertTrue(only_plain(snap))
+
+    def test_categories_and_phases(self):
+        snap, seen = self.record(self.path())
+        by_addr = self.truth_by_addr(snap)
+        for a in seen["param"]:
+            self.assertEqual(by_addr[a][0][1:], ("parameter", "setup"))
+        for a in seen["state"]:  # exp_avg, exp_avg_sq and step, made in the first step
+            self.assertIn(("optimizer_state", "optimizer"), [r[1:] for r in by_addr[a]])
+        self.assertEqual(len(seen["state"]), 3 * 4)
+        ann = snap["external_annotations"]
+        opt_starts = [a["time_us"] for a in ann
+                      if a["name"] == "## optimizer ##" and a["stage"] == "START"]
+        fwd_starts = [a["time_us"] for a in ann
+                      if a["name"] == "## forward ##" and a["stage"] == "START"]
+        fwd_ends = [a["time_us"] for a in ann
+                    if a["name"] == "## forward ##" and a["stage"] == "END"]
+        loss_ends = [a["time_us"] for a in ann
+                     if a["name"] == "## loss ##" and a["stage"] == "END"]
+
+        def born_before(addr, t):
+            return [r for r in by_addr[addr] if r[0] < t][-1]
+        for it in range(2):
+            # zero_grad(set_to_none=True) frees them: labelled when they became .grad
+            for a in seen["grad"][it]:
+                self.assertEqual(born_before(a, opt_starts[it])[1:], ("gradient", "backward"))
+            self.assertEqual(born_before(seen["saved"][it], fwd_ends[it])[1:],
+                             ("activation", "forward"))
+            self.assertEqual(born_before(seen["temp"][it], loss_ends[it])[1:],
+                             ("temporary", "loss"))
+            self.assertEqual(born_before(seen["input"][it], fwd_starts[it])[1:],
+                             ("input", "setup"))
+        cats = {r[1] for rows in by_addr.values() for r in rows}
+        self.assertNotIn("unknown", cats)
+
+    def test_gradients_kept_by_zero_grad_set_to_none_false(self):
+        snap, seen = self.record(self.path(), set_to_none=False)
+        by_addr = self.truth_by_addr(snap)
+        self.assertEqual(seen["grad"][0], seen["grad"][1])  # zeroed in place, never freed
+        for a in seen["grad"][0]:
+            self.assertEqual(by_addr[a][-1][1:], ("gradient", "backward"))
+
+    def test_truth_changes_nothing_else(self):
+        torch.manual_seed(0)
+        on, _ = self.record(self.path("on.pickle"))
+        torch.manual_seed(0)
+        off, _ = self.record(self.path("off.pickle"), truth=False)
+        self.assertNotIn("headroom_truth", off)
+
+        def shape(snap):
+            return [(e["action"], e["size"], [(f["filename"], f["name"]) for f in e["frames"]])
+                    for e in snap["device_traces"][0]]
+        self.assertEqual(shape(on), shape(off))
+        self.assertEqual([(a["name"], a["stage"]) for a in on["external_annotations"]],
+                         [(a["name"], a["stage"]) for a in off["external_annotations"]])
+        for key in ("recorded_peak_bytes", "recorded_peak_rounded_bytes", "allocations"):
+            self.assertEqual(on["headroom_config"][key], off["headroom_config"][key], key)
+
+    def test_buffers_and_models_built_before_the_block(self):
+        model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.BatchNorm1d(8))
+        opt = torch.optim.Adam(model.parameters())
+        model(torch.randn(4, 8)).sum().backward()
+        opt.step()
+        path = self.path()
+        with headroom_cpu.capture(path, model=model, optimizer=opt, oracle=False) as cap:
+            with cap.phase("forward"):
+                out = model(torch.randn(4, 8))
+            del out
+        snap = load_plain(path)
+        trace = snap["device_traces"][0]
+        pre = [e for e in trace if e["frames"][0]["filename"] == "<before capture>"]
+        rows = snap["headroom_truth"]["allocations"][:len(pre)]
+        self.assertEqual([r[0] for r in rows], [e["time_us"] for e in pre])
+        self.assertEqual(len({e["time_us"] for e in pre}), len(pre))
+        want = {"parameter": "parameter", "buffer": "parameter", "gradient": "gradient",
+                "optimizer": "optimizer_state"}
+        for e, r in zip(pre, rows):
+            self.assertEqual(r[1], want[e["frames"][0]["name"].split()[0]], e["frames"][0])
+            self.assertEqual(r[2], "other")  # born before the block: phase unknown
+        names = {e["frames"][0]["name"] for e in pre}
+        self.assertIn("buffer 1.running_mean", names)
+
+    def test_buffers_registered_in_the_block(self):
+        path = self.path()
+        with headroom_cpu.capture(path, oracle=False):
+            bn = torch.nn.BatchNorm1d(16)
+        snap = load_plain(path)
+        cats = [r[1] for r in snap["headroom_truth"]["allocations"]]
+        # weight, bias, running_mean, running_var, num_batches_tracked
+        self.assertEqual(cats, ["parameter"] * 5)
+        del bn
+
+
+@needs_torch
+class LoopStylesTest(unittest.TestCase):
+    """python/loop_styles.py: each style's markers, stacks and truth (the small convnet)."""
+
+    @classmethod
+    def setUpClass(cls):
+        import loop_styles
+        cls.styles = loop_styles
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        cls.snaps = {}
+        for style in loop_styles.STYLES:
+            path = os.path.join(cls.tmp.name, style + ".pickle")
+            loop_styles.run_style(path, "convnet", style, iterations=2)
+            cls.snaps[style] = load_plain(path)
+
+    @classmethod
+    def tearDownClass(cls):
+        torch.set_num_threads(cls.threads)
+        cls.tmp.cleanup()
+
+    def phases(self, style):
+        return [(a["name"], a["stage"]) for a in self.snaps[style]["external_annotations"]
+                if not a["name"].startswith("headroom.iteration#")]
+
+    def allocs(self, style):
+        snap = self.snaps[style]
+        allocs = [e for e in snap["device_traces"][0] if e["action"] == "alloc"]
+        return list(zip(allocs, snap["headroom_truth"]["allocations"]))
+
+    def test_markers_at_the_true_positions(self):
+        one = [("## %s ##" % p, st) for p in ("forward", "loss", "backward", "optimizer")
+               for st in ("START", "END")]
+        for style in ("plain", "closure", "keep_grads", "trainer", "scaler"):
+            self.assertEqual(self.phases(style), one * 2, style)
+        micro = one[:6] * 4 + one[6:]
+        self.assertEqual(self.phases("accum"), micro * 2)
+        for style, snap in self.snaps.items():
+            cfg = snap["headroom_config"]
+            self.assertEqual((cfg["loop_style"], cfg["family"], cfg["micro_batch"],
+                              cfg["iterations"], cfg["optimizer"]),
+                             (style, "convnet", 2, 2, "adamw"))
+            self.assertEqual(cfg["accum"], 4 if style == "accum" else 1)
+            iters = [a["name"] for a in snap["external_annotations"]
+                     if a["name"].startswith("headroom.iteration#") and a["stage"] == "START"]
+            self.assertEqual(iters, ["headroom.iteration#0", "headroom.iteration#1"])
+
+    def test_every_style_has_every_category(self):
+        for style in self.snaps:
+            cats = {r[1] for _, r in self.allocs(style)}
+            self.assertEqual(cats, {"parameter", "gradient", "optimizer_state", "input",
+                                    "activation", "temporary"}, style)
+
+    def names(self, e):
+        return [f["name"] for f in e["frames"]]
+
+    def test_closure_stacks_look_like_lightning(self):
+        fwd = [e for e, r in self.allocs("closure") if r[2] == "forward"]
+        self.assertTrue(fwd)
+        for e in fwd:
+            names = self.names(e)
+            self.assertIn("training_step", names)
+            self.assertIn("closure", names)
+            self.assertIn("step", names)  # optimizer.step(closure)
+
+    def test_trainer_callback_allocates_in_the_optimizer_phase(self):
+        cb = [(e, r) for e, r in self.allocs("trainer")
+              if "on_before_optimizer_step" in self.names(e)]
+        self.assertTrue(cb)
+        for e, r in cb:
+            self.assertEqual(r[1:], ["temporary", "optimizer"])
+            self.assertIn("_run_batch", self.names(e))
+            self.assertIn("fit", self.names(e))
+
+    def test_scaler_unscales_in_the_optimizer_phase(self):
+        un = [r for e, r in self.allocs("scaler") if "unscale_" in self.names(e)]
+        self.assertTrue(un)
+        self.assertEqual({r[2] for r in un}, {"optimizer"})
+        self.assertIn("emulation", self.styles.GradScaler.__doc__)
 
 
 if __name__ == "__main__":
