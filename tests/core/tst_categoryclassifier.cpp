@@ -189,7 +189,7 @@ TEST_CASE("CategoryClassifier: forward and loss allocations", "[categoryclassifi
     const size_t outlives = c.add(1, 5);     // freed in the optimizer
     const size_t kept = c.add(1, kAlive);
     const size_t lossSaved = c.add(2, 4);
-    const size_t spansForwardAndLoss = c.add(1, 2); // forward to loss: a different span
+    const size_t spansForwardAndLoss = c.add(1, 2); // forward to loss: the logits a loss consumed
     const auto out = c.classify(letters);
     CHECK(out[temp].category == C::Temporary);
     CHECK(out[saved].category == C::Activation);
@@ -199,7 +199,8 @@ TEST_CASE("CategoryClassifier: forward and loss allocations", "[categoryclassifi
     CHECK(out[kept].rule == R::ForwardOutlivesPass);
     CHECK(out[lossSaved].rule == R::ForwardSavedForBackward);
     CHECK(out[lossSaved].birthPhase == Phase::Loss);
-    CHECK(out[spansForwardAndLoss].rule == R::ForwardOutlivesPass);
+    CHECK(out[spansForwardAndLoss].category == C::Temporary);
+    CHECK(out[spansForwardAndLoss].rule == R::ForwardFreedBeforeBackward);
 }
 
 TEST_CASE("CategoryClassifier: backward allocations, held for more than half the span or not",

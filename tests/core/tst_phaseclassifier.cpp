@@ -172,13 +172,13 @@ TEST_CASE("PhaseClassifier: the training loop's own code is loss between forward
     t.add(t.backward);
     t.add(t.loop);     // 3: between backward and the optimizer: loop code, setup
     t.add(t.optim);
-    t.add(t.loop);     // 5: sandwiched between two optimizer events: the optimizer
+    t.add(t.loop);     // 5: between two optimizer events: the trainer's code between steps, setup
     t.add(t.optim);
     t.add(t.cppOnly);  // 7: C++ frames only, no rule: treated as loop code too
     const PhaseAnalysis a = t.classify();
-    CHECK(phases(a) == "FLBSOOOS");
+    CHECK(phases(a) == "FLBSOSOS");
     CHECK(a.eventSource[1] == PhaseSource::Frames);
-    CHECK(a.eventSource[5] == PhaseSource::Neighbours);
+    CHECK(a.eventSource[5] == PhaseSource::Frames);
 }
 
 TEST_CASE("PhaseClassifier: annotation windows decide before frames, inner windows win", "[phaseclassifier]")
