@@ -126,6 +126,10 @@ void AllocatorView::refresh()
         m_events->setColumnWidth(EventListModel::ActionColumn, fm.horizontalAdvance(QStringLiteral("free_requested")) + pad);
         m_events->setColumnWidth(EventListModel::AddressColumn, fm.horizontalAdvance(QStringLiteral("0x7fffffffffff00")) + pad);
         m_events->setColumnWidth(EventListModel::SizeColumn, fm.horizontalAdvance(QStringLiteral("1000.00 MiB")) + pad);
+        // The stream is a small number; the code beside it (the failing request's on an OOM
+        // row) is what the list is read for.
+        m_events->setColumnWidth(EventListModel::StreamColumn, fm.horizontalAdvance(QStringLiteral("Stream")) + pad);
+        m_events->setColumnWidth(EventListModel::CodeColumn, fm.horizontalAdvance(QStringLiteral("cpu_models.py:82:forward")) + pad);
     }
     m_peak->setEnabled(bool(m_data));
     m_last->setEnabled(bool(m_data));

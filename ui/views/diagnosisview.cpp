@@ -37,6 +37,10 @@ QString kindTitle(const std::string& kind)
         return QObject::tr("Outlier batch");
     if (kind == "oom")
         return QObject::tr("Out of memory");
+    if (kind == "imbalance")
+        return QObject::tr("Imbalance across devices");
+    if (kind == "categories")
+        return QObject::tr("Categories that do not add up");
     return q(kind);
 }
 

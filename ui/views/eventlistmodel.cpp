@@ -56,8 +56,12 @@ QVariant EventListModel::data(const QModelIndex& index, int role) const
         case StreamColumn: return QString::number(t.stream[i]);
         case CodeColumn: {
             // The innermost telling frame: for an OOM row, the code whose request failed.
+            // The file name only (the tooltip has the path): the column is narrow.
             const std::vector<std::string> top = m_data->frames().topFrameLines(t.stack[i], 1);
-            return top.empty() ? QString() : QString::fromStdString(top.front());
+            if (top.empty())
+                return QString();
+            const size_t slash = top.front().rfind('/', top.front().find(':'));
+            return QString::fromStdString(slash == std::string::npos ? top.front() : top.front().substr(slash + 1));
         }
         default: return {};
         }
