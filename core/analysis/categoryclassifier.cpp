@@ -38,7 +38,7 @@ bool hasModuleSetupFrames(const FrameTable& ft, uint32_t stack)
         const Frame& fr = ft.frame(f);
         const std::string_view name = ft.strings().get(fr.name);
         const std::string_view file = ft.strings().get(fr.file);
-        if (name == "__init__" || name == "reset_parameters" || name == "load_state_dict")
+        if ((name == "__init__" && !isWorkerStartFile(file)) || name == "reset_parameters" || name == "load_state_dict")
             return true;
         if (file.find("torch/nn/modules/module.py") != std::string_view::npos &&
             (name == "_apply" || name == "to" || name == "cuda"))

@@ -52,7 +52,7 @@ uint8_t frameFlags(const FrameTable& ft, uint32_t frameId)
         if (name == "forward" || ((name == "_call_impl" || name == "_wrapped_call_impl") &&
                                   endsWith(file, "torch/nn/modules/module.py")))
             flags |= kForward;
-        if (name == "__init__" || name == "reset_parameters" || name == "load_state_dict" ||
+        if ((name == "__init__" && !isWorkerStartFile(file)) || name == "reset_parameters" || name == "load_state_dict" ||
             name == "pin_memory" || contains(file, "torch/utils/data/") ||
             (endsWith(file, "torch/nn/modules/module.py") && (name == "_apply" || name == "to" || name == "cuda")))
             flags |= kSetup;
@@ -145,6 +145,12 @@ void releaseClosureWindows(const std::vector<std::pair<int64_t, int64_t>>& windo
 }
 
 } // namespace
+
+bool isWorkerStartFile(std::string_view file)
+{
+    return contains(file, "/multiprocessing/") || contains(file, "/concurrent/futures/") ||
+           endsWith(file, "/threading.py");
+}
 
 Phase PhaseClassifier::phaseOfStack(const FrameTable& ft, uint32_t stack, bool* matched)
 {

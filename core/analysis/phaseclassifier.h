@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace headroom {
@@ -38,6 +39,11 @@ struct PhaseAnalysis {
     /// The span containing an event.
     const PhaseSpan* spanOf(int64_t event) const;
 };
+
+/// Frames of the Python runtime that starts a worker process or thread
+/// (`multiprocessing/pool.py`, `popen_fork.py`, `threading.py`, `concurrent/futures/`): their
+/// `__init__` is a pool's or a thread's, not a model's, and says nothing about the phase.
+bool isWorkerStartFile(std::string_view file);
 
 /// Labels every event of one device with a training phase (FORMATS.md §4.2): first
 /// `external_annotations` windows (`Optimizer.step#…`, `## forward ##`, …), then the

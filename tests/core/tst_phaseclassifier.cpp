@@ -352,3 +352,21 @@ TEST_CASE("PhaseClassifier: an optimizer window that ran a closure yields to the
         CHECK(phases(u.classify()) == "FOO");
     }
 }
+
+TEST_CASE("PhaseClassifier: a worker pool's __init__ frames are not a model being built", "[phaseclassifier]")
+{
+    // A step run in a multiprocessing.Pool worker has pool.py and popen_fork.py __init__ frames
+    // under every stack; they said "setup" (and "parameter") for the whole step.
+    Trace t;
+    FrameTable& ft = t.snap.frames;
+    const std::vector<uint32_t> batch = {ft.internFrame("cpu_models.py", 230, "make_batch"),
+                                         ft.internFrame("train.py", 40, "record"),
+                                         ft.internFrame("/usr/lib/python3.11/multiprocessing/popen_fork.py", 19, "__init__"),
+                                         ft.internFrame("/usr/lib/python3.11/multiprocessing/pool.py", 215, "__init__")};
+    bool matched = true;
+    CHECK(stackPhase(t, ft.internStack(batch), matched) == Phase::Other);
+    CHECK_FALSE(matched);
+    const std::vector<uint32_t> module = {ft.internFrame("torch/nn/modules/linear.py", 96, "__init__"),
+                                          ft.internFrame("/usr/lib/python3.11/multiprocessing/pool.py", 215, "__init__")};
+    CHECK(stackPhase(t, ft.internStack(module), matched) == Phase::Setup);
+}

@@ -37,9 +37,11 @@ TEST_CASE("Autocast from a reading inside the backward: only the layers not yet 
     REQUIRE(b.backwardDone > 0.5);
     REQUIRE(b.backwardDone < 1.0);
     CHECK(b.backwardDone == Approx(b.gradFwdFraction));
-    // Its batch temporaries are gradients of the convolutions' outputs, allocated after the
-    // first weight gradient (autocast makes them bf16 like those outputs on the CPU).
-    CHECK(b.logitsGradShare > 0.9);
+    // Its batch temporaries are mostly gradients of the convolutions' outputs, allocated after
+    // the first weight gradient (autocast makes them bf16 like those outputs on the CPU); the
+    // rest (0.2) is the batch itself, an input since the process pool's __init__ frames under
+    // every stack of this recording stopped reading as a model being built (issue 27).
+    CHECK(b.logitsGradShare > 0.75);
 
     LeverConfig t = b.config;
     t.precision = Precision::AmpBf16;
