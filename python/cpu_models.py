@@ -314,7 +314,7 @@ class _NoMarks(object):
 
 
 def train(model, optimizer, make_batch, loss_fn, precision="fp32", accum=1, iterations=1,
-          cap=None):
+          cap=None, set_to_none=True):
     """``iterations`` optimizer steps of ``accum`` forward/backward passes each, with the
     phase and iteration markers of ``cap`` (a headroom_cpu capture) when given."""
     cap = cap or _NoMarks()
@@ -343,7 +343,7 @@ def train(model, optimizer, make_batch, loss_fn, precision="fp32", accum=1, iter
                 del loss, x, y
             with cap.phase("optimizer"):
                 optimizer.step()
-                optimizer.zero_grad(set_to_none=True)
+                optimizer.zero_grad(set_to_none=set_to_none)
 
 
 def run_point(path, family, micro_batch=2, seq_mult=1, precision="fp32", optimizer="adamw",

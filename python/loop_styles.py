@@ -46,25 +46,9 @@ def style_accum(style):
 # ---------------------------------------------------------------------- plain and variants
 def train_plain(cap, model, optimizer, make_batch, loss_fn, iterations, accum=1,
                 set_to_none=True):
-    """The plain loop (``accum`` micro-steps per optimizer step)."""
-    model.train()
-    for _ in range(iterations):
-        with cap.iteration():
-            for _ in range(accum):
-                x, y = cap.inputs(*make_batch())
-                with cap.phase("forward"):
-                    out = model(x)
-                with cap.phase("loss"):
-                    loss = loss_fn(out, y)
-                    if accum > 1:
-                        loss = loss / accum
-                del out
-                with cap.phase("backward"):
-                    loss.backward()
-                del loss, x, y
-            with cap.phase("optimizer"):
-                optimizer.step()
-                optimizer.zero_grad(set_to_none=set_to_none)
+    """The plain loop (``accum`` micro-steps per optimizer step): cpu_models.train."""
+    cpu_models.train(model, optimizer, make_batch, loss_fn, "fp32", accum, iterations, cap,
+                     set_to_none=set_to_none)
 
 
 def train_accum(cap, model, optimizer, make_batch, loss_fn, iterations):

@@ -3,6 +3,8 @@
 
 #include "core/analysis/phaseclassifier.h"
 
+#include <unordered_set>
+
 namespace headroom {
 
 std::string_view categoryRuleText(CategoryRule r)
@@ -24,7 +26,10 @@ std::string_view categoryRuleText(CategoryRule r)
         return "born in forward, freed before the backward began (not saved for it: the logits a loss consumed)";
     case CategoryRule::BackwardOutlivesPass: return "born in backward, alive after backward ends (gradient)";
     case CategoryRule::BackwardHeldToEnd: return "born in backward, held for most of the backward pass";
-    case CategoryRule::OptimizerFirstStepState: return "born in the optimizer step and kept after it";
+    case CategoryRule::OptimizerFirstStepState:
+        return "born in the optimizer step, kept after it, shaped like a parameter (state)";
+    case CategoryRule::OptimizerKeptNotState:
+        return "born in the optimizer step and kept, but shaped like no parameter: not evidence of state";
     case CategoryRule::UnknownPhase: return "born in an unclassified phase";
     }
     return "?";
@@ -120,6 +125,31 @@ AllocationClass classifyOne(const FrameTable& ft, const Allocation& a, const Pha
     return {C::Unknown, R::UnknownPhase, birth};
 }
 
+/// Optimizer state is shaped like the parameters it tracks (Adam's moments: zeros_like(p); a
+/// bf16 model's fp32 state 2x, 8-bit state 1/4 or 1/2) or is a small step counter. What the step
+/// keeps otherwise (a batch made inside a closure, a norm) is not evidence of state.
+void requireStateEvidence(const MemoryTimeline& timeline, std::vector<AllocationClass>& classes)
+{
+    constexpr int64_t kCounterBytes = 4096;
+    std::unordered_set<int64_t> shaped;
+    for (size_t i = 0; i < classes.size(); ++i) {
+        if (classes[i].category != TensorCategory::Parameter)
+            continue;
+        const int64_t p = timeline.allocations[i].size;
+        for (int64_t s : {p, 2 * p, p / 2, p / 4})
+            shaped.insert(s);
+    }
+    for (size_t i = 0; i < classes.size(); ++i) {
+        AllocationClass& c = classes[i];
+        const int64_t size = timeline.allocations[i].size;
+        if (c.rule == CategoryRule::OptimizerFirstStepState && size > kCounterBytes && !shaped.empty() &&
+            !shaped.count(size)) {
+            c.category = TensorCategory::Unknown;
+            c.rule = CategoryRule::OptimizerKeptNotState;
+        }
+    }
+}
+
 } // namespace
 
 std::vector<AllocationClass> CategoryClassifier::classify(const Snapshot& snapshot, const DeviceData& device,
@@ -144,6 +174,7 @@ std::vector<AllocationClass> CategoryClassifier::classify(const Snapshot& snapsh
         }
         out.push_back(c);
     }
+    requireStateEvidence(timeline, out);
     return out;
 }
 

@@ -28,7 +28,8 @@ enum class CategoryRule : uint8_t {
     ForwardFreedBeforeBackward, ///< born in forward, freed in a later forward or loss span: not saved
     BackwardOutlivesPass,    ///< born in backward, alive after backward ends
     BackwardHeldToEnd,       ///< born in backward, held for most of it
-    OptimizerFirstStepState, ///< born in the optimizer, alive after its step
+    OptimizerFirstStepState, ///< born in the optimizer, alive after its step, parameter-shaped
+    OptimizerKeptNotState,   ///< born in the optimizer, kept, but shaped like no parameter
     UnknownPhase,            ///< born in an unclassified phase
 };
 

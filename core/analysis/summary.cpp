@@ -25,6 +25,17 @@ std::optional<int64_t> traceDurationUs(const TraceEvents& trace)
 
 } // namespace
 
+nlohmann::json oomRecordsJson(const Snapshot& snap, const DeviceData& dev)
+{
+    nlohmann::json out = nlohmann::json::array();
+    for (const OomEvent& o : dev.ooms)
+        out.push_back({{"event_index", o.eventIndex},
+                       {"size", o.size},
+                       {"device_free", o.deviceFree},
+                       {"frames", snap.frames.topFrameLines(dev.oomStack(o), kOomFrameLines)}});
+    return out;
+}
+
 nlohmann::json summaryJson(const LoadedTrace& trace)
 {
     const Snapshot& snap = trace.snapshot;
@@ -55,13 +66,7 @@ nlohmann::json summaryJson(const LoadedTrace& trace)
         d["actions"] = actions;
         d["peak_allocated_bytes"] = tl.peakAllocated;
         d["peak_event_index"] = tl.peakEventIndex;
-        nlohmann::json ooms = nlohmann::json::array();
-        for (const OomEvent& o : dev.ooms)
-            ooms.push_back({{"event_index", o.eventIndex},
-                            {"size", o.size},
-                            {"device_free", o.deviceFree},
-                            {"frames", snap.frames.topFrameLines(dev.oomStack(o), kOomFrameLines)}});
-        d["oom"] = ooms;
+        d["oom"] = oomRecordsJson(snap, dev);
         d["reserved_curve_start"] = tl.initialReserved;
         d["reserved_peak_bytes"] = tl.peakReserved;
         d["initial_allocated_bytes"] = tl.initialAllocated;

@@ -12,6 +12,10 @@ namespace headroom {
 /// user's Python frames first).
 inline constexpr size_t kOomFrameLines = 8;
 
+/// A device's OOM records: `event_index`, `size`, `device_free` and the failing request's
+/// `frames` (summary's `oom`, analyze's `failing_requests`).
+nlohmann::json oomRecordsJson(const Snapshot& snapshot, const DeviceData& device);
+
 /// The `headroom-cli summary` report: per device, the final allocator state and the
 /// replayed peak. JSON keys are a stable contract (see README).
 nlohmann::json summaryJson(const LoadedTrace& trace);

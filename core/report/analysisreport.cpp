@@ -29,17 +29,6 @@ nlohmann::json phaseMap(const Breakdown& b)
     return m;
 }
 
-nlohmann::json failingRequests(const Snapshot& snap, const DeviceData& dev)
-{
-    nlohmann::json out = nlohmann::json::array();
-    for (const OomEvent& o : dev.ooms)
-        out.push_back({{"event_index", o.eventIndex},
-                       {"size", o.size},
-                       {"device_free", o.deviceFree},
-                       {"frames", snap.frames.topFrameLines(dev.oomStack(o), kOomFrameLines)}});
-    return out;
-}
-
 void printFailingRequests(std::ostream& os, const nlohmann::json& requests)
 {
     for (const auto& r : requests) {
@@ -148,7 +137,7 @@ nlohmann::json analysisJson(const LoadedTrace& trace, std::optional<int64_t> cap
                       {"capacity_bytes", v.capacity}};
         }
         j["allocator_replay"] = replay;
-        j["failing_requests"] = failingRequests(snap, snap.devices[d]);
+        j["failing_requests"] = oomRecordsJson(snap, snap.devices[d]);
         devices.push_back(std::move(j));
     }
     return {{"file", snap.path}, {"devices", devices}};

@@ -260,3 +260,29 @@ TEST_CASE("CategoryClassifier: the profiler's exact category wins where the sour
     CHECK(out[before].rule == R::AliveThroughWindow);
     CHECK(out[pastTheArray].rule == R::ForwardOutlivesPass);
 }
+
+TEST_CASE("CategoryClassifier: optimizer state needs a parameter's shape", "[categoryclassifier]")
+{
+    // Issue 27: what the optimizer step keeps is state only when it is shaped like a parameter
+    // (Adam's moments), half or twice one (bf16 model, fp32 state), a quarter (8-bit), or a step
+    // counter; a batch made inside a closure is not.
+    Case c;
+    //                         events: 0 1 2 3 4
+    const std::string letters = "SFBOO";
+    const size_t param = c.add(Allocation::kBeforeWindow, kAlive);
+    c.tl.allocations[param].size = 1 << 20;
+    const size_t moment = c.add(3, kAlive);
+    c.tl.allocations[moment].size = 1 << 20;
+    const size_t wide = c.add(3, kAlive);
+    c.tl.allocations[wide].size = 2 << 20;
+    const size_t counter = c.add(3, kAlive); // 512 B
+    const size_t other = c.add(4, kAlive);
+    c.tl.allocations[other].size = 3 << 20;
+    const auto out = c.classify(letters);
+    CHECK(out[param].category == C::Parameter);
+    CHECK(out[moment].category == C::OptimizerState);
+    CHECK(out[wide].category == C::OptimizerState);
+    CHECK(out[counter].category == C::OptimizerState);
+    CHECK(out[other].category == C::Unknown);
+    CHECK(out[other].rule == R::OptimizerKeptNotState);
+}
