@@ -133,8 +133,8 @@ def record(args):
     return {"seconds": round(secs, 3), "allocations": allocs}
 
 
-def record_in_child(args):
-    """record(args) in a child forked from this process, one at a time.
+def record_in_child(args, work=None):
+    """record(args) (or ``work(args)``) in a child forked from this process, one at a time.
 
     A bare fork, not a multiprocessing pool: a pool worker's stack bottoms out in
     multiprocessing's ``Popen.__init__`` and ``Process._bootstrap``, and every allocation of
@@ -148,7 +148,7 @@ def record_in_child(args):
         try:
             os.close(r)
             try:
-                msg = {"ok": record(args)}
+                msg = {"ok": (work or record)(args)}
             except BaseException as e:
                 msg = {"error": "%s: %s" % (type(e).__name__, e)}
             data = json.dumps(msg).encode()
