@@ -11,13 +11,14 @@ namespace {
 constexpr double kMinRatio = 3.0;
 constexpr double kMinShareOfPeak = 0.05;
 
-/// The largest single allocation of each telling frame on one device.
-std::unordered_map<uint32_t, int64_t> largestByLine(const FrameTable& ft, const DeviceData& dev)
+using Lines = std::unordered_map<uint32_t, int64_t>;
+
+/// The largest single allocation of each telling frame in events [from, to).
+Lines largestByLine(const FrameTable& ft, const TraceEvents& ev, size_t from, size_t to)
 {
-    std::unordered_map<uint32_t, int64_t> out;
+    Lines out;
     std::unordered_map<uint32_t, uint32_t> frameOfStack;
-    const TraceEvents& ev = dev.trace;
-    for (size_t i = 0; i < ev.count(); ++i) {
+    for (size_t i = from; i < to && i < ev.count(); ++i) {
         if (ev.action[i] != TraceAction::Alloc || ev.stack[i] == FrameTable::kEmptyStack)
             continue;
         auto [it, fresh] = frameOfStack.try_emplace(ev.stack[i], 0);
@@ -39,24 +40,17 @@ int64_t median(std::vector<int64_t> v)
     return v[v.size() / 2];
 }
 
-} // namespace
-
-std::optional<LineImbalance> findDeviceImbalance(const LoadedTrace& trace, size_t deviceIndex)
+/// The line of `lines[k]` furthest above the median of the other places' (3x, 5% of `peak`).
+std::optional<LineImbalance> furthestAbove(const std::vector<Lines>& lines, const std::vector<int>& names, size_t k,
+                                           int64_t peak)
 {
-    const Snapshot& snap = trace.snapshot;
-    if (snap.devices.size() < 2 || deviceIndex >= snap.devices.size())
-        return std::nullopt;
-    std::vector<std::unordered_map<uint32_t, int64_t>> lines;
-    for (const DeviceData& dev : snap.devices)
-        lines.push_back(largestByLine(snap.frames, dev));
-    const int64_t peak = trace.timelines[deviceIndex].peakAllocated;
     std::optional<LineImbalance> best;
-    for (const auto& [frame, bytes] : lines[deviceIndex]) {
+    for (const auto& [frame, bytes] : lines[k]) {
         if (double(bytes) < kMinShareOfPeak * double(peak))
             continue;
         std::vector<int64_t> others;
         for (size_t d = 0; d < lines.size(); ++d)
-            if (d != deviceIndex)
+            if (d != k)
                 if (auto it = lines[d].find(frame); it != lines[d].end())
                     others.push_back(it->second);
         if (others.empty())
@@ -66,13 +60,44 @@ std::optional<LineImbalance> findDeviceImbalance(const LoadedTrace& trace, size_
             continue;
         if (best && bytes - m <= best->bytes - best->median)
             continue;
-        best = LineImbalance{frame, snap.devices[deviceIndex].device, bytes, m, double(bytes) / double(m), {}};
+        best = LineImbalance{frame, names[k], bytes, m, double(bytes) / double(m), {}};
     }
     if (best)
         for (size_t d = 0; d < lines.size(); ++d)
             if (auto it = lines[d].find(best->frame); it != lines[d].end())
-                best->perDevice.emplace_back(snap.devices[d].device, it->second);
+                best->perIndex.emplace_back(names[d], it->second);
     return best;
+}
+
+} // namespace
+
+std::optional<LineImbalance> findDeviceImbalance(const LoadedTrace& trace, size_t deviceIndex)
+{
+    const Snapshot& snap = trace.snapshot;
+    if (snap.devices.size() < 2 || deviceIndex >= snap.devices.size())
+        return std::nullopt;
+    std::vector<Lines> lines;
+    std::vector<int> names;
+    for (const DeviceData& dev : snap.devices) {
+        lines.push_back(largestByLine(snap.frames, dev.trace, 0, dev.trace.count()));
+        names.push_back(dev.device);
+    }
+    return furthestAbove(lines, names, deviceIndex, trace.timelines[deviceIndex].peakAllocated);
+}
+
+std::optional<LineImbalance> findIterationOutlierLine(const FrameTable& frames, const TraceEvents& events,
+                                                      const std::vector<Iteration>& iterations, int iteration,
+                                                      int64_t peak)
+{
+    if (iterations.size() < 2 || iteration < 0 || size_t(iteration) >= iterations.size())
+        return std::nullopt;
+    std::vector<Lines> lines;
+    std::vector<int> names;
+    for (const Iteration& it : iterations) {
+        lines.push_back(largestByLine(frames, events, size_t(it.startEvent), size_t(it.endEvent) + 1));
+        names.push_back(it.index);
+    }
+    return furthestAbove(lines, names, size_t(iteration), peak);
 }
 
 } // namespace headroom

@@ -189,13 +189,13 @@ std::optional<Finding> imbalanceFinding(const LoadedTrace& trace, size_t deviceI
         return std::nullopt;
     Finding f;
     f.kind = "imbalance";
-    f.verdict = "device " + std::to_string(im->device) + " allocates " + times(im->ratio) +
+    f.verdict = "device " + std::to_string(im->index) + " allocates " + times(im->ratio) +
                 " the other devices from the same line: its inputs are larger, not its capacity smaller";
     const std::string line = trace.snapshot.frames.formatFrame(im->frame);
     f.evidence = line + " allocates";
-    for (size_t k = 0; k < im->perDevice.size(); ++k)
-        f.evidence += (k == 0 ? " " : ", ") + formatBytes(im->perDevice[k].second) + " on device " +
-                      std::to_string(im->perDevice[k].first);
+    for (size_t k = 0; k < im->perIndex.size(); ++k)
+        f.evidence += (k == 0 ? " " : ", ") + formatBytes(im->perIndex[k].second) + " on device " +
+                      std::to_string(im->perIndex[k].first);
     f.evidence += " (its largest single allocation on each)";
     f.firstMove = "bound each batch by a token (or size) budget, or split the inputs evenly across the devices, "
                   "before any capacity lever";
@@ -243,7 +243,7 @@ std::optional<Finding> leakFinding(const MemoryTimeline& tl, const DeviceAnalysi
     return f;
 }
 
-std::optional<Finding> outlierFinding(const DeviceAnalysis& a)
+std::optional<Finding> outlierFinding(const FrameTable& frames, const TraceEvents& events, const DeviceAnalysis& a)
 {
     const auto& it = a.iterationPeaks;
     if (it.size() < 3)
@@ -268,6 +268,12 @@ std::optional<Finding> outlierFinding(const DeviceAnalysis& a)
     f.evidence = "peak " + formatBytes(it[worst].peakBytes) + " at event " + std::to_string(it[worst].peakEvent) +
                  " against a median of " + formatBytes(median) + " over " + std::to_string(it.size() - 1) +
                  " other iterations; difference " + formatBytes(it[worst].peakBytes - median);
+    // Which code's tensors grew with the batch: the same line in the other iterations.
+    if (const auto line = findIterationOutlierLine(frames, events, a.phases.iterations, it[worst].iteration,
+                                                   it[worst].peakBytes))
+        f.evidence += "; " + frames.formatFrame(line->frame) + " allocates " + formatBytes(line->bytes) +
+                      " in iteration " + std::to_string(line->index) + " against a median of " +
+                      formatBytes(line->median) + " in the others (" + times(line->ratio) + ")";
     f.firstMove = "bound each batch by a token (or pixel) budget instead of a sample count, before any other lever";
     return f;
 }
@@ -555,7 +561,7 @@ std::vector<Finding> diagnose(const LoadedTrace& trace, size_t deviceIndex, cons
         out.push_back(*f);
     if (auto f = fragmentationFinding(frag, a.fragmentation))
         out.push_back(*f);
-    if (auto f = outlierFinding(a))
+    if (auto f = outlierFinding(trace.snapshot.frames, dev.trace, a))
         out.push_back(*f);
     if (auto f = categoryFinding(tl, a))
         out.push_back(*f);

@@ -172,9 +172,9 @@ TEST_CASE("The same line compared across devices: the outlier device, not the ot
     const auto trace = loadCpu("imbalanced_oom.pickle");
     const std::optional<LineImbalance> im = findDeviceImbalance(*trace, 1);
     REQUIRE(im);
-    CHECK(im->device == 1);
+    CHECK(im->index == 1);
     CHECK(im->ratio >= 3.0);
-    CHECK(im->perDevice.size() == 3);
+    CHECK(im->perIndex.size() == 3);
     // Micro-batch 4 against 2 and 16 is not "far above the others".
     CHECK_FALSE(findDeviceImbalance(*trace, 0));
     CHECK_FALSE(findDeviceImbalance(*trace, 2));
@@ -196,4 +196,28 @@ TEST_CASE("The what-if on a closure loop: micro-batch 2 -> 4 against the recorde
     INFO("error " << v.error);
     CHECK(std::abs(v.error) < 0.05);
     CHECK(v.bandHolds);
+}
+
+TEST_CASE("One outlier batch: the iteration and the line whose tensors grew with it", "[realoom][real]")
+{
+    // tests/data/cpu/record_outlier_batch.py: four decoder steps, the third 512 tokens long
+    // where the others are 128.
+    const auto trace = loadCpu("outlier_batch.pickle");
+    const DeviceAnalysis a = analyzeDevice(*trace, 0);
+    REQUIRE(a.phases.iterations.size() == 4);
+    const std::vector<Finding> findings = diagnose(*trace, 0, a, {});
+    const auto outlier = std::find_if(findings.begin(), findings.end(),
+                                      [](const Finding& f) { return f.kind == "outlier_batch"; });
+    REQUIRE(outlier != findings.end());
+    CHECK(outlier->verdict.find("iteration 2") != std::string::npos);
+    const auto line = findIterationOutlierLine(trace->snapshot.frames, trace->snapshot.devices[0].trace,
+                                               a.phases.iterations, 2, a.iterationPeaks[2].peakBytes);
+    REQUIRE(line);
+    CHECK(line->index == 2);
+    CHECK(line->ratio >= 3.0);
+    CHECK(line->perIndex.size() == 4);
+    CHECK(outlier->evidence.find(trace->snapshot.frames.formatFrame(line->frame)) != std::string::npos);
+    // The short steps are not outliers among themselves.
+    CHECK_FALSE(findIterationOutlierLine(trace->snapshot.frames, trace->snapshot.devices[0].trace,
+                                         a.phases.iterations, 1, a.iterationPeaks[1].peakBytes));
 }
