@@ -137,15 +137,17 @@ void judgeOom(Finding& f, const OomProgress& p, const FrameTable& frames, const 
         judgeRatio(f, eHigh, cap.bytes - p.estimateHigh, expandable);
         Finding structural;
         judgeRatio(structural, eLow, cap.bytes - p.estimateLow, expandable);
-        f.verdict = "misses: the whole step needs an estimated " + formatBytes(p.estimateLow) + " to " +
+        const char* reading = eLow > 1.0 ? "misses" : eHigh > 1.0 ? "may miss" : "fits at this capacity";
+        f.verdict = std::string(reading) + ": the whole step needs an estimated " + formatBytes(p.estimateLow) + " to " +
                     formatBytes(p.estimateHigh) + " (" + percent(eLow) + " to " + percent(eHigh) +
                     " of capacity, from " + p.reference + "); " + where;
         if (structural.firstMove != f.firstMove)
             f.firstMove = "at the low estimate: " + structural.firstMove + "; at the high: " + f.firstMove;
         return;
     }
-    f.verdict = "misses by at least " + percent(std::max(0.0, low - 1.0)) + ": " + where +
-                ", so what was alive is a lower bound; the whole step's need is not recorded";
+    f.verdict = (low > 1.0 ? "misses by at least " + percent(low - 1.0)
+                           : "misses: the step had reached " + percent(low) + " of capacity when a request failed") +
+                ": " + where + ", so what was alive is a lower bound; the whole step's need is not recorded";
     f.firstMove = "record a run that fits (smaller micro-batch) to measure the full step, then scale it; "
                   "check the fragmentation finding first";
 }

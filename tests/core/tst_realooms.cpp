@@ -221,3 +221,18 @@ TEST_CASE("One outlier batch: the iteration and the line whose tensors grew with
     CHECK_FALSE(findIterationOutlierLine(trace->snapshot.frames, trace->snapshot.devices[0].trace,
                                          a.phases.iterations, 1, a.iterationPeaks[1].peakBytes));
 }
+
+TEST_CASE("An OOM below capacity with no reference: reached, not 'at least 0%'", "[realoom][real]")
+{
+    // The imbalanced file's device 1 judged against a capacity it had not reached, with the
+    // other devices' phases out of reach (a file of that device alone would have none).
+    const auto trace = loadCpu("imbalanced_oom.pickle");
+    const DeviceAnalysis a = analyzeDevice(*trace, 1);
+    const std::vector<Finding> findings = diagnose(*trace, 1, a, {64 << 20, "user"});
+    const auto cap = std::find_if(findings.begin(), findings.end(), [](const Finding& f) { return f.kind == "capacity"; });
+    REQUIRE(cap != findings.end());
+    // With device 0 as the reference the whole step is estimated; under a 64 MiB capacity the
+    // high end (49.75 MiB) fits, so the verdict is a band, not a miss from the lower bound.
+    CHECK(cap->verdict.find("estimated") != std::string::npos);
+    CHECK(cap->verdict.find("at least 0.0%") == std::string::npos);
+}
