@@ -58,7 +58,9 @@ a hash of python/headroom_cpu.py, cpu_models.py, loop_styles.py, RECORD_VERSION,
 levers and the torch version (this script's scoring can change without recording again).
 """
 import argparse
+import functools
 import hashlib
+import importlib.util
 import json
 import os
 import pickle
@@ -92,14 +94,18 @@ EXCLUDED_PHASE = "other"
 METRICS = ("category_peak", "category_timeline", "phase_peak", "phase_timeline")
 
 
-class _PlainUnpickler(pickle.Unpickler):
-    def find_class(self, module, name):
-        raise pickle.UnpicklingError("global %s.%s refused" % (module, name))
+@functools.lru_cache(maxsize=None)
+def _oracle():
+    """tests/tools/snapshot_summary.py: its loader refuses every global, as Headroom's does."""
+    spec = importlib.util.spec_from_file_location(
+        "snapshot_summary", os.path.join(ROOT, "tests", "tools", "snapshot_summary.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def load_plain(path):
-    with open(path, "rb") as f:
-        return _PlainUnpickler(f).load()
+    return _oracle().load_file(path)
 
 
 def source_hash():
@@ -352,7 +358,7 @@ def main(argv=None):
             index = {}
     tv = str(torch.__version__)
     src = source_hash()
-    points, todo = [], []
+    points, to_record = [], []
     for fam in families:
         for st in styles:
             name = "%s/%s" % (fam, st)
@@ -363,11 +369,11 @@ def main(argv=None):
             if not args.force and prev and prev.get("key") == key and os.path.exists(path):
                 continue
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            todo.append(((fam, st, path), key))
+            to_record.append(((fam, st, path), key))
     t0 = time.perf_counter()
-    if todo:
+    if to_record:
         # a fresh process per point (no state carried over), one at a time
-        for t, key in todo:
+        for t, key in to_record:
             try:
                 res = record_in_child(t)
             except RuntimeError as e:
@@ -379,7 +385,7 @@ def main(argv=None):
             stacks_only_copy(t[2], t[2][:-len(".pickle")] + ".stacks.pickle")
             write_index(ipath, tv, index)  # after every point: a failure keeps the rest
     print("category_truth: %d points recorded in %.1f s, %d from the cache (%s)"
-          % (len(todo), time.perf_counter() - t0, len(points) - len(todo), out))
+          % (len(to_record), time.perf_counter() - t0, len(points) - len(to_record), out))
 
     table = []
     failed = []

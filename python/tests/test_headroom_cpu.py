@@ -126,8 +126,9 @@ class RoundSizeTest(unittest.TestCase):
         self.assertIn("import-error", out.stdout)
 
 
-@needs_torch
-class RecorderTest(unittest.TestCase):
+class _RecordingCase(unittest.TestCase):
+    """A temporary directory, one thread and a fixed seed for each test that records."""
+
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
         self.dir = self.tmp.name
@@ -141,6 +142,10 @@ class RecorderTest(unittest.TestCase):
 
     def path(self, name="s.pickle"):
         return os.path.join(self.dir, name)
+
+
+@needs_torch
+class RecorderTest(_RecordingCase):
 
     def tiny_model(self):
         return _tiny_model()
@@ -426,21 +431,8 @@ class RecorderTest(unittest.TestCase):
 
 
 @needs_torch
-class TruthTest(unittest.TestCase):
+class TruthTest(_RecordingCase):
     """headroom_truth: the recorder's own category and phase of every allocation."""
-
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.threads = torch.get_num_threads()
-        torch.set_num_threads(1)
-        torch.manual_seed(0)
-
-    def tearDown(self):
-        torch.set_num_threads(self.threads)
-        self.tmp.cleanup()
-
-    def path(self, name="t.pickle"):
-        return os.path.join(self.tmp.name, name)
 
     def record(self, path, truth=True, set_to_none=True):
         """Two AdamW steps of a tiny MLP; returns what the step saw, by address."""
