@@ -4,6 +4,7 @@
 #include "core/analysis/categorychecks.h"
 #include "core/util/units.h"
 #include "core/whatif/precisionevidence.h"
+#include "core/whatif/traceprojector.h"
 #include "core/whatif/whatifblocks.h"
 
 #include <algorithm>
@@ -136,6 +137,28 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
                         const StatedConfig& stated, const ModelDims& dims, const WhatIfConstants& k,
                         int64_t forcedStart);
 
+/// The laws of every allocation, when the measured micro-batch and sequence are known; and
+/// the FlashAttention reading says "ambiguous" where a tensor may be b*s^2 but none is read so.
+void attachTraceLaws(Calibration& cal, const LoadedTrace& trace, size_t deviceIndex, const DeviceAnalysis& a)
+{
+    WhatIfBaseline& s = cal.baseline;
+    const int b0 = s.config.microBatch, s0 = s.config.seq;
+    if (b0 <= 0 || s0 <= 0)
+        return;
+    const MemoryTimeline& tl = trace.timelines.at(deviceIndex);
+    const bool amp = s.config.precision == Precision::AmpBf16 || s.config.precision == Precision::AmpFp16;
+    auto laws = AllocationLaws::fromSnapshot(tl, a.classes, trace.snapshot.frames, b0, s0, amp, a.phases.iterations);
+    const int64_t possible = laws.quadraticPossible(), read = laws.bytesWith(SizeLaw::TokensBySeq);
+    s.trace = std::make_shared<const TraceProjector>(tl, std::move(laws), b0, s0);
+    if (possible > 0 && read == 0 && s.config.flashAttention)
+        for (auto& m : cal.measured)
+            if (m.key == "flash_attention") {
+                m.how = "ambiguous";
+                m.detail = "no tensor is read as b*s^2 by its stack, but " + formatBytes(possible) +
+                           " of attention code divides as b*s^2 (scores) as well as b*s (activations)";
+            }
+}
+
 } // namespace
 
 Calibration calibrate(const LoadedTrace& trace, size_t deviceIndex, const DeviceAnalysis& a, const StatedConfig& stated,
@@ -143,6 +166,7 @@ Calibration calibrate(const LoadedTrace& trace, size_t deviceIndex, const Device
 {
     Calibration cal = calibrateAt(trace, deviceIndex, a, stated, dims, k, -1);
     cal.optimizerStateSuspect = optimizerStateSuspect(brokenCategoryInvariants(trace.timelines.at(deviceIndex), a));
+    attachTraceLaws(cal, trace, deviceIndex, a);
     return cal;
 }
 

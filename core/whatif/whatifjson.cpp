@@ -5,6 +5,7 @@
 
 #include "core/util/units.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -24,6 +25,32 @@ std::string gib(double b)
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.2f GiB", b / double(1ull << 30));
     return buf;
+}
+
+/// The replay of every allocation behind the allocated peak (null for the terms' projection).
+nlohmann::json replayJson(const Projection& p)
+{
+    if (!p.replayed)
+        return nullptr;
+    nlohmann::json amb = nlohmann::json::array();
+    for (const auto& a : p.ambiguities)
+        amb.push_back({{"where", a.where},
+                       {"size_each_bytes", a.sizeEach},
+                       {"count", a.count},
+                       {"central", a.central},
+                       {"readings", a.readings},
+                       {"evidence", a.evidence},
+                       {"peak_allocated_if_lowest_bytes", int64_t(a.peakIfLowest)},
+                       {"peak_allocated_if_highest_bytes", int64_t(a.peakIfHighest)}});
+    return {{"peak_event", p.replayPeakEvent}, {"measured_peak_event", p.measuredPeakEvent}, {"ambiguities", amb}};
+}
+
+/// What would settle an ambiguity: a run that moves the lever its readings differ in.
+std::string settleText(const ProjectedAmbiguity& a)
+{
+    const bool seq = std::find(a.readings.begin(), a.readings.end(), "b*s^2") != a.readings.end() ||
+                     std::find(a.readings.begin(), a.readings.end(), "s^2") != a.readings.end();
+    return std::string("record with shapes, or add a run at another ") + (seq ? "sequence length" : "micro-batch");
 }
 
 } // namespace
@@ -78,6 +105,7 @@ nlohmann::json projectionJson(const Projection& p, const std::vector<MeasuredIte
     j["phases"] = phases;
     j["phase_details"] = details;
     j["notes"] = p.notes;
+    j["replay"] = replayJson(p);
     nlohmann::json a = nlohmann::json::array();
     for (const auto& e : WhatIfConstants::entries())
         a.push_back({{"key", e.key}, {"value", k.*(e.member)}, {"unit", e.unit}, {"guess", e.guess}, {"source", e.source}});
@@ -167,6 +195,19 @@ std::string projectionText(const Projection& p, const std::vector<MeasuredItem>&
     else
         o << device.name << "\n"; // "capacity unknown (give --capacity; ...)": no verdict to give
 
+    if (p.replayed) {
+        o << "Allocated peak " << gib(p.peakAllocated) << " (band " << gib(p.peakAllocatedLow) << " .. "
+          << gib(p.peakAllocatedHigh) << "): every allocation of the trace replayed with its law; at event "
+          << p.replayPeakEvent << " of the trace (the measured peak: event " << p.measuredPeakEvent << ")\n";
+        for (const auto& a : p.ambiguities) {
+            o << "Ambiguous: " << a.count << " x " << formatBytes(a.sizeEach) << " from " << a.where << " read as "
+              << a.central << " (by its " << a.evidence << "), also";
+            for (const auto& r : a.readings)
+                if (r != a.central)
+                    o << " " << r;
+            o << ": " << gib(a.peakIfLowest) << " .. " << gib(a.peakIfHighest) << " allocated; " << settleText(a) << "\n";
+        }
+    }
     char buf[160];
     std::snprintf(buf, sizeof buf, "Step time %.3f s (x%.2f), %.0f tokens/s\n", p.time.total, p.time.relative,
                   p.time.tokensPerSecond);

@@ -171,6 +171,17 @@ struct StepTime {
     double relative = 1;      ///< total / the baseline's total
 };
 
+/// Allocations of one line whose evidence allows several laws (docs/whatif-model.md,
+/// "Ambiguities"): what reading them each other way would make of the projected peak.
+struct ProjectedAmbiguity {
+    std::string where;            ///< the innermost user frame of their stack
+    int64_t sizeEach = 0, count = 0;
+    std::string central;          ///< the law taken, "b*s"
+    std::vector<std::string> readings; ///< every law allowed, "b*s", "b*s^2"
+    std::string evidence;         ///< why the central law: "stack", "size"
+    double peakIfLowest = 0, peakIfHighest = 0; ///< the projected allocated peak, read each way
+};
+
 enum class Verdict : uint8_t { Fits, Tight, DoesNotFit, Unknown };
 std::string_view verdictName(Verdict v); ///< "fits", "tight", "does not fit", "unknown capacity"
 
@@ -186,6 +197,12 @@ struct Projection {
     bool fits = false;
     StepTime time;
     std::vector<std::string> notes; ///< e.g. "the peak is in the optimizer step: a longer sequence does not move it"
+    /// The allocated peak is the replay of every allocation of the trace with its law
+    /// (a target that moves only the micro-batch and the sequence).
+    bool replayed = false;
+    int64_t replayPeakEvent = -1;   ///< the event of the projected peak in the measured trace
+    int64_t measuredPeakEvent = -1; ///< the event of the replayed measured peak
+    std::vector<ProjectedAmbiguity> ambiguities;
 
     const PhaseProjection& peakProjection() const { return phases[size_t(peakPhase)]; }
     double componentAt(StepPhase p, std::string_view name) const;

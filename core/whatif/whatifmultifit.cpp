@@ -78,6 +78,8 @@ MultiFit fitCalibrationRuns(const std::vector<Calibration>& runs, const WhatIfCo
     MultiFit fit;
     fit.baseline = runs.front().baseline;
     WhatIfBaseline& s = fit.baseline;
+    // The first run's laws are read from it alone; the fitted terms know better.
+    s.trace.reset();
     const int b0 = s.config.microBatch, s0 = s.config.seq;
     const double m0 = sobMeasured(runs.front());
     std::vector<double> mbX{double(b0)}, mbY{m0}, seqX{double(s0)}, seqM{m0};

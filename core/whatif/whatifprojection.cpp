@@ -2,6 +2,7 @@
 #include "core/whatif/whatifprojection.h"
 
 #include "core/util/units.h"
+#include "core/whatif/traceprojector.h"
 #include "core/whatif/whatiflevers.h"
 
 #include <algorithm>
@@ -13,6 +14,9 @@ namespace {
 
 constexpr double kMiB = double(1ull << 20);
 constexpr double kGiB = double(1ull << 30);
+/// The replay's own error on its readings: sizes rounded to the allocator's 512 bytes, small
+/// tensors read as constant (docs/whatif-model.md, "Band").
+constexpr double kReplayResidual = 0.01;
 
 void add(PhaseProjection& ph, const char* name, const Term& t)
 {
@@ -378,6 +382,53 @@ Projection evaluateReadings(const WhatIfBaseline& base, const LeverConfig& targe
     return pr;
 }
 
+/// Whether `t` moves nothing but the micro-batch and the sequence of `c0`.
+bool shapeOnly(const LeverConfig& t, const LeverConfig& c0)
+{
+    LeverConfig u = t;
+    u.microBatch = c0.microBatch;
+    u.seq = c0.seq;
+    return u == c0;
+}
+
+std::vector<ProjectedAmbiguity> ambiguitiesAt(const TraceProjector& tp, const LeverConfig& t)
+{
+    std::vector<ProjectedAmbiguity> out;
+    for (const AmbiguityWorth& w : tp.worth(t.microBatch, t.seq, 5)) {
+        const LawAmbiguity& a = tp.laws().ambiguities()[w.group];
+        ProjectedAmbiguity p{a.where, a.sizeEach, a.count, std::string(sizeLawName(a.central)), {},
+                             std::string(lawEvidenceName(a.evidence)), w.low, w.high};
+        for (size_t l = 0; l < kSizeLawCount; ++l)
+            if (a.allowed & (1u << l))
+                p.readings.emplace_back(sizeLawName(SizeLaw(l)));
+        out.push_back(std::move(p));
+    }
+    return out;
+}
+
+/// The allocated peak and its band from the replay of every allocation (docs/whatif-model.md,
+/// "Replay"); fragmentation and memory outside the allocator stay the terms' own.
+void replayPeak(Projection& pr, const WhatIfBaseline& base, const LeverConfig& t)
+{
+    if (!base.trace || !shapeOnly(t, base.config) || t.microBatch <= 0 || t.seq <= 0)
+        return;
+    const TraceProjector& tp = *base.trace;
+    const TraceReplayPeak r = tp.project(t.microBatch, t.seq);
+    const TraceReplayPeak m = tp.project(tp.measuredMicroBatch(), tp.measuredSeq());
+    const double over = pr.peak - pr.peakAllocated;
+    const double overLow = pr.peakLow - pr.peakAllocatedLow, overHigh = pr.peakHigh - pr.peakAllocatedHigh;
+    pr.peakAllocated = r.central;
+    pr.peakAllocatedLow = std::min(r.low, r.central) * (1 - kReplayResidual);
+    pr.peakAllocatedHigh = std::max(r.high, r.central) * (1 + kReplayResidual);
+    pr.peak = pr.peakAllocated + over;
+    pr.peakLow = pr.peakAllocatedLow + overLow;
+    pr.peakHigh = pr.peakAllocatedHigh + overHigh;
+    pr.replayed = true;
+    pr.replayPeakEvent = r.centralEvent;
+    pr.measuredPeakEvent = m.centralEvent;
+    pr.ambiguities = ambiguitiesAt(tp, t);
+}
+
 } // namespace
 
 Projection project(const WhatIfBaseline& base, const LeverConfig& target, const WhatIfConstants& k,
@@ -407,15 +458,16 @@ Projection project(const WhatIfBaseline& base, const LeverConfig& target, const 
                            std::string(precisionName(alt)) + " the run projects " + formatBytes(int64_t(other.peak)) +
                            ", which the band holds (give the measured precision to narrow it)");
     }
-    if (!base.precisionAlternatives.empty())
+    replayPeak(pr, base, target);
+    if (!base.precisionAlternatives.empty() || pr.replayed)
         judge(pr, std::max(base.context, base.contextHigh));
     const Projection b0 = evaluateReadings(base, base.config, k, device);
     const LeverConfig& c = target;
     const LeverConfig& c0 = base.config;
-    if (pr.peakPhase != b0.peakPhase)
+    if (pr.peakPhase != b0.peakPhase && !pr.replayed)
         pr.notes.push_back("the peak moved from the " + std::string(stepPhaseLabel(b0.peakPhase)) + " to the " +
                            std::string(stepPhaseLabel(pr.peakPhase)));
-    if (pr.peakPhase != StepPhase::StartOfBackward && (c.seq != c0.seq || c.microBatch != c0.microBatch)) {
+    if (!pr.replayed && pr.peakPhase != StepPhase::StartOfBackward && (c.seq != c0.seq || c.microBatch != c0.microBatch)) {
         const double fwd = pr.phases[0].total;
         pr.notes.push_back("the peak is in the " + std::string(stepPhaseLabel(pr.peakPhase)) +
                            ", which holds no saved activations: micro-batch and sequence length change only the "

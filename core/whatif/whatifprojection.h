@@ -14,6 +14,8 @@
 
 namespace headroom {
 
+class TraceProjector;
+
 /// One memory term with its provenance and relative uncertainty.
 struct Term {
     double bytes = 0;
@@ -66,6 +68,9 @@ struct WhatIfState {
     /// the forward/backward boundary), else the boundary (the first reading is the point):
     /// project() takes whichever projects higher.
     std::shared_ptr<const WhatIfState> lateBackward;
+    /// Every allocation of the measured trace with its law (docs/whatif-model.md): a target
+    /// that moves only the micro-batch and the sequence takes its peak from this replay.
+    std::shared_ptr<const TraceProjector> trace;
 
     bool structural = false;       ///< a lever that changes the allocation pattern was applied
     double measuredStepTime = -1;  ///< seconds per optimizer step in the trace

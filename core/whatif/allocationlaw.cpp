@@ -1,0 +1,440 @@
+// SPDX-License-Identifier: MIT
+#include "core/whatif/allocationlaw.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <map>
+#include <set>
+#include <span>
+#include <tuple>
+
+namespace headroom {
+
+namespace {
+
+constexpr int64_t kMinBlock = 512;   // the caching allocator's smallest block and its rounding
+constexpr int64_t kTiny = 1 << 20;   // below this, a size that is no multiple of b*s is constant
+constexpr size_t kMaxAmbiguities = 64; // groups named; the rest still widen the band
+
+uint8_t bit(SizeLaw l) { return uint8_t(1u << unsigned(l)); }
+
+std::string lower(std::string_view s)
+{
+    std::string out(s);
+    std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    return out;
+}
+
+bool contains(const std::string& s, const char* w) { return s.find(w) != std::string::npos; }
+
+/// What a Python frame is called: its function, or for a module's `forward` also its file
+/// (`softmax.py:forward` is a Softmax module's), lower case.
+std::string pythonName(const FrameTable& frames, uint32_t id)
+{
+    const Frame& f = frames.frame(id);
+    std::string name = lower(frames.strings().get(f.name));
+    if (name == "forward") {
+        std::string_view file = frames.strings().get(f.file);
+        if (const size_t slash = file.find_last_of('/'); slash != std::string_view::npos)
+            file.remove_prefix(slash + 1);
+        name.append(1, ' ').append(lower(file));
+    }
+    return name;
+}
+
+bool lossName(const std::string& n) { return contains(n, "log_softmax") || contains(n, "cross_entropy") || contains(n, "nll_loss"); }
+
+/// A multiple of `unit` up to the allocator's rounding to 512 bytes.
+bool fitsUnit(int64_t size, int64_t unit)
+{
+    return unit > 0 && size >= unit && size % unit < kMinBlock;
+}
+
+bool keptState(TensorCategory c) { return c == TensorCategory::Parameter || c == TensorCategory::Gradient ||
+                                          c == TensorCategory::OptimizerState; }
+
+/// Unclassified memory made before the loop and never freed: a buffer, a cache, state of an
+/// optimizer outside torch.optim. It does not grow with the batch.
+bool setupState(const Allocation& a, const AllocationClass& c)
+{
+    return c.category == TensorCategory::Unknown && a.end == Allocation::kStillAlive &&
+           (a.start == Allocation::kBeforeWindow || c.birthPhase == Phase::Setup);
+}
+
+/// The casts autocast saves of fp32 weights: half a weight's size, at most one per weight.
+class WeightCasts {
+public:
+    WeightCasts(const MemoryTimeline& tl, const std::vector<AllocationClass>& classes)
+    {
+        for (size_t i = 0; i < tl.allocations.size() && i < classes.size(); ++i)
+            if (classes[i].category == TensorCategory::Parameter)
+                ++m_weights[tl.allocations[i].size];
+    }
+    /// How many weights a tensor of `size` may be the cast of.
+    int castsOf(int64_t size) const
+    {
+        const auto it = m_weights.find(size * 2);
+        return it == m_weights.end() ? 0 : it->second;
+    }
+
+private:
+    std::map<int64_t, int> m_weights;
+};
+
+/// A function call, named by the function (file and name, not the line) and every frame that
+/// called it (their Python frames): allocations made in one call of an attention function share it, an MLP's do not.
+std::string callKey(const FrameTable& frames, std::span<const uint32_t> stack, size_t at)
+{
+    const Frame& f = frames.frame(stack[at]);
+    std::string key;
+    auto put = [&key](uint32_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); };
+    put(f.file);
+    put(f.name);
+    for (size_t k = at + 1; k < stack.size(); ++k)
+        if (frames.isPythonFrame(stack[k])) // native frames between differ from call to call
+            put(stack[k]);
+    return key;
+}
+
+/// The call a softmax was made from: the caller of a Python softmax function, or the Python
+/// line that called a softmax kernel. Empty when the stack has no Python frame.
+std::string softmaxCaller(const FrameTable& frames, uint32_t stackId)
+{
+    const auto stack = frames.stack(stackId);
+    bool insideSoftmax = false;
+    for (size_t k = 0; k < stack.size(); ++k) {
+        if (!frames.isPythonFrame(stack[k]))
+            continue;
+        const std::string name = pythonName(frames, stack[k]);
+        if (!insideSoftmax && contains(name, "softmax")) {
+            insideSoftmax = true;
+            continue;
+        }
+        if (name == "_call_impl" || name == "_wrapped_call_impl")
+            continue; // a Softmax module's call: its caller is further out
+        return callKey(frames, stack, k);
+    }
+    return {};
+}
+
+} // namespace
+
+LawExponents lawExponents(SizeLaw l)
+{
+    switch (l) {
+    case SizeLaw::Constant: return {0, 0};
+    case SizeLaw::Batch: return {1, 0};
+    case SizeLaw::Sequence: return {0, 1};
+    case SizeLaw::Tokens: return {1, 1};
+    case SizeLaw::TokensBySeq: return {1, 2};
+    case SizeLaw::SeqSquared: return {0, 2};
+    case SizeLaw::StepBlock: return {1, 1};
+    }
+    return {};
+}
+
+double lawFactor(SizeLaw l, double rb, double rs)
+{
+    if (l == SizeLaw::StepBlock)
+        return rs * std::max(1.0, rb / 2);
+    const LawExponents e = lawExponents(l);
+    return std::pow(rb, e.batch) * std::pow(rs, e.seq);
+}
+
+std::string_view sizeLawName(SizeLaw l)
+{
+    switch (l) {
+    case SizeLaw::Constant: return "constant";
+    case SizeLaw::Batch: return "b";
+    case SizeLaw::Sequence: return "s";
+    case SizeLaw::Tokens: return "b*s";
+    case SizeLaw::TokensBySeq: return "b*s^2";
+    case SizeLaw::SeqSquared: return "s^2";
+    case SizeLaw::StepBlock: return "s*max(1,b/2)";
+    }
+    return "?";
+}
+
+std::string_view lawEvidenceName(LawEvidence e)
+{
+    switch (e) {
+    case LawEvidence::Runs: return "runs";
+    case LawEvidence::Category: return "category";
+    case LawEvidence::Stack: return "stack";
+    case LawEvidence::Steps: return "steps";
+    case LawEvidence::Mirror: return "mirror";
+    case LawEvidence::Size: return "size";
+    }
+    return "?";
+}
+
+bool AllocationLaws::softmaxStack(const FrameTable& frames, uint32_t stack)
+{
+    for (uint32_t id : frames.stack(stack)) {
+        const bool python = frames.isPythonFrame(id);
+        const std::string name = python ? pythonName(frames, id) : lower(frames.strings().get(frames.frame(id).name));
+        if (lossName(name))
+            return false;
+        if (!python) {
+            if (contains(name, "softmax")) // at::_ops::_softmax, SoftmaxBackward0: the kernel itself
+                return true;
+            continue;
+        }
+        return contains(name, "softmax"); // the innermost Python function: torch's or the user's softmax
+    }
+    return false;
+}
+
+bool AllocationLaws::attentionContext(const FrameTable& frames, uint32_t stack)
+{
+    bool attention = false;
+    for (uint32_t id : frames.stack(stack)) {
+        const std::string name =
+            frames.isPythonFrame(id) ? pythonName(frames, id) : lower(frames.strings().get(frames.frame(id).name));
+        if (lossName(name))
+            return false; // the loss's b*s*V tensors may divide by s^2 too
+        for (const char* w : {"attn", "attention", "softmax", "scaled_dot", "sdpa", "baddbmm"})
+            attention = attention || contains(name, w);
+    }
+    return attention;
+}
+
+AllocationLaws AllocationLaws::fromSnapshot(const MemoryTimeline& tl, const std::vector<AllocationClass>& classes,
+                                            const FrameTable& frames, int b0, int s0, bool autocast,
+                                            const std::vector<Iteration>& iterations)
+{
+    AllocationLaws out;
+    out.m_laws.resize(tl.allocations.size());
+    const int64_t tokens = int64_t(b0) * s0;
+    const int64_t quadUnit = tokens * s0;
+    const int64_t maskUnit = int64_t(s0) * s0;
+    std::vector<uint8_t> softmaxMade(tl.allocations.size(), 0);
+    for (size_t i = 0; i < tl.allocations.size(); ++i) {
+        const Allocation& a = tl.allocations[i];
+        const AllocationClass c = i < classes.size() ? classes[i] : AllocationClass{};
+        AllocationLaw& law = out.m_laws[i];
+        const int64_t z = a.size;
+        if (keptState(c.category) || setupState(a, c)) {
+            law.evidence = LawEvidence::Category;
+            // An s x s buffer (a causal mask) is constant when built for a longest sequence,
+            // s^2 when built for the run's: both kept.
+            if (s0 > 1 && z > kMinBlock && fitsUnit(z, maskUnit) && z <= 8 * maskUnit + kMinBlock)
+                law.allowed |= bit(SizeLaw::SeqSquared);
+        } else if (z > kMinBlock) {
+            law.evidence = LawEvidence::Size;
+            const bool token = fitsUnit(z, tokens) && z >= 4 * tokens;
+            if (token) {
+                law.central = SizeLaw::Tokens;
+                law.allowed = bit(SizeLaw::Tokens);
+            } else if (z >= kTiny) {
+                // Large but no multiple of b*s: batch-shaped by its size, constant by its factors.
+                law.central = SizeLaw::Tokens;
+                law.allowed = bit(SizeLaw::Tokens) | bit(SizeLaw::Constant);
+            }
+            if (s0 > 1 && attentionContext(frames, a.stack)) {
+                if (fitsUnit(z, quadUnit)) {
+                    law.allowed |= bit(SizeLaw::TokensBySeq);
+                    out.m_quadPossible += z;
+                    softmaxMade[i] = softmaxStack(frames, a.stack);
+                } else if (!token && fitsUnit(z, maskUnit) && z <= 8 * maskUnit + kMinBlock) {
+                    law.central = SizeLaw::SeqSquared; // an s x s mask: no batch dimension
+                    law.allowed = bit(SizeLaw::SeqSquared) | bit(SizeLaw::Constant);
+                }
+            }
+        }
+        out.m_bytes[size_t(law.central)] += z;
+    }
+    out.readSoftmax(tl, classes, frames, softmaxMade, tokens, quadUnit);
+    out.readSteps(tl, s0, std::max<size_t>(1, iterations.size()), tokens);
+    if (autocast)
+        out.readCasts(tl, classes, iterations);
+    out.readMirror(tl, classes);
+    out.collectAmbiguities(tl);
+    for (auto& amb : out.m_ambiguities) {
+        const auto lines = frames.topFrameLines(amb.stack, 1);
+        amb.where = lines.empty() ? std::string() : lines.front();
+    }
+    return out;
+}
+
+void AllocationLaws::readSoftmax(const MemoryTimeline& tl, const std::vector<AllocationClass>& classes,
+                                 const FrameTable& frames, const std::vector<uint8_t>& softmaxMade, int64_t tokens,
+                                 int64_t quadUnit)
+{
+    // A softmax's output is the largest tensor it makes (its max and sum are b*h*s, which
+    // may divide by b*s^2 too).
+    std::map<std::string, int64_t> largest;
+    std::vector<std::string> callerOf(m_laws.size());
+    for (size_t i = 0; i < m_laws.size(); ++i)
+        if (softmaxMade[i]) {
+            callerOf[i] = softmaxCaller(frames, tl.allocations[i].stack);
+            int64_t& m = largest[callerOf[i]];
+            m = std::max(m, tl.allocations[i].size);
+        }
+    for (size_t i = 0; i < m_laws.size(); ++i)
+        if (softmaxMade[i] && tl.allocations[i].size == largest[callerOf[i]])
+            setCentral(i, SizeLaw::TokensBySeq, LawEvidence::Stack, tl.allocations[i].size);
+
+    // Scores, masked scores and their copies are made in the call that takes their softmax,
+    // at the softmax's size. Not when that size per token is one or three of a parameter's
+    // (h*s = d makes the scores as large as q, k and v, which that call also makes).
+    std::set<int64_t> paramSizes;
+    for (size_t i = 0; i < tl.allocations.size() && i < classes.size(); ++i)
+        if (classes[i].category == TensorCategory::Parameter)
+            paramSizes.insert(tl.allocations[i].size);
+    auto coincides = [&](int64_t size) {
+        const int64_t perToken = size / std::max<int64_t>(1, tokens);
+        return paramSizes.count(perToken) || (perToken % 3 == 0 && paramSizes.count(perToken / 3));
+    };
+    std::map<std::string, std::set<int64_t>> softmaxSizes;
+    for (const auto& [key, size] : largest)
+        if (!key.empty() && !coincides(size))
+            softmaxSizes[key].insert(size);
+    if (softmaxSizes.empty())
+        return;
+    std::map<uint32_t, std::vector<std::string>> keysOf; // per stack: the call of each Python frame
+    for (size_t i = 0; i < m_laws.size(); ++i) {
+        AllocationLaw& law = m_laws[i];
+        if (law.central == SizeLaw::TokensBySeq || law.evidence == LawEvidence::Category ||
+            !fitsUnit(tl.allocations[i].size, quadUnit))
+            continue;
+        const uint32_t sid = tl.allocations[i].stack;
+        auto it = keysOf.find(sid);
+        if (it == keysOf.end()) {
+            std::vector<std::string> keys;
+            const auto stack = frames.stack(sid);
+            for (size_t k = 0; k < stack.size(); ++k)
+                if (frames.isPythonFrame(stack[k]))
+                    keys.push_back(callKey(frames, stack, k));
+            it = keysOf.emplace(sid, std::move(keys)).first;
+        }
+        for (const std::string& key : it->second) {
+            auto m = softmaxSizes.find(key);
+            if (m != softmaxSizes.end() && m->second.count(tl.allocations[i].size)) {
+                if (!(law.allowed & bit(SizeLaw::TokensBySeq)))
+                    m_quadPossible += tl.allocations[i].size;
+                law.allowed |= bit(SizeLaw::TokensBySeq);
+                setCentral(i, SizeLaw::TokensBySeq, LawEvidence::Stack, tl.allocations[i].size);
+                break;
+            }
+        }
+    }
+}
+
+void AllocationLaws::readCasts(const MemoryTimeline& tl, const std::vector<AllocationClass>& classes,
+                               const std::vector<Iteration>& iterations)
+{
+    // Sizes alone cannot tell a cast from an activation of its size (b*s equal to the hidden
+    // size makes every b*s*h bf16 activation half an h*h weight): the count can.
+    const WeightCasts casts(tl, classes);
+    std::map<std::pair<size_t, int64_t>, int> seen; // (iteration, size) -> casts counted
+    for (size_t i = 0; i < m_laws.size() && i < classes.size(); ++i) {
+        const Allocation& a = tl.allocations[i];
+        if (classes[i].category != TensorCategory::Activation || m_laws[i].central != SizeLaw::Tokens)
+            continue;
+        const int weights = casts.castsOf(a.size);
+        if (weights == 0)
+            continue;
+        const auto it = std::upper_bound(iterations.begin(), iterations.end(), a.start,
+                                         [](int64_t e, const Iteration& x) { return e < x.startEvent; });
+        const size_t iteration = size_t(it - iterations.begin());
+        m_laws[i].allowed |= bit(SizeLaw::Constant);
+        if (seen[{iteration, a.size}]++ < weights)
+            setCentral(i, SizeLaw::Constant, LawEvidence::Size, a.size);
+    }
+}
+
+void AllocationLaws::setCentral(size_t i, SizeLaw l, LawEvidence e, int64_t size)
+{
+    AllocationLaw& law = m_laws[i];
+    m_bytes[size_t(law.central)] -= size;
+    law.central = l;
+    law.allowed |= bit(l);
+    law.evidence = e;
+    m_bytes[size_t(l)] += size;
+}
+
+void AllocationLaws::readSteps(const MemoryTimeline& tl, int s0, size_t iterations, int64_t tokens)
+{
+    // A line that allocates about a multiple of s0 times per iteration, tensors with no token
+    // dimension of their own: one per step of a loop over the sequence (an LSTM's cells).
+    // Their number follows s, each one's size b (below the allocator's smallest block,
+    // nothing until the true size passes it: both readings kept).
+    if (s0 < 16) // a short sequence: a layer loop could be taken for a loop over steps
+        return;
+    std::map<std::pair<uint32_t, int64_t>, int64_t> perLine; // (stack, size) -> allocations
+    for (size_t i = 0; i < m_laws.size(); ++i)
+        if (m_laws[i].evidence == LawEvidence::Size && m_laws[i].central == SizeLaw::Constant && tl.allocations[i].stack)
+            ++perLine[{tl.allocations[i].stack, tl.allocations[i].size}];
+    for (size_t i = 0; i < m_laws.size(); ++i) {
+        const Allocation& a = tl.allocations[i];
+        if (m_laws[i].evidence != LawEvidence::Size || m_laws[i].central != SizeLaw::Constant || !a.stack)
+            continue;
+        // Per iteration, within a tenth of a multiple of s0 (a loop also allocates its first
+        // and last state: the LSTM's 516 per iteration at s0 = 64).
+        const double n = double(perLine[{a.stack, a.size}]) / double(iterations);
+        const double steps = std::round(n / s0);
+        if (steps < 1 || std::abs(n - steps * s0) > 0.1 * n)
+            continue;
+        if (a.size <= kMinBlock) {
+            m_laws[i].allowed |= bit(SizeLaw::Sequence) | bit(SizeLaw::Tokens);
+            setCentral(i, SizeLaw::StepBlock, LawEvidence::Steps, a.size);
+        } else if (a.size % std::max<int64_t>(1, tokens / s0) == 0) {
+            setCentral(i, SizeLaw::Tokens, LawEvidence::Steps, a.size);
+        }
+    }
+}
+
+void AllocationLaws::readMirror(const MemoryTimeline& tl, const std::vector<AllocationClass>& classes)
+{
+    // The backward makes a gradient of the size of the forward tensor it belongs to; its stack
+    // (the autograd engine, or the line that called backward) says nothing else. It takes the
+    // readings of the forward's tensors of its size: the most common one, and all of them.
+    struct Readings {
+        std::array<int64_t, kSizeLawCount> count{};
+        uint8_t allowed = 0;
+    };
+    std::map<int64_t, Readings> forward;
+    auto born = [&](size_t i) { return i < classes.size() ? classes[i].birthPhase : Phase::Other; };
+    for (size_t i = 0; i < m_laws.size(); ++i)
+        if (born(i) == Phase::Forward && m_laws[i].evidence != LawEvidence::Category) {
+            Readings& r = forward[tl.allocations[i].size];
+            ++r.count[size_t(m_laws[i].central)];
+            r.allowed |= m_laws[i].allowed;
+        }
+    for (size_t i = 0; i < m_laws.size(); ++i) {
+        if (born(i) != Phase::Backward || m_laws[i].evidence != LawEvidence::Size)
+            continue;
+        const auto it = forward.find(tl.allocations[i].size);
+        if (it == forward.end())
+            continue;
+        const auto& c = it->second.count;
+        const SizeLaw most = SizeLaw(std::max_element(c.begin(), c.end()) - c.begin());
+        m_laws[i].allowed |= it->second.allowed;
+        setCentral(i, most, LawEvidence::Mirror, tl.allocations[i].size);
+    }
+}
+
+void AllocationLaws::collectAmbiguities(const MemoryTimeline& tl)
+{
+    std::map<std::tuple<int64_t, uint32_t, uint8_t, uint8_t, uint8_t>, size_t> index;
+    for (size_t i = 0; i < m_laws.size(); ++i) {
+        AllocationLaw& law = m_laws[i];
+        if (!law.ambiguous())
+            continue;
+        const auto key = std::make_tuple(tl.allocations[i].size, tl.allocations[i].stack, uint8_t(law.central), law.allowed,
+                                         uint8_t(law.evidence));
+        auto it = index.find(key);
+        if (it == index.end()) {
+            if (m_ambiguities.size() >= kMaxAmbiguities)
+                continue;
+            it = index.emplace(key, m_ambiguities.size()).first;
+            m_ambiguities.push_back({law.central, law.allowed, law.evidence, tl.allocations[i].size, 0, tl.allocations[i].stack, {}});
+        }
+        ++m_ambiguities[it->second].count;
+        law.group = uint16_t(it->second + 1);
+    }
+}
+
+} // namespace headroom

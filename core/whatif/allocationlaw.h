@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+// How each allocation of a trace grows with the micro-batch b and the sequence length s
+// (docs/whatif-model.md, "Laws"). Every allocation gets the readings its own evidence allows,
+// never a property shared by all tensors of a byte size, and the one its own stack favours.
+
+#include "core/analysis/categoryclassifier.h"
+#include "core/analysis/phaseclassifier.h"
+#include "core/model/frametable.h"
+#include "core/replay/replay.h"
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace headroom {
+
+/// bytes = measured bytes * (b/b0)^batch * (s/s0)^seq for one reading.
+/// `StepBlock`: one tensor per step of the sequence in the allocator's smallest block (512 B),
+/// whose true size (below it) is taken at half a block: it grows with b once b/b0 passes 2.
+enum class SizeLaw : uint8_t { Constant, Batch, Sequence, Tokens, TokensBySeq, SeqSquared, StepBlock };
+inline constexpr size_t kSizeLawCount = 7;
+
+struct LawExponents {
+    int batch = 0, seq = 0;
+};
+/// The factor of a law at b/b0 = rb and s/s0 = rs.
+double lawFactor(SizeLaw l, double rb, double rs);
+LawExponents lawExponents(SizeLaw l); ///< StepBlock: {1, 1}, its growth once past the block
+std::string_view sizeLawName(SizeLaw l); ///< "constant", "b", "s", "b*s", "b*s^2", "s^2", "s*max(1,b/2)"
+
+/// Why an allocation has its law, least trusted last.
+enum class LawEvidence : uint8_t {
+    Runs,     ///< matched across several runs of the job, exponents fitted
+    Category, ///< parameters, gradients, optimizer state and kept state do not grow with b or s
+    Stack,    ///< the allocation's own stack decided between readings its size allows
+    Steps,    ///< one of a line's allocations per step of the sequence: their number grows with s
+    Mirror,   ///< made by the backward: the reading of the forward's tensors of its size
+    Size,     ///< the size's factorisation alone
+};
+std::string_view lawEvidenceName(LawEvidence e); ///< "runs", "category", "stack", "size"
+
+struct AllocationLaw {
+    SizeLaw central = SizeLaw::Constant;
+    uint8_t allowed = 1; ///< bit per SizeLaw the evidence allows; holds `central`
+    LawEvidence evidence = LawEvidence::Size;
+    uint16_t group = 0; ///< 1-based index into AllocationLaws::ambiguities(); 0 = not ambiguous
+
+    bool ambiguous() const { return (allowed & ~(1u << unsigned(central))) != 0; }
+};
+
+/// Ambiguous allocations of one kind: the same size and the same readings from the same line.
+struct LawAmbiguity {
+    SizeLaw central = SizeLaw::Tokens;
+    uint8_t allowed = 0;
+    LawEvidence evidence = LawEvidence::Size;
+    int64_t sizeEach = 0;
+    int64_t count = 0;
+    uint32_t stack = 0; ///< one representative stack
+    std::string where;  ///< its innermost user frame, "file:line:function"
+};
+
+class AllocationLaws {
+public:
+    /// One plain snapshot: categories first, then each allocation's size and stack. `b0` and
+    /// `s0` are the measured micro-batch and sequence (both > 0); `autocast` says the run
+    /// cast fp32 weights to 16 bits, whose casts look like activations; `iterations` are the
+    /// training steps the trace holds.
+    static AllocationLaws fromSnapshot(const MemoryTimeline& timeline, const std::vector<AllocationClass>& classes,
+                                       const FrameTable& frames, int b0, int s0, bool autocast,
+                                       const std::vector<Iteration>& iterations = {});
+
+    const std::vector<AllocationLaw>& laws() const { return m_laws; }
+    const std::vector<LawAmbiguity>& ambiguities() const { return m_ambiguities; }
+    /// Bytes (at the measured run) whose central reading is `l`.
+    int64_t bytesWith(SizeLaw l) const { return m_bytes[size_t(l)]; }
+    /// Allocations that may be b*s^2 (attention scores) by their size and stack.
+    int64_t quadraticPossible() const { return m_quadPossible; }
+
+    /// Whether a stack is attention's quadratic step: a softmax or a torch attention kernel
+    /// is the innermost named operation (the loss's log_softmax is not).
+    static bool softmaxStack(const FrameTable& frames, uint32_t stack);
+    /// Whether any frame of a stack names attention (a user's own function included): the
+    /// b*s^2 reading is possible there, not decided.
+    static bool attentionContext(const FrameTable& frames, uint32_t stack);
+
+private:
+    /// A softmax's output, and tensors of its size made in the call that takes the softmax.
+    void readSoftmax(const MemoryTimeline& timeline, const std::vector<AllocationClass>& classes,
+                     const FrameTable& frames, const std::vector<uint8_t>& softmaxMade, int64_t tokens,
+                     int64_t quadUnit);
+    /// Lines that allocate once per step of the sequence (a recurrent loop).
+    void readSteps(const MemoryTimeline& timeline, int s0, size_t iterations, int64_t tokens);
+    /// The backward's allocations without evidence of their own take the forward's readings.
+    void readMirror(const MemoryTimeline& timeline, const std::vector<AllocationClass>& classes);
+    /// Autocast: of the activations of half a weight's size, one per weight and iteration is
+    /// the weight's 16-bit cast.
+    void readCasts(const MemoryTimeline& timeline, const std::vector<AllocationClass>& classes,
+                   const std::vector<Iteration>& iterations);
+    void setCentral(size_t i, SizeLaw l, LawEvidence e, int64_t size);
+    void collectAmbiguities(const MemoryTimeline& timeline);
+
+    std::vector<AllocationLaw> m_laws;
+    std::vector<LawAmbiguity> m_ambiguities;
+    std::array<int64_t, kSizeLawCount> m_bytes{};
+    int64_t m_quadPossible = 0;
+};
+
+} // namespace headroom

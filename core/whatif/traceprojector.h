@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+// The projection as a replay (docs/whatif-model.md, "Replay"): every allocation of the trace
+// resized by its law at the target micro-batch and sequence, the whole history summed again,
+// and the peak taken over every event, wherever it moves.
+
+#include "core/whatif/allocationlaw.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace headroom {
+
+/// The replayed peak under three readings: each allocation's central law, and the envelope
+/// of the laws its evidence allows (lowest and highest at the target).
+struct TraceReplayPeak {
+    double central = 0, low = 0, high = 0;
+    int64_t centralEvent = -1, lowEvent = -1, highEvent = -1; ///< first event at each peak; -1: before the trace
+};
+
+/// What one ambiguity is worth at a target: the peak with that group read its lowest and its
+/// highest way, the rest as they are (exact while the peak stays at the central reading's event).
+struct AmbiguityWorth {
+    size_t group = 0; ///< index into AllocationLaws::ambiguities()
+    double low = 0, high = 0;
+};
+
+class TraceProjector {
+public:
+    TraceProjector(const MemoryTimeline& timeline, AllocationLaws laws, int b0, int s0);
+
+    /// The peak at micro-batch `b` and sequence `s` (per device).
+    TraceReplayPeak project(double b, double s) const;
+    /// The ambiguities that move the peak at (b, s), largest first, at most `count`.
+    std::vector<AmbiguityWorth> worth(double b, double s, size_t count) const;
+
+    const AllocationLaws& laws() const { return m_laws; }
+    int measuredMicroBatch() const { return m_b0; }
+    int measuredSeq() const { return m_s0; }
+    /// The measured peak (the replay at b0, s0): the timeline's own.
+    double measuredPeak() const { return m_measuredPeak; }
+
+private:
+    struct Boundary {
+        int64_t event;
+        uint32_t alloc; ///< allocation index
+        bool end;
+    };
+    struct Factors;
+    Factors factors(double b, double s) const;
+    /// One pass over the history.
+    TraceReplayPeak replay(const Factors& f) const;
+
+    AllocationLaws m_laws;
+    std::vector<int64_t> m_size;
+    std::vector<uint32_t> m_initial; ///< alive before the first event
+    std::vector<Boundary> m_boundaries; ///< by event
+    int m_b0 = 1, m_s0 = 1;
+    double m_measuredPeak = 0;
+};
+
+} // namespace headroom

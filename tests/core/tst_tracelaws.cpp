@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: MIT
+// Projections from evidence (docs/whatif-model.md): every allocation's own law, the whole
+// history replayed, the readings the evidence allows kept in the band. On the bundled sample
+// and on real GPU series (tests/data/real/gpu_series, each measured at two sequence lengths).
+#include "core/analysis/memoryanalysis.h"
+#include "core/io/loader.h"
+#include "core/whatif/allocationlaw.h"
+#include "core/whatif/traceprojector.h"
+#include "core/whatif/whatifcalibration.h"
+#include "core/whatif/whatifprojection.h"
+
+#include <catch2/catch.hpp>
+
+#include <map>
+
+using namespace headroom;
+
+namespace {
+
+std::shared_ptr<const LoadedTrace> loadSeries(const std::string& name)
+{
+    return Loader::load(std::string(HEADROOM_SOURCE_DIR) + "/tests/data/real/gpu_series/" + name + ".pickle.gz");
+}
+
+Calibration calibrated(const LoadedTrace& t, int b, int s)
+{
+    StatedConfig st;
+    st.microBatch = b;
+    st.seq = s;
+    st.devices = 1;
+    st.precision = Precision::Fp32;
+    return calibrate(t, 0, analyzeDevice(t, 0), st);
+}
+
+Projection projectSeq(const Calibration& cal, int seq)
+{
+    LeverConfig t = cal.baseline.config;
+    t.seq = seq;
+    return project(cal.baseline, t, WhatIfConstants{}, *devicePreset("80gib"));
+}
+
+bool innermostPythonNamed(const FrameTable& frames, uint32_t stack, std::string_view name)
+{
+    for (uint32_t id : frames.stack(stack))
+        if (frames.isPythonFrame(id))
+            return frames.strings().get(frames.frame(id).name) == name;
+    return false;
+}
+
+} // namespace
+
+TEST_CASE("One size in an attention stack does not make every tensor of that size quadratic", "[whatif][laws]")
+{
+    // The bundled CS336 step (micro-batch 4, sequence 128, d 2560, 32 heads): its b*h*s^2
+    // tensors are 8 MiB (softmax, scores); the b*s*d einsum outputs inside the user's own
+    // scaled_dot_product_attention are 5 MiB and divide by b*s^2 too.
+    auto t = Loader::load(std::string(HEADROOM_SOURCE_DIR) + "/sample_traces/pt27_kk_memory_ctx128_fullstep.pickle.gz");
+    const DeviceAnalysis a = analyzeDevice(*t, 0);
+    const MemoryTimeline& tl = t->timelines[0];
+    const AllocationLaws laws = AllocationLaws::fromSnapshot(tl, a.classes, t->snapshot.frames, 4, 128, false);
+    std::map<int64_t, int64_t> quadBySize;
+    int64_t fiveMiBAmbiguous = 0, fiveMiBQuad = 0;
+    for (size_t i = 0; i < tl.allocations.size(); ++i) {
+        const AllocationLaw& law = laws.laws()[i];
+        if (law.central == SizeLaw::TokensBySeq)
+            ++quadBySize[tl.allocations[i].size];
+        if (tl.allocations[i].size == 5 << 20) {
+            fiveMiBQuad += law.central == SizeLaw::TokensBySeq;
+            fiveMiBAmbiguous += law.ambiguous();
+        }
+    }
+    CHECK(fiveMiBQuad == 0);
+    CHECK(fiveMiBAmbiguous > 0); // the einsum outputs in the attention function: both readings kept
+    for (const auto& [size, n] : quadBySize)
+        UNSCOPED_INFO(n << " x " << size);
+    REQUIRE(quadBySize.size() == 1);
+    CHECK(quadBySize.begin()->first == 8 << 20);
+    // 64 softmax outputs, 32 more softmax steps, and the scores the same call made.
+    CHECK(quadBySize.begin()->second >= 96);
+    // Quadratic bytes a fraction of the linear ones (the old size rule filed 5.3 GiB of the
+    // start of backward as scores).
+    CHECK(laws.bytesWith(SizeLaw::TokensBySeq) < laws.bytesWith(SizeLaw::Tokens) / 4);
+}
+
+TEST_CASE("A peak that moves to another moment is found by replaying every event", "[whatif][laws][real]")
+{
+    // CS336 small forward, micro-batch 8: at sequence 128 the peak is an FFN's SiLU
+    // temporaries; at 1024 it is the attention softmax, not alive at the 128 peak.
+    auto t128 = loadSeries("cn_memory_nvtx_small_128_forward");
+    auto t1024 = loadSeries("cn_memory_nvtx_small_1024_forward");
+    const Calibration cal = calibrated(*t128, 8, 128);
+    REQUIRE(cal.baseline.trace);
+    const Projection p = projectSeq(cal, 1024);
+    REQUIRE(p.replayed);
+    const double measured = double(t1024->timelines[0].peakAllocated);
+    CHECK(p.peakAllocated == Approx(measured).epsilon(0.01));
+    CHECK(p.peakAllocatedLow <= measured);
+    CHECK(p.peakAllocatedHigh >= measured);
+    REQUIRE(p.replayPeakEvent >= 0);
+    CHECK(p.replayPeakEvent != p.measuredPeakEvent);
+    const TraceEvents& ev = t128->snapshot.devices[0].trace;
+    CHECK(innermostPythonNamed(t128->snapshot.frames, ev.stack[size_t(p.replayPeakEvent)], "softmax"));
+    CHECK(innermostPythonNamed(t128->snapshot.frames, ev.stack[size_t(p.measuredPeakEvent)], "silu"));
+    // At the measured setting the replay is the trace's own curve.
+    CHECK(cal.baseline.trace->measuredPeak() == Approx(double(t128->timelines[0].peakAllocated)).epsilon(1e-9));
+}
+
+TEST_CASE("Forward series at another sequence length project within 2%", "[whatif][laws][real]")
+{
+    struct Pair {
+        const char* base;
+        int b, s0;
+        const char* target;
+        int s1;
+    };
+    // niu: a Softmax module (softmax.py:forward) and attention in files of their own names;
+    // hf: CS336 small inference at batch 32.
+    for (const Pair& pr : {Pair{"niu_fwd_ctx100", 10, 100, "niu_fwd_ctx200", 200},
+                           Pair{"niu_fwd_ctx200", 10, 200, "niu_fwd_ctx100", 100},
+                           Pair{"hf_small_fp32_seq128_inference", 32, 128, "hf_small_fp32_seq512_inference", 512}}) {
+        INFO(pr.base << " -> " << pr.target);
+        auto base = loadSeries(pr.base);
+        auto target = loadSeries(pr.target);
+        const Projection p = projectSeq(calibrated(*base, pr.b, pr.s0), pr.s1);
+        REQUIRE(p.replayed);
+        const double measured = double(target->timelines[0].peakAllocated);
+        CHECK(p.peakAllocated == Approx(measured).epsilon(0.02));
+        CHECK(p.peakAllocatedLow <= measured);
+        CHECK(p.peakAllocatedHigh >= measured);
+    }
+}
+
+TEST_CASE("The replay at the measured setting is the timeline, event for event", "[whatif][laws]")
+{
+    auto t = Loader::load(std::string(HEADROOM_SOURCE_DIR) + "/sample_traces/pt27_kk_memory_ctx128_fullstep.pickle.gz");
+    const DeviceAnalysis a = analyzeDevice(*t, 0);
+    const MemoryTimeline& tl = t->timelines[0];
+    const TraceProjector tp(tl, AllocationLaws::fromSnapshot(tl, a.classes, t->snapshot.frames, 4, 128, false), 4, 128);
+    const TraceReplayPeak m = tp.project(4, 128);
+    CHECK(m.central == Approx(double(tl.peakAllocated)).epsilon(1e-12));
+    CHECK(m.centralEvent == tl.peakEventIndex);
+    CHECK(m.low == Approx(m.central).epsilon(1e-12));
+    CHECK(m.high == Approx(m.central).epsilon(1e-12));
+    // Twice the micro-batch: constant state stays, every b-law allocation doubles.
+    const TraceReplayPeak twice = tp.project(8, 128);
+    CHECK(twice.central > m.central);
+    CHECK(twice.central < 2 * m.central);
+}
