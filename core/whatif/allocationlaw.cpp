@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <span>
 #include <tuple>
@@ -116,6 +117,46 @@ std::string softmaxCaller(const FrameTable& frames, uint32_t stackId)
         return callKey(frames, stack, k);
     }
     return {};
+}
+
+/// FNV-1a over the text of a stack's innermost Python frames (all frames when it has none),
+/// module-call plumbing left out. Not the outermost: a driver script edited between two runs
+/// moves its own lines, not the model's.
+uint64_t lineHash(const FrameTable& frames, uint32_t stackId)
+{
+    constexpr size_t kLineFrames = 6;
+    uint64_t h = 1469598103934665603ull;
+    auto mix = [&h](std::string_view text) {
+        for (unsigned char c : text)
+            h = (h ^ c) * 1099511628211ull;
+        h = (h ^ '|') * 1099511628211ull;
+    };
+    const auto stack = frames.stack(stackId);
+    const bool anyPython = std::any_of(stack.begin(), stack.end(), [&](uint32_t id) { return frames.isPythonFrame(id); });
+    size_t used = 0;
+    for (uint32_t id : stack) {
+        if (used == kLineFrames)
+            break;
+        if (anyPython && !frames.isPythonFrame(id))
+            continue;
+        const std::string_view name = frames.strings().get(frames.frame(id).name);
+        if (name == "_call_impl" || name == "_wrapped_call_impl")
+            continue;
+        mix(frames.formatFrame(id));
+        ++used;
+    }
+    return h;
+}
+
+/// The law with these exponents, if there is one.
+std::optional<SizeLaw> lawWith(int batch, int seq)
+{
+    for (size_t l = 0; l < kSizeLawCount; ++l) {
+        const LawExponents e = lawExponents(SizeLaw(l));
+        if (SizeLaw(l) != SizeLaw::StepBlock && e.batch == batch && e.seq == seq)
+            return SizeLaw(l);
+    }
+    return std::nullopt;
 }
 
 } // namespace
@@ -233,10 +274,10 @@ AllocationLaws AllocationLaws::fromSnapshot(const MemoryTimeline& tl, const std:
                 law.allowed = bit(SizeLaw::Tokens) | bit(SizeLaw::Constant);
             }
             if (s0 > 1 && attentionContext(frames, a.stack)) {
+                softmaxMade[i] = softmaxStack(frames, a.stack);
                 if (fitsUnit(z, quadUnit)) {
                     law.allowed |= bit(SizeLaw::TokensBySeq);
                     out.m_quadPossible += z;
-                    softmaxMade[i] = softmaxStack(frames, a.stack);
                 } else if (!token && fitsUnit(z, maskUnit) && z <= 8 * maskUnit + kMinBlock) {
                     law.central = SizeLaw::SeqSquared; // an s x s mask: no batch dimension
                     law.allowed = bit(SizeLaw::SeqSquared) | bit(SizeLaw::Constant);
@@ -251,6 +292,16 @@ AllocationLaws AllocationLaws::fromSnapshot(const MemoryTimeline& tl, const std:
         out.readCasts(tl, classes, iterations);
     out.readMirror(tl, classes);
     out.collectAmbiguities(tl);
+    out.m_iterations = std::max<size_t>(1, iterations.size());
+    out.m_lines.resize(tl.allocations.size());
+    std::map<uint32_t, uint64_t> lineOf;
+    for (size_t i = 0; i < tl.allocations.size(); ++i) {
+        const uint32_t sid = tl.allocations[i].stack;
+        auto it = lineOf.find(sid);
+        if (it == lineOf.end())
+            it = lineOf.emplace(sid, sid ? lineHash(frames, sid) : 0).first;
+        out.m_lines[i] = it->second;
+    }
     for (auto& amb : out.m_ambiguities) {
         const auto lines = frames.topFrameLines(amb.stack, 1);
         amb.where = lines.empty() ? std::string() : lines.front();
@@ -272,9 +323,19 @@ void AllocationLaws::readSoftmax(const MemoryTimeline& tl, const std::vector<All
             int64_t& m = largest[callerOf[i]];
             m = std::max(m, tl.allocations[i].size);
         }
+    // One whose size is no multiple of b*s^2 may still be scores over s plus a few tokens
+    // (a ViT's class token): b*s^2 stays possible, not read.
+    auto readQuadratic = [&](size_t i, bool exact) {
+        AllocationLaw& law = m_laws[i];
+        if (!(law.allowed & bit(SizeLaw::TokensBySeq)))
+            m_quadPossible += tl.allocations[i].size;
+        law.allowed |= bit(SizeLaw::TokensBySeq);
+        if (exact)
+            setCentral(i, SizeLaw::TokensBySeq, LawEvidence::Stack, tl.allocations[i].size);
+    };
     for (size_t i = 0; i < m_laws.size(); ++i)
         if (softmaxMade[i] && tl.allocations[i].size == largest[callerOf[i]])
-            setCentral(i, SizeLaw::TokensBySeq, LawEvidence::Stack, tl.allocations[i].size);
+            readQuadratic(i, fitsUnit(tl.allocations[i].size, quadUnit));
 
     // Scores, masked scores and their copies are made in the call that takes their softmax,
     // at the softmax's size. Not when that size per token is one or three of a parameter's
@@ -289,15 +350,14 @@ void AllocationLaws::readSoftmax(const MemoryTimeline& tl, const std::vector<All
     };
     std::map<std::string, std::set<int64_t>> softmaxSizes;
     for (const auto& [key, size] : largest)
-        if (!key.empty() && !coincides(size))
+        if (!key.empty() && !coincides(size) && size > kMinBlock)
             softmaxSizes[key].insert(size);
     if (softmaxSizes.empty())
         return;
     std::map<uint32_t, std::vector<std::string>> keysOf; // per stack: the call of each Python frame
     for (size_t i = 0; i < m_laws.size(); ++i) {
         AllocationLaw& law = m_laws[i];
-        if (law.central == SizeLaw::TokensBySeq || law.evidence == LawEvidence::Category ||
-            !fitsUnit(tl.allocations[i].size, quadUnit))
+        if (law.central == SizeLaw::TokensBySeq || law.evidence == LawEvidence::Category)
             continue;
         const uint32_t sid = tl.allocations[i].stack;
         auto it = keysOf.find(sid);
@@ -312,10 +372,7 @@ void AllocationLaws::readSoftmax(const MemoryTimeline& tl, const std::vector<All
         for (const std::string& key : it->second) {
             auto m = softmaxSizes.find(key);
             if (m != softmaxSizes.end() && m->second.count(tl.allocations[i].size)) {
-                if (!(law.allowed & bit(SizeLaw::TokensBySeq)))
-                    m_quadPossible += tl.allocations[i].size;
-                law.allowed |= bit(SizeLaw::TokensBySeq);
-                setCentral(i, SizeLaw::TokensBySeq, LawEvidence::Stack, tl.allocations[i].size);
+                readQuadratic(i, fitsUnit(tl.allocations[i].size, quadUnit));
                 break;
             }
         }
@@ -343,6 +400,31 @@ void AllocationLaws::readCasts(const MemoryTimeline& tl, const std::vector<Alloc
         if (seen[{iteration, a.size}]++ < weights)
             setCentral(i, SizeLaw::Constant, LawEvidence::Size, a.size);
     }
+}
+
+void AllocationLaws::settle(size_t i, bool batch, int exponent)
+{
+    AllocationLaw& law = m_laws[i];
+    uint8_t kept = 0;
+    for (size_t l = 0; l < kSizeLawCount; ++l) {
+        const LawExponents e = lawExponents(SizeLaw(l));
+        if ((law.allowed & (1u << l)) && (batch ? e.batch : e.seq) == exponent)
+            kept |= uint8_t(1u << l);
+    }
+    const LawExponents c = lawExponents(law.central);
+    const bool centralKept = kept & (1u << unsigned(law.central));
+    if (!centralKept) {
+        const auto l = batch ? lawWith(exponent, c.seq) : lawWith(c.batch, exponent);
+        if (!l)
+            return; // no law has these exponents: leave the reading to the snapshot
+        kept = uint8_t(kept ? kept : bit(*l));
+        const SizeLaw next = (kept & bit(*l)) ? *l : SizeLaw(__builtin_ctz(kept));
+        law.central = next;
+    }
+    law.allowed = kept;
+    law.evidence = LawEvidence::Runs;
+    if (!law.ambiguous())
+        law.group = 0;
 }
 
 void AllocationLaws::setCentral(size_t i, SizeLaw l, LawEvidence e, int64_t size)

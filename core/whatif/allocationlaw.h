@@ -75,10 +75,17 @@ public:
 
     const std::vector<AllocationLaw>& laws() const { return m_laws; }
     const std::vector<LawAmbiguity>& ambiguities() const { return m_ambiguities; }
-    /// Bytes (at the measured run) whose central reading is `l`.
+    /// Bytes (at the measured run) whose central reading from the snapshot is `l`.
     int64_t bytesWith(SizeLaw l) const { return m_bytes[size_t(l)]; }
     /// Allocations that may be b*s^2 (attention scores) by their size and stack.
     int64_t quadraticPossible() const { return m_quadPossible; }
+    /// Per allocation, its line of code in a form two files of one job share: a hash of its
+    /// stack's six innermost Python frames as text (every frame where it has none).
+    const std::vector<uint64_t>& lines() const { return m_lines; }
+    size_t iterations() const { return m_iterations; }
+    /// Another run of the job measured the exponent of one lever (`batch`: b, else s) for
+    /// allocation i: readings that disagree are dropped, and the central law follows.
+    void settle(size_t i, bool batch, int exponent);
 
     /// Whether a stack is attention's quadratic step: a softmax or a torch attention kernel
     /// is the innermost named operation (the loss's log_softmax is not).
@@ -105,6 +112,8 @@ private:
 
     std::vector<AllocationLaw> m_laws;
     std::vector<LawAmbiguity> m_ambiguities;
+    std::vector<uint64_t> m_lines;
+    size_t m_iterations = 1;
     std::array<int64_t, kSizeLawCount> m_bytes{};
     int64_t m_quadPossible = 0;
 };

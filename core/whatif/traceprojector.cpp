@@ -34,6 +34,12 @@ TraceProjector::TraceProjector(const MemoryTimeline& tl, AllocationLaws laws, in
     m_measuredPeak = replay(factors(m_b0, m_s0)).central;
 }
 
+TraceProjector::TraceProjector(const TraceProjector& from, AllocationLaws laws)
+    : m_laws(std::move(laws)), m_size(from.m_size), m_initial(from.m_initial), m_boundaries(from.m_boundaries),
+      m_b0(from.m_b0), m_s0(from.m_s0), m_measuredPeak(from.m_measuredPeak)
+{
+}
+
 TraceProjector::Factors TraceProjector::factors(double b, double s) const
 {
     Factors f;

@@ -29,6 +29,8 @@ struct AmbiguityWorth {
 class TraceProjector {
 public:
     TraceProjector(const MemoryTimeline& timeline, AllocationLaws laws, int b0, int s0);
+    /// The same history under other laws (the laws of `from`, refined by more evidence).
+    TraceProjector(const TraceProjector& from, AllocationLaws laws);
 
     /// The peak at micro-batch `b` and sequence `s` (per device).
     TraceReplayPeak project(double b, double s) const;
@@ -36,6 +38,8 @@ public:
     std::vector<AmbiguityWorth> worth(double b, double s, size_t count) const;
 
     const AllocationLaws& laws() const { return m_laws; }
+    /// Each allocation's measured bytes.
+    const std::vector<int64_t>& sizes() const { return m_size; }
     int measuredMicroBatch() const { return m_b0; }
     int measuredSeq() const { return m_s0; }
     /// The measured peak (the replay at b0, s0): the timeline's own.

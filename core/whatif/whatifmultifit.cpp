@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "core/whatif/whatifmultifit.h"
 
+#include "core/whatif/runlaws.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -78,8 +80,16 @@ MultiFit fitCalibrationRuns(const std::vector<Calibration>& runs, const WhatIfCo
     MultiFit fit;
     fit.baseline = runs.front().baseline;
     WhatIfBaseline& s = fit.baseline;
-    // The first run's laws are read from it alone; the fitted terms know better.
-    s.trace.reset();
+    // The first run's laws, with each line's growth measured against the other runs.
+    if (s.trace) {
+        std::vector<const TraceProjector*> others;
+        for (size_t i = 1; i < runs.size(); ++i)
+            if (runs[i].baseline.trace)
+                others.push_back(runs[i].baseline.trace.get());
+        RunLawsFit laws = fitLawsAcrossRuns(*s.trace, others);
+        s.trace = laws.projector;
+        fit.notes.insert(fit.notes.end(), laws.notes.begin(), laws.notes.end());
+    }
     const int b0 = s.config.microBatch, s0 = s.config.seq;
     const double m0 = sobMeasured(runs.front());
     std::vector<double> mbX{double(b0)}, mbY{m0}, seqX{double(s0)}, seqM{m0};

@@ -5,6 +5,7 @@
 #include "core/analysis/memoryanalysis.h"
 #include "core/io/loader.h"
 #include "core/whatif/allocationlaw.h"
+#include "core/whatif/runlaws.h"
 #include "core/whatif/traceprojector.h"
 #include "core/whatif/whatifcalibration.h"
 #include "core/whatif/whatifprojection.h"
@@ -145,4 +146,34 @@ TEST_CASE("The replay at the measured setting is the timeline, event for event",
     const TraceReplayPeak twice = tp.project(8, 128);
     CHECK(twice.central > m.central);
     CHECK(twice.central < 2 * m.central);
+}
+
+TEST_CASE("Two runs of the job settle each line's growth", "[whatif][laws][real]")
+{
+    // niu forward at context 100 and 200: every ambiguity of the 100 run's snapshot is
+    // settled by the 200 run, line by line, and the projection to 150 (measured, not given
+    // to the fit) lands within 1%.
+    auto r100 = loadSeries("niu_fwd_ctx100");
+    auto r150 = loadSeries("niu_fwd_ctx150");
+    auto r200 = loadSeries("niu_fwd_ctx200");
+    const Calibration c100 = calibrated(*r100, 10, 100);
+    const Calibration c200 = calibrated(*r200, 10, 200);
+    REQUIRE(c100.baseline.trace);
+    REQUIRE(c200.baseline.trace);
+    const Projection one = projectSeq(c100, 150);
+    CHECK_FALSE(one.ambiguities.empty());
+    const RunLawsFit fit = fitLawsAcrossRuns(*c100.baseline.trace, {c200.baseline.trace.get()});
+    CHECK(fit.settled > 0);
+    CHECK(fit.linesMatched > 10);
+    WhatIfBaseline both = c100.baseline;
+    both.trace = fit.projector;
+    LeverConfig t = both.config;
+    t.seq = 150;
+    const Projection two = project(both, t, WhatIfConstants{}, *devicePreset("80gib"));
+    const double measured = double(r150->timelines[0].peakAllocated);
+    CHECK(two.peakAllocated == Approx(measured).epsilon(0.01));
+    CHECK(two.ambiguities.empty());
+    CHECK(two.peakAllocatedHigh - two.peakAllocatedLow < one.peakAllocatedHigh - one.peakAllocatedLow);
+    CHECK(two.peakAllocatedLow <= measured);
+    CHECK(two.peakAllocatedHigh >= measured);
 }
