@@ -1,12 +1,19 @@
 """Small models for recording training steps on the CPU (torch.nn only, random weights).
 
-Four families, each with a builder that takes the lever values and returns
+Families, each with a builder that takes the lever values and returns
 ``(model, make_batch, loss_fn)``:
 
   decoder   GPT-style decoder, eager attention (explicit q @ k^T, mask, softmax, @ v; no SDPA)
   encoder   BERT-like encoder (post-LayerNorm, bidirectional attention, MLM head)
   convnet   ResNet-like convolutional net (basic blocks, BatchNorm); ``seq`` is the image size
   lstm      LSTM language model (one nn.LSTM per layer)
+  llama, gpt2fused, encdec, vit, moe
+            defined in cpu_models_more.py (Llama, Hugging Face GPT-2, BART-like
+            encoder-decoder, ViT with ``seq`` = patch tokens, mixture of experts)
+  decoder_infer
+            the decoder's model run for inference: ``run_point`` calls ``infer`` (forward
+            under torch.no_grad(), model.eval(), no loss, backward or optimizer) instead of
+            ``train``
 
 ``make_batch()`` returns ``(inputs, targets)`` for the builder's micro-batch and sequence;
 ``loss_fn(output, targets)`` returns the scalar loss. ``checkpoint='full'`` recomputes every
@@ -26,9 +33,15 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint as _checkpoint
 
-FAMILIES = ("decoder", "encoder", "convnet", "lstm")
-# the sequence length (image size for convnet) at "seq x1"
-BASE_SEQ = {"decoder": 128, "encoder": 128, "convnet": 32, "lstm": 64}
+FAMILIES = ("decoder", "encoder", "convnet", "lstm", "llama", "gpt2fused", "encdec", "vit", "moe",
+            "decoder_infer")
+# the sequence length at "seq x1": the image side for convnet, the number of patch tokens for
+# vit. llama's 64 makes query heads * seq = dim (2 * 64 = 128): its b*h*s^2 score tensors have
+# the byte size of a b*s*d activation (see cpu_models_more.py for the others' ratios)
+BASE_SEQ = {"decoder": 128, "encoder": 128, "convnet": 32, "lstm": 64, "llama": 64,
+            "gpt2fused": 128, "encdec": 64, "vit": 64, "moe": 128, "decoder_infer": 128}
+# families recorded forward-only (infer): no backward, no optimizer
+INFERENCE = ("decoder_infer",)
 
 
 def _ckpt(fn, *args):
@@ -278,7 +291,9 @@ def build_lstm(micro_batch=2, seq=64, precision="fp32", checkpoint="none", seed=
 
 
 BUILDERS = {"decoder": build_decoder, "encoder": build_encoder,
-            "convnet": build_convnet, "lstm": build_lstm}
+            "convnet": build_convnet, "lstm": build_lstm, "decoder_infer": build_decoder}
+import cpu_models_more  # noqa: E402  (it reads the helpers above at call time only)
+BUILDERS.update(cpu_models_more.BUILDERS)
 
 
 def build(family, micro_batch=2, seq=None, precision="fp32", checkpoint="none", seed=0):
@@ -346,6 +361,24 @@ def train(model, optimizer, make_batch, loss_fn, precision="fp32", accum=1, iter
                 optimizer.zero_grad(set_to_none=set_to_none)
 
 
+def infer(model, make_batch, precision="fp32", iterations=1, cap=None):
+    """``iterations`` forward passes under ``torch.no_grad()`` (``model.eval()``: no dropout),
+    each in an iteration marker with a forward phase; no loss, backward or optimizer, so the
+    peak is the forward's temporaries on top of the weights."""
+    cap = cap or _NoMarks()
+    model.eval()
+    for _ in range(iterations):
+        with cap.iteration():
+            x, y = make_batch()
+            x, y = cap.inputs(x, y)
+            ctx = (torch.autocast("cpu", dtype=torch.bfloat16) if precision == "amp-bf16"
+                   else contextlib.nullcontext())
+            with torch.no_grad(), ctx:
+                with cap.phase("forward"):
+                    out = model(x)
+            del out, x, y
+
+
 def run_point(path, family, micro_batch=2, seq_mult=1, precision="fp32", optimizer="adamw",
               checkpoint="none", accum=1, iterations=1, prebuilt=False, warmup=None, seed=0,
               **more):
@@ -354,28 +387,47 @@ def run_point(path, family, micro_batch=2, seq_mult=1, precision="fp32", optimiz
     ``prebuilt=False`` builds model, optimizer and batches inside the captured block (every
     tensor is seen being allocated); ``prebuilt=True`` builds the model and optimizer before
     it, takes ``warmup`` steps (default 1 when prebuilt: the optimizer state exists), and
-    passes them as ``model=``/``optimizer=`` (recorded as alive before the trace)."""
+    passes them as ``model=``/``optimizer=`` (recorded as alive before the trace).
+
+    A family of INFERENCE runs ``infer`` instead of ``train``: no optimizer is made (the file
+    says ``optimizer: 'none'``, ``mode: 'inference'``); accum and checkpoint do not apply."""
     import headroom_cpu
+    inference = family in INFERENCE
+    if inference:
+        if accum != 1 or checkpoint != "none":
+            raise ValueError("%s runs forward only (no backward): accum and checkpoint do not "
+                             "apply" % family)
+        optimizer = "none"
+        more.setdefault("mode", "inference")
     seq = BASE_SEQ[family] * seq_mult
     levers = dict(micro_batch=micro_batch, seq=seq, precision=precision, checkpoint=checkpoint,
                   accum=accum, devices=1, iterations=iterations)
     kw = dict(levers, optimizer=optimizer, model=family, family=family, seq_mult=seq_mult,
               prebuilt=prebuilt, **more)
+
+    def step(model, opt, make_batch, loss_fn, n, cap=None):
+        if inference:
+            infer(model, make_batch, precision, n, cap)
+        else:
+            train(model, opt, make_batch, loss_fn, precision, accum, n, cap)
+
+    def optim(model):
+        return None if inference else make_optimizer(optimizer, model.parameters())
     if prebuilt:
         model, make_batch, loss_fn = build(family, micro_batch, seq, precision, checkpoint, seed)
-        opt = make_optimizer(optimizer, model.parameters())
+        opt = optim(model)
         warmup = 1 if warmup is None else warmup
         if warmup:
-            train(model, opt, make_batch, loss_fn, precision, accum, warmup)
-        kw["model"], kw["optimizer"], kw["warmup_steps"] = model, opt, warmup
+            step(model, opt, make_batch, loss_fn, warmup)
+        kw["model"], kw["optimizer"], kw["warmup_steps"] = model, opt or optimizer, warmup
         kw["model_name"] = family
         with headroom_cpu.capture(path, **kw) as cap:
-            train(model, opt, make_batch, loss_fn, precision, accum, iterations, cap)
+            step(model, opt, make_batch, loss_fn, iterations, cap)
         return cap
     with headroom_cpu.capture(path, **kw) as cap:
         model, make_batch, loss_fn = build(family, micro_batch, seq, precision, checkpoint, seed)
-        opt = make_optimizer(optimizer, model.parameters())
-        train(model, opt, make_batch, loss_fn, precision, accum, iterations, cap)
+        opt = optim(model)
+        step(model, opt, make_batch, loss_fn, iterations, cap)
         # model and optimizer stay alive past the end of the trace, as in a snapshot taken
         # during training: parameters and optimizer state are live at the end
     return cap

@@ -7,6 +7,18 @@
 
 namespace headroom {
 
+namespace {
+
+/// What the caching allocator hands out for a request: a multiple of 512 bytes. A tensor that
+/// shrinks (a smaller micro-batch) keeps its rounding: half of 2 x 300 B is still 512 B.
+double allocatorSize(double bytes)
+{
+    constexpr double kBlock = 512;
+    return bytes <= 0 ? 0 : std::ceil(bytes / kBlock) * kBlock;
+}
+
+} // namespace
+
 /// Per call: the factor of each law, and the lowest and highest factor of each set of
 /// allowed laws (a bit mask over kSizeLawCount laws).
 struct TraceProjector::Factors {
@@ -66,9 +78,9 @@ TraceReplayPeak TraceProjector::replay(const Factors& f) const
     auto sizes = [&](uint32_t i, double& zc, double& zl, double& zh) {
         const AllocationLaw& law = laws[i];
         const double z = double(m_size[i]);
-        zc = z * f.law[size_t(law.central)];
-        zl = z * f.low[law.allowed];
-        zh = z * f.high[law.allowed];
+        zc = allocatorSize(z * f.law[size_t(law.central)]);
+        zl = allocatorSize(z * f.low[law.allowed]);
+        zh = allocatorSize(z * f.high[law.allowed]);
     };
     for (uint32_t i : m_initial) {
         double zc, zl, zh;
