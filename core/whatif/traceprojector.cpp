@@ -9,12 +9,16 @@ namespace headroom {
 
 namespace {
 
-/// What the caching allocator hands out for a request: a multiple of 512 bytes. A tensor that
-/// shrinks (a smaller micro-batch) keeps its rounding: half of 2 x 300 B is still 512 B.
-double allocatorSize(double bytes)
+/// What the caching allocator hands out for `bytes` resized by `factor`: a multiple of 512
+/// bytes. A tensor that shrinks (a smaller micro-batch) keeps its rounding: half of 2 x 300 B
+/// is still 512 B. Unresized, the size as recorded (some sources record requested sizes).
+double allocatorSize(double bytes, double factor)
 {
     constexpr double kBlock = 512;
-    return bytes <= 0 ? 0 : std::ceil(bytes / kBlock) * kBlock;
+    if (factor == 1)
+        return bytes;
+    const double b = bytes * factor;
+    return b <= 0 ? 0 : std::ceil(b / kBlock) * kBlock;
 }
 
 } // namespace
@@ -43,12 +47,14 @@ TraceProjector::TraceProjector(const MemoryTimeline& tl, AllocationLaws laws, in
     }
     std::stable_sort(m_boundaries.begin(), m_boundaries.end(),
                      [](const Boundary& x, const Boundary& y) { return x.event < y.event; });
-    m_measuredPeak = replay(factors(m_b0, m_s0)).central;
+    const TraceReplayPeak measured = replay(factors(m_b0, m_s0));
+    m_measuredPeak = measured.central;
+    m_measuredPeakEvent = measured.centralEvent;
 }
 
 TraceProjector::TraceProjector(const TraceProjector& from, AllocationLaws laws)
     : m_laws(std::move(laws)), m_size(from.m_size), m_initial(from.m_initial), m_boundaries(from.m_boundaries),
-      m_b0(from.m_b0), m_s0(from.m_s0), m_measuredPeak(from.m_measuredPeak)
+      m_b0(from.m_b0), m_s0(from.m_s0), m_measuredPeak(from.m_measuredPeak), m_measuredPeakEvent(from.m_measuredPeakEvent)
 {
 }
 
@@ -78,9 +84,9 @@ TraceReplayPeak TraceProjector::replay(const Factors& f) const
     auto sizes = [&](uint32_t i, double& zc, double& zl, double& zh) {
         const AllocationLaw& law = laws[i];
         const double z = double(m_size[i]);
-        zc = allocatorSize(z * f.law[size_t(law.central)]);
-        zl = allocatorSize(z * f.low[law.allowed]);
-        zh = allocatorSize(z * f.high[law.allowed]);
+        zc = allocatorSize(z, f.law[size_t(law.central)]);
+        zl = allocatorSize(z, f.low[law.allowed]);
+        zh = allocatorSize(z, f.high[law.allowed]);
     };
     for (uint32_t i : m_initial) {
         double zc, zl, zh;
@@ -105,12 +111,12 @@ TraceReplayPeak TraceProjector::replay(const Factors& f) const
 
 TraceReplayPeak TraceProjector::project(double b, double s) const { return replay(factors(b, s)); }
 
-std::vector<AmbiguityWorth> TraceProjector::worth(double b, double s, size_t count) const
+std::vector<AmbiguityWorth> TraceProjector::worth(double b, double s, size_t count, const TraceReplayPeak* at) const
 {
     // What each group holds at the central peak, read its other ways: the peak moves at least
     // that much (more where the group's own peak is elsewhere).
     const Factors f = factors(b, s);
-    const TraceReplayPeak p = replay(f);
+    const TraceReplayPeak p = at ? *at : replay(f);
     const auto& laws = m_laws.laws();
     std::vector<double> live(m_laws.ambiguities().size() + 1, 0.0);
     for (uint32_t i : m_initial)

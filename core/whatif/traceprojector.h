@@ -34,8 +34,9 @@ public:
 
     /// The peak at micro-batch `b` and sequence `s` (per device).
     TraceReplayPeak project(double b, double s) const;
-    /// The ambiguities that move the peak at (b, s), largest first, at most `count`.
-    std::vector<AmbiguityWorth> worth(double b, double s, size_t count) const;
+    /// The ambiguities that move the peak at (b, s), largest first, at most `count`; `at` is
+    /// project(b, s) when the caller has it.
+    std::vector<AmbiguityWorth> worth(double b, double s, size_t count, const TraceReplayPeak* at = nullptr) const;
 
     const AllocationLaws& laws() const { return m_laws; }
     /// Each allocation's measured bytes.
@@ -44,6 +45,7 @@ public:
     int measuredSeq() const { return m_s0; }
     /// The measured peak (the replay at b0, s0): the timeline's own.
     double measuredPeak() const { return m_measuredPeak; }
+    int64_t measuredPeakEvent() const { return m_measuredPeakEvent; }
 
 private:
     struct Boundary {
@@ -62,6 +64,7 @@ private:
     std::vector<Boundary> m_boundaries; ///< by event
     int m_b0 = 1, m_s0 = 1;
     double m_measuredPeak = 0;
+    int64_t m_measuredPeakEvent = -1;
 };
 
 } // namespace headroom

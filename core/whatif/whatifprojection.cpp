@@ -391,10 +391,10 @@ bool shapeOnly(const LeverConfig& t, const LeverConfig& c0)
     return u == c0;
 }
 
-std::vector<ProjectedAmbiguity> ambiguitiesAt(const TraceProjector& tp, const LeverConfig& t)
+std::vector<ProjectedAmbiguity> ambiguitiesAt(const TraceProjector& tp, const LeverConfig& t, const TraceReplayPeak& at)
 {
     std::vector<ProjectedAmbiguity> out;
-    for (const AmbiguityWorth& w : tp.worth(t.microBatch, t.seq, 5)) {
+    for (const AmbiguityWorth& w : tp.worth(t.microBatch, t.seq, 5, &at)) {
         const LawAmbiguity& a = tp.laws().ambiguities()[w.group];
         ProjectedAmbiguity p{a.where, a.sizeEach, a.count, std::string(sizeLawName(a.central)), {},
                              std::string(lawEvidenceName(a.evidence)), w.low, w.high};
@@ -414,7 +414,6 @@ void replayPeak(Projection& pr, const WhatIfBaseline& base, const LeverConfig& t
         return;
     const TraceProjector& tp = *base.trace;
     const TraceReplayPeak r = tp.project(t.microBatch, t.seq);
-    const TraceReplayPeak m = tp.project(tp.measuredMicroBatch(), tp.measuredSeq());
     const double over = pr.peak - pr.peakAllocated;
     const double overLow = pr.peakLow - pr.peakAllocatedLow, overHigh = pr.peakHigh - pr.peakAllocatedHigh;
     pr.peakAllocated = r.central;
@@ -425,8 +424,8 @@ void replayPeak(Projection& pr, const WhatIfBaseline& base, const LeverConfig& t
     pr.peakHigh = pr.peakAllocatedHigh + overHigh;
     pr.replayed = true;
     pr.replayPeakEvent = r.centralEvent;
-    pr.measuredPeakEvent = m.centralEvent;
-    pr.ambiguities = ambiguitiesAt(tp, t);
+    pr.measuredPeakEvent = tp.measuredPeakEvent();
+    pr.ambiguities = ambiguitiesAt(tp, t, r);
 }
 
 } // namespace

@@ -12,6 +12,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 
 using namespace headroom;
@@ -176,4 +179,40 @@ TEST_CASE("Two runs of the job settle each line's growth", "[whatif][laws][real]
     CHECK(two.peakAllocatedHigh - two.peakAllocatedLow < one.peakAllocatedHigh - one.peakAllocatedLow);
     CHECK(two.peakAllocatedLow <= measured);
     CHECK(two.peakAllocatedHigh >= measured);
+}
+
+// A benchmark, not a timed test (hidden; tools/bench.py runs it with its 1M-event snapshot in
+// HEADROOM_REPLAY_BENCH_FILE; the default is the bundled sample): a slider move re-projects by
+// replaying every allocation. Printed against the import of the same file in the same run.
+TEST_CASE("Re-projecting after a lever move", "[.benchmark][laws]")
+{
+    const char* env = std::getenv("HEADROOM_REPLAY_BENCH_FILE");
+    const std::string file =
+        env ? env : std::string(HEADROOM_SOURCE_DIR) + "/sample_traces/pt27_kk_memory_ctx128_fullstep.pickle.gz";
+    const auto t0 = std::chrono::steady_clock::now();
+    auto t = Loader::load(file);
+    const auto t1 = std::chrono::steady_clock::now();
+    const Calibration cal = calibrated(*t, 4, 128);
+    REQUIRE(cal.baseline.trace);
+    const TraceProjector& tp = *cal.baseline.trace;
+    const int n = 20;
+    double sink = 0;
+    const auto t2 = std::chrono::steady_clock::now();
+    for (int i = 0; i < n; ++i)
+        sink += tp.project(1 + i % 8, 128 * (1 + i % 4)).central;
+    const auto t3 = std::chrono::steady_clock::now();
+    for (int i = 0; i < n; ++i) {
+        LeverConfig c = cal.baseline.config;
+        c.microBatch = 1 + i % 8;
+        sink += project(cal.baseline, c, WhatIfConstants{}, *devicePreset("80gib")).peak;
+    }
+    const auto t4 = std::chrono::steady_clock::now();
+    const double whole = std::chrono::duration<double>(t4 - t3).count() / n;
+    const double load = std::chrono::duration<double>(t1 - t0).count();
+    const double each = std::chrono::duration<double>(t3 - t2).count() / n;
+    std::printf("what-if replay: %.2f ms per lever move over %zu events (%.1f ms per 1M), %.4f of the import (%.3f s)\n",
+                each * 1e3, t->snapshot.devices[0].trace.count(),
+                each * 1e9 / double(std::max<size_t>(1, t->snapshot.devices[0].trace.count())), each / load, load);
+    std::printf("what-if replay: %.2f ms per whole projection (terms, replay, ambiguities)\n", whole * 1e3);
+    CHECK(sink > 0);
 }
