@@ -10,6 +10,7 @@
 #include "core/util/join.h"
 #include "core/util/units.h"
 #include "core/whatif/allocatorverdict.h"
+#include "core/whatif/projectedallocator.h"
 #include "core/whatif/whatifcalibration.h"
 #include "core/whatif/whatifjson.h"
 #include "core/whatif/whatifladder.h"
@@ -131,6 +132,7 @@ int WhatIfCommands::runOne(const Options& o, bool ladder)
         bool optimizerStateSuspect = false;
         int64_t traceCapacity = 0;
         std::optional<AllocatorRungInput> allocatorRung;
+        AllocatorConfig recordedAllocator; ///< the file's PYTORCH_CUDA_ALLOC_CONF, for the projected run's simulation
         const std::string file = o.files.empty() ? std::string() : o.files.front();
         if (o.measuredMicroBatch.size() > std::max<size_t>(1, o.files.size()) ||
             o.measuredSeq.size() > std::max<size_t>(1, o.files.size()))
@@ -180,6 +182,7 @@ int WhatIfCommands::runOne(const Options& o, bool ladder)
             outlier = cal->outlierBatch;
             optimizerStateSuspect = cal->optimizerStateSuspect;
             traceCapacity = estimateCapacity(*trace, di, std::nullopt).bytes;
+            recordedAllocator = AllocatorConfig::fromSnapshot(trace->snapshot.allocatorSettings);
             if (ladder)
                 if (auto v = AllocatorVerdict::forOom(*trace, di, capacity.value_or(0)))
                     allocatorRung = v->ladderInput();
@@ -304,7 +307,8 @@ int WhatIfCommands::runOne(const Options& o, bool ladder)
             }
             return 0;
         }
-        const Projection p = project(base, t, k, dev);
+        Projection p = project(base, t, k, dev);
+        simulateReserved(p, base, recordedAllocator);
         if (o.json)
             printJson(projectionJson(p, measured, k, dev));
         else

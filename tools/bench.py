@@ -157,6 +157,8 @@ def main():
         for line in out.splitlines():
             if line.startswith("projection recompute"):
                 print("what-if " + line + "   (target: well under 1 ms)")
+            elif line.startswith("what-if replay") and "reserved memory" in line:
+                print(line + "   (target: under 300 ms on 1M events)")
             elif line.startswith("what-if replay"):
                 print(line + "   (target: under 50 ms per lever move on 1M events)")
     # Timeline redraw (issue 5): pans of a few pixels at 1,951 px wide, whole run and a

@@ -109,7 +109,7 @@ FP32 = 4
 INT64 = 8
 
 
-# Ground truth (--truth): the categories of FORMATS.md section 4.3 and the
+# Ground truth (--truth): the categories of docs/categories-and-phases.md and the
 # training phases, as the simulated program knows them.
 CATEGORIES = ('parameter', 'gradient', 'optimizer_state', 'activation', 'temporary',
               'input', 'autograd_detail', 'unknown')

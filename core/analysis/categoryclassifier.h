@@ -11,7 +11,7 @@
 
 namespace headroom {
 
-/// Which rule decided an allocation's category, so the user can see why (FORMATS.md §4.3).
+/// Which rule decided an allocation's category, so the user can see why (docs/categories-and-phases.md).
 enum class CategoryRule : uint8_t {
     ExactFromProfiler,       ///< the source carries the profiler's category
     AliveThroughWindow,      ///< alive before the trace and at its end

@@ -8,7 +8,7 @@
 
 namespace headroom {
 
-/// Training phases an event can belong to (FORMATS.md §4.2).
+/// Training phases an event can belong to (docs/categories-and-phases.md).
 enum class Phase : uint8_t { Setup, Forward, Loss, Backward, Optimizer, Other };
 
 inline constexpr size_t kPhaseCount = 6;

@@ -45,7 +45,7 @@ struct PhaseAnalysis {
 /// `__init__` is a pool's or a thread's, not a model's, and says nothing about the phase.
 bool isWorkerStartFile(std::string_view file);
 
-/// Labels every event of one device with a training phase (FORMATS.md §4.2): first
+/// Labels every event of one device with a training phase (docs/categories-and-phases.md): first
 /// `external_annotations` windows (`Optimizer.step#…`, `## forward ##`, …), then the
 /// stack frames (autograd engine, torch/optim, module forward chains, loss code), then,
 /// for events without frames (backward with `stacks='python'`), the phases around them.

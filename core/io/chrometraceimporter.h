@@ -8,7 +8,7 @@
 namespace headroom {
 
 /// Chrome/Kineto traces (`export_chrome_trace`, `tensorboard_trace_handler`) with `[memory]`
-/// and `[OutOfMemory]` instant events (FORMATS.md §3.2), every argument variant from
+/// and `[OutOfMemory]` instant events (docs/formats.md, "Chrome traces"), every argument variant from
 /// PyTorch 1.9 (Bytes only) to 2.x (Addr, Total Allocated/Reserved, fractional `ts`,
 /// `baseTimeNanoseconds`).
 ///

@@ -8,7 +8,7 @@
 
 namespace headroom {
 
-/// Parses JSON input and picks the importer by content (FORMATS.md §1.11): an object with
+/// Parses JSON input and picks the importer by content (docs/formats.md, "JSON inputs"): an object with
 /// `traceEvents` = Chrome trace, with `segments`/`device_traces` = snapshot rendition, a list
 /// of 4-int rows = raw profiler timeline, `[times[], sizes[][]]` = profiler timeline, a bare
 /// list of segment dicts = legacy snapshot. Throws LoadError with the byte offset of a

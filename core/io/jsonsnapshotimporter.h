@@ -7,7 +7,7 @@
 
 namespace headroom {
 
-/// Turns a JSON rendition of a snapshot dict (FORMATS.md §1.1: what `MemoryViz.js` accepts
+/// Turns a JSON rendition of a snapshot dict (docs/formats.md, "JSON inputs": what `MemoryViz.js` accepts
 /// via `JSON.parse`, or `json.dump` of `_snapshot()`) into the same model the pickle
 /// importer produces, so every view and the summary behave identically. Also accepts a
 /// bare list of segments, and the `category` field `_profile_to_snapshot` writes on trace

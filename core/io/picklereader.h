@@ -13,7 +13,7 @@ namespace headroom {
 /// Progress callback: bytes consumed and total. Called at most every 64 Ki opcodes.
 using ProgressFn = std::function<void(uint64_t done, uint64_t total)>;
 
-/// A safe reader for the pickle subset of FORMATS.md §2.3 (protocols 2 to 5, Python's
+/// A safe reader for the pickle subset of docs/formats.md (protocols 2 to 5, Python's
 /// and the TorchScript C++ pickler's encodings). It never executes anything: opcodes
 /// that import or construct Python objects are refused with a LoadError.
 ///

@@ -7,7 +7,7 @@
 
 namespace headroom {
 
-/// `prof.export_memory_timeline(...)` outputs (FORMATS.md §3.1): the raw form, a list of
+/// `prof.export_memory_timeline(...)` outputs (docs/formats.md, "Profiler memory timelines"): the raw form, a list of
 /// `[timestamp_ns, action, numbytes, category]` int rows, and the `[times, sizes]` form
 /// (times in µs, rows of 9 cumulative per-category byte counts).
 ///

@@ -14,7 +14,7 @@
 
 namespace headroom {
 
-/// The snapshot dict of FORMATS.md §1.2 (every schema era, every key optional, or the
+/// The snapshot dict of docs/formats.md ("Snapshot schema eras" (every schema era, every key optional, or the
 /// 1.12-era bare list of segments) read into the Snapshot model: the segments and blocks,
 /// the legacy `history`, the annotations, the settings and the schema-era ladder. One
 /// implementation for every document type the snapshot comes in (the pickle reader's
@@ -147,7 +147,7 @@ template <class Doc>
 void SnapshotDictImport<Doc>::setSchemaEra(Value root)
 {
     // Newer files keep the keys of older eras, so the newest marker is asked first
-    // (FORMATS.md §1.2); the 1.13-2.0 block `history` is the exception: only those files have it.
+    // (docs/formats.md, "Snapshot schema eras"); the 1.13-2.0 block `history` is the exception: only those files have it.
     if (m_legacyHistory)
         m_snap.schemaEra = "1.13-2.0 (blocks with history)";
     else if (m_doc.sawCompileContext())

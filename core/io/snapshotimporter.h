@@ -9,7 +9,7 @@
 
 namespace headroom {
 
-/// Turns a parsed snapshot pickle (every schema era of FORMATS.md §1.2, every key
+/// Turns a parsed snapshot pickle (every schema era of docs/formats.md, every key
 /// optional) into the Snapshot model. Type errors name the path inside the document,
 /// e.g. `segments[3].blocks[0].size: expected an integer, found str`.
 class SnapshotImporter {

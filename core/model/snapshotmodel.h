@@ -14,7 +14,7 @@
 
 namespace headroom {
 
-/// The allocator actions of a snapshot's device trace (FORMATS.md §1.6).
+/// The allocator actions of a snapshot's device trace (docs/formats.md, "Trace actions").
 enum class TraceAction : uint8_t {
     Alloc,
     FreeRequested,
@@ -94,7 +94,7 @@ BlockState blockStateFromName(std::string_view name);
 struct Block {
     uint64_t address = 0;
     int64_t size = 0;
-    int64_t requestedSize = 0; ///< after the legacy mapping of FORMATS.md §1.5
+    int64_t requestedSize = 0; ///< after the legacy mapping of docs/formats.md, "Requested size"
     BlockState state = BlockState::Unknown;
     uint32_t stack = 0;
 };

@@ -7,7 +7,7 @@
 
 namespace headroom {
 
-/// Exact tensor categories as PyTorch's memory profiler exports them (FORMATS.md §3.1).
+/// Exact tensor categories as PyTorch's memory profiler exports them (docs/formats.md, "Profiler memory timelines").
 /// The numeric values are the export index `_CATEGORY_TO_INDEX` of `export_memory_timeline`
 /// (0 PARAMETER ... 7 unknown), so raw timeline rows map without a table.
 enum class TensorCategory : uint8_t {

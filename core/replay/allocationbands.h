@@ -17,7 +17,7 @@ struct BandSlice {
 
 /// The by-allocation timeline for a set of pixel columns: at each column's event the
 /// allocations drawn as their own band, stacked in order of birth above the merged band of
-/// the small ones, as PyTorch's Active Memory Timeline stacks them (FORMATS.md §1.9).
+/// the small ones, as PyTorch's Active Memory Timeline stacks them (docs/formats.md, "Active memory bands").
 struct BandColumns {
     std::vector<int64_t> events;   ///< the event each column shows (-1: before the first)
     std::vector<int64_t> small;    ///< bytes of the merged small allocations (at the bottom)

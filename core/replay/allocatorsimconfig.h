@@ -26,7 +26,7 @@ struct AllocatorConfig {
     /// Parses "key:value,key:value" as PyTorch does; nullopt and `error` on a bad option.
     /// Options that do not move memory (backend, pinned_*, release_lock_on_cudamalloc) are accepted.
     static std::optional<AllocatorConfig> parse(std::string_view conf, std::string* error = nullptr);
-    /// The setting a snapshot recorded (`allocator_settings`, FORMATS.md §1.8); defaults
+    /// The setting a snapshot recorded (`allocator_settings`, docs/formats.md, "Allocator settings"); defaults
     /// where the file has none. `found` says whether it had any.
     static AllocatorConfig fromSnapshot(const std::vector<std::pair<std::string, std::string>>& settings,
                                         bool* found = nullptr);

@@ -27,7 +27,7 @@ struct Allocation {
     bool aliveAfter(int64_t event) const { return alive(start, end, event); }
 };
 
-/// The replay of one device's trace (FORMATS.md §1.9, §1.11), as PyTorch's viewer does it:
+/// The replay of one device's trace (docs/formats.md, "How the peak is computed"), as PyTorch's viewer does it:
 /// `free_completed` (merged with a preceding `free_requested`) ends an allocation, a lone
 /// `free_requested` leaves it pending, frees without an alloc and `active_allocated`
 /// blocks without an open alloc were alive since the start of the window.

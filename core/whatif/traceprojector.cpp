@@ -109,6 +109,18 @@ TraceReplayPeak TraceProjector::replay(const Factors& f) const
     return p;
 }
 
+void TraceProjector::visit(double b, double s,
+                           const std::function<void(int64_t event, uint32_t alloc, bool end, double bytes)>& f) const
+{
+    const Factors fs = factors(b, s);
+    const auto& laws = m_laws.laws();
+    auto bytes = [&](uint32_t i) { return double(m_size[i]) * fs.law[size_t(laws[i].central)]; };
+    for (uint32_t i : m_initial)
+        f(-1, i, false, bytes(i));
+    for (const Boundary& bd : m_boundaries)
+        f(bd.event, bd.alloc, bd.end, bytes(bd.alloc));
+}
+
 TraceReplayPeak TraceProjector::project(double b, double s) const { return replay(factors(b, s)); }
 
 std::vector<AmbiguityWorth> TraceProjector::worth(double b, double s, size_t count, const TraceReplayPeak* at) const

@@ -8,6 +8,7 @@
 #include "core/whatif/allocationlaw.h"
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace headroom {
@@ -37,6 +38,10 @@ public:
     /// The ambiguities that move the peak at (b, s), largest first, at most `count`; `at` is
     /// project(b, s) when the caller has it.
     std::vector<AmbiguityWorth> worth(double b, double s, size_t count, const TraceReplayPeak* at = nullptr) const;
+
+    /// Every request and release of the projected run in the trace's order, the central reading
+    /// at (b, s): `event` -1 for allocations alive before the trace; `bytes` as requested.
+    void visit(double b, double s, const std::function<void(int64_t event, uint32_t alloc, bool end, double bytes)>& f) const;
 
     const AllocationLaws& laws() const { return m_laws; }
     /// Each allocation's measured bytes.

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-// Calibrated mode (WHATIF.md §3): decompose a measured trace into the projection's terms at
+// Calibrated mode (docs/whatif-model.md, "The terms"): decompose a measured trace into the projection's terms at
 // the configuration it was measured at. What the trace tells is read; the rest the user states.
 
 #include "core/analysis/memoryanalysis.h"

@@ -42,7 +42,18 @@ nlohmann::json replayJson(const Projection& p)
                        {"evidence", a.evidence},
                        {"peak_allocated_if_lowest_bytes", int64_t(a.peakIfLowest)},
                        {"peak_allocated_if_highest_bytes", int64_t(a.peakIfHighest)}});
-    return {{"peak_event", p.replayPeakEvent}, {"measured_peak_event", p.measuredPeakEvent}, {"ambiguities", amb}};
+    nlohmann::json j = {{"peak_event", p.replayPeakEvent}, {"measured_peak_event", p.measuredPeakEvent}, {"ambiguities", amb}};
+    if (p.simulated) {
+        const SimulatedReserved& r = *p.simulated;
+        j["simulated_reserved"] = {{"peak_bytes", r.peak},
+                                   {"peak_event", r.peakEvent},
+                                   {"capacity_bytes", r.capacity},
+                                   {"expandable_segments", r.expandableSegments},
+                                   {"oom_event", r.oomEvent},
+                                   {"oom_request_bytes", r.oomSize},
+                                   {"oom_reserved_bytes", r.oomReserved}};
+    }
+    return j;
 }
 
 /// What would settle an ambiguity: a run that moves the lever its readings differ in.
@@ -199,6 +210,16 @@ std::string projectionText(const Projection& p, const std::vector<MeasuredItem>&
         o << "Allocated peak " << gib(p.peakAllocated) << " (band " << gib(p.peakAllocatedLow) << " .. "
           << gib(p.peakAllocatedHigh) << "): every allocation of the trace replayed with its law; at event "
           << p.replayPeakEvent << " of the trace (the measured peak: event " << p.measuredPeakEvent << ")\n";
+        if (p.simulated) {
+            const SimulatedReserved& r = *p.simulated;
+            o << "Simulated reserved memory (the caching allocator, expandable_segments "
+              << (r.expandableSegments ? "on" : "off") << "): ";
+            if (r.oomEvent >= 0)
+                o << "OOM at event " << r.oomEvent << " of the projected run: a request of " << formatBytes(r.oomSize)
+                  << " with " << gib(double(r.oomReserved)) << " reserved of " << gib(double(r.capacity)) << "\n";
+            else
+                o << "peak " << gib(double(r.peak)) << " at event " << r.peakEvent << "\n";
+        }
         for (const auto& a : p.ambiguities) {
             o << "Ambiguous: " << a.count << " x " << formatBytes(a.sizeEach) << " from " << a.where << " read as "
               << a.central << " (by its " << a.evidence << "), also";

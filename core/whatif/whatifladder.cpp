@@ -17,7 +17,7 @@ constexpr std::array<std::string_view, 4> kCurrency = {"engineering", "throughpu
 struct Tier {
     std::string title;
     Currency currency;
-    double position; ///< WHATIF §2.12 default order
+    double position; ///< the default order (docs/whatif-model.md, "The terms")
     bool staticMemory = false;
     bool activation = false;
     bool resultChanging = false;
@@ -141,7 +141,7 @@ std::vector<Tier> tiers(const LadderOptions& opt, const WhatIfBaseline& base)
                          return Cands{{"LoRA adapters (1% trainable)", x}};
                      }});
     }
-    // The user's currency order first, then §2.12's order within a currency.
+    // The user's currency order first, then the default order within a currency.
     auto rank = [&](const Tier& x) {
         if (opt.currencyOrder.empty() || x.position == 1)
             return x.position;

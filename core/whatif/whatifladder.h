@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-// "Make it fit" (WHATIF.md §2.12, issue 6 §2): walk the levers in order of currency, aimed at
+// "Make it fit" (docs/whatif-model.md, "The terms"): walk the levers in order of currency, aimed at
 // the bottleneck, and stop at the first configuration whose high estimate fits.
 
 #include "core/whatif/whatifprojection.h"
@@ -11,7 +11,7 @@
 
 namespace headroom {
 
-/// What a lever costs (§2): engineering time, throughput, fidelity, hardware.
+/// What a lever costs: engineering time, throughput, fidelity, hardware.
 enum class Currency : uint8_t { Engineering, Throughput, Fidelity, Hardware };
 std::string_view currencyName(Currency c); ///< "engineering", "throughput", "fidelity", "hardware"
 std::optional<Currency> currencyFromName(std::string_view s);
@@ -27,7 +27,7 @@ struct AllocatorRungInput {
 };
 
 struct LadderOptions {
-    /// Spend these first (someone with spare GPUs puts Hardware first). Empty: WHATIF §2.12's order.
+    /// Spend these first (someone with spare GPUs puts Hardware first). Empty: the default order.
     std::vector<Currency> currencyOrder;
     int availableDevices = 1;    ///< sharding rungs only when > 1
     bool allowResultChanging = true; ///< shorter sequences, LoRA

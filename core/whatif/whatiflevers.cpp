@@ -165,7 +165,7 @@ WhatIfState withShape(WhatIfState s, int b, int k, int seq)
     // 0 = unknown (a calibration that did not learn it): unchanged.
     const double rb = double(std::max(1, b)) / std::max(1, s.config.microBatch);
     const double rs = double(std::max(1, seq)) / std::max(1, s.config.seq);
-    // The uncertainty of a scaled term grows with how far it is scaled (§3.5's 5% / 10% at a
+    // The uncertainty of a scaled term grows with how far it is scaled (5% / 10% at a
     // small step): on the CPU matrix the start of backward's activations scale within 5% at
     // twice or half the batch but are off by 10-15% of the peak at four to sixteen times the
     // tokens, where parts that do not scale linearly (per-layer constants, tensors at the

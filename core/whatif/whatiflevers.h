@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-// Levers as pure functions WhatIfState -> WhatIfState (WHATIF.md §2, §3.3). Each sets its part
+// Levers as pure functions WhatIfState -> WhatIfState (docs/whatif-model.md, "The terms"). Each sets its part
 // of `config`, re-prices or rescales the terms it touches, and marks provenance and uncertainty.
 // The step-time effect follows from the config in stepTime().
 

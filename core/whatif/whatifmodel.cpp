@@ -140,7 +140,7 @@ StateBytes stateBytes(Precision p, OptimizerKind o)
     const bool pure16 = p == Precision::Bf16;
     if (p == Precision::Fp32) { s.weights = 4; s.grads = 4; }
     else if (pure16) { s.weights = 2; s.grads = 2; }
-    else { s.weights = 2; s.master = 4; s.grads = 2; } // ZeRO / DeepSpeed accounting (§1.2)
+    else { s.weights = 2; s.master = 4; s.grads = 2; } // ZeRO / DeepSpeed accounting
     const double stateWord = pure16 ? 2 : 4;        // optimizer states follow the master dtype
     switch (o) {
     case OptimizerKind::AdamW: s.optimizer = 2 * stateWord; s.optimizerTemp = stateWord; break;
@@ -236,23 +236,23 @@ const std::vector<WhatIfConstants::Entry>& WhatIfConstants::entries()
     using C = WhatIfConstants;
     static const std::vector<Entry> k = {
         {"mfu_max", "MFU max", &C::mfuMax, "", true, "llm-analysis 'up to 0.5'; Korthikanti 54%"},
-        {"n_half", "MFU half-saturation", &C::nHalf, "tokens", true, "WHATIF §5.2"},
-        {"logits_bytes", "logits bytes/element (c_V)", &C::logitsBytes, "B", true, "WHATIF §1.3 (4..12)"},
-        {"overlap", "comm/compute overlap", &C::overlap, "", true, "WHATIF §5.4"},
+        {"n_half", "MFU half-saturation", &C::nHalf, "tokens", true, "a guess, docs/whatif-model.md"},
+        {"logits_bytes", "logits bytes/element (c_V)", &C::logitsBytes, "B", true, "a guess, docs/whatif-model.md (4..12)"},
+        {"overlap", "comm/compute overlap", &C::overlap, "", true, "a guess, docs/whatif-model.md"},
         {"hbm_efficiency", "HBM efficiency", &C::hbmEfficiency, "", true, "llm-analysis calls 0.9 aggressive"},
-        {"bus_factor", "achievable NVLink fraction", &C::busFactor, "", true, "WHATIF §5.7"},
-        {"host_bandwidth", "host DRAM bandwidth", &C::hostBandwidth, "B/s", true, "WHATIF §5.7"},
+        {"bus_factor", "achievable NVLink fraction", &C::busFactor, "", true, "a guess, docs/whatif-model.md"},
+        {"host_bandwidth", "host DRAM bandwidth", &C::hostBandwidth, "B/s", true, "a guess, docs/whatif-model.md"},
         {"context_bytes", "outside the allocator (C)", &C::contextBytes, "B", true, "PR #86509, HF docs"},
-        {"context_high_bytes", "C high end", &C::contextHighBytes, "B", true, "WHATIF §7.3"},
-        {"frag_ratio", "fragmentation / (A+T)", &C::fragRatio, "", true, "WHATIF §6.3"},
-        {"frag_ratio_expandable", "same, expandable segments", &C::fragRatioExpandable, "", true, "WHATIF §6.4"},
-        {"margin_same", "margin, b/k only", &C::marginSame, "", true, "WHATIF §6.2"},
-        {"margin_structural", "margin, structural", &C::marginStructural, "", true, "WHATIF §6.2/§7.3"},
-        {"fp32_slowdown", "fp32 step-time factor", &C::fp32Slowdown, "x", true, "WHATIF §2.4"},
-        {"flash_speedup", "FlashAttention attention speedup", &C::flashSpeedup, "x", true, "WHATIF §2.8"},
+        {"context_high_bytes", "C high end", &C::contextHighBytes, "B", true, "a guess, docs/whatif-model.md"},
+        {"frag_ratio", "fragmentation / (A+T)", &C::fragRatio, "", true, "a guess, docs/whatif-model.md"},
+        {"frag_ratio_expandable", "same, expandable segments", &C::fragRatioExpandable, "", true, "a guess, docs/whatif-model.md"},
+        {"margin_same", "margin, b/k only", &C::marginSame, "", true, "a guess, docs/whatif-model.md"},
+        {"margin_structural", "margin, structural", &C::marginStructural, "", true, "a guess, docs/whatif-model.md"},
+        {"fp32_slowdown", "fp32 step-time factor", &C::fp32Slowdown, "x", true, "a guess, docs/whatif-model.md"},
+        {"flash_speedup", "FlashAttention attention speedup", &C::flashSpeedup, "x", true, "a guess, docs/whatif-model.md"},
         {"offload_bucket_elems", "offload gradient bucket", &C::offloadBucketElems, "elements", false,
          "DeepSpeed reduce_bucket_size"},
-        {"foreach_time_factor", "foreach optimizer time factor", &C::foreachTimeFactor, "x", true, "WHATIF §5.5 (up to 2x)"},
+        {"foreach_time_factor", "foreach optimizer time factor", &C::foreachTimeFactor, "x", true, "a guess, docs/whatif-model.md (up to 2x)"},
     };
     return k;
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-// The vocabulary of the what-if projection (docs: ../shared/reference/WHATIF.md): the
+// The vocabulary of the what-if projection (docs/whatif-model.md): the
 // levers a user can move, model and device descriptions, the editable constants and the
 // projected result (components per phase, each with provenance and uncertainty).
 
@@ -19,10 +19,10 @@ enum class Precision : uint8_t { Fp32, AmpBf16, AmpFp16, Bf16 };
 enum class OptimizerKind : uint8_t { AdamW, AdamWFused, Adam8bit, Adafactor, Sgd, SgdMomentum };
 enum class Offload : uint8_t { None, Optimizer, Params };
 
-/// Where a number comes from (WHATIF.md §8).
+/// Where a number comes from (docs/whatif-model.md, "The terms").
 enum class Provenance : uint8_t { Measured, Scaled, Modelled, Default };
 
-/// The three points of a training step whose memory the projection evaluates (§1.7).
+/// The three points of a training step whose memory the projection evaluates.
 enum class StepPhase : uint8_t { StartOfBackward, Backward, OptimizerStep };
 inline constexpr size_t kStepPhaseCount = 3;
 
@@ -62,12 +62,12 @@ struct LeverConfig {
     std::vector<std::string> differences(const LeverConfig& base) const;
 };
 
-/// Bytes per parameter of each model state for a precision and optimizer (§1.2).
+/// Bytes per parameter of each model state for a precision and optimizer.
 struct StateBytes {
     double weights = 0, master = 0, grads = 0, optimizer = 0, optimizerTemp = 0;
 };
 StateBytes stateBytes(Precision p, OptimizerKind o);
-/// Bytes moved per trainable parameter by one optimizer step (§5.5).
+/// Bytes moved per trainable parameter by one optimizer step.
 double optimizerBytesMoved(Precision p, OptimizerKind o);
 /// Saved-activation size relative to 16-bit activations (fp32 stores ~1.8x, [G]).
 double activationFactor(Precision p);
@@ -90,7 +90,7 @@ std::vector<std::string> modelPresetNames();
 /// Parameter count from dimensions (GPT form when ffn == 0: 12*L*h^2 + V*h).
 double estimateParams(int layers, int hidden, int ffn, int vocab);
 
-/// A device: capacity and the speeds the step-time model needs (§5.7).
+/// A device: capacity and the speeds the step-time model needs.
 struct DeviceSpec {
     std::string name;
     int64_t capacityBytes = 0;
@@ -106,7 +106,7 @@ std::vector<std::string> devicePresetNames();
 /// The best matching speed preset for a capacity (custom capacities keep H100 speeds).
 DeviceSpec deviceForCapacity(int64_t capacityBytes);
 
-/// The editable constants (§5.7), each marked as a guess or sourced.
+/// The editable constants, each marked as a guess or sourced.
 struct WhatIfConstants {
     double mfuMax = 0.45;          ///< [G]
     double nHalf = 256;            ///< tokens [G]
@@ -157,7 +157,7 @@ struct PhaseProjection {
     double measured = -1; ///< measured total at the calibration point (calibrated mode)
 };
 
-/// Step time, itemised (§5): seconds per optimizer step.
+/// Step time, itemised: seconds per optimizer step.
 struct StepTime {
     double compute = 0;       ///< forward + backward at the measured (or modelled) utilisation
     double utilisation = 0;   ///< extra from a smaller micro-batch's lower utilisation
@@ -182,6 +182,14 @@ struct ProjectedAmbiguity {
     double peakIfLowest = 0, peakIfHighest = 0; ///< the projected allocated peak, read each way
 };
 
+/// The projected run's requests through the caching-allocator model (core/whatif/projectedallocator.h).
+struct SimulatedReserved {
+    int64_t peak = 0, peakEvent = -1; ///< reserved bytes; the event of the measured trace
+    int64_t capacity = 0;             ///< what the allocator could reserve; 0 unlimited
+    bool expandableSegments = false;
+    int64_t oomEvent = -1, oomSize = 0, oomReserved = 0; ///< the first refused request, if any
+};
+
 enum class Verdict : uint8_t { Fits, Tight, DoesNotFit, Unknown };
 std::string_view verdictName(Verdict v); ///< "fits", "tight", "does not fit", "unknown capacity"
 
@@ -203,6 +211,7 @@ struct Projection {
     int64_t replayPeakEvent = -1;   ///< the event of the projected peak in the measured trace
     int64_t measuredPeakEvent = -1; ///< the event of the replayed measured peak
     std::vector<ProjectedAmbiguity> ambiguities;
+    std::optional<SimulatedReserved> simulated; ///< filled on request (simulateReserved)
 
     const PhaseProjection& peakProjection() const { return phases[size_t(peakPhase)]; }
     double componentAt(StepPhase p, std::string_view name) const;

@@ -53,7 +53,7 @@ ComputeModel computeModel(const WhatIfState& s, const WhatIfConstants& k)
     const double Pt = P * c.trainableFraction;
     const double L = s.dims.valid() ? s.dims.layers : 0, h = s.dims.valid() ? s.dims.hidden : 0;
     const double sq = std::max(1, c.seq), n = double(std::max(1, c.microBatch)) * sq;
-    const double dense = c.trainableFraction < 1.0 ? 4 * P + 6 * Pt : 6 * P; // §5.1 (4P + 6Pt when frozen)
+    const double dense = c.trainableFraction < 1.0 ? 4 * P + 6 * Pt : 6 * P; // 4P + 6Pt when frozen
     double attn = 12 * L * h * sq;
     if (!c.flashAttention)
         attn *= k.flashSpeedup;
@@ -129,7 +129,7 @@ double storedActivations(const WhatIfState& s, double* linOut, double* quadOut)
     } else if (c.checkpoint == Checkpointing::Full || c.checkpoint == Checkpointing::EveryK) {
         const double nc = c.checkpoint == Checkpointing::Full ? L : std::ceil(L / std::max(1, c.checkpointEvery));
         const double coeff = s.dims.actCoeff > 0 ? s.dims.actCoeff : 34.0;
-        const double boundary = s.actLin.bytes / L * 2.0 / coeff; // the 2sbh layer input (§2.3)
+        const double boundary = s.actLin.bytes / L * 2.0 / coeff; // the 2sbh layer input
         const double keep = (L - nc + 1) / L;                    // un-checkpointed layers + the one recomputed
         const double stored = nc * boundary + (lin + quad) * keep;
         if (stored < lin + quad) {
@@ -163,7 +163,7 @@ StepTime rawStepTime(const WhatIfState& s, const WhatIfBaseline& base, const Wha
     const double Pt = P * c.trainableFraction;
     const StateBytes tb = s.table(c.precision, c.optimizer);
     const double n = std::max(1, c.devices);
-    // Optimizer step: memory bound (§5.5), on the device's shard; on the host when offloaded.
+    // Optimizer step: memory bound, on the device's shard; on the host when offloaded.
     if (c.offload == Offload::None) {
         const double factor = c.optimizer == OptimizerKind::AdamW || c.optimizer == OptimizerKind::Adafactor ||
                                       c.optimizer == OptimizerKind::SgdMomentum
@@ -172,7 +172,7 @@ StepTime rawStepTime(const WhatIfState& s, const WhatIfBaseline& base, const Wha
         t.optimizer = Pt / (c.zero >= 1 ? n : 1) * optimizerBytesMoved(c.precision, c.optimizer) * factor /
                       (dev.hbmBandwidth * k.hbmEfficiency);
     }
-    // Communication (§5.4): ring collectives at the achievable bus bandwidth.
+    // Communication: ring collectives at the achievable bus bandwidth.
     if (n > 1) {
         const double bw = dev.linkBandwidth * k.busFactor, ring = (n - 1) / n;
         const double grad = Pt * tb.grads, param = P * tb.weights;
@@ -185,7 +185,7 @@ StepTime rawStepTime(const WhatIfState& s, const WhatIfBaseline& base, const Wha
             raw = 3.0 * c.accum * param * ring / bw;
         t.communication = (1 - k.overlap) * raw;
     }
-    // Offload (§5.6): PCIe transfers half hidden, the CPU Adam step exposed.
+    // Offload: PCIe transfers half hidden, the CPU Adam step exposed.
     if (c.offload != Offload::None) {
         const double pcie = 4 * Pt / dev.pcieBandwidth, cpu = 30 * Pt / k.hostBandwidth;
         t.offload = 0.5 * pcie + cpu;

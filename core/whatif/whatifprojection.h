@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-// The projection engine (WHATIF.md §1.7, §3.3, §5, §6): a WhatIfState holds the memory terms
+// The projection engine (docs/whatif-model.md): a WhatIfState holds the memory terms
 // of one training configuration; levers (core/whatif/whatiflevers.h) turn one state into another;
 // evaluate() assembles the three phase peaks, the band, the verdict and the step time.
 
@@ -84,7 +84,7 @@ struct WhatIfState {
 
 using WhatIfBaseline = WhatIfState;
 
-/// Analytic mode: the terms of `dims` trained at `config` (§1-§2, §7), on one device with no
+/// Analytic mode: the terms of `dims` trained at `config`, on one device with no
 /// sharding, offload, checkpointing or freezing; project() applies those levers.
 WhatIfBaseline analyticBaseline(const ModelDims& dims, const LeverConfig& config, const WhatIfConstants& k = {});
 
@@ -100,7 +100,7 @@ Projection evaluate(const WhatIfState& state, const WhatIfBaseline& base, const 
 /// Saved activations at the start of backward after checkpointing and FlashAttention.
 double storedActivations(const WhatIfState& s, double* lin = nullptr, double* quad = nullptr);
 
-/// The step-time model (§5) for a state, calibrated to the baseline's measured time when known.
+/// The step-time model for a state, calibrated to the baseline's measured time when known.
 StepTime stepTime(const WhatIfState& s, const WhatIfBaseline& base, const WhatIfConstants& k, const DeviceSpec& device);
 
 } // namespace headroom

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The what-if projection: WHATIF.md §7's worked example, lever properties, the ladder and
+// The what-if projection: the worked example of a 7B model, lever properties, the ladder and
 // the calibration round trip on generated runs.
 #include "core/analysis/diagnosis.h"
 #include "core/analysis/memoryanalysis.h"
@@ -25,7 +25,7 @@ namespace {
 
 constexpr double kGiB = double(1ull << 30);
 
-/// §7's setting: Llama-2-7B, seq 4096, micro-batch 4, bf16 + fp32 master + AdamW (foreach),
+/// The worked example: Llama-2-7B, seq 4096, micro-batch 4, bf16 + fp32 master + AdamW (foreach),
 /// FlashAttention on, one H100 80 GiB.
 struct Section7 {
     ModelDims dims = *modelPreset("llama2-7b");
@@ -45,20 +45,20 @@ struct Section7 {
     Projection with(const LeverConfig& c) const { return project(base, c, k, dev); }
 };
 
-/// §7's tables are "allocated + C", before fragmentation.
+/// The worked example's tables are "allocated + C", before fragmentation.
 double phaseGiB(const Projection& p, StepPhase ph)
 {
     const auto& x = p.phases[size_t(ph)];
     return (x.allocated + p.componentAt(ph, "outside_allocator")) / kGiB;
 }
 
-/// §7's step times count compute, communication and offload, not the optimizer step (§5.5
-/// calls it small beside a micro-step); the tool reports it as its own item.
+/// The worked example's step times count compute, communication and offload, not the optimizer
+/// step (small beside a micro-step); the tool reports it as its own item.
 double stepSeconds(const Projection& p) { return p.time.total - p.time.optimizer; }
 
 void near5(double got, double want, const char* what)
 {
-    INFO(what << ": got " << got << ", §7 says " << want);
+    INFO(what << ": got " << got << ", the worked example says " << want);
     CHECK(std::abs(got - want) <= 0.05 * std::abs(want));
 }
 
@@ -70,7 +70,7 @@ struct Row {
 
 } // namespace
 
-TEST_CASE("§7.1 components at the baseline", "[whatif]")
+TEST_CASE("Worked example: components at the baseline", "[whatif]")
 {
     Section7 s;
     const Projection p = s.with(s.config);
@@ -100,7 +100,7 @@ TEST_CASE("§7.1 components at the baseline", "[whatif]")
     near5(p.time.tokensPerSecond, 9.3e3, "tokens/s");
 }
 
-TEST_CASE("§7.2 each lever alone", "[whatif]")
+TEST_CASE("Worked example: each lever alone", "[whatif]")
 {
     Section7 s;
     auto cfg = [&](auto&& edit) {
@@ -138,7 +138,7 @@ TEST_CASE("§7.2 each lever alone", "[whatif]")
     }
 }
 
-TEST_CASE("§7.3 the cheapest path and the alternatives", "[whatif]")
+TEST_CASE("Worked example: the cheapest path and the alternatives", "[whatif]")
 {
     Section7 s;
     LeverConfig c = s.config;
@@ -199,7 +199,7 @@ TEST_CASE("§7.3 the cheapest path and the alternatives", "[whatif]")
     }
 }
 
-TEST_CASE("§7.3 the ladder stops at the first fitting rung", "[whatif]")
+TEST_CASE("Worked example: the ladder stops at the first fitting rung", "[whatif]")
 {
     Section7 s;
     const Ladder l = buildLadder(s.base, s.config, s.k, s.dev);
@@ -211,7 +211,7 @@ TEST_CASE("§7.3 the ladder stops at the first fitting rung", "[whatif]")
                               << r.projection.peakHigh / kGiB << ") " << verdictName(r.projection.verdict));
     }
     CHECK_THAT(l.bottleneck, Catch::Contains("static"));
-    REQUIRE(l.firstFit == 2); // §7.3: hygiene, 8-bit Adam, full checkpointing
+    REQUIRE(l.firstFit == 2); // hygiene, 8-bit Adam, full checkpointing
     const Rung& fit = l.rungs[size_t(l.firstFit)];
     CHECK(fit.config.checkpoint == Checkpointing::Full);
     CHECK(fit.config.optimizer == OptimizerKind::Adam8bit);

@@ -60,7 +60,7 @@ TEST_CASE("The panel projects, recomputes on a slider and applies a ladder rung"
     CHECK(panel->lastRecomputeMicroseconds() >= 0.0);
     slider->setValue(4);
 
-    // The ladder: the §7.3 path, clickable.
+    // The ladder: the worked example's path, clickable.
     REQUIRE(panel->ladder().firstFit == 2);
     auto* list = panel->findChild<QListWidget*>();
     REQUIRE(list);

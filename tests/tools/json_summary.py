@@ -8,7 +8,7 @@ rows and [times, sizes], and JSON renditions of snapshots (delegated to snapshot
 so a JSON snapshot must summarise exactly like its pickle). Keys per device: device,
 device_type, trace_entries, actions, peak_allocated_bytes, reserved_peak_bytes, oom (count).
 
-Semantics (FORMATS.md §3 and core/io/chrometraceimporter.h, core/io/profiletimelineimporter.h):
+Semantics (docs/formats.md, "Profiler memory timelines", "Chrome traces", and core/io/chrometraceimporter.h, core/io/profiletimelineimporter.h):
 - Chrome: one device per (Device Type, Device Id); type 0 is device -1 "cpu", type 1 "cuda",
   type 6 "hip". With `Total Allocated` on every event the peak is the largest of those (and
   of the value before the first event); without, the running sum of Bytes in time order,

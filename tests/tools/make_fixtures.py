@@ -573,7 +573,7 @@ def scen_bigint():
 
 
 # --------------------------------------------------------------------------
-# Hand-written TorchScript C++ Pickler imitation (FORMATS §2.2)
+# Hand-written TorchScript C++ Pickler imitation (docs/formats.md, "Pickle subset")
 # --------------------------------------------------------------------------
 class CppPickler:
     def __init__(self, memo_containers):

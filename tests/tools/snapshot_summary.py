@@ -10,7 +10,7 @@ and prints a JSON summary {"devices": [...]} per file. With --out-dir, writes
 <out-dir>/<basename>.summary.json (indent=1, sort_keys=True) instead of
 printing.
 
-Semantics follow shared/reference/FORMATS.md §1.4-§1.6, §1.9 and §1.11 (see
+Semantics follow docs/formats.md ("What the readers take from each format", "How the peak is computed") (see
 the module-level comments in summarize_device for the replay rules). This is
 the oracle the C++ implementation is tested against, so keep it simple and
 obviously correct rather than fast.

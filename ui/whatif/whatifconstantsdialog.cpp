@@ -23,7 +23,7 @@ WhatIfConstantsDialog::WhatIfConstantsDialog(const WhatIfConstants& constants, Q
     , m_table(new QTableWidget(int(WhatIfConstants::entries().size()), ColumnCount, this))
 {
     setWindowTitle(tr("What-if constants"));
-    auto* intro = new QLabel(tr("The model's constants. Values marked <i>guess</i> are defaults from WHATIF.md, not "
+    auto* intro = new QLabel(tr("The model's constants. Values marked <i>guess</i> are built-in defaults, not "
                                 "measurements: replace them with what you know about your cluster."),
                              this);
     intro->setWordWrap(true);

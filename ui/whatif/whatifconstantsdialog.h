@@ -10,7 +10,7 @@ class QTableWidget;
 namespace headroom {
 
 /// Every constant of the what-if model (WhatIfConstants::entries()) with its value, unit,
-/// source and whether it is a guess, editable in place; "Restore defaults" puts WHATIF.md's
+/// source and whether it is a guess, editable in place; "Restore defaults" puts the built-in
 /// values back. Invalid or negative numbers are refused with the row named.
 class WhatIfConstantsDialog : public QDialog {
     Q_OBJECT

@@ -56,7 +56,7 @@ public:
     /// The model's constants (the Constants… dialog edits them); recalibrates and recomputes.
     const WhatIfConstants& constants() const { return m_k; }
     void setConstants(const WhatIfConstants& k);
-    /// The ladder spends this currency first, then the default order (WHATIF.md §2.12).
+    /// The ladder spends this currency first, then the default order (docs/whatif-model.md, "The terms").
     void setSpendFirst(std::optional<Currency> currency);
     std::optional<Currency> spendFirst() const { return m_spendFirst; }
     /// Opens the constants dialog (modal); true when the user applied changes.

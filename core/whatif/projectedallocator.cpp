@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: MIT
+#include "core/whatif/projectedallocator.h"
+
+#include "core/replay/allocatorsim.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace headroom {
+
+namespace {
+
+/// Device memory of a capacity: a segment fits or the request is out of memory. Addresses are
+/// invented, one after the other.
+class CapacityMemory final : public DeviceMemory {
+public:
+    explicit CapacityMemory(int64_t capacity) : m_capacity(capacity) {}
+    bool malloc(int64_t size, int64_t reserved, int64_t, uint64_t& addr) override
+    {
+        if (!fits(size, reserved))
+            return false;
+        addr = next(size);
+        return true;
+    }
+    bool map(int64_t size, int64_t reserved) override { return fits(size, reserved); }
+    uint64_t reserveAddressSpace(int64_t size) override { return next(size); }
+    int64_t allowedMaximum() const override { return m_capacity; }
+
+private:
+    bool fits(int64_t size, int64_t reserved) const { return m_capacity <= 0 || reserved + size <= m_capacity; }
+    uint64_t next(int64_t size)
+    {
+        const uint64_t a = m_next;
+        m_next += (uint64_t(size) + (2u << 20) - 1) / (2u << 20) * (2u << 20) + (2u << 20);
+        return a;
+    }
+    int64_t m_capacity = 0;
+    uint64_t m_next = 1ull << 40;
+};
+
+} // namespace
+
+ProjectedAllocatorRun simulateProjected(const TraceProjector& tp, double b, double s, const AllocatorConfig& config,
+                                        int64_t capacity)
+{
+    ProjectedAllocatorRun run;
+    CapacityMemory memory(capacity);
+    AllocatorSim sim(config, memory);
+    std::vector<int32_t> block(tp.sizes().size(), AllocatorSim::kNone);
+    tp.visit(b, s, [&](int64_t event, uint32_t alloc, bool end, double bytes) {
+        if (run.oom)
+            return; // the run stopped at its first out-of-memory request
+        if (end) {
+            if (block[alloc] != AllocatorSim::kNone)
+                sim.free(block[alloc]);
+            block[alloc] = AllocatorSim::kNone;
+            return;
+        }
+        ++run.requests;
+        const int64_t requested = std::max<int64_t>(1, int64_t(bytes + 0.5));
+        block[alloc] = sim.malloc(requested, 0);
+        if (block[alloc] == AllocatorSim::kNone) {
+            run.oom = ProjectedAllocatorRun::Oom{event, sim.roundSize(requested), sim.reserved(), sim.allocated(),
+                                                 sim.cachedFree()};
+            return;
+        }
+        if (sim.reserved() > run.reservedPeak) {
+            run.reservedPeak = sim.reserved();
+            run.reservedPeakEvent = event;
+        }
+        run.allocatedPeak = std::max(run.allocatedPeak, sim.allocated());
+    });
+    return run;
+}
+
+void simulateReserved(Projection& p, const WhatIfBaseline& base, const AllocatorConfig& recorded)
+{
+    if (!p.replayed || !base.trace)
+        return;
+    AllocatorConfig config = recorded;
+    config.expandableSegments = p.config.expandableSegments;
+    const int64_t capacity = p.capacity > 0 ? int64_t(p.capacity - std::max(base.context, base.contextHigh)) : 0;
+    const ProjectedAllocatorRun run = simulateProjected(*base.trace, p.config.microBatch, p.config.seq, config, capacity);
+    SimulatedReserved r;
+    r.peak = run.reservedPeak;
+    r.peakEvent = run.reservedPeakEvent;
+    r.capacity = capacity;
+    r.expandableSegments = config.expandableSegments;
+    if (run.oom) {
+        r.oomEvent = run.oom->event;
+        r.oomSize = run.oom->size;
+        r.oomReserved = run.oom->reserved;
+    }
+    p.simulated = r;
+}
+
+} // namespace headroom

@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+// The projected run's requests through the caching-allocator model (docs/whatif-model.md,
+// "Reserved memory"): the replay's resized allocations, in the trace's order, served by
+// AllocatorSim under a PYTORCH_CUDA_ALLOC_CONF setting and a capacity. Reserved memory and
+// the OOM then come from the simulation, not from a fragmentation ratio.
+
+#include "core/replay/allocatorsimconfig.h"
+#include "core/whatif/traceprojector.h"
+#include "core/whatif/whatifprojection.h"
+
+#include <cstdint>
+#include <optional>
+
+namespace headroom {
+
+struct ProjectedAllocatorRun {
+    int64_t reservedPeak = 0;
+    int64_t reservedPeakEvent = -1; ///< event of the measured trace
+    int64_t allocatedPeak = 0;      ///< the simulation's block bytes (the 512-byte rounding included)
+    struct Oom {
+        int64_t event = -1; ///< the request of the measured trace whose projected size failed
+        int64_t size = 0;
+        int64_t reserved = 0, allocated = 0, cachedFree = 0;
+    };
+    std::optional<Oom> oom; ///< the first request the capacity refused; the run stops there
+    int64_t requests = 0;
+};
+
+/// The central reading at micro-batch `b` and sequence `s`, on one stream. `capacity` 0: unlimited.
+ProjectedAllocatorRun simulateProjected(const TraceProjector& tp, double b, double s, const AllocatorConfig& config,
+                                        int64_t capacity);
+
+/// Fills `p.simulated` for a replayed projection: the target's expandable_segments over the
+/// file's other allocator settings, against the capacity less the high estimate of memory
+/// outside the allocator (the CUDA context).
+void simulateReserved(Projection& p, const WhatIfBaseline& base, const AllocatorConfig& recorded);
+
+} // namespace headroom
