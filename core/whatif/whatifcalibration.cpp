@@ -3,6 +3,7 @@
 
 #include "core/analysis/categorychecks.h"
 #include "core/util/units.h"
+#include "core/whatif/allocationlaw.h"
 #include "core/whatif/precisionevidence.h"
 #include "core/whatif/traceprojector.h"
 #include "core/whatif/whatifblocks.h"
@@ -39,25 +40,6 @@ Live liveAt(const MemoryTimeline& tl, const DeviceAnalysis& a, int64_t e)
         l.index.push_back(uint32_t(i));
     }
     return l;
-}
-
-/// Whether a stack shows attention's quadratic step: softmax, baddbmm (scores with a bias) or
-/// a scaled-dot-product kernel. Sizes alone mislead: at short sequences every b*s*h
-/// activation also divides by s^2. Code inside an attention module is no evidence (its q, k,
-/// v projections are linear), nor is a plain bmm (probs @ v is linear too), nor the loss's
-/// log_softmax.
-bool attentionStack(const FrameTable& frames, uint32_t stack)
-{
-    for (uint32_t id : frames.stack(stack)) {
-        std::string name(frames.strings().get(frames.frame(id).name));
-        std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
-        if (name.find("log_softmax") != std::string::npos || name.find("cross_entropy") != std::string::npos)
-            return false; // the loss's b*s*V logits, which may also divide by s^2
-        for (const char* w : {"softmax", "baddbmm", "scaled_dot_product"})
-            if (name.find(w) != std::string::npos)
-                return true;
-    }
-    return false;
 }
 
 bool isActivation(TensorCategory c) { return c == TensorCategory::Activation || c == TensorCategory::AutogradDetail; }
@@ -465,17 +447,12 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
         }
     const bool amp = p0 && (*p0 == Precision::AmpBf16 || *p0 == Precision::AmpFp16);
     double lin = 0, quad = 0, cache = 0, batchT = 0, constT = 0, small = 0;
-    // Sizes of b*s^2 tensors that the stacks place in attention (scores, softmax, the dropout
-    // masks of the same shape): when the stacks tell, they decide, not divisibility.
-    std::set<int64_t> attentionSizes;
-    if (s0 && *s0 > 1) {
-        const int64_t bss = int64_t(*s0) * *s0 * (b0 ? *b0 : 1);
-        for (size_t i = 0; i < L1.allocs.size(); ++i) {
-            const auto [c, sz] = L1.allocs[i];
-            if (isActivation(c) && sz % bss == 0 && sz / bss >= 2 && attentionStack(trace.snapshot.frames, L1.stacks[i]))
-                attentionSizes.insert(sz);
-        }
-    }
+    // Which saved tensors are attention scores: each allocation's own law (core/whatif/
+    // allocationlaw.h), the same reading the replay projects with, never a set of byte sizes.
+    std::optional<AllocationLaws> laws;
+    if (s0 && *s0 > 1)
+        laws = AllocationLaws::fromSnapshot(tl, a.classes, trace.snapshot.frames, b0.value_or(1), *s0, amp,
+                                            a.phases.iterations);
     // Unclassified memory that lives through the whole iteration is state (an optimizer outside
     // torch.optim, a cache), not a batch-sized temporary: it does not grow with the batch.
     // A temporary below kTiny counts as constant (workspaces, scalars) unless it has a token
@@ -535,28 +512,7 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
                 cache += double(sz);
                 continue;
             }
-            bool isQuad = false;
-            if (!attentionSizes.empty()) {
-                isQuad = attentionSizes.count(sz) > 0;
-            } else if (s0 && *s0 > 1) {
-                const int64_t ss = int64_t(*s0) * *s0;
-                if (dims.heads > 0)
-                    isQuad = sz % (ss * int64_t(dims.heads) * (b0 ? *b0 : 1)) == 0;
-                else {
-                    const int64_t bss = ss * (b0 ? *b0 : 1);
-                    // heads x element size: at least 16 and a multiple of 4 (so not b*s*V logits
-                    // whose V happens to divide by s)
-                    isQuad = sz % bss == 0 && sz / bss >= 16 && (sz / bss) % 4 == 0;
-                    if (isQuad && !paramSizes.empty()) {
-                        // b*s*h activations also divide by s^2 when h is a multiple of s: the
-                        // smallest parameter vectors are h-sized (norms).
-                        const int64_t hBytes = *paramSizes.begin() >= 256 ? *paramSizes.begin() : 0;
-                        const int64_t lin0 = int64_t(*s0) * (b0 ? *b0 : 1) * std::max<int64_t>(1, hBytes / 4);
-                        if (hBytes && sz % lin0 == 0 && sz / lin0 <= 24)
-                            isQuad = false;
-                    }
-                }
-            }
+            const bool isQuad = laws && laws->laws()[L1.index[i]].central == SizeLaw::TokensBySeq;
             (isQuad ? quad : lin) += double(sz);
         } else if (isTemporary(c)) {
             const bool constant = !batchShaped(sz) || (c == TensorCategory::Unknown && persistent(i));

@@ -4,7 +4,9 @@
 // saves a rendering.
 #include <catch2/catch.hpp>
 
+#include "core/analysis/memoryanalysis.h"
 #include "core/io/loader.h"
+#include "core/whatif/whatifcalibration.h"
 #include "ui/whatif/calibrationruns.h"
 #include "ui/whatif/whatifconstantsdialog.h"
 #include "ui/whatif/whatifpanel.h"
@@ -287,4 +289,44 @@ TEST_CASE("Add a calibration run: a second micro-batch refits the batch terms", 
     REQUIRE((failed.count() > 0 || failed.wait(90000)));
     CHECK(failed.front().front().toString().contains(QStringLiteral("does not tell its micro-batch")));
     CHECK(panel.calibrationRuns()->runs().size() == 1);
+}
+
+TEST_CASE("A sequence move in the panel is the CLI's replay, with its ambiguities in words", "[gui][whatif]")
+{
+    // The bundled step at micro-batch 4, sequence 128: moved to 256, the panel projects what
+    // the core (and so headroom-cli whatif) projects, and says the peak was replayed.
+    auto trace = Loader::load(std::string(HEADROOM_REAL_TRACES_DIR) + "/pt27_kk_memory_ctx128_fullstep.pickle");
+    WhatIfPanel panel;
+    panel.resize(1100, 720);
+    panel.setTrace(trace, 0);
+    REQUIRE(panel.calibrationError().isEmpty());
+    StatedConfig st;
+    st.microBatch = 4;
+    st.seq = 128;
+    st.precision = Precision::Fp32;
+    st.devices = 1;
+    panel.setStated(st);
+    LeverConfig c = panel.config();
+    c.seq = 256;
+    panel.setConfig(c);
+    const Projection& shown = panel.projection();
+    REQUIRE(shown.replayed);
+
+    const Calibration cal = calibrate(*trace, 0, analyzeDevice(*trace, 0), st);
+    LeverConfig t = cal.baseline.config;
+    t.seq = 256;
+    const Projection cli = project(cal.baseline, t, WhatIfConstants{}, panel.device());
+    CHECK(shown.peakAllocated == Approx(cli.peakAllocated).epsilon(1e-12));
+    CHECK(shown.peakAllocatedHigh == Approx(cli.peakAllocatedHigh).epsilon(1e-12));
+    CHECK(shown.peak == Approx(cli.peak).epsilon(1e-12));
+
+    QLabel* notes = panel.findChild<QLabel*>(QStringLiteral("whatifNotes"));
+    REQUIRE(notes);
+    CHECK(notes->text().contains(QStringLiteral("replayed with its own law")));
+    if (!cli.ambiguities.empty())
+        CHECK(notes->text().contains(QStringLiteral("Ambiguous:")));
+    if (const char* shot = std::getenv("HEADROOM_WHATIF_REPLAY_SCREENSHOT")) {
+        panel.show();
+        panel.grab().save(QString::fromLocal8Bit(shot));
+    }
 }

@@ -4,6 +4,8 @@
 #include "ui/plot/categorystyle.h"
 
 #include <QObject>
+
+#include <algorithm>
 #include <QStringList>
 
 namespace headroom {
@@ -13,7 +15,39 @@ namespace {
 /// Projected sizes in the units of the preferences, one decimal ("52.3 GiB", "56.2 GB").
 QString projected(double bytes) { return formatBytesQ(int64_t(bytes), 1); }
 
+/// "model.py:428:scaled_dot_product_attention" of a frame line with its directories.
+QString shortWhere(const std::string& where)
+{
+    const QString w = QString::fromStdString(where);
+    const qsizetype slash = w.lastIndexOf(QLatin1Char('/'));
+    return slash < 0 ? w : w.mid(slash + 1);
+}
+
 } // namespace
+
+QStringList replayLines(const Projection& p)
+{
+    QStringList out;
+    if (!p.replayed)
+        return out;
+    out << QObject::tr("Allocated peak %1 (band %2 to %3): every allocation of the trace replayed with its own law.")
+               .arg(projected(p.peakAllocated), projected(p.peakAllocatedLow), projected(p.peakAllocatedHigh));
+    for (const ProjectedAmbiguity& a : p.ambiguities) {
+        QStringList other;
+        for (const auto& r : a.readings)
+            if (r != a.central)
+                other << QString::fromStdString(r);
+        const bool bySeq = std::any_of(a.readings.begin(), a.readings.end(),
+                                       [](const std::string& r) { return r.find("s^2") != std::string::npos; });
+        out << QObject::tr("Ambiguous: %1 x %2 from %3, read as %4 (by its %5), could be %6: %7 to %8 allocated. "
+                           "Recorded shapes or a run at another %9 would settle it.")
+                   .arg(a.count)
+                   .arg(formatBytesQ(a.sizeEach, 1), shortWhere(a.where), QString::fromStdString(a.central),
+                        QString::fromStdString(a.evidence), other.join(QObject::tr(" or ")), projected(a.peakIfLowest),
+                        projected(a.peakIfHighest), bySeq ? QObject::tr("sequence length") : QObject::tr("micro-batch"));
+    }
+    return out;
+}
 
 QString rungCosts(const Rung& rung)
 {
@@ -49,6 +83,10 @@ QString whatIfMarkdown(const Projection& p, const Ladder& ladder, const Calibrat
               .arg(p.time.total, 0, 'f', 3)
               .arg(p.time.relative, 0, 'f', 2)
               .arg(p.time.tokensPerSecond, 0, 'f', 0);
+    for (const QString& line : replayLines(p))
+        md += QStringLiteral("- ") + line + QStringLiteral("\n");
+    if (p.replayed)
+        md += QStringLiteral("\n");
     if (cal) {
         QStringList known;
         for (const auto& m : cal->measured)

@@ -5,6 +5,7 @@
 #include "core/whatif/whatifladder.h"
 
 #include <QString>
+#include <QStringList>
 
 namespace headroom {
 
@@ -13,6 +14,11 @@ namespace headroom {
 /// fitting rung. `calibration` is null in analytic mode.
 QString whatIfMarkdown(const Projection& projection, const Ladder& ladder, const Calibration* calibration,
                        const DeviceSpec& device);
+
+/// For a projection replayed over every allocation (a micro-batch or sequence move): the
+/// allocated peak and its band, then each open ambiguity with what it is worth and what would
+/// settle it, one sentence each. Empty otherwise.
+QStringList replayLines(const Projection& projection);
 
 /// What a ladder rung costs, in words: "engineering: low; throughput: +33% step time".
 QString rungCosts(const Rung& rung);

@@ -84,6 +84,7 @@ void WhatIfPanel::buildUi()
     m_summary->setTextFormat(Qt::RichText);
     rv->addWidget(m_summary);
     m_notes = new QLabel(right);
+    m_notes->setObjectName(QStringLiteral("whatifNotes"));
     m_notes->setWordWrap(true);
     rv->addWidget(m_notes);
     // The ladder's heading (and Compare) on a line of its own, its controls below: one row of all set
@@ -415,7 +416,7 @@ void WhatIfPanel::recompute()
              .arg(m_k.mfuMax).arg(m_k.overlap);
     m_summaryText = s;
     showSummary();
-    QStringList notes;
+    QStringList notes = replayLines(p);
     for (const auto& n : p.notes)
         notes << QString::fromStdString(n);
     m_notes->setText(notes.join(QStringLiteral("\n")));

@@ -63,6 +63,8 @@ public:
     bool editConstants();
     void setConfig(const LeverConfig& config);
     const Projection& projection() const { return m_projection; }
+    /// The device the projection is judged against (capacity and speeds).
+    const DeviceSpec& device() const { return m_device; }
     const Ladder& ladder() const { return m_ladder; }
     /// What the user set (levers, measured values, capacity, constants).
     WhatIfSettings settings() const;
