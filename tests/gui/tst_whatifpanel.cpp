@@ -30,6 +30,21 @@ using namespace headroom;
 
 namespace {
 
+/// What the user states under "Measured at" for a run on one device.
+StatedConfig statedOneDevice(int microBatch, int seq, Precision precision)
+{
+    StatedConfig st;
+    st.microBatch = microBatch;
+    st.seq = seq;
+    st.precision = precision;
+    st.devices = 1;
+    return st;
+}
+
+} // namespace
+
+namespace {
+
 WhatIfPanel* section7Panel()
 {
     auto* panel = new WhatIfPanel;
@@ -230,12 +245,7 @@ TEST_CASE("Compare with a measured run: the projection against the run that foll
     panel.resize(1100, 720);
     panel.show();
     panel.setTrace(Loader::load(generated(2)), 0);
-    StatedConfig st;
-    st.microBatch = 2;
-    st.seq = 1024;
-    st.precision = Precision::Bf16;
-    st.devices = 1;
-    panel.setStated(st);
+    panel.setStated(statedOneDevice(2, 1024, Precision::Bf16));
     panel.findChildren<QSlider*>().at(0)->setValue(4); // through the control, as a user would
     REQUIRE(panel.config().microBatch == 4);
 
@@ -300,11 +310,7 @@ TEST_CASE("A sequence move in the panel is the CLI's replay, with its ambiguitie
     panel.resize(1100, 720);
     panel.setTrace(trace, 0);
     REQUIRE(panel.calibrationError().isEmpty());
-    StatedConfig st;
-    st.microBatch = 4;
-    st.seq = 128;
-    st.precision = Precision::Fp32;
-    st.devices = 1;
+    const StatedConfig st = statedOneDevice(4, 128, Precision::Fp32);
     panel.setStated(st);
     LeverConfig c = panel.config();
     c.seq = 256;
