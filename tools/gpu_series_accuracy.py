@@ -51,6 +51,54 @@ SERIES = [
 ]
 
 
+# The bundled sample (sample_traces/pt27_kk_memory_ctx128_fullstep.pickle.gz): Stanford CS336's
+# LM at d 2560, 32 heads, ffn 10240, vocabulary 10,000, micro-batch 4, sequence 128, fp32, one
+# full step. No run at another sequence length exists, but its architecture says how every
+# tensor grows: b*h*s^2 scores (8 MiB in fp32, 2 MiB as a bool mask) are quadratic, the
+# parameter-shaped tensors (weights, gradients, AdamW state) constant, every other multiple of
+# b*s linear, the rest constant. Replaying the file with those laws is the truth the what-if is
+# compared with; it uses sizes and the architecture, not the stacks the what-if reads.
+KK = dict(file="pt27_kk_memory_ctx128_fullstep.pickle.gz", b=4, s=128, d=2560, heads=32, ffn=10240, vocab=10000)
+
+
+def kk_truth(path, seq):
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "tools"))
+    import snapshot_summary  # the restricted unpickler: nothing in the file is executed
+    snap = snapshot_summary.normalize(snapshot_summary.load_file(path))
+    b, s0, d, h, f, v = KK["b"], KK["s"], KK["d"], KK["heads"], KK["ffn"], KK["vocab"]
+    rs = seq / s0
+    quadratic = {b * h * s0 * s0 * e for e in (1, 4)}
+    constant = {4 * x for x in (d, d * d, d * f, v * d)}
+
+    def grown(size):
+        if size in quadratic:
+            return size * rs * rs
+        if size in constant:
+            return size
+        return size * rs if size % (b * s0) == 0 else size
+
+    trace = snap["device_traces"][0]
+    live, initial, running, rel = {}, 0, 0, []
+    for e in trace:
+        a = e.get("action")
+        if a == "alloc":
+            live[e["addr"]] = grown(e["size"])
+            running += live[e["addr"]]
+        elif a in snapshot_summary.FREE_ACTIONS:
+            if e["addr"] in live:
+                running -= live.pop(e["addr"])
+            else:
+                initial += grown(e["size"])
+                running -= grown(e["size"])
+        rel.append(running)
+    open_addrs = set(live)
+    for seg in snap["segments"]:  # ghosts: alive for the whole window, as the summary counts them
+        for addr, blk in snapshot_summary.iter_blocks_with_address(seg):
+            if blk.get("state") == "active_allocated" and addr not in open_addrs:
+                initial += grown(snapshot_summary.block_requested_size(blk))
+    return max([initial] + [initial + r for r in rel])
+
+
 def run_json(cmd):
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return json.loads(out)
@@ -79,6 +127,18 @@ def main():
             held += holds
             print(f"| {title} | {label} | {measured / 2**20:.1f} | {proj / 2**20:.1f} | {lo / 2**20:.1f} .. {hi / 2**20:.1f} | "
                   f"{err:+.1f}% | {'yes' if holds else 'no'} |")
+    sample = os.path.join(os.path.dirname(__file__), "..", "sample_traces", KK["file"])
+    for seq in (256, 512):
+        truth = kk_truth(sample, seq)
+        p = run_json([args.cli, "whatif", sample, "--measured-micro-batch", "4", "--measured-seq", "128",
+                      "--measured-precision", "fp32", "--measured-devices", "1", "--seq", str(seq), "--json"])
+        proj, lo, hi = p["peak_allocated_bytes"], p["peak_allocated_low_bytes"], p["peak_allocated_high_bytes"]
+        err = (proj - truth) / truth * 100
+        holds = lo <= truth <= hi
+        errors.append(abs(err))
+        held += holds
+        print(f"| bundled sample (truth from its architecture) | seq 128 -> {seq} | {truth / 2**20:.1f} | "
+              f"{proj / 2**20:.1f} | {lo / 2**20:.1f} .. {hi / 2**20:.1f} | {err:+.1f}% | {'yes' if holds else 'no'} |")
     print(f"\n{len(errors)} pairs: median |error| {statistics.median(errors):.1f}%, worst {max(errors):.1f}%, "
           f"band holds {held} of {len(errors)}")
     return 0

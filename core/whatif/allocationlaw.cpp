@@ -55,6 +55,11 @@ bool fitsUnit(int64_t size, int64_t unit)
 bool keptState(TensorCategory c) { return c == TensorCategory::Parameter || c == TensorCategory::Gradient ||
                                           c == TensorCategory::OptimizerState; }
 
+/// The optimizer step works on parameters: its temporaries (a foreach AdamW's) are shaped like
+/// them, whatever their size divides by. A closure's forward and backward inside the step are
+/// phases of their own (docs/categories-and-phases.md).
+bool optimizerMade(const AllocationClass& c) { return c.birthPhase == Phase::Optimizer; }
+
 /// Unclassified memory made before the loop and never freed: a buffer, a cache, state of an
 /// optimizer outside torch.optim. It does not grow with the batch.
 bool setupState(const Allocation& a, const AllocationClass& c)
@@ -256,7 +261,7 @@ AllocationLaws AllocationLaws::fromSnapshot(const MemoryTimeline& tl, const std:
         const AllocationClass c = i < classes.size() ? classes[i] : AllocationClass{};
         AllocationLaw& law = out.m_laws[i];
         const int64_t z = a.size;
-        if (keptState(c.category) || setupState(a, c)) {
+        if (keptState(c.category) || setupState(a, c) || optimizerMade(c)) {
             law.evidence = LawEvidence::Category;
             // An s x s buffer (a causal mask) is constant when built for a longest sequence,
             // s^2 when built for the run's: both kept.
