@@ -9,6 +9,7 @@
 #include <set>
 #include <span>
 #include <tuple>
+#include <unordered_map>
 
 namespace headroom {
 
@@ -164,6 +165,28 @@ std::optional<SizeLaw> lawWith(int batch, int seq)
     return std::nullopt;
 }
 
+/// attentionContext() and softmaxStack() once per stack: a million allocations share a few
+/// thousand stacks.
+class StackReadings {
+public:
+    explicit StackReadings(const FrameTable& frames) : m_frames(frames) {}
+    bool attention(uint32_t stack) { return read(stack).first; }
+    bool softmax(uint32_t stack) { return read(stack).second; }
+
+private:
+    const std::pair<bool, bool>& read(uint32_t stack)
+    {
+        auto it = m_read.find(stack);
+        if (it == m_read.end())
+            it = m_read.emplace(stack, std::make_pair(AllocationLaws::attentionContext(m_frames, stack),
+                                                      AllocationLaws::softmaxStack(m_frames, stack)))
+                     .first;
+        return it->second;
+    }
+    const FrameTable& m_frames;
+    std::unordered_map<uint32_t, std::pair<bool, bool>> m_read;
+};
+
 } // namespace
 
 LawExponents lawExponents(SizeLaw l)
@@ -252,6 +275,7 @@ AllocationLaws AllocationLaws::fromSnapshot(const MemoryTimeline& tl, const std:
 {
     AllocationLaws out;
     out.m_laws.resize(tl.allocations.size());
+    StackReadings stacks(frames);
     const int64_t tokens = int64_t(b0) * s0;
     const int64_t quadUnit = tokens * s0;
     const int64_t maskUnit = int64_t(s0) * s0;
@@ -278,8 +302,8 @@ AllocationLaws AllocationLaws::fromSnapshot(const MemoryTimeline& tl, const std:
                 law.central = SizeLaw::Tokens;
                 law.allowed = bit(SizeLaw::Tokens) | bit(SizeLaw::Constant);
             }
-            if (s0 > 1 && attentionContext(frames, a.stack)) {
-                softmaxMade[i] = softmaxStack(frames, a.stack);
+            if (s0 > 1 && stacks.attention(a.stack)) {
+                softmaxMade[i] = stacks.softmax(a.stack);
                 if (fitsUnit(z, quadUnit)) {
                     law.allowed |= bit(SizeLaw::TokensBySeq);
                     out.m_quadPossible += z;
