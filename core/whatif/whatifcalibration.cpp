@@ -119,20 +119,15 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
                         const StatedConfig& stated, const ModelDims& dims, const WhatIfConstants& k,
                         int64_t forcedStart);
 
-/// The laws of every allocation, when the measured micro-batch and sequence are known; and
-/// the FlashAttention reading says "ambiguous" where a tensor may be b*s^2 but none is read so.
-void attachTraceLaws(Calibration& cal, const LoadedTrace& trace, size_t deviceIndex, const DeviceAnalysis& a)
+/// The FlashAttention reading says "ambiguous" where a tensor may be b*s^2 but none is read so.
+void readFlashAmbiguity(Calibration& cal)
 {
-    WhatIfBaseline& s = cal.baseline;
-    const int b0 = s.config.microBatch, s0 = s.config.seq;
-    if (b0 <= 0 || s0 <= 0)
+    const WhatIfBaseline& s = cal.baseline;
+    if (!s.trace || !s.config.flashAttention)
         return;
-    const MemoryTimeline& tl = trace.timelines.at(deviceIndex);
-    const bool amp = s.config.precision == Precision::AmpBf16 || s.config.precision == Precision::AmpFp16;
-    auto laws = AllocationLaws::fromSnapshot(tl, a.classes, trace.snapshot.frames, b0, s0, amp, a.phases.iterations);
+    const AllocationLaws& laws = s.trace->laws();
     const int64_t possible = laws.quadraticPossible(), read = laws.bytesWith(SizeLaw::TokensBySeq);
-    s.trace = std::make_shared<const TraceProjector>(tl, std::move(laws), b0, s0);
-    if (possible > 0 && read == 0 && s.config.flashAttention)
+    if (possible > 0 && read == 0)
         for (auto& m : cal.measured)
             if (m.key == "flash_attention") {
                 m.how = "ambiguous";
@@ -148,7 +143,7 @@ Calibration calibrate(const LoadedTrace& trace, size_t deviceIndex, const Device
 {
     Calibration cal = calibrateAt(trace, deviceIndex, a, stated, dims, k, -1);
     cal.optimizerStateSuspect = optimizerStateSuspect(brokenCategoryInvariants(trace.timelines.at(deviceIndex), a));
-    attachTraceLaws(cal, trace, deviceIndex, a);
+    readFlashAmbiguity(cal);
     return cal;
 }
 
@@ -521,6 +516,9 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
                 batchGradT += double(sz);
         }
     }
+    // The replay keeps the laws (the main reading only; the late-backward one is terms alone).
+    if (laws && forcedStart < 0 && b0 && *b0 > 0)
+        s.trace = std::make_shared<const TraceProjector>(tl, std::move(*laws), *b0, *s0);
     s.actLin = measured(lin);
     s.actSmall = measured(small);
     s.actQuad = measured(quad);
