@@ -171,8 +171,6 @@ int WhatIfCommands::runOne(const Options& o, bool ladder)
                 }
                 const MultiFit fit = fitCalibrationRuns(runs, k);
                 cal->baseline = fit.baseline;
-                for (const auto& n : fit.notes)
-                    cal->baseline.notes.push_back(n);
                 if (!fit.microBatchFit && !fit.sequenceFit)
                     throw BadInput("several FILEs: none differs from the first in micro-batch alone or sequence alone "
                                    "(give --measured-micro-batch / --measured-seq per file, comma-separated)");

@@ -169,6 +169,9 @@ MultiFit fitCalibrationRuns(const std::vector<Calibration>& runs, const WhatIfCo
                       fit.residual * 100);
         s.notes.push_back(buf);
     }
+    // Every frontend shows the projection's notes: the runs left out and the lines matched
+    // travel with the baseline, not beside it.
+    s.notes.insert(s.notes.end(), fit.notes.begin(), fit.notes.end());
     return fit;
 }
 

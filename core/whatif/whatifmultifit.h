@@ -22,7 +22,7 @@ struct MultiFit {
     double perSample = 0;     ///< bytes per sample of micro-batch (micro-batch fit)
     double linearPerToken = 0, quadraticPerToken2 = 0; ///< per sequence position and its square (sequence fit)
     double residual = 0;      ///< largest |projected - measured| / measured peak over the runs used
-    std::vector<std::string> notes; ///< runs left out and why
+    std::vector<std::string> notes; ///< runs left out and why (also in baseline.notes)
 };
 
 /// Refits `runs[0]`'s baseline with the others' measured starts of backward. Runs whose

@@ -31,27 +31,29 @@ bool CalibrationRuns::isLoading() const
     return m_job->isRunning();
 }
 
-void CalibrationRuns::add(const QString& path, const StatedConfig& stated, const WhatIfConstants& k)
+void CalibrationRuns::add(const QString& path, const StatedConfig& stated, const WhatIfConstants& k, size_t deviceIndex)
 {
     const std::string file = path.toStdString();
     const QString name = QFileInfo(path).fileName();
     m_job->start(
-        [file, stated, k](BackgroundJob::Control& control) -> Added {
+        [file, stated, k, deviceIndex](BackgroundJob::Control& control) -> Added {
             Added a;
             try {
                 LoadOptions options;
                 options.cancel = control.cancelFlag();
                 const auto trace = Loader::load(file, options);
-                if (trace->snapshot.devices.empty())
-                    throw std::runtime_error(file + ": no device");
-                StatedConfig st = readTraceConfig(*trace, 0);
+                if (deviceIndex >= trace->snapshot.devices.size())
+                    throw std::runtime_error(file + ": has " + std::to_string(trace->snapshot.devices.size()) +
+                                             " device(s), not the device " + std::to_string(deviceIndex) +
+                                             " the panel projects");
+                StatedConfig st = readTraceConfig(*trace, deviceIndex);
                 if (!st.microBatch || !st.seq)
                     throw std::runtime_error(file + ": the file does not tell its micro-batch and sequence length "
                                                     "(record it with python/headroom_record.py, or use headroom-cli "
                                                     "whatif FILE1 FILE2 --measured-micro-batch B1,B2)");
                 st.precision = stated.precision;
                 st.devices = stated.devices;
-                a.calibration = calibrate(*trace, 0, analyzeDevice(*trace, 0), st, ModelDims{}, k);
+                a.calibration = calibrate(*trace, deviceIndex, analyzeDevice(*trace, deviceIndex), st, ModelDims{}, k);
             } catch (const std::exception& e) {
                 a.error = QString::fromStdString(e.what());
             }

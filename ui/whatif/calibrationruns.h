@@ -22,9 +22,10 @@ class CalibrationRuns : public QObject {
 public:
     explicit CalibrationRuns(QObject* parent = nullptr);
 
-    /// Reads `path` in the background; `stated` gives what the panel's run was stated at
-    /// (precision, devices), which the added run shares.
-    void add(const QString& path, const StatedConfig& stated, const WhatIfConstants& k);
+    /// Reads `path`'s device `deviceIndex` (the one the panel projects) in the background; a
+    /// file without that device is refused with `failed`. `stated` gives what the panel's run
+    /// was stated at (precision, devices), which the added run shares.
+    void add(const QString& path, const StatedConfig& stated, const WhatIfConstants& k, size_t deviceIndex = 0);
     void clear();
     const std::vector<Calibration>& runs() const { return m_runs; }
     const QStringList& names() const { return m_names; }

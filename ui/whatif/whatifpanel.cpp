@@ -29,6 +29,7 @@
 #include <QTextDocumentFragment>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -480,7 +481,7 @@ void WhatIfPanel::rebuildLadder()
 void WhatIfPanel::addCalibrationRun(const QString& path)
 {
     m_runsText.clear();
-    m_runs->add(path, m_stated, m_k);
+    m_runs->add(path, m_stated, m_k, size_t(std::max(0, m_deviceIndex)));
 }
 
 WhatIfVerifyDialog* WhatIfPanel::compareWithRun(const QString& path)
