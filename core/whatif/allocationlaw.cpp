@@ -56,6 +56,15 @@ bool fitsUnit(int64_t size, int64_t unit)
 bool keptState(TensorCategory c) { return c == TensorCategory::Parameter || c == TensorCategory::Gradient ||
                                           c == TensorCategory::OptimizerState; }
 
+/// Made by one of torch's own layers (`torch/nn/modules/`): a weight, never a mask.
+bool torchLayerMade(const FrameTable& frames, uint32_t stack)
+{
+    for (uint32_t id : frames.stack(stack))
+        if (frames.isPythonFrame(id))
+            return frames.strings().get(frames.frame(id).file).find("torch/nn/modules/") != std::string_view::npos;
+    return false;
+}
+
 /// The optimizer step works on parameters: its temporaries (a foreach AdamW's) are shaped like
 /// them, whatever their size divides by. A closure's forward and backward inside the step are
 /// phases of their own (docs/categories-and-phases.md).
@@ -288,8 +297,10 @@ AllocationLaws AllocationLaws::fromSnapshot(const MemoryTimeline& tl, const std:
         if (keptState(c.category) || setupState(a, c) || optimizerMade(c)) {
             law.evidence = LawEvidence::Category;
             // An s x s buffer (a causal mask) is constant when built for a longest sequence,
-            // s^2 when built for the run's: both kept.
-            if (s0 > 1 && z > kMinBlock && fitsUnit(z, maskUnit) && z <= 8 * maskUnit + kMinBlock)
+            // s^2 when built for the run's: both kept. Not gradients or optimizer state.
+            const bool buffer = (c.category == TensorCategory::Parameter || setupState(a, c)) && !optimizerMade(c) &&
+                                !torchLayerMade(frames, a.stack);
+            if (buffer && s0 > 1 && z > kMinBlock && fitsUnit(z, maskUnit) && z <= 8 * maskUnit + kMinBlock)
                 law.allowed |= bit(SizeLaw::SeqSquared);
         } else if (z > kMinBlock) {
             law.evidence = LawEvidence::Size;
@@ -312,6 +323,10 @@ AllocationLaws AllocationLaws::fromSnapshot(const MemoryTimeline& tl, const std:
                     law.allowed = bit(SizeLaw::SeqSquared) | bit(SizeLaw::Constant);
                 }
             }
+            // s x s elements of at most 8 bytes: a causal mask made in the forward (no batch
+            // dimension) reads as b*s where b*X = s, e.g. 2 x 128 tokens x 64 bytes = 128^2.
+            if (token && s0 > 1 && fitsUnit(z, maskUnit) && z <= 8 * maskUnit + kMinBlock)
+                law.allowed |= bit(SizeLaw::SeqSquared);
         }
         out.m_bytes[size_t(law.central)] += z;
     }
@@ -378,11 +393,18 @@ void AllocationLaws::readSoftmax(const MemoryTimeline& tl, const std::vector<All
         return paramSizes.count(perToken) || (perToken % 3 == 0 && paramSizes.count(perToken / 3));
     };
     std::map<std::string, std::set<int64_t>> softmaxSizes;
+    std::set<std::string> softmaxCalls;
     for (const auto& [key, size] : largest)
-        if (!key.empty() && !coincides(size) && size > kMinBlock)
-            softmaxSizes[key].insert(size);
-    if (softmaxSizes.empty())
+        if (!key.empty()) {
+            softmaxCalls.insert(key);
+            if (!coincides(size) && size > kMinBlock)
+                softmaxSizes[key].insert(size);
+        }
+    if (softmaxCalls.empty())
         return;
+    // And an s x s tensor of one byte per element in that call is its causal mask.
+    const int64_t s0 = quadUnit / std::max<int64_t>(1, tokens);
+    auto boolMask = [&](int64_t z) { return s0 > 1 && fitsUnit(z, s0 * s0) && z < s0 * s0 + kMinBlock; };
     std::map<uint32_t, std::vector<std::string>> keysOf; // per stack: the call of each Python frame
     for (size_t i = 0; i < m_laws.size(); ++i) {
         AllocationLaw& law = m_laws[i];
@@ -402,6 +424,10 @@ void AllocationLaws::readSoftmax(const MemoryTimeline& tl, const std::vector<All
             auto m = softmaxSizes.find(key);
             if (m != softmaxSizes.end() && m->second.count(tl.allocations[i].size)) {
                 readQuadratic(i, fitsUnit(tl.allocations[i].size, quadUnit));
+                break;
+            }
+            if (softmaxCalls.count(key) && boolMask(tl.allocations[i].size)) {
+                setCentral(i, SizeLaw::SeqSquared, LawEvidence::Stack, tl.allocations[i].size);
                 break;
             }
         }
