@@ -20,9 +20,10 @@ struct RunLawsFit {
     std::vector<std::string> notes;
 };
 
-/// Matches each other run to `first` line by line: per line, its distinct sizes in order and
-/// its allocations per iteration; the exponent of the lever the run moved is the nearest whole
-/// one (0, 1 or 2) within 0.2. Runs that move both levers, or neither, are left out.
+/// Matches each other run to `first` line by line: a line with as many allocations in both runs
+/// pairs them in order, else its distinct sizes in order with its allocations per iteration; the
+/// exponent of the lever the run moved is the nearest whole one (0, 1 or 2) within 0.2. Runs
+/// that move both levers, or neither, are left out.
 RunLawsFit fitLawsAcrossRuns(const TraceProjector& first, const std::vector<const TraceProjector*>& others);
 
 } // namespace headroom

@@ -13,6 +13,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -255,4 +256,41 @@ TEST_CASE("The projected run's requests through the allocator model give its res
     REQUIRE(small.oom);
     CHECK(small.oom->event >= 0);
     CHECK(small.oom->reserved + small.oom->size > int64_t(1) << 30);
+}
+
+TEST_CASE("A score the size of an activation stays ambiguous until a second run settles it", "[whatif][laws][cpu]")
+{
+    // The CPU llama (2 heads x sequence 64 = d 128): its einsum scores are as large as its
+    // b*s*d activations. One run keeps both readings for them and says so; the band holds the
+    // measured run at twice the sequence. A run at four times the sequence settles them.
+    const std::string dir = std::string(HEADROOM_SOURCE_DIR) + "/tests/data/cpu/";
+    auto base = Loader::load(dir + "llama_base.pickle");
+    auto seq2 = Loader::load(dir + "llama_seq2.pickle");
+    auto seq4 = Loader::load(dir + "llama_seq4.pickle");
+    const Calibration one = calibrate(*base, 0, analyzeDevice(*base, 0), {});
+    REQUIRE(one.baseline.config.seq == 64);
+    const Projection p = projectSeq(one, 128);
+    REQUIRE(p.replayed);
+    const auto einsum = std::find_if(p.ambiguities.begin(), p.ambiguities.end(), [](const ProjectedAmbiguity& a) {
+        return a.where.find("einsum") != std::string::npos && a.central == "b*s" &&
+               std::find(a.readings.begin(), a.readings.end(), "b*s^2") != a.readings.end();
+    });
+    CHECK(einsum != p.ambiguities.end());
+    const double measured = double(seq2->timelines[0].peakAllocated);
+    CHECK(p.peakAllocatedLow <= measured);
+    CHECK(p.peakAllocatedHigh >= measured);
+
+    const Calibration four = calibrate(*seq4, 0, analyzeDevice(*seq4, 0), {});
+    const RunLawsFit fit = fitLawsAcrossRuns(*one.baseline.trace, {four.baseline.trace.get()});
+    WhatIfBaseline both = one.baseline;
+    both.trace = fit.projector;
+    LeverConfig t = both.config;
+    t.seq = 128;
+    const Projection two = project(both, t, WhatIfConstants{}, *devicePreset("80gib"));
+    for (const auto& a : two.ambiguities)
+        UNSCOPED_INFO(a.count << " x " << a.sizeEach << " " << a.where << " " << a.central << " " << a.evidence);
+    CHECK(std::none_of(two.ambiguities.begin(), two.ambiguities.end(),
+                       [](const ProjectedAmbiguity& a) { return a.where.find("einsum") != std::string::npos; }));
+    CHECK(two.peakAllocated == Approx(measured).epsilon(0.01));
+    CHECK(two.peakAllocatedHigh - two.peakAllocatedLow < p.peakAllocatedHigh - p.peakAllocatedLow);
 }
