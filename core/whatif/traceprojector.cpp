@@ -30,8 +30,8 @@ struct TraceProjector::Factors {
     std::array<double, 1u << kSizeLawCount> low{}, high{};
 };
 
-TraceProjector::TraceProjector(const MemoryTimeline& tl, AllocationLaws laws, int b0, int s0)
-    : m_laws(std::move(laws)), m_b0(std::max(1, b0)), m_s0(std::max(1, s0))
+TraceProjector::TraceProjector(const MemoryTimeline& tl, AllocationLaws laws, int b0, int s0, int64_t stoppedAt)
+    : m_laws(std::move(laws)), m_b0(std::max(1, b0)), m_s0(std::max(1, s0)), m_stoppedAt(stoppedAt)
 {
     m_size.reserve(tl.allocations.size());
     m_boundaries.reserve(2 * tl.allocations.size());
@@ -54,7 +54,8 @@ TraceProjector::TraceProjector(const MemoryTimeline& tl, AllocationLaws laws, in
 
 TraceProjector::TraceProjector(const TraceProjector& from, AllocationLaws laws)
     : m_laws(std::move(laws)), m_size(from.m_size), m_initial(from.m_initial), m_boundaries(from.m_boundaries),
-      m_b0(from.m_b0), m_s0(from.m_s0), m_measuredPeak(from.m_measuredPeak), m_measuredPeakEvent(from.m_measuredPeakEvent)
+      m_b0(from.m_b0), m_s0(from.m_s0), m_measuredPeak(from.m_measuredPeak), m_measuredPeakEvent(from.m_measuredPeakEvent),
+      m_stoppedAt(from.m_stoppedAt)
 {
 }
 

@@ -29,7 +29,8 @@ struct AmbiguityWorth {
 
 class TraceProjector {
 public:
-    TraceProjector(const MemoryTimeline& timeline, AllocationLaws laws, int b0, int s0);
+    /// `stoppedAt`: the event of the OOM that ended the recorded run (-1: it did not).
+    TraceProjector(const MemoryTimeline& timeline, AllocationLaws laws, int b0, int s0, int64_t stoppedAt = -1);
     /// The same history under other laws (the laws of `from`, refined by more evidence).
     TraceProjector(const TraceProjector& from, AllocationLaws laws);
 
@@ -51,6 +52,8 @@ public:
     /// The measured peak (the replay at b0, s0): the timeline's own.
     double measuredPeak() const { return m_measuredPeak; }
     int64_t measuredPeakEvent() const { return m_measuredPeakEvent; }
+    /// The recorded run's OOM, where its history (and so the replay) stops; -1: none.
+    int64_t stoppedAt() const { return m_stoppedAt; }
 
 private:
     struct Boundary {
@@ -70,6 +73,7 @@ private:
     int m_b0 = 1, m_s0 = 1;
     double m_measuredPeak = 0;
     int64_t m_measuredPeakEvent = -1;
+    int64_t m_stoppedAt = -1;
 };
 
 } // namespace headroom

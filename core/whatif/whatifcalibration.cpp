@@ -518,7 +518,8 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
     }
     // The replay keeps the laws (the main reading only; the late-backward one is terms alone).
     if (laws && forcedStart < 0 && b0 && *b0 > 0)
-        s.trace = std::make_shared<const TraceProjector>(tl, std::move(*laws), *b0, *s0);
+        s.trace = std::make_shared<const TraceProjector>(tl, std::move(*laws), *b0, *s0,
+                                                         dev.ooms.empty() ? -1 : dev.ooms.front().eventIndex);
     s.actLin = measured(lin);
     s.actSmall = measured(small);
     s.actQuad = measured(quad);

@@ -426,6 +426,11 @@ void replayPeak(Projection& pr, const WhatIfBaseline& base, const LeverConfig& t
     pr.replayPeakEvent = r.centralEvent;
     pr.measuredPeakEvent = tp.measuredPeakEvent();
     pr.ambiguities = ambiguitiesAt(tp, t, r);
+    // Never a silent partial result: an OOM cut the history the replay resizes.
+    if (tp.stoppedAt() >= 0)
+        pr.notes.push_back("the measured run stopped at an OOM (event " + std::to_string(tp.stoppedAt()) +
+                           "): the replay projects the history as far as it was recorded, so a step cut there "
+                           "needs more than this peak (the diagnosis bounds the whole step)");
 }
 
 } // namespace

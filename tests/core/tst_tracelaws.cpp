@@ -294,3 +294,19 @@ TEST_CASE("A score the size of an activation stays ambiguous until a second run 
     CHECK(two.peakAllocated == Approx(measured).epsilon(0.01));
     CHECK(two.peakAllocatedHigh - two.peakAllocatedLow < p.peakAllocatedHigh - p.peakAllocatedLow);
 }
+
+TEST_CASE("A replay of a history an OOM cut says so", "[whatif][laws][cpu]")
+{
+    // tests/data/cpu/imbalanced_oom.pickle: device 1 stopped at an OOM in its forward.
+    auto t = Loader::load(std::string(HEADROOM_SOURCE_DIR) + "/tests/data/cpu/imbalanced_oom.pickle");
+    REQUIRE(t->snapshot.devices.size() > 1);
+    REQUIRE_FALSE(t->snapshot.devices[1].ooms.empty());
+    StatedConfig st = statedFor(16, 128);
+    const Calibration cal = calibrate(*t, 1, analyzeDevice(*t, 1), st);
+    REQUIRE(cal.baseline.trace);
+    CHECK(cal.baseline.trace->stoppedAt() == t->snapshot.devices[1].ooms.front().eventIndex);
+    const Projection p = projectSeq(cal, 256);
+    REQUIRE(p.replayed);
+    CHECK(std::any_of(p.notes.begin(), p.notes.end(),
+                      [](const std::string& n) { return n.find("stopped at an OOM") != std::string::npos; }));
+}
