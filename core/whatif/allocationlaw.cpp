@@ -1,15 +1,14 @@
 // SPDX-License-Identifier: MIT
 #include "core/whatif/allocationlaw.h"
 
+#include "core/whatif/stackreadings.h"
+
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <map>
 #include <optional>
 #include <set>
-#include <span>
 #include <tuple>
-#include <unordered_map>
 
 namespace headroom {
 
@@ -21,32 +20,6 @@ constexpr size_t kMaxAmbiguities = 64; // groups named; the rest still widen the
 
 uint8_t bit(SizeLaw l) { return uint8_t(1u << unsigned(l)); }
 
-std::string lower(std::string_view s)
-{
-    std::string out(s);
-    std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-    return out;
-}
-
-bool contains(const std::string& s, const char* w) { return s.find(w) != std::string::npos; }
-
-/// What a Python frame is called: its function, or for a module's `forward` also its file
-/// (`softmax.py:forward` is a Softmax module's), lower case.
-std::string pythonName(const FrameTable& frames, uint32_t id)
-{
-    const Frame& f = frames.frame(id);
-    std::string name = lower(frames.strings().get(f.name));
-    if (name == "forward") {
-        std::string_view file = frames.strings().get(f.file);
-        if (const size_t slash = file.find_last_of('/'); slash != std::string_view::npos)
-            file.remove_prefix(slash + 1);
-        name.append(1, ' ').append(lower(file));
-    }
-    return name;
-}
-
-bool lossName(const std::string& n) { return contains(n, "log_softmax") || contains(n, "cross_entropy") || contains(n, "nll_loss"); }
-
 /// A multiple of `unit` up to the allocator's rounding to 512 bytes.
 bool fitsUnit(int64_t size, int64_t unit)
 {
@@ -55,15 +28,6 @@ bool fitsUnit(int64_t size, int64_t unit)
 
 bool keptState(TensorCategory c) { return c == TensorCategory::Parameter || c == TensorCategory::Gradient ||
                                           c == TensorCategory::OptimizerState; }
-
-/// Made by one of torch's own layers (`torch/nn/modules/`): a weight, never a mask.
-bool torchLayerMade(const FrameTable& frames, uint32_t stack)
-{
-    for (uint32_t id : frames.stack(stack))
-        if (frames.isPythonFrame(id))
-            return frames.strings().get(frames.frame(id).file).find("torch/nn/modules/") != std::string_view::npos;
-    return false;
-}
 
 /// The optimizer step works on parameters: its temporaries (a foreach AdamW's) are shaped like
 /// them, whatever their size divides by. A closure's forward and backward inside the step are
@@ -98,71 +62,6 @@ private:
     std::map<int64_t, int> m_weights;
 };
 
-/// A function call, named by the function (file and name, not the line) and every frame that
-/// called it (their Python frames): allocations made in one call of an attention function share it, an MLP's do not.
-std::string callKey(const FrameTable& frames, std::span<const uint32_t> stack, size_t at)
-{
-    const Frame& f = frames.frame(stack[at]);
-    std::string key;
-    auto put = [&key](uint32_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); };
-    put(f.file);
-    put(f.name);
-    for (size_t k = at + 1; k < stack.size(); ++k)
-        if (frames.isPythonFrame(stack[k])) // native frames between differ from call to call
-            put(stack[k]);
-    return key;
-}
-
-/// The call a softmax was made from: the caller of a Python softmax function, or the Python
-/// line that called a softmax kernel. Empty when the stack has no Python frame.
-std::string softmaxCaller(const FrameTable& frames, uint32_t stackId)
-{
-    const auto stack = frames.stack(stackId);
-    bool insideSoftmax = false;
-    for (size_t k = 0; k < stack.size(); ++k) {
-        if (!frames.isPythonFrame(stack[k]))
-            continue;
-        const std::string name = pythonName(frames, stack[k]);
-        if (!insideSoftmax && contains(name, "softmax")) {
-            insideSoftmax = true;
-            continue;
-        }
-        if (name == "_call_impl" || name == "_wrapped_call_impl")
-            continue; // a Softmax module's call: its caller is further out
-        return callKey(frames, stack, k);
-    }
-    return {};
-}
-
-/// FNV-1a over the text of a stack's innermost Python frames (all frames when it has none),
-/// module-call plumbing left out. Not the outermost: a driver script edited between two runs
-/// moves its own lines, not the model's.
-uint64_t lineHash(const FrameTable& frames, uint32_t stackId)
-{
-    constexpr size_t kLineFrames = 6;
-    uint64_t h = 1469598103934665603ull;
-    auto mix = [&h](std::string_view text) {
-        for (unsigned char c : text)
-            h = (h ^ c) * 1099511628211ull;
-        h = (h ^ '|') * 1099511628211ull;
-    };
-    const auto stack = frames.stack(stackId);
-    const bool anyPython = std::any_of(stack.begin(), stack.end(), [&](uint32_t id) { return frames.isPythonFrame(id); });
-    size_t used = 0;
-    for (uint32_t id : stack) {
-        if (used == kLineFrames)
-            break;
-        if (anyPython && !frames.isPythonFrame(id))
-            continue;
-        const std::string_view name = frames.strings().get(frames.frame(id).name);
-        if (name == "_call_impl" || name == "_wrapped_call_impl")
-            continue;
-        mix(frames.formatFrame(id));
-        ++used;
-    }
-    return h;
-}
-
 /// The law with these exponents, if there is one.
 std::optional<SizeLaw> lawWith(int batch, int seq)
 {
@@ -173,28 +72,6 @@ std::optional<SizeLaw> lawWith(int batch, int seq)
     }
     return std::nullopt;
 }
-
-/// attentionContext() and softmaxStack() once per stack: a million allocations share a few
-/// thousand stacks.
-class StackReadings {
-public:
-    explicit StackReadings(const FrameTable& frames) : m_frames(frames) {}
-    bool attention(uint32_t stack) { return read(stack).first; }
-    bool softmax(uint32_t stack) { return read(stack).second; }
-
-private:
-    const std::pair<bool, bool>& read(uint32_t stack)
-    {
-        auto it = m_read.find(stack);
-        if (it == m_read.end())
-            it = m_read.emplace(stack, std::make_pair(AllocationLaws::attentionContext(m_frames, stack),
-                                                      AllocationLaws::softmaxStack(m_frames, stack)))
-                     .first;
-        return it->second;
-    }
-    const FrameTable& m_frames;
-    std::unordered_map<uint32_t, std::pair<bool, bool>> m_read;
-};
 
 } // namespace
 
@@ -247,36 +124,61 @@ std::string_view lawEvidenceName(LawEvidence e)
     return "?";
 }
 
-bool AllocationLaws::softmaxStack(const FrameTable& frames, uint32_t stack)
+namespace {
+
+/// The units a size is factored by at the measured b0 and s0.
+struct Units {
+    int s0 = 1;
+    int64_t tokens = 1, quad = 1, mask = 1;
+    bool sMask(int64_t z) const { return s0 > 1 && fitsUnit(z, mask) && z <= 8 * mask + kMinBlock; }
+};
+
+/// Stage 1: kept state is constant; a kept s x s buffer (a causal mask) is constant when built
+/// for a longest sequence and s^2 when built for the run's: both kept.
+void readCategory(AllocationLaw& law, const Allocation& a, const AllocationClass& c, const FrameTable& frames,
+                  const Units& u)
 {
-    for (uint32_t id : frames.stack(stack)) {
-        const bool python = frames.isPythonFrame(id);
-        const std::string name = python ? pythonName(frames, id) : lower(frames.strings().get(frames.frame(id).name));
-        if (lossName(name))
-            return false;
-        if (!python) {
-            if (contains(name, "softmax")) // at::_ops::_softmax, SoftmaxBackward0: the kernel itself
-                return true;
-            continue;
-        }
-        return contains(name, "softmax"); // the innermost Python function: torch's or the user's softmax
-    }
-    return false;
+    law.evidence = LawEvidence::Category;
+    const bool buffer = (c.category == TensorCategory::Parameter || setupState(a, c)) && !optimizerMade(c) &&
+                        !torchLayerMade(frames, a.stack);
+    if (buffer && a.size > kMinBlock && u.sMask(a.size))
+        law.allowed |= bit(SizeLaw::SeqSquared);
 }
 
-bool AllocationLaws::attentionContext(const FrameTable& frames, uint32_t stack)
+/// Stages 2 and 3: the size's factors, and b*s^2 where a frame names attention. Returns whether
+/// the allocation was made by a softmax (stage 4 reads those).
+bool readSize(AllocationLaw& law, const Allocation& a, StackReadings& stacks, const Units& u, int64_t& quadPossible)
 {
-    bool attention = false;
-    for (uint32_t id : frames.stack(stack)) {
-        const std::string name =
-            frames.isPythonFrame(id) ? pythonName(frames, id) : lower(frames.strings().get(frames.frame(id).name));
-        if (lossName(name))
-            return false; // the loss's b*s*V tensors may divide by s^2 too
-        for (const char* w : {"attn", "attention", "softmax", "scaled_dot", "sdpa", "baddbmm"})
-            attention = attention || contains(name, w);
+    const int64_t z = a.size;
+    law.evidence = LawEvidence::Size;
+    const bool token = fitsUnit(z, u.tokens) && z >= 4 * u.tokens;
+    if (token) {
+        law.central = SizeLaw::Tokens;
+        law.allowed = bit(SizeLaw::Tokens);
+    } else if (z >= kTiny) {
+        // Large but no multiple of b*s: batch-shaped by its size, constant by its factors.
+        law.central = SizeLaw::Tokens;
+        law.allowed = bit(SizeLaw::Tokens) | bit(SizeLaw::Constant);
     }
-    return attention;
+    bool softmax = false;
+    if (u.s0 > 1 && stacks.attention(a.stack)) {
+        softmax = stacks.softmax(a.stack);
+        if (fitsUnit(z, u.quad)) {
+            law.allowed |= bit(SizeLaw::TokensBySeq);
+            quadPossible += z;
+        } else if (!token && u.sMask(z)) {
+            law.central = SizeLaw::SeqSquared; // an s x s mask: no batch dimension
+            law.allowed = bit(SizeLaw::SeqSquared) | bit(SizeLaw::Constant);
+        }
+    }
+    // s x s elements of at most 8 bytes: a causal mask made in the forward (no batch
+    // dimension) reads as b*s where b*X = s, e.g. 2 x 128 tokens x 64 bytes = 128^2.
+    if (token && u.sMask(z))
+        law.allowed |= bit(SizeLaw::SeqSquared);
+    return softmax;
 }
+
+} // namespace
 
 AllocationLaws AllocationLaws::fromSnapshot(const MemoryTimeline& tl, const std::vector<AllocationClass>& classes,
                                             const FrameTable& frames, int b0, int s0, bool autocast,
@@ -285,71 +187,31 @@ AllocationLaws AllocationLaws::fromSnapshot(const MemoryTimeline& tl, const std:
     AllocationLaws out;
     out.m_laws.resize(tl.allocations.size());
     StackReadings stacks(frames);
-    const int64_t tokens = int64_t(b0) * s0;
-    const int64_t quadUnit = tokens * s0;
-    const int64_t maskUnit = int64_t(s0) * s0;
+    Units u;
+    u.s0 = s0;
+    u.tokens = int64_t(b0) * s0;
+    u.quad = u.tokens * s0;
+    u.mask = int64_t(s0) * s0;
+    const int64_t tokens = u.tokens, quadUnit = u.quad;
     std::vector<uint8_t> softmaxMade(tl.allocations.size(), 0);
     for (size_t i = 0; i < tl.allocations.size(); ++i) {
         const Allocation& a = tl.allocations[i];
         const AllocationClass c = i < classes.size() ? classes[i] : AllocationClass{};
         AllocationLaw& law = out.m_laws[i];
-        const int64_t z = a.size;
-        if (keptState(c.category) || setupState(a, c) || optimizerMade(c)) {
-            law.evidence = LawEvidence::Category;
-            // An s x s buffer (a causal mask) is constant when built for a longest sequence,
-            // s^2 when built for the run's: both kept. Not gradients or optimizer state.
-            const bool buffer = (c.category == TensorCategory::Parameter || setupState(a, c)) && !optimizerMade(c) &&
-                                !torchLayerMade(frames, a.stack);
-            if (buffer && s0 > 1 && z > kMinBlock && fitsUnit(z, maskUnit) && z <= 8 * maskUnit + kMinBlock)
-                law.allowed |= bit(SizeLaw::SeqSquared);
-        } else if (z > kMinBlock) {
-            law.evidence = LawEvidence::Size;
-            const bool token = fitsUnit(z, tokens) && z >= 4 * tokens;
-            if (token) {
-                law.central = SizeLaw::Tokens;
-                law.allowed = bit(SizeLaw::Tokens);
-            } else if (z >= kTiny) {
-                // Large but no multiple of b*s: batch-shaped by its size, constant by its factors.
-                law.central = SizeLaw::Tokens;
-                law.allowed = bit(SizeLaw::Tokens) | bit(SizeLaw::Constant);
-            }
-            if (s0 > 1 && stacks.attention(a.stack)) {
-                softmaxMade[i] = stacks.softmax(a.stack);
-                if (fitsUnit(z, quadUnit)) {
-                    law.allowed |= bit(SizeLaw::TokensBySeq);
-                    out.m_quadPossible += z;
-                } else if (!token && fitsUnit(z, maskUnit) && z <= 8 * maskUnit + kMinBlock) {
-                    law.central = SizeLaw::SeqSquared; // an s x s mask: no batch dimension
-                    law.allowed = bit(SizeLaw::SeqSquared) | bit(SizeLaw::Constant);
-                }
-            }
-            // s x s elements of at most 8 bytes: a causal mask made in the forward (no batch
-            // dimension) reads as b*s where b*X = s, e.g. 2 x 128 tokens x 64 bytes = 128^2.
-            if (token && s0 > 1 && fitsUnit(z, maskUnit) && z <= 8 * maskUnit + kMinBlock)
-                law.allowed |= bit(SizeLaw::SeqSquared);
-        }
-        out.m_bytes[size_t(law.central)] += z;
+        if (keptState(c.category) || setupState(a, c) || optimizerMade(c))
+            readCategory(law, a, c, frames, u);
+        else if (a.size > kMinBlock)
+            softmaxMade[i] = readSize(law, a, stacks, u, out.m_quadPossible);
+        out.m_bytes[size_t(law.central)] += a.size;
     }
     out.readSoftmax(tl, classes, frames, softmaxMade, tokens, quadUnit);
     out.readSteps(tl, s0, std::max<size_t>(1, iterations.size()), tokens);
     if (autocast)
         out.readCasts(tl, classes, iterations);
     out.readMirror(tl, classes);
-    out.collectAmbiguities(tl);
+    out.collectAmbiguities(tl, frames);
     out.m_iterations = std::max<size_t>(1, iterations.size());
-    out.m_lines.resize(tl.allocations.size());
-    std::map<uint32_t, uint64_t> lineOf;
-    for (size_t i = 0; i < tl.allocations.size(); ++i) {
-        const uint32_t sid = tl.allocations[i].stack;
-        auto it = lineOf.find(sid);
-        if (it == lineOf.end())
-            it = lineOf.emplace(sid, sid ? lineHash(frames, sid) : 0).first;
-        out.m_lines[i] = it->second;
-    }
-    for (auto& amb : out.m_ambiguities) {
-        const auto lines = frames.topFrameLines(amb.stack, 1);
-        amb.where = lines.empty() ? std::string() : lines.front();
-    }
+    out.hashLines(tl, frames);
     return out;
 }
 
@@ -412,14 +274,8 @@ void AllocationLaws::readSoftmax(const MemoryTimeline& tl, const std::vector<All
             continue;
         const uint32_t sid = tl.allocations[i].stack;
         auto it = keysOf.find(sid);
-        if (it == keysOf.end()) {
-            std::vector<std::string> keys;
-            const auto stack = frames.stack(sid);
-            for (size_t k = 0; k < stack.size(); ++k)
-                if (frames.isPythonFrame(stack[k]))
-                    keys.push_back(callKey(frames, stack, k));
-            it = keysOf.emplace(sid, std::move(keys)).first;
-        }
+        if (it == keysOf.end())
+            it = keysOf.emplace(sid, callKeys(frames, sid)).first;
         for (const std::string& key : it->second) {
             auto m = softmaxSizes.find(key);
             if (m != softmaxSizes.end() && m->second.count(tl.allocations[i].size)) {
@@ -553,7 +409,20 @@ void AllocationLaws::readMirror(const MemoryTimeline& tl, const std::vector<Allo
     }
 }
 
-void AllocationLaws::collectAmbiguities(const MemoryTimeline& tl)
+void AllocationLaws::hashLines(const MemoryTimeline& tl, const FrameTable& frames)
+{
+    m_lines.resize(tl.allocations.size());
+    std::map<uint32_t, uint64_t> lineOf;
+    for (size_t i = 0; i < tl.allocations.size(); ++i) {
+        const uint32_t sid = tl.allocations[i].stack;
+        auto it = lineOf.find(sid);
+        if (it == lineOf.end())
+            it = lineOf.emplace(sid, sid ? lineHash(frames, sid) : 0).first;
+        m_lines[i] = it->second;
+    }
+}
+
+void AllocationLaws::collectAmbiguities(const MemoryTimeline& tl, const FrameTable& frames)
 {
     std::map<std::tuple<int64_t, uint32_t, uint8_t, uint8_t, uint8_t>, size_t> index;
     for (size_t i = 0; i < m_laws.size(); ++i) {
@@ -571,6 +440,10 @@ void AllocationLaws::collectAmbiguities(const MemoryTimeline& tl)
         }
         ++m_ambiguities[it->second].count;
         law.group = uint16_t(it->second + 1);
+    }
+    for (auto& amb : m_ambiguities) {
+        const auto lines = frames.topFrameLines(amb.stack, 1);
+        amb.where = lines.empty() ? std::string() : lines.front();
     }
 }
 

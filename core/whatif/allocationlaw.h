@@ -87,13 +87,6 @@ public:
     /// allocation i: readings that disagree are dropped, and the central law follows.
     void settle(size_t i, bool batch, int exponent);
 
-    /// Whether a stack is attention's quadratic step: a softmax or a torch attention kernel
-    /// is the innermost named operation (the loss's log_softmax is not).
-    static bool softmaxStack(const FrameTable& frames, uint32_t stack);
-    /// Whether any frame of a stack names attention (a user's own function included): the
-    /// b*s^2 reading is possible there, not decided.
-    static bool attentionContext(const FrameTable& frames, uint32_t stack);
-
 private:
     /// A softmax's output, and tensors of its size made in the call that takes the softmax.
     void readSoftmax(const MemoryTimeline& timeline, const std::vector<AllocationClass>& classes,
@@ -108,7 +101,9 @@ private:
     void readCasts(const MemoryTimeline& timeline, const std::vector<AllocationClass>& classes,
                    const std::vector<Iteration>& iterations);
     void setCentral(size_t i, SizeLaw l, LawEvidence e, int64_t size);
-    void collectAmbiguities(const MemoryTimeline& timeline);
+    /// Groups the ambiguous allocations by size, line and readings, and names each group's line.
+    void collectAmbiguities(const MemoryTimeline& timeline, const FrameTable& frames);
+    void hashLines(const MemoryTimeline& timeline, const FrameTable& frames);
 
     std::vector<AllocationLaw> m_laws;
     std::vector<LawAmbiguity> m_ambiguities;
