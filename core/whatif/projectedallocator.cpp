@@ -60,15 +60,13 @@ ProjectedAllocatorRun simulateProjected(const TraceProjector& tp, double b, doub
         const int64_t requested = std::max<int64_t>(1, int64_t(bytes + 0.5));
         block[alloc] = sim.malloc(requested, 0);
         if (block[alloc] == AllocatorSim::kNone) {
-            run.oom = ProjectedAllocatorRun::Oom{event, sim.roundSize(requested), sim.reserved(), sim.allocated(),
-                                                 sim.cachedFree()};
+            run.oom = ProjectedAllocatorRun::Oom{event, sim.roundSize(requested), sim.reserved()};
             return;
         }
         if (sim.reserved() > run.reservedPeak) {
             run.reservedPeak = sim.reserved();
             run.reservedPeakEvent = event;
         }
-        run.allocatedPeak = std::max(run.allocatedPeak, sim.allocated());
     });
     return run;
 }

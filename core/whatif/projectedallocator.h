@@ -18,11 +18,10 @@ namespace headroom {
 struct ProjectedAllocatorRun {
     int64_t reservedPeak = 0;
     int64_t reservedPeakEvent = -1; ///< event of the measured trace
-    int64_t allocatedPeak = 0;      ///< the simulation's block bytes (the 512-byte rounding included)
     struct Oom {
         int64_t event = -1; ///< the request of the measured trace whose projected size failed
         int64_t size = 0;
-        int64_t reserved = 0, allocated = 0, cachedFree = 0;
+        int64_t reserved = 0;
     };
     std::optional<Oom> oom; ///< the first request the capacity refused; the run stops there
     int64_t requests = 0;

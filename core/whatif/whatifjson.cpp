@@ -4,8 +4,8 @@
 #include "core/whatif/whatifsettings.h"
 
 #include "core/util/units.h"
+#include "core/whatif/allocationlaw.h"
 
-#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -59,12 +59,21 @@ nlohmann::json replayJson(const Projection& p)
 /// What would settle an ambiguity: a run that moves the lever its readings differ in.
 std::string settleText(const ProjectedAmbiguity& a)
 {
-    const bool seq = std::find(a.readings.begin(), a.readings.end(), "b*s^2") != a.readings.end() ||
-                     std::find(a.readings.begin(), a.readings.end(), "s^2") != a.readings.end();
-    return std::string("record with shapes, or add a run at another ") + (seq ? "sequence length" : "micro-batch");
+    return std::string("record with shapes, or add a run at another ") +
+           (settledBySequence(a) ? "sequence length" : "micro-batch");
 }
 
 } // namespace
+
+bool settledBySequence(const ProjectedAmbiguity& a)
+{
+    // A quadratic reading (scores, masks) is what a second sequence length tells apart.
+    for (const auto& r : a.readings)
+        for (size_t l = 0; l < kSizeLawCount; ++l)
+            if (sizeLawName(SizeLaw(l)) == r && lawExponents(SizeLaw(l)).seq == 2)
+                return true;
+    return false;
+}
 
 nlohmann::json projectionJson(const Projection& p, const std::vector<MeasuredItem>& measured, const WhatIfConstants& k,
                               const DeviceSpec& device)

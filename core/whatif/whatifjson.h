@@ -20,6 +20,10 @@ nlohmann::json projectionJson(const Projection& p, const std::vector<MeasuredIte
 nlohmann::json ladderJson(const Ladder& l);
 
 std::string projectionText(const Projection& p, const std::vector<MeasuredItem>& measured, const DeviceSpec& device);
+
+/// Whether a run at another sequence length settles an ambiguity (one of its readings is
+/// quadratic in s); else a run at another micro-batch does. Every frontend words it.
+bool settledBySequence(const ProjectedAmbiguity& a);
 std::string ladderText(const Ladder& l);
 
 } // namespace headroom

@@ -1,11 +1,10 @@
 // SPDX-License-Identifier: MIT
 #include "ui/whatif/whatifmarkdown.h"
 
+#include "core/whatif/whatifjson.h"
 #include "ui/plot/categorystyle.h"
 
 #include <QObject>
-
-#include <algorithm>
 #include <QStringList>
 
 namespace headroom {
@@ -37,14 +36,12 @@ QStringList replayLines(const Projection& p)
         for (const auto& r : a.readings)
             if (r != a.central)
                 other << QString::fromStdString(r);
-        const bool bySeq = std::any_of(a.readings.begin(), a.readings.end(),
-                                       [](const std::string& r) { return r.find("s^2") != std::string::npos; });
         out << QObject::tr("Ambiguous: %1 x %2 from %3, read as %4 (by its %5), could be %6: %7 to %8 allocated. "
                            "Recorded shapes or a run at another %9 would settle it.")
                    .arg(a.count)
                    .arg(formatBytesQ(a.sizeEach, 1), shortWhere(a.where), QString::fromStdString(a.central),
                         QString::fromStdString(a.evidence), other.join(QObject::tr(" or ")), projected(a.peakIfLowest),
-                        projected(a.peakIfHighest), bySeq ? QObject::tr("sequence length") : QObject::tr("micro-batch"));
+                        projected(a.peakIfHighest), settledBySequence(a) ? QObject::tr("sequence length") : QObject::tr("micro-batch"));
     }
     return out;
 }
