@@ -1,27 +1,20 @@
 // SPDX-License-Identifier: MIT
 #include "app/clicheck.h"
 
-#include "app/clijson.h"
 #include "core/analysis/memoryanalysis.h"
 #include "core/analysis/snapshotcompare.h"
-#include "core/io/loader.h"
-#include "core/util/loaderror.h"
 #include "core/util/units.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <iostream>
 
 namespace headroom::cli {
 
 namespace {
 
-/// A bad argument or an unreadable file: exit 2 with this one line.
-struct Unusable : std::runtime_error {
-    using std::runtime_error::runtime_error;
-};
+using Unusable = CommandError;
 
 /// The default --margin of --fit: room for what a snapshot does not count (the CUDA
 /// context, NCCL and cuBLAS workspaces, fragmentation) on the device the job will run on.
@@ -56,7 +49,10 @@ std::string percent(double fraction)
     return buf;
 }
 
-std::string signedBytes(int64_t delta) { return (delta >= 0 ? "+" : "") + formatBytes(delta); }
+std::string signedBytes(int64_t delta)
+{
+    return (delta >= 0 ? "+" : "") + formatBytes(delta);
+}
 
 int64_t sizeOption(const std::string& flag, const std::string& text)
 {
@@ -84,16 +80,10 @@ void requireFile(const std::string& path, const char* what)
                        ": no such file; expected a PyTorch memory snapshot (.pickle), a trace or a .hrt file");
 }
 
-std::shared_ptr<const LoadedTrace> loadInput(const std::string& path, const char* what)
+std::shared_ptr<const LoadedTrace> loadInput(const TraceSource& source, const std::string& path, const char* what)
 {
     requireFile(path, what);
-    try {
-        return Loader::load(path);
-    } catch (const LoadError& e) {
-        throw Unusable(e.what());
-    } catch (const std::bad_alloc&) {
-        throw Unusable(path + ": out of memory while loading");
-    }
+    return source(path);
 }
 
 /// The device a check looks at: the one asked for, else the one with the highest peak.
@@ -148,8 +138,14 @@ nlohmann::json deltas(const std::array<int64_t, N>& before, const std::array<int
     return m;
 }
 
-std::string categoryKey(size_t i) { return categoryLowerName(static_cast<TensorCategory>(i)); }
-std::string phaseName(size_t i) { return std::string(phaseKey(static_cast<Phase>(i))); }
+std::string categoryKey(size_t i)
+{
+    return categoryLowerName(static_cast<TensorCategory>(i));
+}
+std::string phaseName(size_t i)
+{
+    return std::string(phaseKey(static_cast<Phase>(i)));
+}
 
 /// "activation +300.00 MiB, gradient +12.00 MiB" (the two largest).
 std::string listGrowth(const std::vector<std::pair<std::string, int64_t>>& g)
@@ -166,41 +162,44 @@ void CheckCommand::add(CLI::App& app)
 {
     m_cmd = app.add_subcommand("check", "A memory gate for CI: exit 1 when the peak is over a limit, does not fit a "
                                         "device or grew over a baseline");
-    m_cmd->add_option("FILE", m_file, "Snapshot or trace to check")->required();
-    m_cmd->add_option("--max-peak", m_maxPeak, "Fail when the peak allocated exceeds this size, e.g. 70GiB");
-    m_cmd->add_option("--fit", m_fit, "Fail unless the peak allocated fits a device of this capacity, e.g. 80GiB, "
-                                      "keeping --margin of it free");
-    m_cmd->add_option("--margin", m_margin, "Share of the --fit capacity to keep free (default 10%)");
-    m_cmd->add_option("--baseline", m_baseline, "An earlier snapshot of the same job to compare with");
-    m_cmd->add_option("--max-growth", m_maxGrowth, "Fail when the peak allocated grew more than this over "
-                                                   "--baseline, e.g. 5%");
-    m_cmd->add_option("--device", m_device, "Device ordinal (default: the device with the highest peak)");
+    m_cmd->add_option("FILE", m_req.file, "Snapshot or trace to check")->required();
+    m_cmd->add_option("--max-peak", m_req.maxPeak, "Fail when the peak allocated exceeds this size, e.g. 70GiB");
+    m_cmd->add_option("--fit", m_req.fit,
+                      "Fail unless the peak allocated fits a device of this capacity, e.g. 80GiB, "
+                      "keeping --margin of it free");
+    m_cmd->add_option("--margin", m_req.margin, "Share of the --fit capacity to keep free (default 10%)");
+    m_cmd->add_option("--baseline", m_req.baseline, "An earlier snapshot of the same job to compare with");
+    m_cmd->add_option("--max-growth", m_req.maxGrowth,
+                      "Fail when the peak allocated grew more than this over "
+                      "--baseline, e.g. 5%");
+    m_cmd->add_option("--device", m_req.device, "Device ordinal (default: the device with the highest peak)");
     m_cmd->add_flag("--json", m_json, "Machine-readable JSON output");
 }
 
-int CheckCommand::run()
+CommandOutput runCheck(const CheckRequest& req, const TraceSource& source)
 {
-    try {
-        if (!m_margin.empty() && m_fit.empty())
+    {
+        if (!req.margin.empty() && req.fit.empty())
             throw Unusable("--margin: only with --fit SIZE");
-        if (m_baseline.empty() != m_maxGrowth.empty())
-            throw Unusable(m_baseline.empty() ? "--max-growth: only with --baseline OLD"
-                                              : "--baseline: expected --max-growth PCT too, e.g. --max-growth 5%");
-        if (m_maxPeak.empty() && m_fit.empty() && m_baseline.empty())
+        if (req.baseline.empty() != req.maxGrowth.empty())
+            throw Unusable(req.baseline.empty() ? "--max-growth: only with --baseline OLD"
+                                                : "--baseline: expected --max-growth PCT too, e.g. --max-growth 5%");
+        if (req.maxPeak.empty() && req.fit.empty() && req.baseline.empty())
             throw Unusable("check: nothing to check; expected --max-peak SIZE, --fit SIZE or --baseline OLD "
                            "--max-growth PCT");
         // Every argument is checked before the (possibly slow) loads.
         // 0: not asked for (parseByteSize never returns 0; plain integers keep GCC's
         // -Wmaybe-uninitialized quiet, which misfires on optionals here).
-        const int64_t maxPeak = m_maxPeak.empty() ? 0 : sizeOption("--max-peak", m_maxPeak);
-        const int64_t fit = m_fit.empty() ? 0 : sizeOption("--fit", m_fit);
-        const double margin = m_margin.empty() ? kDefaultMargin : percentOption("--margin", m_margin, 1.0, "10% (below 100%)");
-        const double maxGrowth = m_maxGrowth.empty() ? 0.0 : percentOption("--max-growth", m_maxGrowth, 1e6, "5%");
+        const int64_t maxPeak = req.maxPeak.empty() ? 0 : sizeOption("--max-peak", req.maxPeak);
+        const int64_t fit = req.fit.empty() ? 0 : sizeOption("--fit", req.fit);
+        const double margin =
+            req.margin.empty() ? kDefaultMargin : percentOption("--margin", req.margin, 1.0, "10% (below 100%)");
+        const double maxGrowth = req.maxGrowth.empty() ? 0.0 : percentOption("--max-growth", req.maxGrowth, 1e6, "5%");
 
-        if (!m_baseline.empty())
-            requireFile(m_baseline, "--baseline"); // before the first load, which may take a while
-        const auto trace = loadInput(m_file, "");
-        const size_t di = pickDevice(*trace, m_device, m_file);
+        if (!req.baseline.empty())
+            requireFile(req.baseline, "--baseline"); // before the first load, which may take a while
+        const auto trace = loadInput(source, req.file, "");
+        const size_t di = pickDevice(*trace, req.device, req.file);
         const MemoryTimeline& tl = trace->timelines[di];
         const DeviceAnalysis a = analyzeDevice(*trace, di);
         const int device = trace->snapshot.devices[di].device;
@@ -242,11 +241,11 @@ int CheckCommand::run()
                            : " does not fit " + formatBytes(fit) + " with " + percent(margin) + " free (limit " +
                                  formatBytes(limit) + ", over by " + formatBytes(peak - limit) + ")"));
         }
-        if (!m_baseline.empty()) {
-            const auto base = loadInput(m_baseline, "--baseline");
+        if (!req.baseline.empty()) {
+            const auto base = loadInput(source, req.baseline, "--baseline");
             const bool same = std::any_of(base->snapshot.devices.begin(), base->snapshot.devices.end(),
                                           [&](const DeviceData& d) { return d.device == device; });
-            const size_t bi = pickDevice(*base, same ? std::optional(device) : std::nullopt, m_baseline);
+            const size_t bi = pickDevice(*base, same ? std::optional(device) : std::nullopt, req.baseline);
             const DeviceAnalysis ba = analyzeDevice(*base, bi);
             // Comparison is the GUI's compare view: peaks, categories and the allocations
             // (by innermost frame and size) alive at one peak and not the other.
@@ -281,8 +280,8 @@ int CheckCommand::run()
                                percent(maxGrowth) + ")";
             if (!ok) {
                 line = "peak allocated grew " + growthText + " over the baseline (" + formatBytes(before) + " -> " +
-                       formatBytes(peak) + ", limit " + percent(maxGrowth) + "); grew by category: " +
-                       listGrowth(cats) + "; by phase: " + listGrowth(phases);
+                       formatBytes(peak) + ", limit " + percent(maxGrowth) +
+                       "); grew by category: " + listGrowth(cats) + "; by phase: " + listGrowth(phases);
                 if (!largestNewPython.empty())
                     line += "; largest new in Python code: " + largestNewPython;
                 else if (!largestNew.empty())
@@ -302,24 +301,27 @@ int CheckCommand::run()
                    ok, line);
         }
 
-        if (m_json) {
-            printJson({{"file", trace->snapshot.path},
-                       {"device", device},
-                       {"passed", passed},
-                       {"peak_allocated_bytes", peak},
-                       {"peak_reserved_bytes", tl.peakReserved},
-                       {"peak_event_index", tl.peakEventIndex},
-                       {"peak_phase", peakPhase(a, tl)},
-                       {"checks", std::move(checks)}});
-        } else {
-            for (const std::string& l : lines)
-                std::cout << l << "\n";
+        CommandOutput out;
+        {
+            out.json = {{"file", trace->snapshot.path},
+                        {"device", device},
+                        {"passed", passed},
+                        {"peak_allocated_bytes", peak},
+                        {"peak_reserved_bytes", tl.peakReserved},
+                        {"peak_event_index", tl.peakEventIndex},
+                        {"peak_phase", peakPhase(a, tl)},
+                        {"checks", std::move(checks)}};
         }
-        return passed ? 0 : 1;
-    } catch (const Unusable& e) {
-        std::cerr << "headroom-cli: " << e.what() << "\n";
-        return 2;
+        for (const std::string& l : lines)
+            out.text += l + "\n";
+        out.exitCode = passed ? 0 : 1;
+        return out;
     }
+}
+
+int CheckCommand::run()
+{
+    return runAndEmit([&] { return runCheck(m_req, directSource()); }, m_json);
 }
 
 } // namespace headroom::cli

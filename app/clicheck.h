@@ -7,12 +7,28 @@
 // and phase at the peak, so the failure says what grew). One line per check, PASS or FAIL.
 // Exit 0: every check passed; 1: one failed; 2: a file cannot be read or an argument is bad.
 
+#include "app/clicommand.h"
+
 #include <CLI/CLI.hpp>
 
 #include <optional>
 #include <string>
 
 namespace headroom::cli {
+
+struct CheckRequest {
+    std::string file;
+    std::string maxPeak;
+    std::string fit;
+    std::string margin;
+    std::string baseline;
+    std::string maxGrowth;
+    std::optional<int> device;
+};
+
+/// The checks of `r` on its file (the JSON of --json and of MCP's `check`); exit code 1 when
+/// one failed.
+CommandOutput runCheck(const CheckRequest& r, const TraceSource& source);
 
 class CheckCommand {
 public:
@@ -22,13 +38,7 @@ public:
 
 private:
     CLI::App* m_cmd = nullptr;
-    std::string m_file;
-    std::string m_maxPeak;
-    std::string m_fit;
-    std::string m_margin;
-    std::string m_baseline;
-    std::string m_maxGrowth;
-    std::optional<int> m_device;
+    CheckRequest m_req;
     bool m_json = false;
 };
 

@@ -1,13 +1,11 @@
 // SPDX-License-Identifier: MIT
 #include "app/clidoctor.h"
 
-#include "app/clijson.h"
-#include "app/cliload.h"
 #include "core/analysis/capturedoctor.h"
 #include "core/io/loader.h"
 #include "core/util/loaderror.h"
 
-#include <iostream>
+#include <sstream>
 
 namespace headroom::cli {
 
@@ -19,45 +17,47 @@ void DoctorCommand::add(CLI::App& app)
     m_cmd->add_flag("--json", m_json, "Machine-readable JSON output");
 }
 
-int DoctorCommand::run()
+CommandOutput doctorOutput(const LoadedTrace& trace)
 {
-    const std::shared_ptr<const LoadedTrace> trace = loadOrReport(m_file);
-    if (!trace)
-        return 2;
-    const std::vector<CaptureFinding> findings = CaptureDoctor::examine(*trace);
+    const std::vector<CaptureFinding> findings = CaptureDoctor::examine(trace);
     size_t warnings = 0;
     for (const CaptureFinding& f : findings)
         warnings += f.severity == CaptureFinding::Severity::Warning;
-    if (m_json) {
-        nlohmann::json list = nlohmann::json::array();
-        for (const CaptureFinding& f : findings) {
-            nlohmann::json data = nlohmann::json::object();
-            for (const auto& [k, v] : f.data)
-                data[k] = v;
-            list.push_back({{"kind", f.kind},
-                            {"severity", severityName(f.severity)},
-                            {"devices", f.devices},
-                            {"message", f.message},
-                            {"fix", f.fix},
-                            {"data", std::move(data)}});
-        }
-        printJson({{"file", trace->snapshot.path},
-                   {"format", trace->snapshot.format},
-                   {"warnings", warnings},
-                   {"findings", std::move(list)}});
-        return 0;
+    nlohmann::json list = nlohmann::json::array();
+    for (const CaptureFinding& f : findings) {
+        nlohmann::json data = nlohmann::json::object();
+        for (const auto& [k, v] : f.data)
+            data[k] = v;
+        list.push_back({{"kind", f.kind},
+                        {"severity", severityName(f.severity)},
+                        {"devices", f.devices},
+                        {"message", f.message},
+                        {"fix", f.fix},
+                        {"data", std::move(data)}});
     }
-    std::cout << trace->snapshot.path << " (" << trace->snapshot.format << "): ";
+    CommandOutput out;
+    out.json = {{"file", trace.snapshot.path},
+                {"format", trace.snapshot.format},
+                {"warnings", warnings},
+                {"findings", std::move(list)}};
+    std::ostringstream os;
+    os << trace.snapshot.path << " (" << trace.snapshot.format << "): ";
     if (findings.empty()) {
-        std::cout << "nothing missing\n";
-        return 0;
+        os << "nothing missing\n";
+    } else {
+        os << warnings << " warning" << (warnings == 1 ? "" : "s") << ", " << findings.size() - warnings << " note"
+           << (findings.size() - warnings == 1 ? "" : "s") << "\n";
+        for (const CaptureFinding& f : findings)
+            os << "\n"
+               << severityName(f.severity) << " " << f.kind << ": " << f.message << "\n  fix: " << f.fix << "\n";
     }
-    std::cout << warnings << " warning" << (warnings == 1 ? "" : "s") << ", " << findings.size() - warnings << " note"
-              << (findings.size() - warnings == 1 ? "" : "s") << "\n";
-    for (const CaptureFinding& f : findings)
-        std::cout << "\n" << severityName(f.severity) << " " << f.kind << ": " << f.message << "\n  fix: " << f.fix
-                  << "\n";
-    return 0;
+    out.text = os.str();
+    return out;
+}
+
+int DoctorCommand::run()
+{
+    return runAndEmit([&] { return doctorOutput(*loadTrace(m_file)); }, m_json);
 }
 
 } // namespace headroom::cli

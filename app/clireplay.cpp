@@ -1,15 +1,13 @@
 // SPDX-License-Identifier: MIT
 #include "app/clireplay.h"
 
-#include "app/clijson.h"
-#include "app/cliload.h"
 #include "core/io/loader.h"
 #include "core/replay/allocatorreplay.h"
 #include "core/util/loaderror.h"
 #include "core/util/units.h"
 
 #include <cstdio>
-#include <iostream>
+#include <sstream>
 
 namespace headroom::cli {
 
@@ -51,50 +49,129 @@ std::string share(double x)
     return buf;
 }
 
+nlohmann::json resultsJson(const Snapshot& snap, const std::vector<AllocatorReplayResult>& results, bool recorded)
+{
+    nlohmann::json devices = nlohmann::json::array();
+    for (const AllocatorReplayResult& r : results) {
+        nlohmann::json d = deviceJson(r);
+        if (recorded) {
+            d["segment_events_recorded"] = r.segmentEventsRecorded;
+            d["segment_events_simulated"] = r.segmentEventsSimulated;
+            d["segment_events_matched"] = r.segmentEventsMatched;
+            d["max_reserved_difference_bytes"] = r.maxReservedDifference;
+            d["max_reserved_difference_event"] = r.maxReservedDifferenceEvent;
+            d["placement_divergences"] = r.placementDivergences;
+            d["first_divergence"] = r.firstDivergence ? nlohmann::json{{"event", r.firstDivergence->event},
+                                                                       {"recorded", r.firstDivergence->recorded},
+                                                                       {"simulated", r.firstDivergence->simulated},
+                                                                       {"why", r.firstDivergence->why}}
+                                                      : nlohmann::json(nullptr);
+        } else {
+            d["oom_avoided"] = r.oomAvoided ? nlohmann::json(*r.oomAvoided) : nlohmann::json(nullptr);
+            d["at_recorded_oom"] = oomJson(r.atRecordedOom);
+            d["first_simulated_oom"] = oomJson(r.firstSimulatedOom);
+        }
+        devices.push_back(std::move(d));
+    }
+    return {{"file", snap.path},
+            {"format", snap.format},
+            {"recorded_setting", recorded},
+            {"recorded_alloc_conf", AllocatorConfig::fromSnapshot(snap.allocatorSettings).text()},
+            {"setting_from_file", results.front().settingFromFile},
+            {"devices", std::move(devices)}};
+}
+
+std::string resultsText(const Snapshot& snap, const std::vector<AllocatorReplayResult>& results, bool recorded)
+{
+    std::ostringstream os;
+    os << snap.path << " (" << snap.format << ")\n";
+    for (const AllocatorReplayResult& r : results) {
+        const std::string conf = r.config.text().empty() ? "defaults" : r.config.text();
+        os << "\ndevice " << r.device << ": " << r.requests << " requests of " << r.events << " events under " << conf
+           << (recorded ? (r.settingFromFile ? " (recorded)" : " (no allocator_settings: defaults)") : "")
+           << (r.initialStateReconstructed ? "; memory from before the window reconstructed" : "") << "\n";
+        if (recorded) {
+            os << "  segment events: " << r.segmentEventsMatched << " of " << r.segmentEventsRecorded
+               << " recorded reproduced (" << share(r.segmentMatchShare()) << "), " << r.segmentEventsSimulated
+               << " simulated\n"
+               << "  reserved: largest difference " << formatBytes(r.maxReservedDifference) << " ("
+               << share(r.reservedDifferenceShare()) << " of the recorded peak " << formatBytes(r.recordedReservedPeak)
+               << ")"
+               << (r.maxReservedDifferenceEvent >= 0 ? " at event " + std::to_string(r.maxReservedDifferenceEvent)
+                                                     : std::string())
+               << "\n";
+            if (r.placementDivergences)
+                os << "  " << r.placementDivergences << " allocations placed elsewhere than recorded\n";
+            if (r.firstDivergence)
+                os << "  first divergence at event " << r.firstDivergence->event
+                   << ":\n    recorded:  " << r.firstDivergence->recorded
+                   << "\n    simulated: " << r.firstDivergence->simulated << "\n    why: " << r.firstDivergence->why
+                   << "\n";
+            else
+                os << "  no divergence\n";
+            continue;
+        }
+        os << "  reserved peak " << formatBytes(r.reservedPeak) << " (recorded " << formatBytes(r.recordedReservedPeak)
+           << ")";
+        if (r.capacity > 0)
+            os << " against a capacity of " << formatBytes(r.capacity) << " (" << r.capacitySource << ")";
+        os << "\n";
+        if (r.oomAvoided)
+            os << "  the recorded OOM at event " << r.recordedOomEvent << " (" << formatBytes(r.recordedOomSize)
+               << "): " << (*r.oomAvoided ? "avoided" : "not avoided") << "\n";
+        if (r.atRecordedOom)
+            os << "  at that request: reserved " << formatBytes(r.atRecordedOom->reserved) << ", cached free "
+               << formatBytes(r.atRecordedOom->cachedFree) << ", largest free block "
+               << formatBytes(r.atRecordedOom->largestFree) << "\n";
+        if (r.firstSimulatedOom)
+            os << "  first simulated OOM at event " << r.firstSimulatedOom->event << ": "
+               << formatBytes(r.firstSimulatedOom->size) << " with " << formatBytes(r.firstSimulatedOom->reserved)
+               << " reserved, " << formatBytes(r.firstSimulatedOom->cachedFree) << " cached free, largest free block "
+               << formatBytes(r.firstSimulatedOom->largestFree) << "\n";
+        else if (r.capacity > 0)
+            os << "  no simulated OOM\n";
+    }
+    return os.str();
+}
+
 } // namespace
 
 void ReplayCommand::add(CLI::App& app)
 {
     m_cmd = app.add_subcommand("replay", "Replay the allocations through a simulation of PyTorch's caching allocator: "
                                          "check it against the recording, or try another PYTORCH_CUDA_ALLOC_CONF");
-    m_cmd->add_option("FILE", m_file, "Snapshot with a trace")->required();
+    m_cmd->add_option("FILE", m_req.file, "Snapshot with a trace")->required();
     m_cmd->add_option("--alloc-conf", m_allocConf,
                       "Replay under this setting instead of the recorded one, e.g. "
                       "expandable_segments:True,max_split_size_mb:512");
-    m_cmd->add_option("--capacity", m_capacity,
+    m_cmd->add_option("--capacity", m_req.capacity,
                       "Device memory the allocator may reserve (e.g. 80GiB); default: from the OOM record");
-    m_cmd->add_option("--device", m_device, "Only this device");
+    m_cmd->add_option("--device", m_req.device, "Only this device");
     m_cmd->add_flag("--json", m_json, "Machine-readable JSON output");
 }
 
-int ReplayCommand::run()
+CommandOutput runReplay(const ReplayRequest& req, const TraceSource& source)
 {
     AllocatorReplayOptions options;
-    if (m_cmd->count("--alloc-conf")) {
+    if (req.allocConf) {
         std::string error;
-        auto conf = AllocatorConfig::parse(m_allocConf, &error);
-        if (!conf) {
-            std::cerr << "headroom-cli: --alloc-conf: " << error << "\n";
-            return 2;
-        }
+        auto conf = AllocatorConfig::parse(*req.allocConf, &error);
+        if (!conf)
+            throw CommandError("--alloc-conf: " + error);
         options.config = *conf;
     }
-    if (!m_capacity.empty()) {
-        const auto c = parseByteSize(m_capacity);
-        if (!c || *c <= 0) {
-            std::cerr << "headroom-cli: --capacity: expected a size such as 80GiB, 24GB or 1073741824, got '"
-                      << m_capacity << "'\n";
-            return 2;
-        }
+    if (!req.capacity.empty()) {
+        const auto c = parseByteSize(req.capacity);
+        if (!c || *c <= 0)
+            throw CommandError("--capacity: expected a size such as 80GiB, 24GB or 1073741824, got '" + req.capacity +
+                               "'");
         options.capacity = *c;
     }
-    const std::shared_ptr<const LoadedTrace> trace = loadOrReport(m_file);
-    if (!trace)
-        return 2;
+    const std::shared_ptr<const LoadedTrace> trace = source(req.file);
     const Snapshot& snap = trace->snapshot;
     std::vector<AllocatorReplayResult> results;
     for (const DeviceData& dev : snap.devices) {
-        if (m_device >= 0 && dev.device != m_device)
+        if (req.device >= 0 && dev.device != req.device)
             continue;
         // Only snapshot traces carry the allocator's requests (not Chrome traces or timelines).
         if (dev.trace.count() == 0 || dev.sourceFormat.find("snapshot") == std::string::npos)
@@ -104,91 +181,21 @@ int ReplayCommand::run()
             continue;
         results.push_back(replayAllocator(snap, dev, *tl, options));
     }
-    if (results.empty()) {
-        std::cerr << "headroom-cli: " << m_file << ": no device with an allocator trace to replay"
-                  << (m_device >= 0 ? " (--device " + std::to_string(m_device) + ")" : std::string()) << "\n";
-        return 2;
-    }
+    if (results.empty())
+        throw CommandError(req.file + ": no device with an allocator trace to replay" +
+                           (req.device >= 0 ? " (--device " + std::to_string(req.device) + ")" : std::string()));
     const bool recorded = !options.config;
-    if (m_json) {
-        nlohmann::json devices = nlohmann::json::array();
-        for (const AllocatorReplayResult& r : results) {
-            nlohmann::json d = deviceJson(r);
-            if (recorded) {
-                d["segment_events_recorded"] = r.segmentEventsRecorded;
-                d["segment_events_simulated"] = r.segmentEventsSimulated;
-                d["segment_events_matched"] = r.segmentEventsMatched;
-                d["max_reserved_difference_bytes"] = r.maxReservedDifference;
-                d["max_reserved_difference_event"] = r.maxReservedDifferenceEvent;
-                d["placement_divergences"] = r.placementDivergences;
-                d["first_divergence"] = r.firstDivergence ? nlohmann::json{{"event", r.firstDivergence->event},
-                                                                          {"recorded", r.firstDivergence->recorded},
-                                                                          {"simulated", r.firstDivergence->simulated},
-                                                                          {"why", r.firstDivergence->why}}
-                                                          : nlohmann::json(nullptr);
-            } else {
-                d["oom_avoided"] = r.oomAvoided ? nlohmann::json(*r.oomAvoided) : nlohmann::json(nullptr);
-                d["at_recorded_oom"] = oomJson(r.atRecordedOom);
-                d["first_simulated_oom"] = oomJson(r.firstSimulatedOom);
-            }
-            devices.push_back(std::move(d));
-        }
-        printJson({{"file", snap.path},
-                   {"format", snap.format},
-                   {"recorded_setting", recorded},
-                   {"recorded_alloc_conf", AllocatorConfig::fromSnapshot(snap.allocatorSettings).text()},
-                   {"setting_from_file", results.front().settingFromFile},
-                   {"devices", std::move(devices)}});
-        return 0;
-    }
-    std::cout << snap.path << " (" << snap.format << ")\n";
-    for (const AllocatorReplayResult& r : results) {
-        const std::string conf = r.config.text().empty() ? "defaults" : r.config.text();
-        std::cout << "\ndevice " << r.device << ": " << r.requests << " requests of " << r.events << " events under "
-                  << conf << (recorded ? (r.settingFromFile ? " (recorded)" : " (no allocator_settings: defaults)") : "")
-                  << (r.initialStateReconstructed ? "; memory from before the window reconstructed" : "") << "\n";
-        if (recorded) {
-            std::cout << "  segment events: " << r.segmentEventsMatched << " of " << r.segmentEventsRecorded
-                      << " recorded reproduced (" << share(r.segmentMatchShare()) << "), " << r.segmentEventsSimulated
-                      << " simulated\n"
-                      << "  reserved: largest difference " << formatBytes(r.maxReservedDifference) << " ("
-                      << share(r.reservedDifferenceShare()) << " of the recorded peak "
-                      << formatBytes(r.recordedReservedPeak) << ")"
-                      << (r.maxReservedDifferenceEvent >= 0 ? " at event " + std::to_string(r.maxReservedDifferenceEvent)
-                                                            : std::string())
-                      << "\n";
-            if (r.placementDivergences)
-                std::cout << "  " << r.placementDivergences << " allocations placed elsewhere than recorded\n";
-            if (r.firstDivergence)
-                std::cout << "  first divergence at event " << r.firstDivergence->event << ":\n    recorded:  "
-                          << r.firstDivergence->recorded << "\n    simulated: " << r.firstDivergence->simulated
-                          << "\n    why: " << r.firstDivergence->why << "\n";
-            else
-                std::cout << "  no divergence\n";
-            continue;
-        }
-        std::cout << "  reserved peak " << formatBytes(r.reservedPeak) << " (recorded "
-                  << formatBytes(r.recordedReservedPeak) << ")";
-        if (r.capacity > 0)
-            std::cout << " against a capacity of " << formatBytes(r.capacity) << " (" << r.capacitySource << ")";
-        std::cout << "\n";
-        if (r.oomAvoided)
-            std::cout << "  the recorded OOM at event " << r.recordedOomEvent << " ("
-                      << formatBytes(r.recordedOomSize) << "): "
-                      << (*r.oomAvoided ? "avoided" : "not avoided") << "\n";
-        if (r.atRecordedOom)
-            std::cout << "  at that request: reserved " << formatBytes(r.atRecordedOom->reserved) << ", cached free "
-                      << formatBytes(r.atRecordedOom->cachedFree) << ", largest free block "
-                      << formatBytes(r.atRecordedOom->largestFree) << "\n";
-        if (r.firstSimulatedOom)
-            std::cout << "  first simulated OOM at event " << r.firstSimulatedOom->event << ": "
-                      << formatBytes(r.firstSimulatedOom->size) << " with " << formatBytes(r.firstSimulatedOom->reserved)
-                      << " reserved, " << formatBytes(r.firstSimulatedOom->cachedFree) << " cached free, largest free block "
-                      << formatBytes(r.firstSimulatedOom->largestFree) << "\n";
-        else if (r.capacity > 0)
-            std::cout << "  no simulated OOM\n";
-    }
-    return 0;
+    CommandOutput out;
+    out.json = resultsJson(snap, results, recorded);
+    out.text = resultsText(snap, results, recorded);
+    return out;
+}
+
+int ReplayCommand::run()
+{
+    if (m_cmd->count("--alloc-conf"))
+        m_req.allocConf = m_allocConf;
+    return runAndEmit([&] { return runReplay(m_req, directSource()); }, m_json);
 }
 
 } // namespace headroom::cli

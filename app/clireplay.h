@@ -6,11 +6,25 @@
 // Without --alloc-conf it checks the simulation against the recorded segment events; with
 // it, it says whether that setting would have avoided the OOM. Exit 0, 2 on bad input.
 
+#include "app/clicommand.h"
+
 #include <CLI/CLI.hpp>
+
+#include <optional>
 
 #include <string>
 
 namespace headroom::cli {
+
+struct ReplayRequest {
+    std::string file;
+    std::optional<std::string> allocConf; ///< absent: the recorded setting
+    std::string capacity;                 ///< empty: from the OOM record
+    int device = -1;                      ///< ordinal; -1: every device
+};
+
+/// The allocator replay of `r.file` (the JSON of --json and of MCP's `replay`).
+CommandOutput runReplay(const ReplayRequest& r, const TraceSource& source);
 
 class ReplayCommand {
 public:
@@ -20,10 +34,8 @@ public:
 
 private:
     CLI::App* m_cmd = nullptr;
-    std::string m_file;
+    ReplayRequest m_req;
     std::string m_allocConf;
-    std::string m_capacity;
-    int m_device = -1;
     bool m_json = false;
 };
 

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-// `headroom-cli whatif` and `headroom-cli ladder`: the option plumbing of issue 6 §4.
+// `headroom-cli whatif` and `headroom-cli ladder`: the levers as options, the projection or the
+// ladder as text or JSON.
+
+#include "app/clicommand.h"
 
 #include <CLI/CLI.hpp>
 
@@ -10,6 +13,28 @@
 #include <vector>
 
 namespace headroom::cli {
+
+/// The options of `whatif` and `ladder` (and of MCP's tools of the same names).
+struct WhatIfRequest {
+    std::vector<std::string> files; ///< the first is calibrated on; the others refit it
+    std::optional<int> microBatch, accum, seq, zero, devices;
+    std::string checkpoint, precision, optimizer, offload, flashAttn, expandable;
+    std::optional<double> loraFraction;
+    std::string capacity, devicePreset;
+    std::vector<int> measuredMicroBatch, measuredSeq; ///< one per FILE, in order
+    std::optional<int> measuredDevices, measuredAccum;
+    std::string measuredPrecision;
+    std::string model;
+    std::optional<int> layers, hidden, heads, ffn, vocab;
+    std::optional<double> params;
+    int deviceIndex = 0;
+    std::string currencyOrder;
+    int availableDevices = 1;
+    std::string verify; ///< the run that followed: check the projection against it
+};
+
+/// The projection (or, with `ladder`, the ladder) of `r`: the JSON of --json and of MCP.
+CommandOutput runWhatIf(const WhatIfRequest& r, bool ladder, const TraceSource& source);
 
 class WhatIfCommands {
 public:
@@ -20,26 +45,10 @@ public:
     int run();
 
 private:
-    struct Options {
-        std::vector<std::string> files; ///< the first is calibrated on; the others refit it
-        std::optional<int> microBatch, accum, seq, zero, devices;
-        std::string checkpoint, precision, optimizer, offload, flashAttn, expandable;
-        std::optional<double> loraFraction;
-        std::string capacity, devicePreset;
+    struct Options : WhatIfRequest {
         bool json = false;
-        std::vector<int> measuredMicroBatch, measuredSeq; ///< one per FILE, in order
-        std::optional<int> measuredDevices, measuredAccum;
-        std::string measuredPrecision;
-        std::string model;
-        std::optional<int> layers, hidden, heads, ffn, vocab;
-        std::optional<double> params;
-        int deviceIndex = 0;
-        std::string currencyOrder;
-        int availableDevices = 1;
-        std::string verify; ///< the run that followed: check the projection against it
     };
     void addCommon(CLI::App* cmd, Options& o, bool ladder);
-    int runOne(const Options& o, bool ladder);
 
     CLI::App* m_whatif = nullptr;
     CLI::App* m_ladder = nullptr;
