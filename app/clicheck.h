@@ -4,7 +4,8 @@
 // `headroom-cli check FILE`: a memory gate for CI. Checks the peak allocated
 // against `--max-peak SIZE`, against a device (`--fit SIZE [--margin PCT]`) and against an
 // earlier run (`--baseline OLD --max-growth PCT`, compared overall and by tensor category
-// and phase at the peak, so the failure says what grew). One line per check, PASS or FAIL.
+// and phase at the peak, so the failure says what grew). One line per check, PASS or FAIL
+// (continued on indented lines past 100 columns).
 // Exit 0: every check passed; 1: one failed; 2: a file cannot be read or an argument is bad.
 
 #include "app/clicommand.h"

@@ -4,6 +4,7 @@
 #include "app/clijson.h"
 #include "core/io/loader.h"
 #include "core/util/loaderror.h"
+#include "core/util/textlayout.h"
 
 #include <filesystem>
 #include <iostream>
@@ -35,7 +36,7 @@ int emit(const CommandOutput& out, bool json)
     if (json)
         printJson(out.json);
     else
-        std::cout << out.text;
+        std::cout << wrapLines(out.text);
     return out.exitCode;
 }
 

@@ -16,6 +16,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "core/util/textlayout.h"
 #include "core/util/units.h"
 
 #include <cstdio>
@@ -40,11 +41,15 @@ int main(int argc, char** argv)
     summary->add_flag("--json", json, "Machine-readable JSON output");
 
     std::string analyzeFile;
-    bool analyzeJson = false;
+    bool analyzeJson = false, analyzeMarkdown = false;
     std::string capacityText;
+    size_t analyzeTop = 10;
     auto* analyze = app.add_subcommand("analyze", "Phases, categories, the peak's anatomy, fragmentation and a diagnosis");
     analyze->add_option("FILE", analyzeFile, "Snapshot file")->required();
-    analyze->add_flag("--json", analyzeJson, "Machine-readable JSON output");
+    auto* analyzeJsonFlag = analyze->add_flag("--json", analyzeJson, "Machine-readable JSON output");
+    analyze->add_flag("--markdown", analyzeMarkdown, "A postmortem section in Markdown (the GUI's Export Postmortem text)")
+        ->excludes(analyzeJsonFlag);
+    analyze->add_option("--top", analyzeTop, "Rows of the code alive at the peak (default 10)")->check(CLI::PositiveNumber);
     analyze->add_option("--capacity", capacityText, "Device capacity, e.g. 80GiB, 24GB or a byte count");
 
     std::string convertIn, convertOut;
@@ -95,9 +100,11 @@ int main(int argc, char** argv)
         try {
             auto trace = headroom::Loader::load(analyzeFile);
             if (analyzeJson)
-                headroom::cli::printJson(headroom::analysisJson(*trace, capacity));
+                headroom::cli::printJson(headroom::analysisJson(*trace, capacity, analyzeTop));
+            else if (analyzeMarkdown)
+                std::cout << headroom::analysisMarkdown(*trace, capacity, analyzeTop);
             else
-                std::cout << headroom::analysisText(*trace, capacity);
+                std::cout << headroom::wrapLines(headroom::analysisText(*trace, capacity, analyzeTop));
             return 0;
         } catch (const headroom::LoadError& e) {
             std::cerr << "headroom-cli: " << e.what() << "\n";
@@ -133,7 +140,7 @@ int main(int argc, char** argv)
         if (json)
             headroom::cli::printJson(headroom::summaryJson(*trace));
         else
-            std::cout << headroom::summaryText(*trace);
+            std::cout << headroom::wrapLines(headroom::summaryText(*trace));
         return 0;
     } catch (const headroom::LoadError& e) {
         std::cerr << "headroom-cli: " << e.what() << "\n";

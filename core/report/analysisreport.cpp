@@ -5,6 +5,8 @@
 #include "core/analysis/memoryanalysis.h"
 #include "core/analysis/summary.h"
 #include "core/report/devicereport.h"
+#include "core/report/postmortemmarkdown.h"
+#include "core/util/textlayout.h"
 #include "core/util/units.h"
 
 #include <sstream>
@@ -42,9 +44,53 @@ void printFailingRequests(std::ostream& os, const nlohmann::json& requests)
     }
 }
 
+/// "  alive at the peak by the code that allocated it (10 of 37 sites):" and one row each:
+/// "    96 x 100.00 MiB = 9.38 GiB  gradients, born in backward" with its frames under it.
+void printGroups(std::ostream& os, const nlohmann::json& g)
+{
+    os << "\n  alive at the peak by the code that allocated it (" << g["by_stack"].size() << " of "
+       << g["stack_groups"].get<size_t>() << " sites):\n";
+    for (const auto& row : g["by_stack"]) {
+        LiveGroup lg;
+        lg.count = row["count"].get<int64_t>();
+        lg.size = row["size"].get<int64_t>();
+        os << "    " << groupCountText(lg) << " = " << formatBytes(row["bytes"].get<int64_t>()) << "  "
+           << categoryProseName(categoryFromName(row["category"].get<std::string>()).value_or(TensorCategory::Unknown)) << ", born in "
+           << row["phase"].get<std::string>() << "\n";
+        if (row["frames"].empty())
+            os << "        (no frames)\n";
+        for (const auto& f : row["frames"])
+            os << "        " << compactFrame(f.get<std::string>()) << "\n";
+    }
+}
+
 } // namespace
 
-nlohmann::json analysisJson(const LoadedTrace& trace, std::optional<int64_t> capacity)
+nlohmann::json liveGroupsJson(const LiveGroups& g)
+{
+    nlohmann::json stacks = nlohmann::json::array();
+    for (const LiveGroup& row : g.byStack)
+        stacks.push_back({{"frames", row.frames},
+                          {"category", categoryLowerName(row.category)},
+                          {"phase", phaseKey(row.phase)},
+                          {"count", row.count},
+                          {"bytes", row.bytes},
+                          {"size", row.size}});
+    nlohmann::json modules = nlohmann::json::array();
+    for (const ModuleGroup& m : g.byModule)
+        modules.push_back({{"forward", m.forward}, {"count", m.count}, {"bytes", m.bytes}});
+    return {{"event_index", g.event},
+            {"bytes", g.bytes},
+            {"count", g.count},
+            {"by_category", categoryMap(g.breakdown)},
+            {"by_phase", phaseMap(g.breakdown)},
+            {"by_stack", std::move(stacks)},
+            {"stack_groups", g.stackGroups},
+            {"by_module", std::move(modules)},
+            {"module_bytes", g.moduleBytes}};
+}
+
+nlohmann::json analysisJson(const LoadedTrace& trace, std::optional<int64_t> capacity, size_t top)
 {
     const Snapshot& snap = trace.snapshot;
     nlohmann::json devices = nlohmann::json::array();
@@ -68,11 +114,11 @@ nlohmann::json analysisJson(const LoadedTrace& trace, std::optional<int64_t> cap
                      {"by_category", categoryMap(a.atPeak)},
                      {"by_phase", phaseMap(a.atPeak)}};
         j["live_at_end_by_category"] = categoryMap(a.atEnd);
-        nlohmann::json top = nlohmann::json::array();
+        nlohmann::json topRows = nlohmann::json::array();
         for (size_t i : a.topAtPeak) {
             const Allocation& al = tl.allocations[i];
             const AllocationClass& c = a.classes[i];
-            top.push_back({{"size", al.size},
+            topRows.push_back({{"size", al.size},
                            {"category", categoryLowerName(c.category)},
                            {"phase", phaseKey(c.birthPhase)},
                            {"rule", categoryRuleText(c.rule)},
@@ -80,7 +126,8 @@ nlohmann::json analysisJson(const LoadedTrace& trace, std::optional<int64_t> cap
                            {"end_event", al.end},
                            {"frames", snap.frames.topFrameLines(al.stack, 3)}});
         }
-        j["top_at_peak"] = top;
+        j["top_at_peak"] = topRows;
+        j["groups_at_peak"] = liveGroupsJson(LiveGroups::at(trace, d, a, tl.peakEventIndex, top));
         nlohmann::json iters = nlohmann::json::array();
         for (const IterationPeak& p : a.iterationPeaks)
             iters.push_back({{"iteration", p.iteration}, {"start_event", p.startEvent}, {"end_event", p.endEvent},
@@ -143,9 +190,9 @@ nlohmann::json analysisJson(const LoadedTrace& trace, std::optional<int64_t> cap
     return {{"file", snap.path}, {"devices", devices}};
 }
 
-std::string analysisText(const LoadedTrace& trace, std::optional<int64_t> capacity)
+std::string analysisText(const LoadedTrace& trace, std::optional<int64_t> capacity, size_t top)
 {
-    const nlohmann::json j = analysisJson(trace, capacity);
+    const nlohmann::json j = analysisJson(trace, capacity, top);
     std::ostringstream os;
     os << trace.snapshot.path << "\n";
     for (const auto& d : j["devices"]) {
@@ -162,13 +209,7 @@ std::string analysisText(const LoadedTrace& trace, std::optional<int64_t> capaci
         for (auto& [k, v] : d["peak"]["by_phase"].items())
             if (v.get<int64_t>() > 0)
                 os << "  " << k << " " << formatBytes(v.get<int64_t>());
-        os << "\n  largest allocations at the peak:\n";
-        for (const auto& t : d["top_at_peak"]) {
-            os << "    " << formatBytes(t["size"].get<int64_t>()) << "  " << t["category"].get<std::string>() << " ("
-               << t["phase"].get<std::string>() << ")\n";
-            for (const auto& f : t["frames"])
-                os << "        " << f.get<std::string>() << "\n";
-        }
+        printGroups(os, d["groups_at_peak"]);
         const auto& fj = d["fragmentation_judged"];
         const std::string moment = fj["moment"].get<std::string>();
         const int64_t judgedEvent = fj["event_index"].get<int64_t>();
@@ -198,6 +239,22 @@ std::string analysisText(const LoadedTrace& trace, std::optional<int64_t> capaci
         }
     }
     return os.str();
+}
+
+std::string analysisMarkdown(const LoadedTrace& trace, std::optional<int64_t> capacity, size_t top)
+{
+    std::string md;
+    for (size_t d = 0; d < trace.snapshot.devices.size(); ++d) {
+        DeviceReportOptions options;
+        options.capacity = capacity;
+        const DeviceReport report = DeviceReport::compute(trace, d, options);
+        PostmortemOptions po;
+        po.topGroups = top;
+        if (d > 0)
+            md += '\n';
+        md += postmortemMarkdown({trace, d, report.analysis, report.capacity, report.findings}, po);
+    }
+    return md;
 }
 
 } // namespace headroom

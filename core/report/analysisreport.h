@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include "core/analysis/livegroups.h"
 #include "core/replay/loadedtrace.h"
 
 #include <nlohmann/json.hpp>
@@ -10,9 +11,16 @@
 namespace headroom {
 
 /// The `headroom-cli analyze` report for every device: phases and iterations, the peak
-/// with its breakdown by category and phase, the largest allocations at the peak,
+/// with its breakdown by category and phase, the largest allocations at the peak (one by
+/// one and grouped by the code that allocated them),
 /// fragmentation and the diagnosis.
-nlohmann::json analysisJson(const LoadedTrace& trace, std::optional<int64_t> capacity);
-std::string analysisText(const LoadedTrace& trace, std::optional<int64_t> capacity);
+/// `top`: rows of the allocations alive at the peak grouped by the code that made them.
+nlohmann::json analysisJson(const LoadedTrace& trace, std::optional<int64_t> capacity, size_t top = 10);
+std::string analysisText(const LoadedTrace& trace, std::optional<int64_t> capacity, size_t top = 10);
+/// Every device's postmortem section (core/report/postmortemmarkdown), for pasting.
+std::string analysisMarkdown(const LoadedTrace& trace, std::optional<int64_t> capacity, size_t top = 10);
+
+/// `groups`' allocations by stack and by module, as `analyze` and MCP's `peak` write them.
+nlohmann::json liveGroupsJson(const LiveGroups& groups);
 
 } // namespace headroom

@@ -1,13 +1,11 @@
 // SPDX-License-Identifier: MIT
 #include "ui/shell/postmortem.h"
 
-#include "core/util/units.h"
+#include "core/report/postmortemmarkdown.h"
 #include "ui/explorer/explorerview.h"
 #include "ui/explorer/viewexport.h"
-#include "ui/plot/categorystyle.h"
 #include "ui/shell/explorer.h"
 #include "ui/views/bookmarksview.h"
-#include "ui/views/diagnosisview.h"
 #include "ui/whatif/whatifpanel.h"
 #include "ui/whatif/whatifview.h"
 
@@ -15,7 +13,6 @@
 #include <QDateTime>
 #include <QDir>
 #include <QFile>
-#include <QFileInfo>
 #include <QFuture>
 #include <QObject>
 #include <QtConcurrent/QtConcurrentRun>
@@ -93,44 +90,16 @@ bool writePostmortem(Explorer& explorer, const QString& directory, QString* erro
     if (!imageError.isEmpty())
         return fail(imageError);
 
-    const Breakdown& peak = data->analysis.atPeak;
-    QString md;
-    md += QObject::tr("# Memory postmortem: %1\n\n").arg(QFileInfo(sourcePath).fileName());
-    md += QObject::tr("Written by Headroom %1 on %2 from `%3`.\n\n")
-              .arg(QStringLiteral(HEADROOM_VERSION), QDateTime::currentDateTime().toString(Qt::ISODate), sourcePath);
-    md += QObject::tr("## Summary\n\n");
-    md += QObject::tr("| | |\n|---|---|\n");
-    md += QObject::tr("| Device | %1 (%2) |\n").arg(data->device().device).arg(QString::fromStdString(data->device().deviceType));
-    md += QObject::tr("| Trace entries | %1 |\n").arg(data->eventCount());
-    md += QObject::tr("| Allocations | %1 |\n").arg(qulonglong(tl.allocations.size()));
-    md += QObject::tr("| Peak allocated | %1 at event %2 |\n").arg(formatBytesQ(tl.peakAllocated)).arg(tl.peakEventIndex);
-    md += QObject::tr("| Peak reserved | %1 |\n").arg(formatBytesQ(tl.peakReserved));
-    md += QObject::tr("| Device capacity | %1 |\n")
-              .arg(data->capacity.bytes > 0 ? formatBytesQ(data->capacity.bytes) : QObject::tr("unknown"));
-    md += QObject::tr("| OOMs | %1 |\n").arg(qulonglong(data->device().ooms.size()));
-    md += QObject::tr("| Iterations | %1 (%2) |\n\n")
-              .arg(qulonglong(data->analysis.phases.iterations.size()))
-              .arg(QString::fromStdString(data->analysis.phases.iterationSource));
-    md += QObject::tr("## Timeline\n\n![Timeline](timeline.png)\n\n");
-    md += QObject::tr("## At the peak\n\n![Breakdown at the peak](breakdown_at_peak.png)\n\n");
-    md += QObject::tr("| Category | Bytes | Share |\n|---|---:|---:|\n");
-    for (TensorCategory c : categoryStackOrder()) {
-        const int64_t b = peak.byCategory[size_t(c)];
-        if (b > 0)
-            md += QStringLiteral("| %1 | %2 | %3% |\n")
-                      .arg(categoryDisplayName(c), formatBytesQ(b))
-                      .arg(peak.total > 0 ? 100.0 * double(b) / double(peak.total) : 0.0, 0, 'f', 1);
-    }
-    md += QObject::tr("| **total** | **%1** | |\n\n").arg(formatBytesQ(peak.total));
-    md += QObject::tr("Largest allocations live at the peak:\n\n| Size | Category | Top frame |\n|---:|---|---|\n");
-    for (size_t i : data->analysis.topAtPeak) {
-        const auto top = data->frames().topFrames(tl.allocations[i].stack, 1);
-        md += QStringLiteral("| %1 | %2 | `%3` |\n")
-                  .arg(formatBytesQ(tl.allocations[i].size), categoryDisplayName(data->analysis.classes[i].category),
-                       top.empty() ? QObject::tr("(no frames)") : QString::fromStdString(data->frames().formatFrame(top[0])));
-    }
-    md += QObject::tr("\n![Stacks at the peak](stacks_at_peak.png)\n\n");
-    md += QObject::tr("## Diagnosis\n\n") + DiagnosisView::markdown(*data) + QStringLiteral("\n![Diagnosis](diagnosis.png)\n\n");
+    // The text is core's (the same as `headroom-cli analyze --markdown`); the GUI adds the
+    // images, the notes and the what-if panel.
+    PostmortemOptions options;
+    options.images = true;
+    options.writtenBy = QObject::tr("Written by Headroom %1 on %2 from `%3`.")
+                            .arg(QStringLiteral(HEADROOM_VERSION), QDateTime::currentDateTime().toString(Qt::ISODate),
+                                 sourcePath)
+                            .toStdString();
+    QString md = QString::fromStdString(postmortemMarkdown(
+        {*data->trace, data->deviceIndex, data->analysis, data->capacity, data->findings}, options));
     if (const QString notes = explorer.bookmarks()->markdown(); !notes.isEmpty())
         md += QObject::tr("## Notes and bookmarks\n\n") + notes + QStringLiteral("\n");
     md += QObject::tr("## What-if\n\n") + explorer.whatIf()->panel()->markdown() +

@@ -165,37 +165,6 @@ void DiagnosisView::rebuild()
     m_browser->setHtml(html);
 }
 
-QString DiagnosisView::markdown(const ExplorerData& d)
-{
-    const MemoryTimeline& tl = d.timeline();
-    QString md;
-    md += tr("Peak **%1** at event %2 (reserved peak %3). Device capacity: %4.\n\n")
-              .arg(formatBytesQ(tl.peakAllocated))
-              .arg(tl.peakEventIndex)
-              .arg(formatBytesQ(tl.peakReserved),
-                   d.capacity.bytes > 0 ? formatBytesQ(d.capacity.bytes) + QStringLiteral(" (") + q(d.capacity.source)
-                                              + QLatin1Char(')')
-                                        : tr("unknown"));
-    if (d.findings.empty())
-        md += tr("No problem found.\n\n");
-    for (const Finding& f : d.findings) {
-        md += QStringLiteral("### ") + kindTitle(f.kind) + QStringLiteral("\n\n");
-        md += QStringLiteral("**") + q(f.verdict) + QStringLiteral("**\n\n");
-        md += tr("- Evidence: %1\n- First move: %2\n\n").arg(q(f.evidence), q(f.firstMove));
-    }
-    for (const OomEvent& o : d.device().ooms) {
-        md += tr("- OOM at event %1: requested %2 with %3 free\n")
-                  .arg(o.eventIndex)
-                  .arg(formatBytesQ(o.size), formatBytesQ(o.deviceFree));
-        const std::vector<std::string> frames = d.frames().topFrameLines(d.device().oomStack(o), kOomFrameLines);
-        if (frames.empty())
-            md += tr("  (the OOM record carries no frames)\n");
-        for (const std::string& f : frames)
-            md += QStringLiteral("    - `") + q(f) + QStringLiteral("`\n");
-    }
-    return md;
-}
-
 void DiagnosisView::changeEvent(QEvent* event)
 {
     QWidget::changeEvent(event);

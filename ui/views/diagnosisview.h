@@ -35,8 +35,6 @@ public:
     void render(QCPPainter* painter, const QSize& size) override;
     /// Follows a link the way a click does ("event:123").
     void openLink(const QUrl& url);
-    /// The findings as Markdown (the postmortem report).
-    static QString markdown(const ExplorerData& data);
 
 protected:
     void changeEvent(QEvent* event) override;

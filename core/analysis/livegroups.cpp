@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: MIT
+#include "core/analysis/livegroups.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+#include <unordered_map>
+
+namespace headroom {
+
+namespace {
+
+/// The frame Module._call_impl (or _wrapped_call_impl) called, innermost module first;
+/// UINT32_MAX when the stack has none.
+uint32_t moduleForwardFrame(const FrameTable& ft, uint32_t stack)
+{
+    const auto frames = ft.stack(stack);
+    for (size_t i = 0; i + 1 < frames.size(); ++i) {
+        const std::string_view caller = ft.strings().get(ft.frame(frames[i + 1]).name);
+        if (caller == "_call_impl" || caller == "_wrapped_call_impl")
+            return frames[i];
+    }
+    return UINT32_MAX;
+}
+
+struct StackKey {
+    std::vector<uint32_t> frames;
+    TensorCategory category;
+    int64_t size;
+    bool operator<(const StackKey& o) const
+    {
+        return std::tie(frames, category, size) < std::tie(o.frames, o.category, o.size);
+    }
+};
+
+struct Accumulated {
+    LiveGroup group;
+    std::array<int64_t, kPhaseCount> byPhase{};
+};
+
+template <typename T, typename Bytes>
+void keepLargest(std::vector<T>& v, size_t top, Bytes bytes)
+{
+    std::stable_sort(v.begin(), v.end(), [&](const T& a, const T& b) { return bytes(a) > bytes(b); });
+    if (v.size() > top)
+        v.resize(top);
+}
+
+} // namespace
+
+LiveGroups LiveGroups::at(const LoadedTrace& trace, size_t deviceIndex, const DeviceAnalysis& analysis, int64_t event,
+                          size_t top, size_t frameCount)
+{
+    LiveGroups out;
+    out.event = event;
+    const MemoryTimeline& tl = trace.timelines[deviceIndex];
+    const FrameTable& ft = trace.snapshot.frames;
+    out.breakdown = analysis.breakdownAt(tl, event);
+    // Keyed by the telling frames, not the stack id: two stacks that differ only in
+    // interpreter or allocator frames are the same line of the user's code.
+    std::unordered_map<uint32_t, std::vector<uint32_t>> siteOfStack;
+    std::map<StackKey, Accumulated> groups;
+    std::map<uint32_t, ModuleGroup> modules; // ordered: equal sizes list the same way every run
+    for (size_t i : analysis.liveAt(tl, event)) {
+        const Allocation& a = tl.allocations[i];
+        const AllocationClass& c = analysis.classes[i];
+        out.bytes += a.size;
+        ++out.count;
+        auto site = siteOfStack.find(a.stack);
+        if (site == siteOfStack.end())
+            site = siteOfStack.emplace(a.stack, ft.topFrames(a.stack, frameCount)).first;
+        Accumulated& g = groups[{site->second, c.category, a.size}];
+        if (g.group.count == 0) {
+            g.group.category = c.category;
+            g.group.size = a.size;
+            for (uint32_t f : site->second)
+                g.group.frames.push_back(ft.formatFrame(f));
+        }
+        ++g.group.count;
+        g.group.bytes += a.size;
+        g.byPhase[size_t(c.birthPhase)] += a.size;
+        if (const uint32_t m = moduleForwardFrame(ft, a.stack); m != UINT32_MAX) {
+            ModuleGroup& mg = modules[m];
+            if (mg.count == 0)
+                mg.forward = ft.formatFrame(m);
+            ++mg.count;
+            mg.bytes += a.size;
+            out.moduleBytes += a.size;
+        }
+    }
+    for (auto& [key, acc] : groups) {
+        acc.group.phase = Phase(std::max_element(acc.byPhase.begin(), acc.byPhase.end()) - acc.byPhase.begin());
+        out.byStack.push_back(std::move(acc.group));
+    }
+    out.stackGroups = out.byStack.size();
+    keepLargest(out.byStack, top, [](const LiveGroup& g) { return g.bytes; });
+    for (auto& [frame, mg] : modules)
+        out.byModule.push_back(std::move(mg));
+    keepLargest(out.byModule, top, [](const ModuleGroup& g) { return g.bytes; });
+    return out;
+}
+
+} // namespace headroom

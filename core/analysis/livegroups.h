@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+// What is alive at one moment, grouped by the code that allocated it: "96 x 100 MiB =
+// 9.4 GiB of gradients from BmmBackward0::apply" instead of 96 identical rows. Used by
+// `headroom-cli analyze`, the MCP server's `peak` and the postmortem's table.
+
+#include "core/analysis/memoryanalysis.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace headroom {
+
+/// Allocations alive at the moment with the same site, category and size.
+struct LiveGroup {
+    /// The most telling frames of the first allocation of the group, innermost first
+    /// (FrameTable::topFrames: Python frames when the stack has any); empty without frames.
+    std::vector<std::string> frames;
+    TensorCategory category = TensorCategory::Unknown;
+    Phase phase = Phase::Other; ///< the phase most of the bytes were born in
+    int64_t size = 0; ///< of each
+    int64_t count = 0, bytes = 0;
+    std::string site() const { return frames.empty() ? std::string() : frames.front(); }
+};
+
+/// Allocations alive at the moment made under the same nn.Module forward: the innermost
+/// frame that Module._call_impl called (its file, line and name). Modules by qualified
+/// name need the recorders (issue 30); this is what a plain snapshot's stacks tell.
+struct ModuleGroup {
+    std::string forward; ///< "model.py:88:forward"
+    int64_t count = 0, bytes = 0;
+};
+
+struct LiveGroups {
+    int64_t event = -1;
+    int64_t bytes = 0, count = 0; ///< everything alive
+    Breakdown breakdown;
+    std::vector<LiveGroup> byStack;   ///< largest first, at most `top`
+    size_t stackGroups = 0;           ///< before truncation
+    std::vector<ModuleGroup> byModule; ///< largest first, at most `top`; empty without module frames
+    int64_t moduleBytes = 0;          ///< alive under some module's forward
+
+    /// `event` -1 is before the first event, as everywhere. `frameCount`: frames kept per group.
+    static LiveGroups at(const LoadedTrace& trace, size_t deviceIndex, const DeviceAnalysis& analysis, int64_t event,
+                         size_t top, size_t frameCount = 3);
+};
+
+} // namespace headroom
