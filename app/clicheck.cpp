@@ -20,28 +20,6 @@ using Unusable = CommandError;
 /// context, NCCL and cuBLAS workspaces, fragmentation) on the device the job will run on.
 constexpr double kDefaultMargin = 0.10;
 
-/// "5%", "5", "12.5 %" -> 0.05, 0.05, 0.125; nullopt for anything else or a negative value.
-std::optional<double> parsePercent(const std::string& text)
-{
-    std::string t;
-    for (char c : text)
-        if (c != ' ')
-            t += c;
-    if (!t.empty() && t.back() == '%')
-        t.pop_back();
-    if (t.empty() || t.find_first_not_of("0123456789.") != std::string::npos)
-        return std::nullopt;
-    try {
-        size_t used = 0;
-        const double v = std::stod(t, &used);
-        if (used != t.size() || !std::isfinite(v) || v < 0)
-            return std::nullopt;
-        return v / 100.0;
-    } catch (...) {
-        return std::nullopt;
-    }
-}
-
 std::string percent(double fraction)
 {
     char buf[32];
@@ -62,15 +40,6 @@ int64_t sizeOption(const std::string& flag, const std::string& text)
     return *v;
 }
 
-/// `max`: the first fraction refused (1.0 for a margin, which must leave some capacity).
-double percentOption(const std::string& flag, const std::string& text, double max, const char* example)
-{
-    const auto v = parsePercent(text);
-    if (!v || *v >= max)
-        throw Unusable(flag + ": expected a percentage such as " + example + ", got '" + text + "'");
-    return *v;
-}
-
 /// `what` names the argument ("--baseline") when the path alone would not say which it is.
 void requireFile(const std::string& path, const char* what)
 {
@@ -84,28 +53,6 @@ std::shared_ptr<const LoadedTrace> loadInput(const TraceSource& source, const st
 {
     requireFile(path, what);
     return source(path);
-}
-
-/// The device a check looks at: the one asked for, else the one with the highest peak.
-size_t pickDevice(const LoadedTrace& t, std::optional<int> ordinal, const std::string& path)
-{
-    const auto& devs = t.snapshot.devices;
-    if (devs.empty())
-        throw Unusable(path + ": no devices; expected a snapshot or trace with at least one device");
-    if (ordinal) {
-        std::string list;
-        for (size_t i = 0; i < devs.size(); ++i) {
-            if (devs[i].device == *ordinal)
-                return i;
-            list += (list.empty() ? "" : ", ") + std::to_string(devs[i].device);
-        }
-        throw Unusable(path + ": no device " + std::to_string(*ordinal) + " (devices: " + list + ")");
-    }
-    size_t best = 0;
-    for (size_t i = 1; i < devs.size(); ++i)
-        if (t.timelines[i].peakAllocated > t.timelines[best].peakAllocated)
-            best = i;
-    return best;
 }
 
 std::string peakPhase(const DeviceAnalysis& a, const MemoryTimeline& tl)

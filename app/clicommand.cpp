@@ -6,10 +6,47 @@
 #include "core/util/loaderror.h"
 #include "core/util/textlayout.h"
 
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 
 namespace headroom::cli {
+
+namespace {
+
+/// "5%", "5", "12.5 %" -> 0.05, 0.05, 0.125; nullopt for anything else or a negative value.
+std::optional<double> parsePercent(const std::string& text)
+{
+    std::string t;
+    for (char c : text)
+        if (c != ' ')
+            t += c;
+    if (!t.empty() && t.back() == '%')
+        t.pop_back();
+    if (t.empty() || t.find_first_not_of("0123456789.") != std::string::npos)
+        return std::nullopt;
+    try {
+        size_t used = 0;
+        const double v = std::stod(t, &used);
+        if (used != t.size() || !std::isfinite(v) || v < 0)
+            return std::nullopt;
+        return v / 100.0;
+    } catch (...) {
+        return std::nullopt;
+    }
+}
+
+} // namespace
+
+/// `max`: the first fraction refused (1.0 for a margin, which must leave some capacity).
+double percentOption(const std::string& flag, const std::string& text, double max, const char* example)
+{
+    const auto v = parsePercent(text);
+    if (!v || *v >= max)
+        throw CommandError(flag + ": expected a percentage such as " + example + ", got '" + text + "'");
+    return *v;
+}
+
 
 std::shared_ptr<const LoadedTrace> loadTrace(const std::string& path)
 {
@@ -48,6 +85,27 @@ int runAndEmit(const std::function<CommandOutput()>& produce, bool json)
         std::cerr << "headroom-cli: " << e.what() << "\n";
         return 2;
     }
+}
+
+size_t pickDevice(const LoadedTrace& t, std::optional<int> ordinal, const std::string& path)
+{
+    const auto& devs = t.snapshot.devices;
+    if (devs.empty())
+        throw CommandError(path + ": no devices; expected a snapshot or trace with at least one device");
+    if (ordinal) {
+        std::string list;
+        for (size_t i = 0; i < devs.size(); ++i) {
+            if (devs[i].device == *ordinal)
+                return i;
+            list += (list.empty() ? "" : ", ") + std::to_string(devs[i].device);
+        }
+        throw CommandError(path + ": no device " + std::to_string(*ordinal) + " (devices: " + list + ")");
+    }
+    size_t best = 0;
+    for (size_t i = 1; i < devs.size(); ++i)
+        if (t.timelines[i].peakAllocated > t.timelines[best].peakAllocated)
+            best = i;
+    return best;
 }
 
 size_t devicePosition(const LoadedTrace& trace, int index, const std::string& flag)

@@ -12,6 +12,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -48,6 +49,14 @@ int emit(const CommandOutput& out, bool json);
 /// Runs `produce` and emits what it returns; a CommandError is printed as headroom-cli's one
 /// line and exits 2.
 int runAndEmit(const std::function<CommandOutput()>& produce, bool json);
+
+/// "5%", "5", "12.5 %" -> 0.05, 0.05, 0.125; a CommandError naming `flag` for anything else, a
+/// negative value or one at or above `max`.
+double percentOption(const std::string& flag, const std::string& text, double max, const char* example);
+
+/// The device a command looks at: the one with ordinal `ordinal` when given, else the one
+/// with the highest peak. A CommandError names the devices there are.
+size_t pickDevice(const LoadedTrace& trace, std::optional<int> ordinal, const std::string& path);
 
 /// The device at position `index` of `trace`, or a CommandError naming how many there are.
 size_t devicePosition(const LoadedTrace& trace, int index, const std::string& flag);

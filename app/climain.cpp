@@ -2,6 +2,7 @@
 // headroom-cli: the headless front end of core/ (summaries for scripts, CI and servers).
 #include "app/clicheck.h"
 #include "app/cliclassify.h"
+#include "app/clicompare.h"
 #include "app/clidoctor.h"
 #include "app/cliformats.h"
 #include "app/clijson.h"
@@ -71,6 +72,8 @@ int main(int argc, char** argv)
     replay.add(app);
     headroom::cli::ClassifyCommand classify;
     classify.add(app);
+    headroom::cli::CompareCommand compare;
+    compare.add(app);
 
     try {
         app.parse(argc, argv);
@@ -124,6 +127,8 @@ int main(int argc, char** argv)
         return replay.run();
     if (classify.parsed())
         return classify.run();
+    if (compare.parsed())
+        return compare.run();
     if (whatIf.parsed())
         return whatIf.run();
     if (convert->parsed())

@@ -35,6 +35,44 @@ std::map<std::pair<std::string, int64_t>, int64_t> signaturesAtPeak(const Compar
     return out;
 }
 
+std::vector<IterationPair> alignIterations(const DeviceAnalysis& a, const DeviceAnalysis& b)
+{
+    std::vector<IterationPair> out(std::max(a.iterationPeaks.size(), b.iterationPeaks.size()));
+    for (size_t i = 0; i < out.size(); ++i) {
+        out[i].iteration = int(i);
+        if (i < a.iterationPeaks.size())
+            out[i].peakA = a.iterationPeaks[i].peakBytes;
+        if (i < b.iterationPeaks.size())
+            out[i].peakB = b.iterationPeaks[i].peakBytes;
+    }
+    return out;
+}
+
+std::vector<ModuleDiff> moduleDiffs(const CompareSide& a, const CompareSide& b, size_t maxDifferences)
+{
+    auto modulesAtPeak = [](const CompareSide& s) {
+        const MemoryTimeline& tl = s.trace->timelines[s.deviceIndex];
+        return LiveGroups::at(*s.trace, s.deviceIndex, *s.analysis, tl.peakEventIndex, SIZE_MAX, 1).byModule;
+    };
+    std::map<std::string, ModuleDiff> by;
+    for (const ModuleGroup& m : modulesAtPeak(a))
+        by[m.forward].bytesA = m.bytes;
+    for (const ModuleGroup& m : modulesAtPeak(b))
+        by[m.forward].bytesB = m.bytes;
+    std::vector<ModuleDiff> out;
+    for (auto& [forward, d] : by)
+        if (d.bytesDelta() != 0) {
+            d.forward = forward;
+            out.push_back(d);
+        }
+    std::stable_sort(out.begin(), out.end(), [](const ModuleDiff& x, const ModuleDiff& y) {
+        return std::abs(x.bytesDelta()) > std::abs(y.bytesDelta());
+    });
+    if (out.size() > maxDifferences)
+        out.resize(maxDifferences);
+    return out;
+}
+
 } // namespace
 
 Comparison Comparison::compute(const CompareSide& a, const CompareSide& b, size_t maxDifferences)
@@ -52,6 +90,10 @@ Comparison Comparison::compute(const CompareSide& a, const CompareSide& b, size_
     c.oomsB = b.trace->snapshot.devices[b.deviceIndex].ooms.size();
     c.categoriesA = a.analysis->atPeak.byCategory;
     c.categoriesB = b.analysis->atPeak.byCategory;
+    c.phasesA = a.analysis->atPeak.byPhase;
+    c.phasesB = b.analysis->atPeak.byPhase;
+    c.iterations = alignIterations(*a.analysis, *b.analysis);
+    c.modules = moduleDiffs(a, b, maxDifferences);
 
     const auto sa = signaturesAtPeak(a);
     const auto sb = signaturesAtPeak(b);

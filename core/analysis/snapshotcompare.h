@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include "core/analysis/livegroups.h"
 #include "core/analysis/memoryanalysis.h"
 #include "core/replay/loadedtrace.h"
 
@@ -28,6 +29,19 @@ struct SignatureDiff {
     int64_t bytesDelta() const { return (countB - countA) * size; }
 };
 
+/// One iteration of each run, aligned by position (iteration i of A beside iteration i of B).
+struct IterationPair {
+    int iteration = 0;
+    int64_t peakA = -1, peakB = -1; ///< -1: that run has no such iteration
+};
+
+/// Bytes alive at each peak under one nn.Module forward (LiveGroups' module frames).
+struct ModuleDiff {
+    std::string forward;
+    int64_t bytesA = 0, bytesB = 0;
+    int64_t bytesDelta() const { return bytesB - bytesA; }
+};
+
 /// Two snapshots side by side (before and after a fix, two ranks, two micro-batches): the
 /// peaks, the category totals at each peak and their differences, and the allocations
 /// live at one peak and not the other.
@@ -37,6 +51,10 @@ struct Comparison {
     size_t iterationsA = 0, iterationsB = 0;
     size_t oomsA = 0, oomsB = 0;
     std::array<int64_t, kTensorCategoryCount> categoriesA{}, categoriesB{};
+    std::array<int64_t, kPhaseCount> phasesA{}, phasesB{}; ///< by phase of birth, at each peak
+    std::vector<IterationPair> iterations;
+    /// Modules whose bytes at the peak differ, largest difference first.
+    std::vector<ModuleDiff> modules;
     /// Signatures whose count differs, largest byte difference first.
     std::vector<SignatureDiff> differences;
     int64_t onlyInA = 0, onlyInB = 0; ///< bytes of those differences, per side

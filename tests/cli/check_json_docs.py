@@ -92,6 +92,7 @@ def main():
         "check": [["check", "--json", silmont, "--max-peak", "70GiB", "--fit", "80GiB", "--baseline", kk,
                    "--max-growth", "5%"]],
         "doctor": [["doctor", "--json", silmont], ["doctor", "--json", proto5]],
+        "compare": [["compare", "--json", silmont, kk], ["compare", "--json", silmont, kk, "--max-growth", "5%"]],
         "replay": [["replay", "--json", silmont], ["replay", "--json", oom, "--alloc-conf", "expandable_segments:True"]],
     }
     documented = sections(os.path.join(src, "docs", "cli-json.md"))
@@ -113,8 +114,8 @@ def main():
         seen = set()
         for argv in invocations:
             r = subprocess.run([args.cli] + argv, capture_output=True, text=True)
-            # check's verdict is its exit status: 1 (a check failed) still prints the JSON.
-            if r.returncode not in ((0, 1) if argv[0] == "check" else (0,)):
+            # check's and compare's verdict is the exit status: 1 (a check failed) still prints the JSON.
+            if r.returncode not in ((0, 1) if argv[0] in ("check", "compare") else (0,)):
                 problems.append("`%s` exited %d: %s" % (" ".join(argv), r.returncode, r.stderr.strip()[:300]))
                 continue
             try:
