@@ -10,8 +10,8 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
-#include <tuple>
 #include <sstream>
+#include <tuple>
 
 namespace headroom::cli {
 
@@ -32,7 +32,10 @@ Side loadSide(const TraceSource& source, const std::string& path, std::optional<
     return s;
 }
 
-std::string signedBytes(int64_t delta) { return (delta >= 0 ? "+" : "-") + formatBytes(std::abs(delta)); }
+std::string signedBytes(int64_t delta)
+{
+    return (delta >= 0 ? "+" : "-") + formatBytes(std::abs(delta));
+}
 
 std::string percentText(double fraction)
 {
@@ -51,8 +54,14 @@ nlohmann::json sideBySide(const std::array<int64_t, N>& a, const std::array<int6
     return m;
 }
 
-std::string categoryKey(size_t i) { return categoryLowerName(static_cast<TensorCategory>(i)); }
-std::string phaseName(size_t i) { return std::string(phaseKey(static_cast<Phase>(i))); }
+std::string categoryKey(size_t i)
+{
+    return categoryLowerName(static_cast<TensorCategory>(i));
+}
+std::string phaseName(size_t i)
+{
+    return std::string(phaseKey(static_cast<Phase>(i)));
+}
 
 /// Every category and phase that changed, as {kind, name, delta_bytes}, largest change first;
 /// `grew` picks the side.
@@ -89,12 +98,15 @@ nlohmann::json comparisonJson(const Comparison& c, const Side& a, const Side& b)
                               {"b_peak_bytes", p.peakB >= 0 ? nlohmann::json(p.peakB) : nlohmann::json(nullptr)}});
     nlohmann::json stacks = nlohmann::json::array();
     for (const SignatureDiff& d : c.differences)
-        stacks.push_back({{"frame", d.frame}, {"size", d.size}, {"a_count", d.countA}, {"b_count", d.countB},
+        stacks.push_back({{"frame", d.frame},
+                          {"size", d.size},
+                          {"a_count", d.countA},
+                          {"b_count", d.countB},
                           {"delta_bytes", d.bytesDelta()}});
     nlohmann::json modules = nlohmann::json::array();
     for (const ModuleDiff& m : c.modules)
-        modules.push_back({{"forward", m.forward}, {"a_bytes", m.bytesA}, {"b_bytes", m.bytesB},
-                           {"delta_bytes", m.bytesDelta()}});
+        modules.push_back(
+            {{"forward", m.forward}, {"a_bytes", m.bytesA}, {"b_bytes", m.bytesB}, {"delta_bytes", m.bytesDelta()}});
     const double growth = c.peakA > 0 ? double(c.peakB - c.peakA) / double(c.peakA) : 0.0;
     return {{"file_a", a.trace->snapshot.path},
             {"file_b", b.trace->snapshot.path},
@@ -143,8 +155,11 @@ std::string comparisonText(const nlohmann::json& j)
             os << " ...";
             break;
         }
-        auto side = [](const nlohmann::json& v) { return v.is_null() ? std::string("-") : formatBytes(v.get<int64_t>()); };
-        os << "  " << it["iteration"].get<int>() << ": " << side(it["a_peak_bytes"]) << " -> " << side(it["b_peak_bytes"]);
+        auto side = [](const nlohmann::json& v) {
+            return v.is_null() ? std::string("-") : formatBytes(v.get<int64_t>());
+        };
+        os << "  " << it["iteration"].get<int>() << ": " << side(it["a_peak_bytes"]) << " -> "
+           << side(it["b_peak_bytes"]);
     }
     os << "\n";
     return os.str();
@@ -157,7 +172,8 @@ CommandOutput runCompare(const CompareRequest& r, const TraceSource& source)
     const double maxGrowth = r.maxGrowth.empty() ? 0.0 : percentOption("--max-growth", r.maxGrowth, 1e6, "5%");
     const Side a = loadSide(source, r.fileA, r.device);
     const Side b = loadSide(source, r.fileB, r.device);
-    const Comparison c = Comparison::compute({a.trace.get(), a.index, &a.analysis}, {b.trace.get(), b.index, &b.analysis}, 50);
+    const Comparison c =
+        Comparison::compute({a.trace.get(), a.index, &a.analysis}, {b.trace.get(), b.index, &b.analysis}, 50);
     CommandOutput out;
     out.json = comparisonJson(c, a, b);
     out.text = comparisonText(out.json);

@@ -3,6 +3,7 @@
 #include "app/clicheck.h"
 #include "app/cliclassify.h"
 #include "app/clicompare.h"
+#include "app/climcp.h"
 #include "app/clidoctor.h"
 #include "app/cliformats.h"
 #include "app/clijson.h"
@@ -74,6 +75,8 @@ int main(int argc, char** argv)
     classify.add(app);
     headroom::cli::CompareCommand compare;
     compare.add(app);
+    headroom::cli::McpCommand mcp;
+    mcp.add(app);
 
     try {
         app.parse(argc, argv);
@@ -129,6 +132,8 @@ int main(int argc, char** argv)
         return classify.run();
     if (compare.parsed())
         return compare.run();
+    if (mcp.parsed())
+        return mcp.run();
     if (whatIf.parsed())
         return whatIf.run();
     if (convert->parsed())

@@ -14,7 +14,8 @@ and prints each median, the ratios A/B and C/B, and Headroom's peak RSS against 
 file size. Then the scale check: a 10,000,000-event snapshot (about 1.9 GB, generated once
 and cached) opened by headroom-cli summary, its time against ten times the 1M median
 (linear growth) and its peak RSS.
-Also the hidden tst_core benchmarks on the 1M file: the what-if's term recompute and its replay
+Also tools/bench_mcp.py (`headroom-cli mcp`, each tool called twice on the file it keeps
+loaded) and the hidden tst_core benchmarks on the 1M file: the what-if's term recompute and its replay
 of every allocation after a lever move (issue 28: under 50 ms per move).
 Targets (issue 21): A/B <= 0.10, C/B <= 0.20, peak RSS <= file size + 100 MiB, the 10M file
 in about 10x the 1M time with peak RSS under 1 GiB; (issue 3): A/D >= 10 and the .hrt at
@@ -161,6 +162,8 @@ def main():
                 print(line + "   (target: under 300 ms on 1M events)")
             elif line.startswith("what-if replay"):
                 print(line + "   (target: under 50 ms per lever move on 1M events)")
+    # The MCP server on the file it keeps loaded (issue 31: a repeated call under 100 ms).
+    subprocess.run([sys.executable, os.path.join(HERE, "bench_mcp.py"), "--cli", cli, path])
     # Timeline redraw (issue 5): pans of a few pixels at 1,951 px wide, whole run and a
     # tenth, by category and by allocation (tests/gui/tst_explorer.cpp "[.benchmark]").
     tst_gui = os.path.join(args.build, "tests", "gui", "tst_gui")

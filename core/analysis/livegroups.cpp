@@ -10,15 +10,20 @@ namespace headroom {
 
 namespace {
 
-/// The frame Module._call_impl (or _wrapped_call_impl) called, innermost module first;
-/// UINT32_MAX when the stack has none.
+/// The Python frame Module._call_impl (or _wrapped_call_impl) called, innermost module
+/// first: the nearest Python frame inside the innermost such call (native interpreter frames
+/// may sit between them). UINT32_MAX when the stack has none.
 uint32_t moduleForwardFrame(const FrameTable& ft, uint32_t stack)
 {
     const auto frames = ft.stack(stack);
-    for (size_t i = 0; i + 1 < frames.size(); ++i) {
-        const std::string_view caller = ft.strings().get(ft.frame(frames[i + 1]).name);
-        if (caller == "_call_impl" || caller == "_wrapped_call_impl")
-            return frames[i];
+    uint32_t inner = UINT32_MAX; // the last Python frame seen, walking outwards
+    for (uint32_t f : frames) {
+        if (!ft.isPythonFrame(f))
+            continue;
+        const std::string_view name = ft.strings().get(ft.frame(f).name);
+        if (name == "_call_impl" || name == "_wrapped_call_impl")
+            return inner;
+        inner = f;
     }
     return UINT32_MAX;
 }

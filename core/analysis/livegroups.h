@@ -20,7 +20,7 @@ struct LiveGroup {
     std::vector<std::string> frames;
     TensorCategory category = TensorCategory::Unknown;
     Phase phase = Phase::Other; ///< the phase most of the bytes were born in
-    int64_t size = 0; ///< of each
+    int64_t size = 0;           ///< of each
     int64_t count = 0, bytes = 0;
     std::string site() const { return frames.empty() ? std::string() : frames.front(); }
 };
@@ -37,10 +37,10 @@ struct LiveGroups {
     int64_t event = -1;
     int64_t bytes = 0, count = 0; ///< everything alive
     Breakdown breakdown;
-    std::vector<LiveGroup> byStack;   ///< largest first, at most `top`
-    size_t stackGroups = 0;           ///< before truncation
+    std::vector<LiveGroup> byStack;    ///< largest first, at most `top`
+    size_t stackGroups = 0;            ///< before truncation
     std::vector<ModuleGroup> byModule; ///< largest first, at most `top`; empty without module frames
-    int64_t moduleBytes = 0;          ///< alive under some module's forward
+    int64_t moduleBytes = 0;           ///< alive under some module's forward
 
     /// `event` -1 is before the first event, as everywhere. `frameCount`: frames kept per group.
     static LiveGroups at(const LoadedTrace& trace, size_t deviceIndex, const DeviceAnalysis& analysis, int64_t event,

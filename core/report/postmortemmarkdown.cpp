@@ -14,9 +14,8 @@ namespace {
 
 /// The order of the categories in every table and legend: what stays first.
 constexpr std::array<TensorCategory, kTensorCategoryCount> kCategoryOrder = {
-    TensorCategory::Parameter,  TensorCategory::OptimizerState, TensorCategory::Gradient,
-    TensorCategory::Input,      TensorCategory::Activation,     TensorCategory::AutogradDetail,
-    TensorCategory::Temporary,  TensorCategory::Unknown,
+    TensorCategory::Parameter,  TensorCategory::OptimizerState, TensorCategory::Gradient,  TensorCategory::Input,
+    TensorCategory::Activation, TensorCategory::AutogradDetail, TensorCategory::Temporary, TensorCategory::Unknown,
 };
 
 std::string percentOf(int64_t part, int64_t whole)
@@ -26,7 +25,10 @@ std::string percentOf(int64_t part, int64_t whole)
     return buf;
 }
 
-std::string heading(int level, const std::string& text) { return std::string(size_t(level), '#') + " " + text + "\n\n"; }
+std::string heading(int level, const std::string& text)
+{
+    return std::string(size_t(level), '#') + " " + text + "\n\n";
+}
 
 std::string summaryTable(const PostmortemParts& p)
 {
@@ -36,9 +38,11 @@ std::string summaryTable(const PostmortemParts& p)
     md += "| Device | " + std::to_string(dev.device) + " (" + dev.deviceType + ") |\n";
     md += "| Trace entries | " + std::to_string(dev.trace.count()) + " |\n";
     md += "| Allocations | " + std::to_string(tl.allocations.size()) + " |\n";
-    md += "| Peak allocated | " + formatBytes(tl.peakAllocated) + " at event " + std::to_string(tl.peakEventIndex) + " |\n";
+    md += "| Peak allocated | " + formatBytes(tl.peakAllocated) + " at event " + std::to_string(tl.peakEventIndex) +
+          " |\n";
     md += "| Peak reserved | " + formatBytes(tl.peakReserved) + " |\n";
-    md += "| Device capacity | " + (p.capacity.bytes > 0 ? formatBytes(p.capacity.bytes) : std::string("unknown")) + " |\n";
+    md += "| Device capacity | " + (p.capacity.bytes > 0 ? formatBytes(p.capacity.bytes) : std::string("unknown")) +
+          " |\n";
     md += "| OOMs | " + std::to_string(dev.ooms.size()) + " |\n";
     md += "| Iterations | " + std::to_string(p.analysis.phases.iterations.size()) + " (" +
           p.analysis.phases.iterationSource + ") |\n\n";
@@ -74,8 +78,7 @@ std::string groupTable(const LiveGroups& g)
     md += "| Allocations | Bytes | Category | Born in | Allocated at |\n|---|---:|---|---|---|\n";
     for (const LiveGroup& row : g.byStack)
         md += "| " + groupCountText(row) + " | " + formatBytes(row.bytes) + " | " + categoryProseName(row.category) +
-              " | " + std::string(phaseKey(row.phase)) + " | " +
-              siteCell(row) + " |\n";
+              " | " + std::string(phaseKey(row.phase)) + " | " + siteCell(row) + " |\n";
     return md + "\n";
 }
 
@@ -88,32 +91,50 @@ std::string imageLink(const PostmortemOptions& o, const char* alt, const char* f
 
 std::string findingTitle(const std::string& kind)
 {
-    if (kind == "capacity") return "Capacity";
-    if (kind == "leak") return "Leak";
-    if (kind == "fragmentation") return "Fragmentation";
-    if (kind == "outlier_batch") return "Outlier batch";
-    if (kind == "oom") return "Out of memory";
-    if (kind == "imbalance") return "Imbalance across devices";
-    if (kind == "categories") return "Categories that do not add up";
+    if (kind == "capacity")
+        return "Capacity";
+    if (kind == "leak")
+        return "Leak";
+    if (kind == "fragmentation")
+        return "Fragmentation";
+    if (kind == "outlier_batch")
+        return "Outlier batch";
+    if (kind == "oom")
+        return "Out of memory";
+    if (kind == "imbalance")
+        return "Imbalance across devices";
+    if (kind == "categories")
+        return "Categories that do not add up";
     return kind;
 }
 
 std::string categoryProseName(TensorCategory c)
 {
     switch (c) {
-    case TensorCategory::Parameter: return "parameters";
-    case TensorCategory::OptimizerState: return "optimizer state";
-    case TensorCategory::Input: return "inputs";
-    case TensorCategory::Temporary: return "temporaries";
-    case TensorCategory::Activation: return "activations";
-    case TensorCategory::Gradient: return "gradients";
-    case TensorCategory::AutogradDetail: return "autograd detail";
-    case TensorCategory::Unknown: break;
+    case TensorCategory::Parameter:
+        return "parameters";
+    case TensorCategory::OptimizerState:
+        return "optimizer state";
+    case TensorCategory::Input:
+        return "inputs";
+    case TensorCategory::Temporary:
+        return "temporaries";
+    case TensorCategory::Activation:
+        return "activations";
+    case TensorCategory::Gradient:
+        return "gradients";
+    case TensorCategory::AutogradDetail:
+        return "autograd detail";
+    case TensorCategory::Unknown:
+        break;
     }
     return "unknown";
 }
 
-std::string groupCountText(const LiveGroup& g) { return std::to_string(g.count) + " x " + formatBytes(g.size); }
+std::string groupCountText(const LiveGroup& g)
+{
+    return std::to_string(g.count) + " x " + formatBytes(g.size);
+}
 
 std::string diagnosisMarkdown(const PostmortemParts& p)
 {

@@ -26,10 +26,10 @@ struct PostmortemParts {
 };
 
 struct PostmortemOptions {
-    std::string writtenBy;   ///< "Written by ..." line under the title; empty: none
-    bool images = false;     ///< link timeline.png, breakdown_at_peak.png, ... (the GUI writes them)
-    size_t topGroups = 10;   ///< rows of the table of code alive at the peak
-    int headingLevel = 1;    ///< of the title; sections are one deeper
+    std::string writtenBy; ///< "Written by ..." line under the title; empty: none
+    bool images = false;   ///< link timeline.png, breakdown_at_peak.png, ... (the GUI writes them)
+    size_t topGroups = 10; ///< rows of the table of code alive at the peak
+    int headingLevel = 1;  ///< of the title; sections are one deeper
 };
 
 std::string postmortemMarkdown(const PostmortemParts& parts, const PostmortemOptions& options = {});

@@ -15,8 +15,8 @@ size_t indentOf(std::string_view line)
 
 bool isUnit(std::string_view w)
 {
-    for (std::string_view unit : {"B", "KiB", "MiB", "GiB", "TiB", "B,", "KiB,", "MiB,", "GiB,", "TiB,", "KiB)", "MiB)",
-                                  "GiB)", "B)"})
+    for (std::string_view unit :
+         {"B", "KiB", "MiB", "GiB", "TiB", "B,", "KiB,", "MiB,", "GiB,", "TiB,", "KiB)", "MiB)", "GiB)", "B)"})
         if (w == unit)
             return true;
     return false;
@@ -64,11 +64,12 @@ void wrapLine(std::string_view line, size_t width, std::string& out)
             atStart = true;
         }
         if (!atStart)
-            current += ' '; // runs of spaces inside a line survive as empty words
+            current += ' ';                            // runs of spaces inside a line survive as empty words
         while (current.size() + word.size() > width) { // a word wider than the room: cut it
             size_t room = width - current.size();
             // A path breaks best after a slash.
-            if (const size_t slash = word.substr(0, room).rfind('/'); slash != std::string_view::npos && slash > room / 2)
+            if (const size_t slash = word.substr(0, room).rfind('/');
+                slash != std::string_view::npos && slash > room / 2)
                 room = slash + 1;
             current.append(word.substr(0, room));
             word.remove_prefix(room);
