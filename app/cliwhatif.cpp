@@ -156,12 +156,14 @@ StatedConfig statedFor(const WhatIfRequest& o, size_t i)
 
 /// Calibrates on the first file and refits with the others.
 Measured calibrateFiles(const WhatIfRequest& o, const ModelDims& dims, const WhatIfConstants& k, bool ladder,
-                        std::optional<int64_t> capacity, const TraceSource& source)
+                        std::optional<int64_t> capacity, const TraceSource& source, const Calibrator& calibrator)
 {
     Measured m;
     auto trace = source(o.files.front());
     const size_t di = devicePosition(*trace, o.deviceIndex, "--device-index");
-    const DeviceAnalysis a = analyzeDevice(*trace, di);
+    auto calibrated = [&](const LoadedTrace& t, const std::string& path, const StatedConfig& stated) {
+        return calibrator ? calibrator(path, di, stated, dims) : calibrate(t, di, analyzeDevice(t, di), stated, dims, k);
+    };
     StatedConfig st = statedFor(o, 0);
     st.devices = o.measuredDevices;
     st.accum = o.measuredAccum;
@@ -171,7 +173,7 @@ Measured calibrateFiles(const WhatIfRequest& o, const ModelDims& dims, const Wha
             throw BadInput("--measured-precision: expected fp32, amp-bf16, amp-fp16 or bf16, got '" +
                            o.measuredPrecision + "'");
     }
-    m.cal = calibrate(*trace, di, a, st, dims, k);
+    m.cal = calibrated(*trace, o.files.front(), st);
     if (o.files.size() > 1) {
         std::vector<Calibration> runs{*m.cal};
         for (size_t i = 1; i < o.files.size(); ++i) {
@@ -181,7 +183,7 @@ Measured calibrateFiles(const WhatIfRequest& o, const ModelDims& dims, const Wha
             StatedConfig si = statedFor(o, i);
             si.devices = st.devices;
             si.precision = st.precision;
-            runs.push_back(calibrate(*other, di, analyzeDevice(*other, di), si, dims, k));
+            runs.push_back(calibrated(*other, o.files[i], si));
         }
         const MultiFit fit = fitCalibrationRuns(runs, k);
         m.cal->baseline = fit.baseline;
@@ -346,7 +348,7 @@ CommandOutput ladderOutput(const WhatIfRequest& o, const LeverConfig& t, const M
     return out;
 }
 
-CommandOutput whatIfOutput(const WhatIfRequest& o, bool ladder, const TraceSource& source)
+CommandOutput whatIfOutput(const WhatIfRequest& o, bool ladder, const TraceSource& source, const Calibrator& calibrator)
 {
     const WhatIfConstants k;
     const ModelDims dims = dimsOf(o);
@@ -359,7 +361,7 @@ CommandOutput whatIfOutput(const WhatIfRequest& o, bool ladder, const TraceSourc
     if (o.measuredMicroBatch.size() > std::max<size_t>(1, o.files.size()) ||
         o.measuredSeq.size() > std::max<size_t>(1, o.files.size()))
         throw BadInput("--measured-micro-batch / --measured-seq: more values than FILEs");
-    Measured m = o.files.empty() ? analyticModel(dims, k) : calibrateFiles(o, dims, k, ladder, capacity, source);
+    Measured m = o.files.empty() ? analyticModel(dims, k) : calibrateFiles(o, dims, k, ladder, capacity, source, calibrator);
     const LeverConfig t = targetOf(o, m);
     const DeviceSpec dev = deviceOf(o, capacity, m);
     if (ladder && dev.capacityBytes <= 0)
@@ -379,10 +381,10 @@ CommandOutput whatIfOutput(const WhatIfRequest& o, bool ladder, const TraceSourc
 
 } // namespace
 
-CommandOutput runWhatIf(const WhatIfRequest& o, bool ladder, const TraceSource& source)
+CommandOutput runWhatIf(const WhatIfRequest& o, bool ladder, const TraceSource& source, const Calibrator& calibrator)
 {
     try {
-        return whatIfOutput(o, ladder, source);
+        return whatIfOutput(o, ladder, source, calibrator);
     } catch (const CommandError&) {
         throw;
     } catch (const std::runtime_error& e) { // BadInput, WhatIfMissingValue, the calibration's refusals

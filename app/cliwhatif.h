@@ -5,9 +5,11 @@
 // ladder as text or JSON.
 
 #include "app/clicommand.h"
+#include "core/whatif/whatifcalibration.h"
 
 #include <CLI/CLI.hpp>
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,8 +35,14 @@ struct WhatIfRequest {
     std::string verify; ///< the run that followed: check the projection against it
 };
 
+/// How runWhatIf calibrates on a file's device: empty, it calibrates each time (headroom-cli);
+/// the MCP server passes one that keeps what it calibrated.
+using Calibrator =
+    std::function<Calibration(const std::string& path, size_t deviceIndex, const StatedConfig&, const ModelDims&)>;
+
 /// The projection (or, with `ladder`, the ladder) of `r`: the JSON of --json and of MCP.
-CommandOutput runWhatIf(const WhatIfRequest& r, bool ladder, const TraceSource& source);
+CommandOutput runWhatIf(const WhatIfRequest& r, bool ladder, const TraceSource& source,
+                        const Calibrator& calibrator = {});
 
 class WhatIfCommands {
 public:

@@ -187,14 +187,21 @@ WhatIfRequest whatIfRequest(const ToolArgs& a)
     return r;
 }
 
+Calibrator cachedCalibrator(TraceCache& cache)
+{
+    return [&cache](const std::string& path, size_t index, const StatedConfig& stated, const ModelDims& dims) {
+        return *cache.calibration(path, index, stated, dims);
+    };
+}
+
 CommandOutput whatIfTool(const json& arguments, TraceCache& cache)
 {
-    return runWhatIf(whatIfRequest(argsFor(arguments, "whatif")), false, cache.source());
+    return runWhatIf(whatIfRequest(argsFor(arguments, "whatif")), false, cache.source(), cachedCalibrator(cache));
 }
 
 CommandOutput ladderTool(const json& arguments, TraceCache& cache)
 {
-    return runWhatIf(whatIfRequest(argsFor(arguments, "ladder")), true, cache.source());
+    return runWhatIf(whatIfRequest(argsFor(arguments, "ladder")), true, cache.source(), cachedCalibrator(cache));
 }
 
 CommandOutput replayTool(const json& arguments, TraceCache& cache)

@@ -7,6 +7,20 @@ namespace headroom::cli {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+/// Everything a calibration depends on besides the file, as text.
+std::string calibrationKey(size_t index, const StatedConfig& st, const ModelDims& d)
+{
+    auto opt = [](const auto& v) { return v ? std::to_string(int(*v)) : std::string("-"); };
+    return std::to_string(index) + "|" + opt(st.microBatch) + "|" + opt(st.seq) + "|" + opt(st.devices) + "|" +
+           opt(st.accum) + "|" + opt(st.precision) + "|" + opt(st.optimizer) + "|" + d.name + "|" +
+           std::to_string(d.params) + "|" + std::to_string(d.layers) + "|" + std::to_string(d.hidden) + "|" +
+           std::to_string(d.heads) + "|" + std::to_string(d.ffn) + "|" + std::to_string(d.vocab);
+}
+
+} // namespace
+
 TraceCache::TraceCache(size_t maxEvents, std::vector<fs::path> roots)
     : m_maxEvents(maxEvents)
 {
@@ -107,6 +121,17 @@ std::shared_ptr<const DeviceReport> TraceCache::report(const std::string& path, 
             options.capacity = capacity;
         slot = std::make_shared<const DeviceReport>(DeviceReport::compute(*e.trace, index, options));
     }
+    return slot;
+}
+
+std::shared_ptr<const Calibration> TraceCache::calibration(const std::string& path, size_t index,
+                                                          const StatedConfig& stated, const ModelDims& dims)
+{
+    const auto a = analysis(path, index);
+    Entry& e = entry(path);
+    auto& slot = e.calibrations[calibrationKey(index, stated, dims)];
+    if (!slot)
+        slot = std::make_shared<const Calibration>(calibrate(*e.trace, index, *a, stated, dims, WhatIfConstants{}));
     return slot;
 }
 

@@ -10,6 +10,7 @@
 #include "app/clicommand.h"
 #include "core/analysis/memoryanalysis.h"
 #include "core/report/devicereport.h"
+#include "core/whatif/whatifcalibration.h"
 
 #include <cstdint>
 #include <filesystem>
@@ -38,6 +39,11 @@ public:
     /// DeviceReport of the device at position `index` for a capacity (0: the file's), once.
     std::shared_ptr<const DeviceReport> report(const std::string& path, size_t index, int64_t capacity);
 
+    /// The what-if calibration of the device at position `index` for what the caller states
+    /// and the model dimensions it gives, once per file.
+    std::shared_ptr<const Calibration> calibration(const std::string& path, size_t index, const StatedConfig& stated,
+                                                   const ModelDims& dims);
+
     struct Open {
         std::string path; ///< canonical
         std::string format;
@@ -57,6 +63,7 @@ private:
         size_t events = 0;
         std::map<size_t, std::shared_ptr<const DeviceAnalysis>> analyses;
         std::map<std::pair<size_t, int64_t>, std::shared_ptr<const DeviceReport>> reports;
+        std::map<std::string, std::shared_ptr<const Calibration>> calibrations; ///< by calibrationKey()
     };
     Entry& entry(const std::string& path);
     std::filesystem::path canonical(const std::string& path) const;
