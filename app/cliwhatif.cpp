@@ -3,6 +3,7 @@
 
 #include "core/analysis/diagnosis.h"
 #include "core/analysis/memoryanalysis.h"
+#include "core/analysis/summary.h"
 #include "core/util/join.h"
 #include "core/util/units.h"
 #include "core/whatif/allocatorverdict.h"
@@ -69,7 +70,9 @@ void WhatIfCommands::addCommon(CLI::App* cmd, Options& o, bool ladder)
     cmd->add_option("--ffn", o.ffn, "MLP inner size")->check(CLI::PositiveNumber);
     cmd->add_option("--vocab", o.vocab, "Vocabulary")->check(CLI::PositiveNumber);
     cmd->add_option("--params", o.params, "Parameter count (e.g. 6.7e9)")->check(CLI::PositiveNumber);
-    cmd->add_option("--device-index", o.deviceIndex, "Which device of a multi-device trace (position, default 0)");
+    cmd->add_option("--device-index", o.deviceIndex,
+                    "Which device of a multi-device trace (position; default: the device with an OOM, else the "
+                    "highest peak, as the GUI opens)");
     if (!ladder)
         cmd->add_option("--verify", o.verify,
                         "The run that followed (AFTER): project FILE to its configuration (the levers given, else "
@@ -142,6 +145,7 @@ struct Measured {
     int64_t traceCapacity = 0;
     std::optional<AllocatorRungInput> allocatorRung;
     AllocatorConfig recordedAllocator; ///< the file's PYTORCH_CUDA_ALLOC_CONF, for the projected run's simulation
+    size_t device = 0;                 ///< position of the device calibrated on
 };
 
 StatedConfig statedFor(const WhatIfRequest& o, size_t i)
@@ -160,7 +164,10 @@ Measured calibrateFiles(const WhatIfRequest& o, const ModelDims& dims, const Wha
 {
     Measured m;
     auto trace = source(o.files.front());
-    const size_t di = devicePosition(*trace, o.deviceIndex, "--device-index");
+    // The device the GUI opens unless one is named: the one with an OOM, else the highest peak.
+    const size_t di = o.deviceIndex ? devicePosition(*trace, *o.deviceIndex, "--device-index")
+                                    : size_t(primaryDeviceIndex(*trace));
+    m.device = di;
     auto calibrated = [&](const LoadedTrace& t, const std::string& path, const StatedConfig& stated) {
         return calibrator ? calibrator(path, di, stated, dims) : calibrate(t, di, analyzeDevice(t, di), stated, dims, k);
     };
@@ -300,7 +307,7 @@ CommandOutput verifyAgainst(const WhatIfRequest& o, const LeverConfig& t, const 
     if (!m.cal)
         throw BadInput("--verify needs a trace FILE to calibrate on (the run before)");
     auto after = source(o.verify);
-    const size_t di = devicePosition(*after, o.deviceIndex, "--verify");
+    const size_t di = devicePosition(*after, o.deviceIndex.value_or(int(m.device)), "--verify");
     LeverMask moved;
     moved.microBatch = o.microBatch.has_value();
     moved.accum = o.accum.has_value();

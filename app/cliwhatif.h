@@ -29,7 +29,7 @@ struct WhatIfRequest {
     std::string model;
     std::optional<int> layers, hidden, heads, ffn, vocab;
     std::optional<double> params;
-    int deviceIndex = 0;
+    std::optional<int> deviceIndex; ///< position; default: the one the GUI opens (an OOM's, else the highest peak)
     std::string currencyOrder;
     int availableDevices = 1;
     std::string verify; ///< the run that followed: check the projection against it

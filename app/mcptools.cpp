@@ -181,7 +181,7 @@ WhatIfRequest whatIfRequest(const ToolArgs& a)
     r.measuredAccum = a.integer("measured_accum");
     r.measuredPrecision = a.text("measured_precision");
     r.model = a.text("model");
-    r.deviceIndex = a.integer("device_index").value_or(0);
+    r.deviceIndex = a.integer("device_index");
     r.currencyOrder = a.text("currency_order");
     r.availableDevices = a.integer("available_devices").value_or(1);
     return r;
@@ -267,7 +267,8 @@ json whatIfInput(bool ladder)
         {"measured_accum", schema::integer("Accumulation steps of the measured run", 1)},
         {"measured_precision", schema::text("Precision the file was measured at")},
         {"model", schema::text("Analytic preset without a file: gpt2, llama2-7b, llama3-8b, llama2-70b")},
-        {"device_index", schema::integer("Which device of a multi-device file (position, default 0)", 0)}};
+        {"device_index", schema::integer("Which device of a multi-device file (position; default: the device with "
+                                         "an OOM, else the highest peak)", 0)}};
     if (ladder) {
         p["currency_order"] = schema::text("Spend these first, e.g. hardware,throughput,engineering,fidelity");
         p["available_devices"] = schema::integer("Devices available for sharding rungs", 1);

@@ -188,11 +188,12 @@ std::string projectionText(const Projection& p, const std::vector<MeasuredItem>&
         o << "Measured at:\n";
         for (const auto& m : measured)
             if (m.key != "optimizer_bytes")
-                o << "  " << m.key << " = " << (m.value.empty() ? "?" : m.value) << "  [" << m.how
+                o << "  " << m.key << " = " << (m.value.empty() ? "unknown" : m.value) << "  [" << m.how
                   << (m.detail.empty() ? "" : ": " + m.detail) << "]\n";
     }
     const auto& c = p.config;
-    o << "Projected for: micro-batch " << c.microBatch << " x accum " << c.accum << ", seq " << c.seq << ", "
+    o << "Projected for: micro-batch " << countText(c.microBatch) << " x accum " << countText(c.accum) << ", seq "
+      << countText(c.seq) << ", "
       << precisionName(c.precision) << ", " << optimizerName(c.optimizer) << ", checkpoint "
       << checkpointName(c.checkpoint, c.checkpointEvery) << ", ZeRO " << c.zero << " over " << c.devices
       << ", offload " << offloadName(c.offload) << ", flash " << (c.flashAttention ? "on" : "off") << "\n\n";
@@ -238,9 +239,15 @@ std::string projectionText(const Projection& p, const std::vector<MeasuredItem>&
             o << ": " << gib(a.peakIfLowest) << " .. " << gib(a.peakIfHighest) << " allocated; " << settleText(a) << "\n";
         }
     }
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "Step time %.3f s (x%.2f), %.0f tokens/s\n", p.time.total, p.time.relative,
-                  p.time.tokensPerSecond);
+    char buf[200];
+    if (throughputKnown(c))
+        std::snprintf(buf, sizeof buf, "Step time %.3f s (x%.2f), %.0f tokens/s\n", p.time.total, p.time.relative,
+                      p.time.tokensPerSecond);
+    else
+        std::snprintf(buf, sizeof buf,
+                      "Step time %.3f s (x%.2f); tokens/s needs the measured micro-batch, sequence and devices "
+                      "(--measured-micro-batch, --measured-seq, --measured-devices)\n",
+                      p.time.total, p.time.relative);
     o << buf;
     for (const auto& n : p.notes)
         o << "Note: " << n << "\n";
@@ -280,5 +287,9 @@ std::string ladderText(const Ladder& l)
           << verdictName(a.projection.verdict) << "\n";
     return o.str();
 }
+
+std::string countText(int value) { return value > 0 ? std::to_string(value) : std::string("unknown"); }
+
+bool throughputKnown(const LeverConfig& c) { return c.microBatch > 0 && c.seq > 0 && c.devices > 0; }
 
 } // namespace headroom

@@ -26,4 +26,10 @@ std::string projectionText(const Projection& p, const std::vector<MeasuredItem>&
 bool settledBySequence(const ProjectedAmbiguity& a);
 std::string ladderText(const Ladder& l);
 
+/// A count of the configuration as text: "unknown" when the trace does not tell it (0).
+std::string countText(int value);
+/// Whether tokens/s and the effective batch mean anything: the micro-batch, the sequence and
+/// the devices are known (a trace alone tells none of them).
+bool throughputKnown(const LeverConfig& c);
+
 } // namespace headroom

@@ -60,10 +60,9 @@ QString whatIfMarkdown(const Projection& p, const Ladder& ladder, const Calibrat
     const LeverConfig& c = p.config;
     QString md = QObject::tr("Configuration: micro-batch %1, accumulation %2 (effective batch %3), sequence %4, checkpointing %5, "
                     "precision %6, optimizer %7, ZeRO %8 over %9 devices")
-                     .arg(c.microBatch)
-                     .arg(c.accum)
-                     .arg(c.effectiveBatch())
-                     .arg(c.seq)
+                     .arg(QString::fromStdString(countText(c.microBatch)), QString::fromStdString(countText(c.accum)),
+                          QString::fromStdString(countText(throughputKnown(c) ? c.effectiveBatch() : 0)),
+                          QString::fromStdString(countText(c.seq)))
                      .arg(QString::fromStdString(std::string(checkpointName(c.checkpoint, c.checkpointEvery))),
                           QString::fromStdString(std::string(precisionName(c.precision))),
                           QString::fromStdString(std::string(optimizerName(c.optimizer))))
@@ -73,13 +72,15 @@ QString whatIfMarkdown(const Projection& p, const Ladder& ladder, const Calibrat
               .arg(QString::fromStdString(std::string(offloadName(c.offload))),
                    c.flashAttention ? QObject::tr("on") : QObject::tr("off"));
     md += QObject::tr("Projected peak **%1** (band %2 to %3) in the %4, on %5: **%6**. Step time %7 s (x%8 of the measured run), "
-             "%9 tokens/s.\n\n")
+             "%9.\n\n")
               .arg(projected(p.peak), projected(p.peakLow), projected(p.peakHigh),
                    QString::fromStdString(std::string(stepPhaseLabel(p.peakPhase))), QString::fromStdString(device.name),
                    QString::fromStdString(std::string(verdictName(p.verdict))))
               .arg(p.time.total, 0, 'f', 3)
               .arg(p.time.relative, 0, 'f', 2)
-              .arg(p.time.tokensPerSecond, 0, 'f', 0);
+              .arg(throughputKnown(c) ? QObject::tr("%1 tokens/s").arg(p.time.tokensPerSecond, 0, 'f', 0)
+                                      : QObject::tr("tokens/s unknown (the measured micro-batch, sequence and devices "
+                                                    "are not known)"));
     for (const QString& line : replayLines(p))
         md += QStringLiteral("- ") + line + QStringLiteral("\n");
     if (p.replayed)
@@ -89,7 +90,7 @@ QString whatIfMarkdown(const Projection& p, const Ladder& ladder, const Calibrat
         for (const auto& m : cal->measured)
             if (m.key != "optimizer_bytes")
                 known << QStringLiteral("%1 = %2 (%3)").arg(QString::fromStdString(m.key),
-                                                         m.value.empty() ? QStringLiteral("?") : QString::fromStdString(m.value),
+                                                         m.value.empty() ? QObject::tr("unknown") : QString::fromStdString(m.value),
                                                          QString::fromStdString(m.how));
         md += QObject::tr("Calibrated on the trace; measured configuration: %1.\n\n").arg(known.join(QStringLiteral(", ")));
     }
