@@ -19,6 +19,8 @@
 #include <QSignalSpy>
 #include <QSlider>
 #include <QSpinBox>
+#include <QDoubleSpinBox>
+#include <QWheelEvent>
 #include <QTableWidget>
 #include <QTest>
 
@@ -334,5 +336,58 @@ TEST_CASE("A sequence move in the panel is the CLI's replay, with its ambiguitie
     if (const char* shot = std::getenv("HEADROOM_WHATIF_REPLAY_SCREENSHOT")) {
         panel.show();
         panel.grab().save(QString::fromLocal8Bit(shot));
+    }
+}
+
+TEST_CASE("Scrolling over the panel changes no setting; a focused control takes the wheel", "[gui][whatif]")
+{
+    std::unique_ptr<WhatIfPanel> panel(section7Panel());
+    QApplication::processEvents();
+    const LeverConfig before = panel->config();
+    auto wheel = [](QWidget* w) {
+        const QPointF at(w->width() / 2.0, w->height() / 2.0);
+        QWheelEvent e(at, w->mapToGlobal(at), QPoint(), QPoint(0, -120), Qt::NoButton, Qt::NoModifier,
+                      Qt::NoScrollPhase, false);
+        QApplication::sendEvent(w, &e);
+    };
+    // Every combo box, spin box and slider of the panel, scrolled over without focus.
+    std::vector<QWidget*> controls;
+    for (QComboBox* c : panel->findChildren<QComboBox*>())
+        controls.push_back(c);
+    for (QAbstractSpinBox* s : panel->findChildren<QAbstractSpinBox*>())
+        controls.push_back(s);
+    for (QSlider* s : panel->findChildren<QSlider*>())
+        controls.push_back(s);
+    REQUIRE(controls.size() >= 10);
+    QList<QVariant> values;
+    auto valueOf = [](QWidget* w) -> QVariant {
+        if (auto* c = qobject_cast<QComboBox*>(w)) return c->currentIndex();
+        if (auto* s = qobject_cast<QSpinBox*>(w)) return s->value();
+        if (auto* d = qobject_cast<QDoubleSpinBox*>(w)) return d->value();
+        if (auto* s = qobject_cast<QSlider*>(w)) return s->value();
+        return {};
+    };
+    for (QWidget* w : controls)
+        values << valueOf(w);
+    if (QWidget* focused = QApplication::focusWidget())
+        focused->clearFocus(); // the window gives its first control the focus when shown
+    for (QWidget* w : controls) {
+        CHECK(w->focusPolicy() != Qt::WheelFocus);
+        wheel(w);
+    }
+    for (int i = 0; i < int(controls.size()); ++i) {
+        INFO(controls[size_t(i)]->metaObject()->className() << " " << controls[size_t(i)]->objectName().toStdString());
+        CHECK(valueOf(controls[size_t(i)]) == values[i]);
+    }
+    CHECK(panel->config() == before);
+
+    // With the focus (a click or Tab), the wheel changes it as everywhere else.
+    auto* checkpoint = panel->findChildren<QComboBox*>().at(0);
+    checkpoint->setFocus();
+    QApplication::processEvents();
+    if (checkpoint->hasFocus()) { // offscreen windows take the focus once activated
+        const int index = checkpoint->currentIndex();
+        wheel(checkpoint);
+        CHECK(checkpoint->currentIndex() != index);
     }
 }

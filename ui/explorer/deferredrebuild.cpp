@@ -21,6 +21,12 @@ void DeferredRebuild::watch(QWidget* child)
     child->installEventFilter(this);
 }
 
+void DeferredRebuild::judgeVisibilityBy(QWidget* w)
+{
+    m_widget = w;
+    watch(w);
+}
+
 void DeferredRebuild::request()
 {
     m_stale = true;

@@ -22,6 +22,9 @@ public:
 
     /// Show and paint events of `child` also bring stale work up to date.
     void watch(QWidget* child);
+    /// "On screen" is `w`'s (watched too) instead of the widget's own: for a widget in a scroll
+    /// area, whose own visible region is empty while it is scrolled out of view.
+    void judgeVisibilityBy(QWidget* w);
     /// The work is needed: done now when the widget is on screen, else marked stale.
     void request();
     /// The work is needed but not now (the caller knows more is coming).

@@ -160,6 +160,8 @@ void AllocatorSection::showExpandable(bool on)
         replay();
 }
 
+void AllocatorSection::deferUntilVisible(QWidget* w) { m_deferred->judgeVisibilityBy(w); }
+
 bool AllocatorSection::expandable() const { return m_expandable->isChecked(); }
 
 bool AllocatorSection::isReplaying() const { return m_job->isRunning(); }

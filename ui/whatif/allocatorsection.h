@@ -32,6 +32,10 @@ public:
     explicit AllocatorSection(QWidget* parent = nullptr);
     ~AllocatorSection() override;
 
+    /// The replay waits until `w` (the panel's scrolling column) is on screen, not the section
+    /// itself, which a user may not have scrolled to.
+    void deferUntilVisible(QWidget* w);
+
     /// A file and device to replay; null to clear. Resets the settings to the recorded ones.
     void setTrace(std::shared_ptr<const LoadedTrace> trace, int deviceIndex);
     /// The bytes the allocator may reserve (the panel's capacity); replays again.

@@ -24,6 +24,14 @@ WhatIfLeverForm::WhatIfLeverForm(QWidget* parent) : QWidget(parent)
 {
     auto* form = new QFormLayout(this);
     form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+    // What the trace cannot tell comes first: until it is filled, the levers it unlocks wait.
+    form->addRow(buildMeasured());
+    buildLevers(form);
+    connectFields();
+}
+
+void WhatIfLeverForm::buildLevers(QFormLayout* form)
+{
     auto slider = [&](QSlider*& s, QLabel*& l, int max) {
         auto* w = new QWidget(this);
         auto* h = new QHBoxLayout(w);
@@ -76,6 +84,10 @@ WhatIfLeverForm::WhatIfLeverForm(QWidget* parent) : QWidget(parent)
     m_capacity->setCurrentIndex(3);
     form->addRow(tr("Capacity"), m_capacity);
 
+}
+
+QGroupBox* WhatIfLeverForm::buildMeasured()
+{
     auto* measuredBox = new QGroupBox(tr("Measured at"), this);
     m_measuredBox = measuredBox;
     auto* mf = new QFormLayout(measuredBox);
@@ -105,8 +117,12 @@ WhatIfLeverForm::WhatIfLeverForm(QWidget* parent) : QWidget(parent)
     m_measuredInfo = new QLabel(measuredBox);
     m_measuredInfo->setWordWrap(true);
     mf->addRow(m_measuredInfo);
-    form->addRow(measuredBox);
+    return measuredBox;
 
+}
+
+void WhatIfLeverForm::connectFields()
+{
     auto changed = [this] {
         if (!m_updating)
             emit leversChanged();
@@ -131,13 +147,9 @@ WhatIfLeverForm::WhatIfLeverForm(QWidget* parent) : QWidget(parent)
 
 void WhatIfLeverForm::addSection(QWidget* extra)
 {
-    // Beside the capacity it answers for, above the long "Measured at" box.
+    // Below the capacity it answers for ("Measured at" stays at the top).
     extra->setParent(this);
-    auto* form = static_cast<QFormLayout*>(layout());
-    int row = -1;
-    QFormLayout::ItemRole role;
-    form->getWidgetPosition(m_measuredBox, &row, &role);
-    form->insertRow(row, extra);
+    static_cast<QFormLayout*>(layout())->addRow(extra);
 }
 
 LeverConfig WhatIfLeverForm::levers(const LeverConfig& base) const

@@ -12,6 +12,8 @@ class QDoubleSpinBox;
 class QLabel;
 class QPushButton;
 class QSlider;
+class QFormLayout;
+class QGroupBox;
 class QSpinBox;
 
 namespace headroom {
@@ -49,6 +51,9 @@ signals:
     void addRunRequested();
 
 private:
+    void buildLevers(QFormLayout* form);
+    QGroupBox* buildMeasured();
+    void connectFields();
     QSlider* m_microBatch = nullptr;
     QSlider* m_accum = nullptr;
     QLabel* m_microBatchLabel = nullptr;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "ui/whatif/whatifpanel.h"
 
+#include "ui/whatif/wheelguard.h"
+
 #include "ui/plot/categorystyle.h"
 #include "ui/whatif/allocatorsection.h"
 #include "ui/whatif/calibrationruns.h"
@@ -74,6 +76,7 @@ void WhatIfPanel::buildUi()
     leftScroll->setMaximumWidth(kLeversWidth + leftScroll->verticalScrollBar()->sizeHint().width());
     leftScroll->setMinimumWidth(left->minimumSizeHint().width() + leftScroll->verticalScrollBar()->sizeHint().width());
     root->addWidget(leftScroll);
+    m_allocator->deferUntilVisible(leftScroll);
 
     auto* right = new QWidget(this);
     auto* rv = new QVBoxLayout(right);
@@ -167,6 +170,7 @@ void WhatIfPanel::buildUi()
         setSpendFirst(v < 0 ? std::nullopt : std::optional<Currency>(Currency(v)));
     });
     connect(m_ladderList, &QListWidget::itemClicked, this, &WhatIfPanel::applyRung);
+    WheelGuard::install(this);
 }
 
 void WhatIfPanel::setTrace(std::shared_ptr<const LoadedTrace> trace, int deviceIndex,
@@ -292,9 +296,10 @@ void WhatIfPanel::recalibrate()
         QStringList lines;
         for (const auto& m : m_cal->measured)
             if (m.key != "optimizer_bytes")
-                lines << QStringLiteral("%1 = %2 <i>(%3)</i>")
-                             .arg(QString::fromStdString(m.key), m.value.empty() ? QStringLiteral("?") : QString::fromStdString(m.value),
-                                  QString::fromStdString(m.how));
+                lines << (m.value.empty() ? tr("%1 <i>unknown</i>").arg(QString::fromStdString(m.key))
+                                          : QStringLiteral("%1 = %2 <i>(%3)</i>")
+                                                .arg(QString::fromStdString(m.key), QString::fromStdString(m.value),
+                                                     QString::fromStdString(m.how)));
         if (!m_runsText.isEmpty())
             lines << m_runsText;
         m_levers->setMeasuredInfo(lines.join(QStringLiteral("<br>")));
