@@ -27,6 +27,9 @@
 #include <qcustomplot.h>
 
 #include <QAbstractItemModelTester>
+#include <QDir>
+#include <QPushButton>
+#include <QStatusBar>
 #include <ctime>
 #include <QApplication>
 #include <QCheckBox>
@@ -570,6 +573,13 @@ TEST_CASE("every view exports to PNG, SVG and PDF; postmortem and Save As")
 
     CHECK(text.contains(QStringLiteral("## What-if")));
     CHECK(QFileInfo(report + QStringLiteral("/whatif.png")).size() > 1000);
+    // The export says it wrote something, and where; the box opens the folder.
+    CHECK(a.window.statusBar()->currentMessage().contains(QStringLiteral("report.md")));
+    auto* written = a.window.findChild<QMessageBox*>(QStringLiteral("postmortemWrittenBox"));
+    REQUIRE(written);
+    CHECK(written->text().contains(QDir::toNativeSeparators(report)));
+    CHECK(written->findChild<QPushButton*>(QStringLiteral("openPostmortemFolder")));
+    written->close();
 
     const QString hrt = dir.filePath(QStringLiteral("saved.hrt"));
     REQUIRE(a.saveAs(hrt));

@@ -21,6 +21,11 @@
 #include "ui/shell/theme.h"
 
 #include <QActionGroup>
+#include <QUrl>
+#include <QStatusBar>
+#include <QPushButton>
+#include <QDir>
+#include <QDesktopServices>
 #include <QApplication>
 #include <QDockWidget>
 #include <QElapsedTimer>
@@ -345,8 +350,12 @@ void Explorer::addPostmortemAction(QMenu* menu)
 {
     QAction* action = menu->addAction(tr("Export &Postmortem\u2026"), this, [this] {
         const QString dir = QFileDialog::getExistingDirectory(m_window, tr("Folder for the postmortem report"));
+        if (dir.isEmpty())
+            return;
         QString error;
-        if (!dir.isEmpty() && !writePostmortem(*this, dir, &error))
+        if (writePostmortem(*this, dir, &error))
+            announcePostmortem(dir);
+        else
             QMessageBox::warning(m_window, tr("Export failed"), error);
     });
     action->setObjectName(QStringLiteral("actionExportPostmortem"));
@@ -354,6 +363,24 @@ void Explorer::addPostmortemAction(QMenu* menu)
     action->setEnabled(false);
     connect(this, &Explorer::dataAvailable, action, [action](const ExplorerDataPtr& d) { action->setEnabled(d != nullptr); });
     connect(m_analysis, &AnalysisController::analysisStarted, action, [action] { action->setEnabled(false); });
+}
+
+void Explorer::announcePostmortem(const QString& directory)
+{
+    const QString report = QDir(directory).filePath(QStringLiteral("report.md"));
+    m_window->statusBar()->showMessage(tr("Postmortem written to %1").arg(QDir::toNativeSeparators(report)), 8000);
+    auto* box = new QMessageBox(QMessageBox::Information, tr("Postmortem written"),
+                                tr("The report and its images are in %1.").arg(QDir::toNativeSeparators(directory)),
+                                QMessageBox::Close, m_window);
+    box->setObjectName(QStringLiteral("postmortemWrittenBox"));
+    box->setInformativeText(tr("report.md, timeline.png, breakdown_at_peak.png, stacks_at_peak.png, diagnosis.png, "
+                               "whatif.png"));
+    QPushButton* open = box->addButton(tr("Open Folder"), QMessageBox::ActionRole);
+    open->setObjectName(QStringLiteral("openPostmortemFolder"));
+    connect(open, &QPushButton::clicked, box,
+            [directory] { QDesktopServices::openUrl(QUrl::fromLocalFile(directory)); });
+    box->setAttribute(Qt::WA_DeleteOnClose);
+    box->open(); // window-modal, not blocking
 }
 
 void Explorer::exportView(ExplorerView* view)

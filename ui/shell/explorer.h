@@ -82,6 +82,9 @@ public:
     void populateExportMenu(QMenu* menu);
     /// File ▸ Export Postmortem (enabled while an analysis is on screen).
     void addPostmortemAction(QMenu* menu);
+    /// After a postmortem was written into `directory`: a status message and a box that opens
+    /// the folder (an export that says nothing looks like one that did nothing).
+    void announcePostmortem(const QString& directory);
     /// Zoom to fit (View menu and tool bar); valid after populateViewMenu.
     QAction* zoomToFitAction() const { return m_zoomFitAction; }
     /// The start page: hides every dock (remembering the layout) or brings them back.

@@ -463,7 +463,10 @@ void MainWindow::saveFinished(const QString& path, const QString& error)
 
 bool MainWindow::exportPostmortem(const QString& directory, QString* error)
 {
-    return writePostmortem(*m_explorer, directory, error);
+    if (!writePostmortem(*m_explorer, directory, error))
+        return false;
+    m_explorer->announcePostmortem(directory);
+    return true;
 }
 
 void MainWindow::closeEvent(QCloseEvent* event)

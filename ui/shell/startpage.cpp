@@ -32,7 +32,7 @@ constexpr int kPathRole = Qt::UserRole + 1;
 QString exampleDescription(const QString& fileName)
 {
     if (fileName.startsWith(QLatin1String("pt27_kk_memory_ctx128_fullstep")))
-        return QObject::tr("A full training step of a 7B-parameter model (PyTorch 2.7): forward, backward and the "
+        return QObject::tr("A full training step of a 3.4B-parameter model (PyTorch 2.7): forward, backward and the "
                            "AdamW step; 51 GiB peak when the optimizer state appears.");
     if (fileName.startsWith(QLatin1String("pt27_silmont_mem_snapshot")))
         return QObject::tr("A short PyTorch 2.7 run with allocator settings and annotations; a small file to try "
