@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "core/analysis/livegroups.h"
 
+#include "core/analysis/usercode.h"
+
 #include <algorithm>
 #include <map>
 #include <tuple>
@@ -80,6 +82,8 @@ LiveGroups LiveGroups::at(const LoadedTrace& trace, size_t deviceIndex, const De
             g.group.size = a.size;
             for (uint32_t f : site->second)
                 g.group.frames.push_back(ft.formatFrame(f));
+            if (const uint32_t user = userCodeFrame(ft, a.stack); user != kNoFrame)
+                g.group.userCode = ft.formatFrame(user);
         }
         ++g.group.count;
         g.group.bytes += a.size;

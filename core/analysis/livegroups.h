@@ -18,6 +18,9 @@ struct LiveGroup {
     /// The most telling frames of the first allocation of the group, innermost first
     /// (FrameTable::topFrames: Python frames when the stack has any); empty without frames.
     std::vector<std::string> frames;
+    /// The innermost frame of the user's own code (core/analysis/usercode): what "allocated by"
+    /// names; a library's or C++ frame only when the stack has no user code.
+    std::string userCode;
     TensorCategory category = TensorCategory::Unknown;
     Phase phase = Phase::Other; ///< the phase most of the bytes were born in
     int64_t size = 0;           ///< of each

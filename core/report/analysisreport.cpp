@@ -57,10 +57,14 @@ void printGroups(std::ostream& os, const nlohmann::json& g)
         os << "    " << groupCountText(lg) << " = " << formatBytes(row["bytes"].get<int64_t>()) << "  "
            << categoryProseName(categoryFromName(row["category"].get<std::string>()).value_or(TensorCategory::Unknown)) << ", born in "
            << row["phase"].get<std::string>() << "\n";
-        if (row["frames"].empty())
+        const std::string user = row["user_code"].get<std::string>();
+        if (user.empty())
             os << "        (no frames)\n";
+        else
+            os << "        by " << compactFrame(user) << "\n";
         for (const auto& f : row["frames"])
-            os << "        " << compactFrame(f.get<std::string>()) << "\n";
+            if (f.get<std::string>() != user)
+                os << "            " << compactFrame(f.get<std::string>()) << "\n";
     }
 }
 
@@ -71,6 +75,7 @@ nlohmann::json liveGroupsJson(const LiveGroups& g)
     nlohmann::json stacks = nlohmann::json::array();
     for (const LiveGroup& row : g.byStack)
         stacks.push_back({{"frames", row.frames},
+                          {"user_code", row.userCode},
                           {"category", categoryLowerName(row.category)},
                           {"phase", phaseKey(row.phase)},
                           {"count", row.count},

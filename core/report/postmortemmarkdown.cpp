@@ -63,10 +63,10 @@ std::string categoryTable(const Breakdown& peak)
 
 std::string siteCell(const LiveGroup& row)
 {
-    if (row.frames.empty())
+    if (row.userCode.empty())
         return "(no frames)";
     std::string cell = "`";
-    cell += compactFrame(row.site());
+    cell += compactFrame(row.userCode);
     cell += '`';
     return cell;
 }
@@ -75,7 +75,7 @@ std::string groupTable(const LiveGroups& g)
 {
     std::string md = "Alive at the peak by the code that allocated it (" + std::to_string(g.byStack.size()) + " of " +
                      std::to_string(g.stackGroups) + " sites):\n\n";
-    md += "| Allocations | Bytes | Category | Born in | Allocated at |\n|---|---:|---|---|---|\n";
+    md += "| Allocations | Bytes | Category | Born in | Allocated by |\n|---|---:|---|---|---|\n";
     for (const LiveGroup& row : g.byStack)
         md += "| " + groupCountText(row) + " | " + formatBytes(row.bytes) + " | " + categoryProseName(row.category) +
               " | " + std::string(phaseKey(row.phase)) + " | " + siteCell(row) + " |\n";

@@ -3,6 +3,7 @@
 // and the 100-column layout of headroom-cli's text.
 #include "core/analysis/livegroups.h"
 #include "core/analysis/memoryanalysis.h"
+#include "core/analysis/usercode.h"
 #include "core/io/loader.h"
 #include "core/report/analysisreport.h"
 #include "core/report/postmortemmarkdown.h"
@@ -125,4 +126,31 @@ TEST_CASE("compactFrame: C++ argument lists and site-packages paths go", "[liveg
     CHECK(compactFrame("/venv/lib/python3.11/site-packages/torch/optim/optimizer.py:493:wrapper") ==
           "torch/optim/optimizer.py:493:wrapper");
     CHECK(compactFrame("/home/me/model.py:12:forward") == "/home/me/model.py:12:forward");
+}
+
+TEST_CASE("allocated by: the user's own code, not the library line under it", "[livegroups]")
+{
+    CHECK(isLibraryFile("/venv/lib/python3.12/site-packages/torch/nn/functional.py"));
+    CHECK(isLibraryFile("/usr/lib/python3/dist-packages/torch/nn/modules/module.py"));
+    CHECK(isLibraryFile("/usr/lib/python3.11/threading.py"));
+    CHECK(isLibraryFile("/opt/conda/lib/python3.10/concurrent/futures/thread.py"));
+    CHECK_FALSE(isLibraryFile("/home/me/project/lib/python_utils/train.py"));
+    CHECK_FALSE(isLibraryFile("/home/me/model.py"));
+
+    // The bundled sample's forward activations alive at the peak come from torch's einsum under
+    // einops; the user's line is the model's.
+    const auto trace = bundledSample();
+    const DeviceAnalysis a = analyzeDevice(*trace, 0);
+    const LiveGroups g = LiveGroups::at(*trace, 0, a, trace->timelines[0].peakEventIndex, 50);
+    size_t activations = 0;
+    for (const LiveGroup& row : g.byStack) {
+        if (row.category != TensorCategory::Activation || row.size < (1 << 20))
+            continue;
+        ++activations;
+        INFO(row.userCode);
+        CHECK(row.site().find("site-packages") != std::string::npos); // the innermost Python frame
+        CHECK(row.userCode.find("site-packages") == std::string::npos);
+        CHECK(row.userCode.find(".py:") != std::string::npos);
+    }
+    CHECK(activations > 0);
 }

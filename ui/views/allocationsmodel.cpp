@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "ui/views/allocationsmodel.h"
 
+#include "core/analysis/usercode.h"
+
 #include "core/util/units.h"
 #include "ui/plot/categorystyle.h"
 
@@ -56,8 +58,9 @@ QString AllocationsModel::topFrame(int row) const
     QString& cached = m_topFrames[size_t(row)];
     if (cached.isNull()) {
         const Allocation& a = m_data->timeline().allocations[m_rows[size_t(row)]];
-        const std::vector<uint32_t> top = m_data->frames().topFrames(a.stack, 1);
-        cached = top.empty() ? tr("(no frames)") : QString::fromStdString(m_data->frames().formatFrame(top.front()));
+        // The user's own code, not the library line under it (the stacks view has the rest).
+        const uint32_t user = userCodeFrame(m_data->frames(), a.stack);
+        cached = user == kNoFrame ? tr("(no frames)") : QString::fromStdString(m_data->frames().formatFrame(user));
     }
     return cached;
 }
@@ -168,7 +171,7 @@ QVariant AllocationsModel::headerData(int section, Qt::Orientation orientation, 
     case BornColumn: return tr("Born (event)");
     case FreedColumn: return tr("Freed (event)");
     case LifetimeColumn: return tr("Lifetime");
-    case TopFrameColumn: return tr("Top frame");
+    case TopFrameColumn: return tr("Allocated by");
     }
     return {};
 }
