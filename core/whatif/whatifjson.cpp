@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "core/whatif/whatifjson.h"
 
+#include "core/util/join.h"
+
 #include "core/whatif/whatifsettings.h"
 
 #include "core/util/units.h"
@@ -272,7 +274,9 @@ std::string ladderText(const Ladder& l)
             std::snprintf(buf, sizeof buf, ", %.3f s/step", r.projection.time.total);
         else
             std::snprintf(buf, sizeof buf, ", step time unknown");
-        o << buf << "\n   ";
+        o << buf << "\n   sets: " << (r.levers.empty() ? std::string("nothing new") : joinWith(r.levers, ", "))
+          << (i > 0 ? "; keeps the settings of rung" + std::string(i > 1 ? "s 1-" : " ") + std::to_string(i) : std::string())
+          << "\n   ";
         for (const auto& [c, v] : r.currencies)
             o << c << ": " << v << "; ";
         o << "\n";

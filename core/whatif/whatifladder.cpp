@@ -44,7 +44,7 @@ std::vector<Tier> tiers(const LadderOptions& opt, const WhatIfBaseline& base)
                          x.optimizer = OptimizerKind::AdamWFused;
                      x.expandableSegments = true;
                      x.flashAttention = true;
-                     return Cands{{"hygiene", x}};
+                     return Cands{{"hygiene (fused optimizer, expandable_segments, fused attention)", x}};
                  }});
     t.push_back({"smaller micro-batch with accumulation, or activation checkpointing", Currency::Throughput, 3, false, true,
                  false, [layers = base.layers](const LeverConfig& c) {

@@ -88,6 +88,14 @@ TEST_CASE("The panel projects, recomputes on a slider and applies a ladder rung"
         if (list->item(i)->data(Qt::UserRole).isValid() && list->item(i)->data(Qt::UserRole).toInt() == 2)
             fitItem = list->item(i);
     REQUIRE(fitItem);
+    // A rung says every setting it changes, and that it brings the rungs above it along.
+    CHECK(fitItem->text().contains(QStringLiteral("sets checkpoint=full")));
+    CHECK(fitItem->text().contains(QStringLiteral("with the settings of rungs 1-2")));
+    const QString hygiene = QStringLiteral("1. hygiene (fused optimizer, expandable_segments, fused attention)");
+    bool hygieneListed = false;
+    for (int i = 0; i < list->count(); ++i)
+        hygieneListed = hygieneListed || list->item(i)->text().startsWith(hygiene);
+    CHECK(hygieneListed);
     QSignalSpy applied(panel.get(), &WhatIfPanel::rungApplied);
     const QRect r = list->visualItemRect(fitItem);
     QTest::mouseClick(list->viewport(), Qt::LeftButton, {}, r.center());
