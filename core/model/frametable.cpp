@@ -127,9 +127,25 @@ bool FrameTable::isNoiseFrame(uint32_t id) const
     static constexpr std::array<std::string_view, 10> kFiles = {
         "core/boxing", "/Register", "/Redispatch", "pythonrun.c", "Modules/main.c",
         "Objects/call.c", "Objects/methodobject.c", "pycore_ceval.h", "ceval.c", "cpython/abstract.h"};
+    // The interpreter's and the thread's own start, and CPython's call machinery between two
+    // Python frames: the icicle spent 15 rows on them before the user's code, and they split
+    // one Python path into branches (names matched from their start: at::_ops::clone is not).
+    // A C++ thread starts in libstdc++'s execute_native_thread_routine under pthread and clone
+    // (which symbolizers without glibc's symbols name after a neighbour, __xmknodat).
+    static constexpr std::array<std::string_view, 17> kPrefixes = {
+        "__libc_init_first", "__libc_start_call_main", "Py_BytesMain", "Py_RunMain", "pymain_", "_PyRun_",
+        "pyrun_", "run_mod", "run_eval_code_obj", "slot_tp_", "method_vectorcall", "cfunction_", "_PyObject_",
+        "_PyFunction_", "execute_native_thread_routine", "pthread_", "__xmknodat"};
+    static constexpr std::array<std::string_view, 5> kExact = {"clone", "clone3", "__clone", "__clone3", "start_thread"};
     const Frame& f = m_frames[id];
     const std::string_view name = m_strings.get(f.name);
     const std::string_view file = m_strings.get(f.file);
+    for (auto n : kPrefixes)
+        if (name.substr(0, n.size()) == n)
+            return true;
+    for (auto n : kExact)
+        if (name == n)
+            return true;
     for (auto n : kNames)
         if (name.find(n) != std::string_view::npos)
             return true;

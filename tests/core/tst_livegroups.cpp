@@ -12,6 +12,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <sstream>
 
 constexpr int64_t kMiB = int64_t(1) << 20;
@@ -23,6 +24,14 @@ namespace {
 std::shared_ptr<const LoadedTrace> bundledSample()
 {
     return Loader::load(std::string(HEADROOM_SOURCE_DIR) + "/sample_traces/pt27_kk_memory_ctx128_fullstep.pickle.gz");
+}
+
+std::string joinLines(const std::vector<std::string>& lines)
+{
+    std::string out;
+    for (const std::string& l : lines)
+        out += l + "\n";
+    return out;
 }
 
 size_t widestLine(const std::string& text)
@@ -153,4 +162,33 @@ TEST_CASE("allocated by: the user's own code, not the library line under it", "[
         CHECK(row.userCode.find(".py:") != std::string::npos);
     }
     CHECK(activations > 0);
+}
+
+TEST_CASE("the stack tree starts at the user's code, not the interpreter's start", "[livegroups]")
+{
+    const auto trace = bundledSample();
+    const DeviceAnalysis a = analyzeDevice(*trace, 0);
+    const FrameTable& ft = trace->snapshot.frames;
+    const auto nodes = a.stackTreeAt(trace->timelines[0], ft, trace->timelines[0].peakEventIndex);
+    std::vector<std::string> roots;
+    for (const StackNode& n : nodes)
+        if (n.parent == 0)
+            roots.push_back(ft.formatFrame(n.frame));
+    INFO(joinLines(roots));
+    // The main thread's <module> line and the autograd thread's engine; before, the first rows
+    // were __libc_init_first, Py_BytesMain, pymain_main ... and clone, pthread.
+    REQUIRE(roots.size() == 2);
+    CHECK(std::count_if(roots.begin(), roots.end(),
+                        [](const std::string& r) { return r.find("benchmark.py:441:<module>") != std::string::npos; }) == 1);
+    CHECK(std::count_if(roots.begin(), roots.end(), [](const std::string& r) {
+              return r.find("torch::autograd::python::PythonEngine::thread_init") != std::string::npos;
+          }) == 1);
+    // One Python path is whole: under <module>, the next rows are the user's functions, with
+    // no CPython call machinery (slot_tp_call, method_vectorcall) between them.
+    for (const StackNode& n : nodes) {
+        const std::string name(ft.strings().get(ft.frame(n.frame).name));
+        CHECK(name.rfind("slot_tp_", 0) != 0);
+        CHECK(name.rfind("method_vectorcall", 0) != 0);
+        CHECK(name != "Py_RunMain");
+    }
 }
