@@ -110,6 +110,7 @@ TEST_CASE("The panel projects, recomputes on a slider and applies a ladder rung"
     const QString json = panel->settingsJson();
     std::unique_ptr<WhatIfPanel> other(section7Panel());
     REQUIRE(other->restoreSettings(json));
+    other->finishCalibration();
     CHECK(other->config() == panel->config());
 }
 
@@ -120,6 +121,7 @@ TEST_CASE("Constants and the currency spent first are editable and saved with th
     WhatIfConstants k = panel->constants();
     k.mfuMax = 0.30; // a slower cluster than the default guess
     panel->setConstants(k);
+    panel->finishCalibration(); // it calibrates in the background
     CHECK(panel->constants().mfuMax == 0.30);
     CHECK(panel->projection().time.total > before * 1.2);
 
@@ -158,6 +160,7 @@ TEST_CASE("Constants and the currency spent first are editable and saved with th
     CHECK(json.contains(QStringLiteral("\"mfu_max\":0.3")));
     std::unique_ptr<WhatIfPanel> other(section7Panel());
     REQUIRE(other->restoreSettings(json));
+    other->finishCalibration();
     CHECK(other->constants().mfuMax == 0.30);
     CHECK(other->spendFirst() == Currency::Hardware);
     CHECK(other->projection().time.total == Approx(panel->projection().time.total));
@@ -176,6 +179,7 @@ TEST_CASE("The panel calibrates on a generated trace and asks for what it cannot
     WhatIfPanel panel;
     panel.resize(1100, 720);
     panel.setTrace(Loader::load(path), 0);
+    panel.finishCalibration(); // it calibrates in the background
     REQUIRE(panel.calibrationError().isEmpty());
     const double measured = panel.projection().phases[0].allocated;
     CHECK(measured > 0);
@@ -184,6 +188,7 @@ TEST_CASE("The panel calibrates on a generated trace and asks for what it cannot
     st.seq = 1024;
     st.precision = Precision::Bf16;
     panel.setStated(st);
+    panel.finishCalibration(); // it calibrates in the background
     LeverConfig c = panel.config();
     c.microBatch = 4;
     panel.setConfig(c);
@@ -201,6 +206,12 @@ TEST_CASE("Levers whose measured value is unknown wait for it, as the CLI does",
     panel.resize(1100, 720);
     panel.show();
     panel.setTrace(Loader::load(std::string(HEADROOM_REAL_TRACES_DIR) + "/pt27_kk_memory_ctx128_fullstep.pickle"), 0);
+    // The calibration (and, without the explorer's, the analysis) runs on the pool: setTrace
+    // returns at once, and the panel says it is calibrating until calibrated() comes.
+    CHECK(panel.isCalibrating());
+    QSignalSpy calibrated(&panel, &WhatIfPanel::calibrated);
+    REQUIRE(calibrated.wait(60000));
+    CHECK_FALSE(panel.isCalibrating());
     REQUIRE(panel.calibrationError().isEmpty());
     auto* slider = panel.findChildren<QSlider*>().at(0);
     QSpinBox* measuredB = panel.findChild<QSpinBox*>(QStringLiteral("measuredMicroBatch"));
@@ -226,6 +237,7 @@ TEST_CASE("Levers whose measured value is unknown wait for it, as the CLI does",
 
     // Given through the panel's own field, the lever moves and projects.
     measuredB->setValue(4);
+    panel.finishCalibration(); // a measured value recalibrates in the background
     CHECK(slider->isEnabled());
     const double at4 = panel.projection().phases[0].allocated;
     slider->setValue(16);
@@ -235,6 +247,7 @@ TEST_CASE("Levers whose measured value is unknown wait for it, as the CLI does",
     // The device count: the note asking for it clears once the field is set.
     CHECK_FALSE(devicesLever->isEnabled());
     measuredD->setValue(1);
+    panel.finishCalibration();
     CHECK(devicesLever->isEnabled());
 }
 
@@ -255,7 +268,9 @@ TEST_CASE("Compare with a measured run: the projection against the run that foll
     panel.resize(1100, 720);
     panel.show();
     panel.setTrace(Loader::load(generated(2)), 0);
+    panel.finishCalibration(); // it calibrates in the background
     panel.setStated(statedOneDevice(2, 1024, Precision::Bf16));
+    panel.finishCalibration(); // it calibrates in the background
     panel.findChildren<QSlider*>().at(0)->setValue(4); // through the control, as a user would
     REQUIRE(panel.config().microBatch == 4);
 
@@ -287,10 +302,12 @@ TEST_CASE("Add a calibration run: a second micro-batch refits the batch terms", 
     panel.resize(1100, 720);
     panel.show();
     panel.setTrace(Loader::load(dir + "extopt_mb2.pickle"), 0);
+    panel.finishCalibration(); // it calibrates in the background
     REQUIRE(panel.calibrationError().isEmpty());
     QSignalSpy changed(panel.calibrationRuns(), &CalibrationRuns::changed);
     panel.addCalibrationRun(QString::fromStdString(dir + "extopt_mb4.pickle"));
     REQUIRE((changed.count() > 0 || changed.wait(90000)));
+    panel.finishCalibration(); // the added run refits in the background
     REQUIRE(panel.calibrationRuns()->runs().size() == 1);
     bool said = false;
     for (QLabel* l : panel.findChildren<QLabel*>())
@@ -319,9 +336,11 @@ TEST_CASE("A sequence move in the panel is the CLI's replay, with its ambiguitie
     WhatIfPanel panel;
     panel.resize(1100, 720);
     panel.setTrace(trace, 0);
+    panel.finishCalibration(); // it calibrates in the background
     REQUIRE(panel.calibrationError().isEmpty());
     const StatedConfig st = statedOneDevice(4, 128, Precision::Fp32);
     panel.setStated(st);
+    panel.finishCalibration(); // it calibrates in the background
     LeverConfig c = panel.config();
     c.seq = 256;
     panel.setConfig(c);

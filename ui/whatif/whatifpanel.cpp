@@ -5,6 +5,7 @@
 
 #include "ui/plot/categorystyle.h"
 #include "ui/whatif/allocatorsection.h"
+#include "ui/whatif/calibrationjob.h"
 #include "ui/whatif/calibrationruns.h"
 #include "ui/whatif/whatifchart.h"
 #include "ui/whatif/whatifconstantsdialog.h"
@@ -48,8 +49,10 @@ QString projected(double bytes) { return formatBytesQ(int64_t(bytes), 1); }
 } // namespace
 
 
-WhatIfPanel::WhatIfPanel(QWidget* parent) : QWidget(parent), m_runs(new CalibrationRuns(this))
+WhatIfPanel::WhatIfPanel(QWidget* parent)
+    : QWidget(parent), m_calJob(new CalibrationJob(this)), m_runs(new CalibrationRuns(this))
 {
+    connect(m_calJob, &CalibrationJob::finished, this, &WhatIfPanel::applyCalibration);
     m_device = *devicePreset("80gib");
     buildUi();
 }
@@ -232,10 +235,9 @@ void WhatIfPanel::setConstants(const WhatIfConstants& k)
 {
     m_k = k;
     if (m_trace) {
-        const LeverConfig keep = m_config;
-        recalibrate();
         if (m_haveBase)
-            setConfig(keep);
+            m_pendingConfig = m_config; // the levers stay where the user put them
+        recalibrate();
     } else if (m_dims) {
         setAnalyticModel(*m_dims, m_config);
     }
@@ -271,28 +273,37 @@ void WhatIfPanel::recalibrate()
 {
     m_error.clear();
     if (!m_trace || m_deviceIndex < 0 || size_t(m_deviceIndex) >= m_trace->snapshot.devices.size()) {
+        m_calJob->cancel();
         m_haveBase = false;
         return;
     }
-    try {
-        if (!m_analysis)
-            m_analysis = std::make_shared<const DeviceAnalysis>(analyzeDevice(*m_trace, size_t(m_deviceIndex)));
-        m_cal = calibrate(*m_trace, size_t(m_deviceIndex), *m_analysis, m_stated, m_dims.value_or(ModelDims{}), m_k);
-        if (!m_runs->runs().empty()) {
-            std::vector<Calibration> runs{*m_cal};
-            runs.insert(runs.end(), m_runs->runs().begin(), m_runs->runs().end());
-            const MultiFit fit = fitCalibrationRuns(runs, m_k);
-            m_cal->baseline = fit.baseline;
-            m_runsText = fit.microBatchFit || fit.sequenceFit
-                             ? tr("Fitted on %1 runs (this one and %2): largest residual %3%")
-                                   .arg(fit.runs)
-                                   .arg(m_runs->names().join(QStringLiteral(", ")))
-                                   .arg(fit.residual * 100, 0, 'f', 1)
-                             : tr("The added runs differ in neither micro-batch alone nor sequence alone: not used");
-        }
+    // Off the GUI thread; until it answers, the levers show the last calibration's state
+    // and a lever move waits (m_pendingConfig) for the new one.
+    CalibrationJob::Input in;
+    in.trace = m_trace;
+    in.deviceIndex = size_t(m_deviceIndex);
+    in.analysis = m_analysis;
+    in.stated = m_stated;
+    in.dims = m_dims.value_or(ModelDims{});
+    in.constants = m_k;
+    in.runs = m_runs->runs();
+    in.runNames = m_runs->names();
+    m_haveBase = false;
+    m_summary->setText(tr("Calibrating on the trace\u2026"));
+    m_calJob->start(std::move(in));
+}
+
+void WhatIfPanel::applyCalibration(const CalibrationJob::Outcome& out)
+{
+    if (out.analysis)
+        m_analysis = out.analysis;
+    m_error = out.error;
+    m_cal = out.calibration;
+    m_runsText = out.runsText;
+    m_haveBase = m_cal.has_value();
+    if (m_cal) {
         m_base = m_cal->baseline;
-        m_haveBase = true;
-        m_config = m_base.config;
+        m_config = m_pendingConfig.value_or(m_base.config);
         QStringList lines;
         for (const auto& m : m_cal->measured)
             if (m.key != "optimizer_bytes")
@@ -303,14 +314,17 @@ void WhatIfPanel::recalibrate()
         if (!m_runsText.isEmpty())
             lines << m_runsText;
         m_levers->setMeasuredInfo(lines.join(QStringLiteral("<br>")));
-    } catch (const std::exception& e) {
-        m_error = QString::fromUtf8(e.what());
-        m_haveBase = false;
     }
+    m_pendingConfig.reset();
     writeControls();
     recompute();
     rebuildLadder();
+    emit calibrated();
 }
+
+bool WhatIfPanel::isCalibrating() const { return m_calJob->isRunning(); }
+
+void WhatIfPanel::finishCalibration() { m_calJob->finishNow(); }
 
 void WhatIfPanel::readControls()
 {
@@ -350,6 +364,8 @@ void WhatIfPanel::writeControls()
 
 void WhatIfPanel::setConfig(const LeverConfig& config)
 {
+    if (isCalibrating()) // applied over the calibration that is on its way
+        m_pendingConfig = config;
     m_config = config;
     writeControls();
     recompute();

@@ -12,6 +12,8 @@
 #include "core/whatif/whatifladder.h"
 #include "core/whatif/whatifsettings.h"
 
+#include "ui/whatif/calibrationjob.h"
+
 #include <QWidget>
 
 #include <memory>
@@ -37,9 +39,9 @@ public:
     explicit WhatIfPanel(QWidget* parent = nullptr);
     ~WhatIfPanel() override;
 
-    /// Calibrated mode: decomposes a steady iteration of the device. Pass the analysis when
-    /// it exists (the explorer's, computed off the GUI thread); without it the panel
-    /// analyses the device synchronously.
+    /// Calibrated mode: decomposes a steady iteration of the device, in the background
+    /// (calibrated() follows). Pass the analysis when it exists (the explorer's); without it
+    /// the background job analyses the device first.
     void setTrace(std::shared_ptr<const LoadedTrace> trace, int deviceIndex,
                   std::shared_ptr<const DeviceAnalysis> analysis = nullptr);
     /// Analytic mode: a preset or hand-entered dimensions trained at `config`.
@@ -84,9 +86,16 @@ public:
     WhatIfVerifyDialog* compareWithRun(const QString& path);
     /// The error of the last calibration (e.g. a missing measured value), empty when fine.
     QString calibrationError() const { return m_error; }
+    /// A calibration runs in the background (after setTrace, setStated, setConstants, an added
+    /// run); calibrated() follows.
+    bool isCalibrating() const;
+    /// Waits for the running calibration and applies it now (an export, a test).
+    void finishCalibration();
 
 signals:
     void configChanged();
+    /// A calibration came back and the panel shows it (or its error).
+    void calibrated();
     /// The user applied ladder rung `index` (its configuration is now config()).
     void rungApplied(int index);
     void settingsChanged(const QString& json);
@@ -99,6 +108,7 @@ private:
     QString rungSettings(size_t i) const;
     void buildUi();
     void recalibrate();
+    void applyCalibration(const CalibrationJob::Outcome& outcome);
     void recompute();
     void rebuildLadder();
     void readControls();
@@ -112,6 +122,8 @@ private:
     std::optional<ModelDims> m_dims;
     StatedConfig m_stated;
     std::optional<Calibration> m_cal;
+    CalibrationJob* m_calJob;
+    std::optional<LeverConfig> m_pendingConfig; ///< set while calibrating: applied over it
     WhatIfBaseline m_base;
     bool m_haveBase = false;
     WhatIfConstants m_k;

@@ -56,6 +56,7 @@ void WhatIfView::render(QCPPainter* painter, const QSize& size)
 
 void WhatIfView::prepareExport()
 {
+    m_panel->finishCalibration(); // the report quotes the projection
     m_panel->allocatorSection()->prepare();
 }
 
