@@ -143,8 +143,10 @@ void WhatIfChart::paintEvent(QPaintEvent*)
                 p.drawText(QRect(x - 20, y(ph.high) - lineH - 2, barW + 40, lineH), Qt::AlignCenter, QStringLiteral("peak"));
             }
             p.setPen(palette().color(QPalette::Text));
-            const QString caption = measuredBar ? (fullCaptions ? QStringLiteral("measured") : QStringLiteral("M"))
-                                                : (fullCaptions ? QStringLiteral("projected") : QStringLiteral("P"));
+            // The left bar is the model's steady state at the measured setting, not what the
+            // trace held at that moment (a first iteration has no optimizer state yet).
+            const QString caption = measuredBar ? (fullCaptions ? tr("steady state") : QStringLiteral("S"))
+                                                : (fullCaptions ? tr("projected") : QStringLiteral("P"));
             p.drawText(QRect(x - 3, area.bottom() + 2, barW + 6, lineH), Qt::AlignCenter, caption);
         }
         const QString phase = QString::fromUtf8(std::string(stepPhaseLabel(StepPhase(g))).c_str());
@@ -170,7 +172,7 @@ void WhatIfChart::paintEvent(QPaintEvent*)
     if (!fullCaptions) {
         p.setPen(palette().color(QPalette::Text));
         p.drawText(QRect(area.left(), area.top() - lineH, area.width(), lineH), Qt::AlignRight,
-                   m_hasMeasured ? QStringLiteral("M measured, P projected") : QStringLiteral("P projected"));
+                   m_hasMeasured ? tr("S steady state at the measured setting, P projected") : tr("P projected"));
     }
     const int lx0 = legendRight ? area.right() + 12 : 8;
     const int ly0 = legendRight ? area.top() : area.bottom() + 2 * lineH + 6;
