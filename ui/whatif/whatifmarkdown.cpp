@@ -115,4 +115,19 @@ QString whatIfMarkdown(const Projection& p, const Ladder& ladder, const Calibrat
     return md;
 }
 
+QString rungSettings(const Ladder& ladder, size_t i)
+{
+    // Rungs are cumulative: applying one applies the ones above it too, so each says so.
+    const Rung& r = ladder.rungs[i];
+    QStringList sets;
+    for (const std::string& l : r.levers)
+        sets << QString::fromStdString(l);
+    QString text = sets.isEmpty() ? QObject::tr("sets nothing new") : QObject::tr("sets %1").arg(sets.join(QStringLiteral(", ")));
+    if (i == 1)
+        text += QObject::tr("; with rung 1's settings");
+    else if (i > 1)
+        text += QObject::tr("; with the settings of rungs 1-%1").arg(i);
+    return text;
+}
+
 } // namespace headroom

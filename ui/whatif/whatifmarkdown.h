@@ -23,4 +23,7 @@ QStringList replayLines(const Projection& projection);
 /// What a ladder rung costs, in words: "engineering: low; throughput: +33% step time".
 QString rungCosts(const Rung& rung);
 
+/// "sets expandable_segments=on; with rung 1's settings": what applying rung `i` changes.
+QString rungSettings(const Ladder& ladder, size_t i);
+
 } // namespace headroom

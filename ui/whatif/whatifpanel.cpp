@@ -488,7 +488,7 @@ void WhatIfPanel::rebuildLadder()
                                 QString::fromStdString(std::string(verdictName(r.projection.verdict))))
                            .arg(r.projection.time.total, 0, 'f', 2)
                            .arg(rungCosts(r));
-        text += QStringLiteral("\n    ") + rungSettings(i);
+        text += QStringLiteral("\n    ") + rungSettings(m_ladder, i);
         for (const auto& w : r.warnings)
             text += QStringLiteral("\n    ! ") + QString::fromStdString(w);
         auto* it = new QListWidgetItem(text, m_ladderList);
@@ -498,21 +498,6 @@ void WhatIfPanel::rebuildLadder()
     }
     if (!m_ladder.fitsAsIs && m_ladder.firstFit < 0)
         m_ladderList->addItem(tr("No rung fits: see the alternatives by currency (headroom-cli ladder)."));
-}
-
-QString WhatIfPanel::rungSettings(size_t i) const
-{
-    // Rungs are cumulative: applying one applies the ones above it too, so each says so.
-    const Rung& r = m_ladder.rungs[i];
-    QStringList sets;
-    for (const std::string& l : r.levers)
-        sets << QString::fromStdString(l);
-    QString text = sets.isEmpty() ? tr("sets nothing new") : tr("sets %1").arg(sets.join(QStringLiteral(", ")));
-    if (i == 1)
-        text += tr("; with rung 1's settings");
-    else if (i > 1)
-        text += tr("; with the settings of rungs 1-%1").arg(i);
-    return text;
 }
 
 void WhatIfPanel::addCalibrationRun(const QString& path)

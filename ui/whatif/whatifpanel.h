@@ -104,8 +104,6 @@ signals:
     void allocatorCurveCleared();
 
 private:
-    /// "sets expandable_segments=on; with rung 1's settings": what applying rung `i` changes.
-    QString rungSettings(size_t i) const;
     void buildUi();
     void recalibrate();
     void applyCalibration(const CalibrationJob::Outcome& outcome);
