@@ -304,6 +304,7 @@ void WhatIfPanel::applyCalibration(const CalibrationJob::Outcome& out)
     if (m_cal) {
         m_base = m_cal->baseline;
         m_config = m_pendingConfig.value_or(m_base.config);
+        lockUnknown(m_config);
         QStringList lines;
         for (const auto& m : m_cal->measured)
             if (m.key != "optimizer_bytes")
@@ -335,22 +336,30 @@ void WhatIfPanel::readControls()
         m_device = deviceForCapacity(int64_t(g * kGiB));
         m_allocator->setCapacity(m_device.capacityBytes);
     }
-    // A lever whose measured value is unknown is locked (WhatIfLeverForm::showLevers): it stays as
-    // measured, whatever its widget shows (a spin box cannot show "unknown" devices).
-    if (m_cal) {
-        const LeverConfig& b = m_base.config;
-        if (!m_cal->known("micro_batch"))
-            c.microBatch = b.microBatch;
-        if (!m_cal->known("seq"))
-            c.seq = b.seq;
-        if (!m_cal->known("precision"))
-            c.precision = b.precision;
-        if (!m_cal->known("devices")) {
-            c.devices = b.devices;
-            c.zero = b.zero;
-        }
-    }
+    lockUnknown(c);
     m_config = c;
+    if (isCalibrating()) // what the user sets meanwhile is laid over the calibration to come
+        m_pendingConfig = c;
+}
+
+void WhatIfPanel::lockUnknown(LeverConfig& c) const
+{
+    // A lever whose measured value is unknown is locked (WhatIfLeverForm::showLevers): it stays as
+    // measured, whatever its widget shows (a spin box cannot show "unknown" devices). One left
+    // unknown by an earlier calibration takes the new one's value.
+    if (!m_cal)
+        return;
+    const LeverConfig& b = m_base.config;
+    if (!m_cal->known("micro_batch") || c.microBatch <= 0)
+        c.microBatch = b.microBatch;
+    if (!m_cal->known("seq") || c.seq <= 0)
+        c.seq = b.seq;
+    if (!m_cal->known("precision"))
+        c.precision = b.precision;
+    if (!m_cal->known("devices") || c.devices <= 0) {
+        c.devices = b.devices;
+        c.zero = b.zero;
+    }
 }
 
 void WhatIfPanel::writeControls()

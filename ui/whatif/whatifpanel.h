@@ -110,6 +110,7 @@ private:
     void recompute();
     void rebuildLadder();
     void readControls();
+    void lockUnknown(LeverConfig& config) const;
     void writeControls();
     void applyRung(QListWidgetItem* item);
     void showSummary();
