@@ -64,6 +64,17 @@ int McpServer::run(std::istream& in, std::ostream& out)
 
 std::optional<json> McpServer::handle(const std::string& line)
 {
+    // Nothing a client sends may end the session: whatever escapes the checks below (a
+    // nlohmann type_error on a field of an unexpected type) is still an answer.
+    try {
+        return respond(line);
+    } catch (const std::exception& e) {
+        return errorResponse(nullptr, kInvalidRequest, std::string("Invalid request: ") + e.what());
+    }
+}
+
+std::optional<json> McpServer::respond(const std::string& line)
+{
     if (line.find_first_not_of(" \t\r") == std::string::npos)
         return std::nullopt;
     json message;
@@ -76,16 +87,17 @@ std::optional<json> McpServer::handle(const std::string& line)
         return errorResponse(nullptr, kInvalidRequest,
                              "Invalid request: batches are not supported; send one message per line");
     const bool hasId = message.is_object() && message.contains("id");
-    const json id = hasId ? message["id"] : json(nullptr);
-    if (!message.is_object() || message.value("jsonrpc", "") != "2.0" || !message.contains("method") ||
-        !message["method"].is_string())
+    // JSON-RPC ids are strings or numbers; anything else is answered with a null id.
+    const json id = hasId && (message["id"].is_string() || message["id"].is_number()) ? message["id"] : json(nullptr);
+    const bool versionOk = message.is_object() && message.contains("jsonrpc") && message["jsonrpc"] == "2.0";
+    if (!versionOk || !message.contains("method") || !message["method"].is_string() || (hasId && id.is_null()))
         return hasId || !message.is_object()
                    ? std::optional(errorResponse(
                          id, kInvalidRequest,
                          "Invalid request: expected {\"jsonrpc\": \"2.0\", \"method\": ..., \"id\": ...}"))
                    : std::nullopt; // a response from the client (we send no requests): ignore
     const std::string method = message["method"].get<std::string>();
-    const json params = message.value("params", json::object());
+    const json params = message.contains("params") ? message["params"] : json::object();
     if (!hasId)
         return std::nullopt; // notifications/initialized, notifications/cancelled, ...: nothing to answer
     try {
@@ -124,7 +136,9 @@ json McpServer::dispatch(const std::string& method, const json& params)
 
 json McpServer::initialize(const json& params) const
 {
-    const std::string asked = params.value("protocolVersion", "");
+    const std::string asked = params.contains("protocolVersion") && params["protocolVersion"].is_string()
+                                  ? params["protocolVersion"].get<std::string>()
+                                  : "";
     const auto& versions = protocolVersions();
     const bool known = std::find(versions.begin(), versions.end(), asked) != versions.end();
     return {{"protocolVersion", known ? asked : versions.front()},
@@ -157,7 +171,7 @@ json McpServer::callTool(const json& params)
             names += (names.empty() ? "" : ", ") + t.name;
         throw RpcError{kInvalidParams, "Unknown tool: " + name + " (tools: " + names + ")"};
     }
-    CommandOutput out = tool->call(params.value("arguments", json::object()), m_cache);
+    CommandOutput out = tool->call(params.contains("arguments") ? params["arguments"] : json::object(), m_cache);
     out.json["schema_version"] = kJsonSchemaVersion;
     return {{"content", json::array({{{"type", "text"}, {"text", out.text}}})},
             {"structuredContent", std::move(out.json)},
@@ -178,7 +192,7 @@ json McpServer::listResources() const
 
 json McpServer::readResource(const json& params)
 {
-    const std::string uri = params.value("uri", "");
+    const std::string uri = params.contains("uri") && params["uri"].is_string() ? params["uri"].get<std::string>() : "";
     const std::string prefix = "file://";
     // Only files a tool opened: a resource read never names a new path to read.
     const auto path = uri.rfind(prefix, 0) == 0 ? m_cache.openPath(uri.substr(prefix.size())) : std::nullopt;

@@ -34,6 +34,7 @@ public:
     std::optional<nlohmann::json> handle(const std::string& line);
 
 private:
+    std::optional<nlohmann::json> respond(const std::string& line);
     nlohmann::json dispatch(const std::string& method, const nlohmann::json& params);
     nlohmann::json initialize(const nlohmann::json& params) const;
     nlohmann::json listTools() const;

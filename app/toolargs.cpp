@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "app/toolargs.h"
 
+#include <cmath>
+#include <limits>
+
 namespace headroom::cli {
 
 namespace {

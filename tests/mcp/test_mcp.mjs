@@ -512,6 +512,29 @@ async function rawSection() {
   const r2 = await send('{"jsonrpc":"2.0","id":7,"method":"no/such/method"}\n');
   check('raw: unknown method gets error -32601 with id 7', r2?.error?.code === -32601 && r2.id === 7, r2 ? `got ${show(r2)}` : 'no response line');
 
+  // Messages of the wrong shape: each gets an error answer and the session goes on (a
+  // "jsonrpc" that is a number once ended the server with an uncaught type_error).
+  const sample = path.join(opts.sourceDir, 'sample_traces', 'pt27_silmont_mem_snapshot.pickle');
+  const malformed = [
+    ['"jsonrpc" a number', { jsonrpc: 2, id: 20, method: 'ping' }],
+    ['params an array', { jsonrpc: '2.0', id: 21, method: 'ping', params: [1] }],
+    ['a file that is a number', { jsonrpc: '2.0', id: 22, method: 'tools/call', params: { name: 'summary', arguments: { file: 5 } } }],
+    ['arguments a string', { jsonrpc: '2.0', id: 23, method: 'tools/call', params: { name: 'summary', arguments: 'x' } }],
+    ['an event past the end', { jsonrpc: '2.0', id: 24, method: 'tools/call', params: { name: 'peak', arguments: { file: sample, event: 99999999 } } }],
+    ['top of 1e300', { jsonrpc: '2.0', id: 25, method: 'tools/call', params: { name: 'peak', arguments: { file: sample, top: 1e300 } } }],
+    ['a micro-batch past int', { jsonrpc: '2.0', id: 26, method: 'tools/call', params: { name: 'whatif', arguments: { file: sample, micro_batch: 3000000000 } } }],
+    ['a resource uri that is a number', { jsonrpc: '2.0', id: 27, method: 'resources/read', params: { uri: 7 } }],
+    ['a tool name that is a number', { jsonrpc: '2.0', id: 28, method: 'tools/call', params: { name: 12 } }],
+    ['an id that is an object', { jsonrpc: '2.0', id: { a: 1 }, method: 'ping' }],
+  ];
+  for (const [what, message] of malformed) {
+    const r = await send(`${JSON.stringify(message)}\n`);
+    check(`raw: ${what} gets a JSON-RPC error`, r?.error && typeof r.error.code === 'number' && r.error.message,
+          r ? `got ${show(r)}` : 'no response line (did the server exit?)');
+  }
+  const r4 = await send('"just a string"\n');
+  check('raw: a JSON string gets error -32600', r4?.error?.code === -32600, r4 ? `got ${show(r4)}` : 'no response line');
+
   const r3 = await send('{"jsonrpc":"2.0","id":8,"method":"ping"}\n');
   check(
     'raw: ping gets result {} with id 8',
