@@ -214,7 +214,7 @@ std::string projectionText(const Projection& p, const std::vector<MeasuredItem>&
       << stepPhaseLabel(p.peakPhase) << "; ";
     if (p.capacity > 0)
         o << "device " << device.name << " " << gib(p.capacity) << ": " << verdictName(p.verdict) << " (margin "
-          << int(p.margin * 100) << "%)\n";
+          << int(p.margin * 100) << "%)\n" << reservedVerdictText(p);
     else
         o << device.name << "\n"; // "capacity unknown (give --capacity; ...)": no verdict to give
 
@@ -254,6 +254,20 @@ std::string projectionText(const Projection& p, const std::vector<MeasuredItem>&
     for (const auto& n : p.notes)
         o << "Note: " << n << "\n";
     return o.str();
+}
+
+std::string reservedVerdictText(const Projection& p)
+{
+    // The peak and the allocator's verdict speak of the same projected run: one sentence when
+    // they disagree, so neither reads as the answer alone.
+    if (!p.simulated || p.simulated->oomEvent < 0 || p.verdict == Verdict::DoesNotFit)
+        return {};
+    const SimulatedReserved& r = *p.simulated;
+    return std::string(p.verdict == Verdict::Fits ? "Fits" : "Tight") +
+           " by allocated memory, but the projected run's requests through the caching allocator fail at event " +
+           std::to_string(r.oomEvent) + ": a request of " + formatBytes(r.oomSize) + " with " +
+           gib(double(r.oomReserved)) + " reserved of the " + gib(double(r.capacity)) +
+           " the allocator may take (OOM; memory cached in blocks too small for it: try expandable_segments)\n";
 }
 
 std::string ladderText(const Ladder& l)

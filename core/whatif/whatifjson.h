@@ -26,6 +26,11 @@ std::string projectionText(const Projection& p, const std::vector<MeasuredItem>&
 bool settledBySequence(const ProjectedAmbiguity& a);
 std::string ladderText(const Ladder& l);
 
+/// "Tight by allocated memory, but the projected run's requests through the caching allocator
+/// fail at event 18996: ..." when the projection fits and its simulated allocator does not (the
+/// peak and the allocator verdict speak of the same run); empty otherwise.
+std::string reservedVerdictText(const Projection& p);
+
 /// A count of the configuration as text: "unknown" when the trace does not tell it (0).
 std::string countText(int value);
 /// Whether tokens/s and the effective batch mean anything: the micro-batch, the sequence and
