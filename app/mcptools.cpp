@@ -145,12 +145,10 @@ CommandOutput peakTool(const json& arguments, TraceCache& cache)
     j["file"] = trace->snapshot.path;
     j["device"] = trace->snapshot.devices[index].device;
     j["at_peak"] = event == tl.peakEventIndex;
-    std::string text = formatBytes(g.bytes) + " alive after event " + std::to_string(event) + " on device " +
-                       std::to_string(trace->snapshot.devices[index].device) + ", by the code that allocated it:\n";
-    for (const LiveGroup& row : g.byStack)
-        text += "  " + std::to_string(row.count) + " x " + formatBytes(row.size) + " = " + formatBytes(row.bytes) +
-                "  " + categoryLowerName(row.category) + " (" + std::string(phaseKey(row.phase)) + ")  " +
-                (row.frames.empty() ? std::string("(no frames)") : row.site()) + "\n";
+    // The rows read as analyze's: "allocated by" is the user's code there too.
+    const std::string text = formatBytes(g.bytes) + " alive after event " + std::to_string(event) + " on device " +
+                             std::to_string(trace->snapshot.devices[index].device) +
+                             ", by the code that allocated it:\n" + liveGroupRowsText(j);
     return {std::move(j), text, 0};
 }
 
@@ -268,7 +266,8 @@ json whatIfInput(bool ladder)
         {"measured_precision", schema::text("Precision the file was measured at")},
         {"model", schema::text("Analytic preset without a file: gpt2, llama2-7b, llama3-8b, llama2-70b")},
         {"device_index", schema::integer("Which device of a multi-device file (position; default: the device with "
-                                         "an OOM, else the highest peak)", 0)}};
+                                         "an OOM, else the highest peak)",
+                                         0)}};
     if (ladder) {
         p["currency_order"] = schema::text("Spend these first, e.g. hardware,throughput,engineering,fidelity");
         p["available_devices"] = schema::integer("Devices available for sharding rungs", 1);

@@ -102,13 +102,19 @@ TraceSource TraceCache::source()
     return [this](const std::string& path) { return load(path); };
 }
 
-std::shared_ptr<const DeviceAnalysis> TraceCache::analysis(const std::string& path, size_t index)
+const DeviceAnalysis& TraceCache::analysisOf(Entry& e, size_t index)
 {
-    Entry& e = entry(path);
     auto& slot = e.analyses[index];
     if (!slot)
         slot = std::make_shared<const DeviceAnalysis>(analyzeDevice(*e.trace, index));
-    return slot;
+    return *slot;
+}
+
+std::shared_ptr<const DeviceAnalysis> TraceCache::analysis(const std::string& path, size_t index)
+{
+    Entry& e = entry(path);
+    analysisOf(e, index);
+    return e.analyses[index];
 }
 
 std::shared_ptr<const DeviceReport> TraceCache::report(const std::string& path, size_t index, int64_t capacity)
@@ -125,13 +131,13 @@ std::shared_ptr<const DeviceReport> TraceCache::report(const std::string& path, 
 }
 
 std::shared_ptr<const Calibration> TraceCache::calibration(const std::string& path, size_t index,
-                                                          const StatedConfig& stated, const ModelDims& dims)
+                                                           const StatedConfig& stated, const ModelDims& dims)
 {
-    const auto a = analysis(path, index);
-    Entry& e = entry(path);
+    Entry& e = entry(path); // one look at the file on disk, not one per cached piece
     auto& slot = e.calibrations[calibrationKey(index, stated, dims)];
     if (!slot)
-        slot = std::make_shared<const Calibration>(calibrate(*e.trace, index, *a, stated, dims, WhatIfConstants{}));
+        slot = std::make_shared<const Calibration>(
+            calibrate(*e.trace, index, analysisOf(e, index), stated, dims, WhatIfConstants{}));
     return slot;
 }
 

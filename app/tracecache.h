@@ -66,6 +66,7 @@ private:
         std::map<std::string, std::shared_ptr<const Calibration>> calibrations; ///< by calibrationKey()
     };
     Entry& entry(const std::string& path);
+    static const DeviceAnalysis& analysisOf(Entry& e, size_t index);
     std::filesystem::path canonical(const std::string& path) const;
     void evict();
 

@@ -44,19 +44,25 @@ void printFailingRequests(std::ostream& os, const nlohmann::json& requests)
     }
 }
 
-/// "  alive at the peak by the code that allocated it (10 of 37 sites):" and one row each:
-/// "    96 x 100.00 MiB = 9.38 GiB  gradients, born in backward" with its frames under it.
 void printGroups(std::ostream& os, const nlohmann::json& g)
 {
     os << "\n  alive at the peak by the code that allocated it (" << g["by_stack"].size() << " of "
-       << g["stack_groups"].get<size_t>() << " sites):\n";
+       << g["stack_groups"].get<size_t>() << " sites):\n"
+       << liveGroupRowsText(g);
+}
+
+} // namespace
+
+std::string liveGroupRowsText(const nlohmann::json& g)
+{
+    std::ostringstream os;
     for (const auto& row : g["by_stack"]) {
         LiveGroup lg;
         lg.count = row["count"].get<int64_t>();
         lg.size = row["size"].get<int64_t>();
         os << "    " << groupCountText(lg) << " = " << formatBytes(row["bytes"].get<int64_t>()) << "  "
-           << categoryProseName(categoryFromName(row["category"].get<std::string>()).value_or(TensorCategory::Unknown)) << ", born in "
-           << row["phase"].get<std::string>() << "\n";
+           << categoryProseName(categoryFromName(row["category"].get<std::string>()).value_or(TensorCategory::Unknown))
+           << ", born in " << row["phase"].get<std::string>() << "\n";
         const std::string user = row["user_code"].get<std::string>();
         if (user.empty())
             os << "        (no frames)\n";
@@ -66,9 +72,8 @@ void printGroups(std::ostream& os, const nlohmann::json& g)
             if (f.get<std::string>() != user)
                 os << "            " << compactFrame(f.get<std::string>()) << "\n";
     }
+    return os.str();
 }
-
-} // namespace
 
 nlohmann::json liveGroupsJson(const LiveGroups& g)
 {
@@ -124,19 +129,23 @@ nlohmann::json analysisJson(const LoadedTrace& trace, std::optional<int64_t> cap
             const Allocation& al = tl.allocations[i];
             const AllocationClass& c = a.classes[i];
             topRows.push_back({{"size", al.size},
-                           {"category", categoryLowerName(c.category)},
-                           {"phase", phaseKey(c.birthPhase)},
-                           {"rule", categoryRuleText(c.rule)},
-                           {"start_event", al.start},
-                           {"end_event", al.end},
-                           {"frames", snap.frames.topFrameLines(al.stack, 3)}});
+                               {"category", categoryLowerName(c.category)},
+                               {"phase", phaseKey(c.birthPhase)},
+                               {"rule", categoryRuleText(c.rule)},
+                               {"start_event", al.start},
+                               {"end_event", al.end},
+                               {"frames", snap.frames.topFrameLines(al.stack, 3)}});
         }
         j["top_at_peak"] = topRows;
         j["groups_at_peak"] = liveGroupsJson(LiveGroups::at(trace, d, a, tl.peakEventIndex, top));
         nlohmann::json iters = nlohmann::json::array();
         for (const IterationPeak& p : a.iterationPeaks)
-            iters.push_back({{"iteration", p.iteration}, {"start_event", p.startEvent}, {"end_event", p.endEvent},
-                             {"peak_bytes", p.peakBytes}, {"peak_event", p.peakEvent}, {"end_bytes", p.endBytes}});
+            iters.push_back({{"iteration", p.iteration},
+                             {"start_event", p.startEvent},
+                             {"end_event", p.endEvent},
+                             {"peak_bytes", p.peakBytes},
+                             {"peak_event", p.peakEvent},
+                             {"end_bytes", p.endBytes}});
         j["iteration_peaks"] = iters;
         const Fragmentation& fr = a.fragmentation;
         j["fragmentation"] = {{"reserved_bytes", fr.reserved},

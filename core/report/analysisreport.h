@@ -22,5 +22,8 @@ std::string analysisMarkdown(const LoadedTrace& trace, std::optional<int64_t> ca
 
 /// `groups`' allocations by stack and by module, as `analyze` and MCP's `peak` write them.
 nlohmann::json liveGroupsJson(const LiveGroups& groups);
+/// The rows of liveGroupsJson's `by_stack` as text: "    96 x 100.00 MiB = 9.38 GiB  gradients,
+/// born in backward", then "by" the user's code and the other frames under it.
+std::string liveGroupRowsText(const nlohmann::json& groups);
 
 } // namespace headroom
