@@ -41,7 +41,7 @@ private:
 } // namespace
 
 ProjectedAllocatorRun simulateProjected(const TraceProjector& tp, double b, double s, const AllocatorConfig& config,
-                                        int64_t capacity)
+                                        int64_t capacity, bool checkpointed)
 {
     ProjectedAllocatorRun run;
     CapacityMemory memory(capacity);
@@ -67,7 +67,7 @@ ProjectedAllocatorRun simulateProjected(const TraceProjector& tp, double b, doub
             run.reservedPeak = sim.reserved();
             run.reservedPeakEvent = event;
         }
-    });
+    }, checkpointed);
     return run;
 }
 
@@ -78,7 +78,8 @@ void simulateReserved(Projection& p, const WhatIfBaseline& base, const Allocator
     AllocatorConfig config = recorded;
     config.expandableSegments = p.config.expandableSegments;
     const int64_t capacity = p.capacity > 0 ? int64_t(p.capacity - std::max(base.context, base.contextHigh)) : 0;
-    const ProjectedAllocatorRun run = simulateProjected(*base.trace, p.config.microBatch, p.config.seq, config, capacity);
+    const ProjectedAllocatorRun run = simulateProjected(*base.trace, p.config.microBatch, p.config.seq, config, capacity,
+                                                         p.replayCheckpointedBlocks > 0);
     SimulatedReserved r;
     r.peak = run.reservedPeak;
     r.peakEvent = run.reservedPeakEvent;

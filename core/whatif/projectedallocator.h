@@ -28,8 +28,9 @@ struct ProjectedAllocatorRun {
 };
 
 /// The central reading at micro-batch `b` and sequence `s`, on one stream. `capacity` 0: unlimited.
+/// `checkpointed`: with the projector's checkpoint plan.
 ProjectedAllocatorRun simulateProjected(const TraceProjector& tp, double b, double s, const AllocatorConfig& config,
-                                        int64_t capacity);
+                                        int64_t capacity, bool checkpointed = false);
 
 /// Fills `p.simulated` for a replayed projection: the target's expandable_segments over the
 /// file's other allocator settings, against the capacity less the high estimate of memory

@@ -47,7 +47,7 @@ TraceProjector::TraceProjector(const MemoryTimeline& tl, AllocationLaws laws, in
     }
     std::stable_sort(m_boundaries.begin(), m_boundaries.end(),
                      [](const Boundary& x, const Boundary& y) { return x.event < y.event; });
-    const TraceReplayPeak measured = replay(factors(m_b0, m_s0));
+    const TraceReplayPeak measured = replay(factors(m_b0, m_s0), false);
     m_measuredPeak = measured.central;
     m_measuredPeakEvent = measured.centralEvent;
 }
@@ -55,7 +55,7 @@ TraceProjector::TraceProjector(const MemoryTimeline& tl, AllocationLaws laws, in
 TraceProjector::TraceProjector(const TraceProjector& from, AllocationLaws laws)
     : m_laws(std::move(laws)), m_size(from.m_size), m_initial(from.m_initial), m_boundaries(from.m_boundaries),
       m_b0(from.m_b0), m_s0(from.m_s0), m_measuredPeak(from.m_measuredPeak), m_measuredPeakEvent(from.m_measuredPeakEvent),
-      m_stoppedAt(from.m_stoppedAt)
+      m_stoppedAt(from.m_stoppedAt), m_plan(from.m_plan)
 {
 }
 
@@ -78,7 +78,36 @@ TraceProjector::Factors TraceProjector::factors(double b, double s) const
     return f;
 }
 
-TraceReplayPeak TraceProjector::replay(const Factors& f) const
+template <class F>
+void TraceProjector::walk(bool checkpointed, F&& f) const
+{
+    static const std::vector<CheckpointPlan::Move> kNone;
+    const auto& moves = checkpointed ? m_plan.moves : kNone;
+    // At one event: the plan's releases, the recorded boundaries, then the plan's re-allocations.
+    auto rank = [](bool extra, bool end) { return extra ? (end ? 0 : 2) : 1; };
+    size_t i = 0, j = 0;
+    while (i < m_boundaries.size() || j < moves.size()) {
+        bool takeMove = false;
+        if (j < moves.size()) {
+            if (i == m_boundaries.size())
+                takeMove = true;
+            else {
+                const Boundary& b = m_boundaries[i];
+                const CheckpointPlan::Move& m = moves[j];
+                takeMove = m.event != b.event ? m.event < b.event : rank(true, m.end) < rank(false, b.end);
+            }
+        }
+        const int64_t event = takeMove ? moves[j].event : m_boundaries[i].event;
+        const uint32_t alloc = takeMove ? moves[j].alloc : m_boundaries[i].alloc;
+        const bool end = takeMove ? moves[j].end : m_boundaries[i].end;
+        takeMove ? ++j : ++i;
+        const bool last = (i == m_boundaries.size() || m_boundaries[i].event != event) &&
+                          (j == moves.size() || moves[j].event != event);
+        f(event, alloc, end, last);
+    }
+}
+
+TraceReplayPeak TraceProjector::replay(const Factors& f, bool checkpointed) const
 {
     const auto& laws = m_laws.laws();
     double c = 0, lo = 0, hi = 0;
@@ -95,50 +124,57 @@ TraceReplayPeak TraceProjector::replay(const Factors& f) const
         c += zc, lo += zl, hi += zh;
     }
     TraceReplayPeak p{c, lo, hi, -1, -1, -1};
-    for (size_t k = 0; k < m_boundaries.size(); ++k) {
-        const Boundary& bd = m_boundaries[k];
+    if (checkpointed)
+        p = {0, 0, 0, -1, -1, -1};
+    walk(checkpointed, [&](int64_t event, uint32_t alloc, bool end, bool last) {
         double zc, zl, zh;
-        sizes(bd.alloc, zc, zl, zh);
-        const double sign = bd.end ? -1 : 1;
+        sizes(alloc, zc, zl, zh);
+        const double sign = end ? -1 : 1;
         c += sign * zc, lo += sign * zl, hi += sign * zh;
-        if (k + 1 < m_boundaries.size() && m_boundaries[k + 1].event == bd.event)
-            continue; // the event's other boundaries first
-        if (c > p.central) p.central = c, p.centralEvent = bd.event;
-        if (lo > p.low) p.low = lo, p.lowEvent = bd.event;
-        if (hi > p.high) p.high = hi, p.highEvent = bd.event;
-    }
+        if (!last || !counts(event, checkpointed))
+            return; // the event's other boundaries first
+        if (c > p.central) p.central = c, p.centralEvent = event;
+        if (lo > p.low) p.low = lo, p.lowEvent = event;
+        if (hi > p.high) p.high = hi, p.highEvent = event;
+    });
     return p;
 }
 
 void TraceProjector::visit(double b, double s,
-                           const std::function<void(int64_t event, uint32_t alloc, bool end, double bytes)>& f) const
+                           const std::function<void(int64_t event, uint32_t alloc, bool end, double bytes)>& f,
+                           bool checkpointed) const
 {
     const Factors fs = factors(b, s);
     const auto& laws = m_laws.laws();
     auto bytes = [&](uint32_t i) { return double(m_size[i]) * fs.law[size_t(laws[i].central)]; };
     for (uint32_t i : m_initial)
         f(-1, i, false, bytes(i));
-    for (const Boundary& bd : m_boundaries)
-        f(bd.event, bd.alloc, bd.end, bytes(bd.alloc));
+    walk(checkpointed, [&](int64_t event, uint32_t alloc, bool end, bool) { f(event, alloc, end, bytes(alloc)); });
 }
 
-TraceReplayPeak TraceProjector::project(double b, double s) const { return replay(factors(b, s)); }
-
-std::vector<AmbiguityWorth> TraceProjector::worth(double b, double s, size_t count, const TraceReplayPeak* at) const
+TraceReplayPeak TraceProjector::project(double b, double s, bool checkpointed) const
 {
+    return replay(factors(b, s), checkpointed && !m_plan.empty());
+}
+
+std::vector<AmbiguityWorth> TraceProjector::worth(double b, double s, size_t count, const TraceReplayPeak* at,
+                                                  bool checkpointed) const
+{
+    checkpointed = checkpointed && !m_plan.empty();
     // What each group holds at the central peak, read its other ways: the peak moves at least
     // that much (more where the group's own peak is elsewhere).
     const Factors f = factors(b, s);
-    const TraceReplayPeak p = at ? *at : replay(f);
+    const TraceReplayPeak p = at ? *at : replay(f, checkpointed);
     const auto& laws = m_laws.laws();
     std::vector<double> live(m_laws.ambiguities().size() + 1, 0.0);
     for (uint32_t i : m_initial)
         live[laws[i].group] += double(m_size[i]);
-    for (const Boundary& bd : m_boundaries) {
-        if (bd.event > p.centralEvent)
-            break;
-        live[laws[bd.alloc].group] += (bd.end ? -1.0 : 1.0) * double(m_size[bd.alloc]);
-    }
+    bool past = false;
+    walk(checkpointed, [&](int64_t event, uint32_t alloc, bool end, bool) {
+        past = past || event > p.centralEvent;
+        if (!past)
+            live[laws[alloc].group] += (end ? -1.0 : 1.0) * double(m_size[alloc]);
+    });
     std::vector<AmbiguityWorth> out;
     for (size_t g = 0; g < m_laws.ambiguities().size(); ++g) {
         const LawAmbiguity& a = m_laws.ambiguities()[g];

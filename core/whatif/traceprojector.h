@@ -6,6 +6,7 @@
 // and the peak taken over every event, wherever it moves.
 
 #include "core/whatif/allocationlaw.h"
+#include "core/whatif/checkpointplan.h"
 
 #include <cstdint>
 #include <functional>
@@ -34,15 +35,22 @@ public:
     /// The same history under other laws (the laws of `from`, refined by more evidence).
     TraceProjector(const TraceProjector& from, AllocationLaws laws);
 
-    /// The peak at micro-batch `b` and sequence `s` (per device).
-    TraceReplayPeak project(double b, double s) const;
+    /// The peak at micro-batch `b` and sequence `s` (per device). `checkpointed`: with the
+    /// checkpoint plan's moves, the peak taken over the plan's iteration (the steady state).
+    TraceReplayPeak project(double b, double s, bool checkpointed = false) const;
     /// The ambiguities that move the peak at (b, s), largest first, at most `count`; `at` is
-    /// project(b, s) when the caller has it.
-    std::vector<AmbiguityWorth> worth(double b, double s, size_t count, const TraceReplayPeak* at = nullptr) const;
+    /// project(b, s, checkpointed) when the caller has it.
+    std::vector<AmbiguityWorth> worth(double b, double s, size_t count, const TraceReplayPeak* at = nullptr,
+                                      bool checkpointed = false) const;
 
     /// Every request and release of the projected run in the trace's order, the central reading
     /// at (b, s): `event` -1 for allocations alive before the trace; `bytes` as requested.
-    void visit(double b, double s, const std::function<void(int64_t event, uint32_t alloc, bool end, double bytes)>& f) const;
+    void visit(double b, double s, const std::function<void(int64_t event, uint32_t alloc, bool end, double bytes)>& f,
+               bool checkpointed = false) const;
+
+    /// Activation checkpointing of every repeated block, as moves of the history.
+    void setCheckpointPlan(CheckpointPlan plan) { m_plan = std::move(plan); }
+    const CheckpointPlan& checkpointPlan() const { return m_plan; }
 
     const AllocationLaws& laws() const { return m_laws; }
     /// Each allocation's measured bytes.
@@ -64,7 +72,16 @@ private:
     struct Factors;
     Factors factors(double b, double s) const;
     /// One pass over the history.
-    TraceReplayPeak replay(const Factors& f) const;
+    TraceReplayPeak replay(const Factors& f, bool checkpointed) const;
+    /// The history's boundaries in order, with the plan's moves when `checkpointed`:
+    /// f(event, alloc, end, last of its event).
+    template <class F>
+    void walk(bool checkpointed, F&& f) const;
+    /// Whether the peak may be taken at `event`.
+    bool counts(int64_t event, bool checkpointed) const
+    {
+        return !checkpointed || (event >= m_plan.from && event <= m_plan.to);
+    }
 
     AllocationLaws m_laws;
     std::vector<int64_t> m_size;
@@ -74,6 +91,7 @@ private:
     double m_measuredPeak = 0;
     int64_t m_measuredPeakEvent = -1;
     int64_t m_stoppedAt = -1;
+    CheckpointPlan m_plan;
 };
 
 } // namespace headroom

@@ -29,6 +29,7 @@ RepeatedBlocks findRepeatedBlocks(const std::vector<uint64_t>& keys, const std::
                 if (covered > best.bytes * 1.0001) {
                     best.count = int(count);
                     best.period = int(p);
+                    best.start = int(start);
                     best.bytes = covered;
                 }
             }
@@ -36,6 +37,40 @@ RepeatedBlocks findRepeatedBlocks(const std::vector<uint64_t>& keys, const std::
         }
     }
     return best;
+}
+
+namespace {
+
+void collectRuns(const std::vector<uint64_t>& keys, const std::vector<int64_t>& bytes, size_t from, size_t to,
+                 double minBytes, int minPeriod, size_t maxTensors, std::vector<RepeatedBlocks>& out)
+{
+    if (to - from < 2 * size_t(std::max(1, minPeriod)))
+        return;
+    const std::vector<uint64_t> k(keys.begin() + long(from), keys.begin() + long(to));
+    const std::vector<int64_t> b(bytes.begin() + long(from), bytes.begin() + long(to));
+    RepeatedBlocks rb = findRepeatedBlocks(k, b, minPeriod, maxTensors);
+    if (rb.count < 2 || rb.bytes < minBytes)
+        return;
+    const size_t start = from + size_t(rb.start), end = start + size_t(rb.count * rb.period);
+    rb.start = int(start);
+    out.push_back(rb);
+    collectRuns(keys, bytes, from, start, minBytes, minPeriod, maxTensors, out);
+    collectRuns(keys, bytes, end, to, minBytes, minPeriod, maxTensors, out);
+}
+
+} // namespace
+
+std::vector<RepeatedBlocks> findRepeatedRuns(const std::vector<uint64_t>& keys, const std::vector<int64_t>& bytes,
+                                             double minShare, int minPeriod, size_t maxTensors)
+{
+    std::vector<RepeatedBlocks> out;
+    if (keys.size() != bytes.size())
+        return out;
+    double total = 0;
+    for (int64_t b : bytes)
+        total += double(b);
+    collectRuns(keys, bytes, 0, keys.size(), minShare * total, minPeriod, maxTensors, out);
+    return out;
 }
 
 } // namespace headroom

@@ -6,6 +6,7 @@
 #include "core/whatif/allocationlaw.h"
 #include "core/whatif/precisionevidence.h"
 #include "core/whatif/traceprojector.h"
+#include "core/whatif/checkpointplan.h"
 #include "core/whatif/whatifblocks.h"
 
 #include <algorithm>
@@ -44,31 +45,23 @@ Live liveAt(const MemoryTimeline& tl, const DeviceAnalysis& a, int64_t e)
 
 bool isActivation(TensorCategory c) { return c == TensorCategory::Activation || c == TensorCategory::AutogradDetail; }
 
-/// The repeated blocks among the activations of `l`, in allocation order, keyed by stack
-/// (by size in a trace without stacks).
+/// The allocations of `l` that are activations.
+std::vector<uint32_t> activations(const Live& l)
+{
+    std::vector<uint32_t> out;
+    for (size_t i = 0; i < l.allocs.size(); ++i)
+        if (isActivation(l.allocs[i].first))
+            out.push_back(l.index[i]);
+    return out;
+}
+
+/// The repeated blocks among the activations of `l`, in allocation order.
 RepeatedBlocks repeatedBlocks(const MemoryTimeline& tl, const Live& l)
 {
-    std::vector<std::pair<int64_t, size_t>> order; // start event, index into l
-    bool stacks = false;
-    for (size_t i = 0; i < l.allocs.size(); ++i)
-        if (isActivation(l.allocs[i].first)) {
-            order.push_back({tl.allocations[l.index[i]].start, i});
-            stacks |= l.stacks[i] != 0;
-        }
-    std::sort(order.begin(), order.end());
-    std::vector<uint64_t> keys;
-    std::vector<int64_t> bytes;
-    for (const auto& [start, i] : order) {
-        const uint64_t key = stacks ? l.stacks[i] : uint64_t(l.allocs[i].second);
-        if (stacks && !keys.empty() && keys.back() == key) {
-            bytes.back() += l.allocs[i].second; // one op's outputs (an LSTM's time steps): one item
-            continue;
-        }
-        keys.push_back(key);
-        bytes.push_back(l.allocs[i].second);
-    }
-    return findRepeatedBlocks(keys, bytes);
+    const SavedSequence seq = savedSequence(tl, activations(l));
+    return findRepeatedBlocks(seq.keys, seq.bytes);
 }
+
 bool isTemporary(TensorCategory c)
 {
     return c == TensorCategory::Temporary || c == TensorCategory::Input || c == TensorCategory::Unknown;
@@ -517,9 +510,15 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
         }
     }
     // The replay keeps the laws (the main reading only; the late-backward one is terms alone).
-    if (laws && forcedStart < 0 && b0 && *b0 > 0)
-        s.trace = std::make_shared<const TraceProjector>(tl, std::move(*laws), *b0, *s0,
-                                                         dev.ooms.empty() ? -1 : dev.ooms.front().eventIndex);
+    if (laws && forcedStart < 0 && b0 && *b0 > 0) {
+        auto tp = std::make_shared<TraceProjector>(tl, std::move(*laws), *b0, *s0,
+                                                   dev.ooms.empty() ? -1 : dev.ooms.front().eventIndex);
+        // The blocks are read where every saved activation is alive: the forward/backward boundary.
+        const Live atBoundary = boundaryPoint >= 0 ? liveAt(tl, a, boundaryPoint) : Live{};
+        tp->setCheckpointPlan(
+            planCheckpointing(tl, activations(boundaryPoint >= 0 ? atBoundary : L1), it.startEvent, it.endEvent));
+        s.trace = std::move(tp);
+    }
     s.actLin = measured(lin);
     s.actSmall = measured(small);
     s.actQuad = measured(quad);

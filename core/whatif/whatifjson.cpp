@@ -44,7 +44,10 @@ nlohmann::json replayJson(const Projection& p)
                        {"evidence", a.evidence},
                        {"peak_allocated_if_lowest_bytes", int64_t(a.peakIfLowest)},
                        {"peak_allocated_if_highest_bytes", int64_t(a.peakIfHighest)}});
-    nlohmann::json j = {{"peak_event", p.replayPeakEvent}, {"measured_peak_event", p.measuredPeakEvent}, {"ambiguities", amb}};
+    nlohmann::json j = {{"peak_event", p.replayPeakEvent},
+                        {"measured_peak_event", p.measuredPeakEvent},
+                        {"checkpointed_blocks", p.replayCheckpointedBlocks},
+                        {"ambiguities", amb}};
     if (p.simulated) {
         const SimulatedReserved& r = *p.simulated;
         j["simulated_reserved"] = {{"peak_bytes", r.peak},

@@ -210,6 +210,8 @@ struct Projection {
     bool replayed = false;
     int64_t replayPeakEvent = -1;   ///< the event of the projected peak in the measured trace
     int64_t measuredPeakEvent = -1; ///< the event of the replayed measured peak
+    /// Activation checkpointing replayed as moves of the history over this many blocks (0: not).
+    int replayCheckpointedBlocks = 0;
     std::vector<ProjectedAmbiguity> ambiguities;
     std::optional<SimulatedReserved> simulated; ///< filled on request (simulateReserved)
 

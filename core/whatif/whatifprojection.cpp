@@ -382,19 +382,28 @@ Projection evaluateReadings(const WhatIfBaseline& base, const LeverConfig& targe
     return pr;
 }
 
-/// Whether `t` moves nothing but the micro-batch and the sequence of `c0`.
-bool shapeOnly(const LeverConfig& t, const LeverConfig& c0)
+/// Whether the replay projects `t`: it moves nothing but the micro-batch and the sequence of
+/// `c0`, and perhaps checkpoints every block of a run measured without checkpointing, where the
+/// trace's blocks were found (`checkpointed` says so).
+bool replayable(const LeverConfig& t, const LeverConfig& c0, const TraceProjector& tp, bool& checkpointed)
 {
     LeverConfig u = t;
     u.microBatch = c0.microBatch;
     u.seq = c0.seq;
+    checkpointed = !tp.checkpointPlan().empty() && tp.checkpointPlan().coverage >= kMinCheckpointCoverage &&
+                   c0.checkpoint == Checkpointing::None && t.checkpoint == Checkpointing::Full;
+    if (checkpointed) {
+        u.checkpoint = c0.checkpoint;
+        u.checkpointEvery = c0.checkpointEvery;
+    }
     return u == c0;
 }
 
-std::vector<ProjectedAmbiguity> ambiguitiesAt(const TraceProjector& tp, const LeverConfig& t, const TraceReplayPeak& at)
+std::vector<ProjectedAmbiguity> ambiguitiesAt(const TraceProjector& tp, const LeverConfig& t, const TraceReplayPeak& at,
+                                              bool checkpointed)
 {
     std::vector<ProjectedAmbiguity> out;
-    for (const AmbiguityWorth& w : tp.worth(t.microBatch, t.seq, 5, &at)) {
+    for (const AmbiguityWorth& w : tp.worth(t.microBatch, t.seq, 5, &at, checkpointed)) {
         const LawAmbiguity& a = tp.laws().ambiguities()[w.group];
         ProjectedAmbiguity p{a.where, a.sizeEach, a.count, std::string(sizeLawName(a.central)), {},
                              std::string(lawEvidenceName(a.evidence)), w.low, w.high};
@@ -410,10 +419,11 @@ std::vector<ProjectedAmbiguity> ambiguitiesAt(const TraceProjector& tp, const Le
 /// "Replay"); fragmentation and memory outside the allocator stay the terms' own.
 void replayPeak(Projection& pr, const WhatIfBaseline& base, const LeverConfig& t)
 {
-    if (!base.trace || !shapeOnly(t, base.config) || t.microBatch <= 0 || t.seq <= 0)
+    bool checkpointed = false;
+    if (!base.trace || !replayable(t, base.config, *base.trace, checkpointed) || t.microBatch <= 0 || t.seq <= 0)
         return;
     const TraceProjector& tp = *base.trace;
-    const TraceReplayPeak r = tp.project(t.microBatch, t.seq);
+    const TraceReplayPeak r = tp.project(t.microBatch, t.seq, checkpointed);
     const double over = pr.peak - pr.peakAllocated;
     const double overLow = pr.peakLow - pr.peakAllocatedLow, overHigh = pr.peakHigh - pr.peakAllocatedHigh;
     pr.peakAllocated = r.central;
@@ -425,7 +435,25 @@ void replayPeak(Projection& pr, const WhatIfBaseline& base, const LeverConfig& t
     pr.replayed = true;
     pr.replayPeakEvent = r.centralEvent;
     pr.measuredPeakEvent = tp.measuredPeakEvent();
-    pr.ambiguities = ambiguitiesAt(tp, t, r);
+    pr.ambiguities = ambiguitiesAt(tp, t, r, checkpointed);
+    if (checkpointed) {
+        const CheckpointPlan& plan = tp.checkpointPlan();
+        pr.replayCheckpointedBlocks = plan.blocks;
+        // The recompute re-runs a block's forward beside its saved tensors: its temporaries
+        // may add to the peak (the replay re-makes the saved tensors only). Each block keeps
+        // its output, which the checkpointed run may hold for less long than the recorded one.
+        const double tokens = lawFactor(SizeLaw::Tokens, t.microBatch / double(tp.measuredMicroBatch()),
+                                        t.seq / double(tp.measuredSeq()));
+        const double up = double(plan.recomputeTransient) * tokens, down = double(plan.largestOutput) * tokens;
+        pr.peakAllocatedHigh += up;
+        pr.peakHigh += up;
+        pr.peakAllocatedLow -= down;
+        pr.peakLow -= down;
+        pr.notes.push_back("checkpointing replayed: each of the " + std::to_string(plan.blocks) +
+                           " repeated blocks of the forward (" + std::to_string(plan.runs) +
+                           (plan.runs == 1 ? " run" : " runs") + " of layers) keeps its output, frees its other saved "
+                           "tensors when its forward ends and makes them again when the backward reaches it");
+    }
     // Never a silent partial result: an OOM cut the history the replay resizes.
     if (tp.stoppedAt() >= 0)
         pr.notes.push_back("the measured run stopped at an OOM (event " + std::to_string(tp.stoppedAt()) +

@@ -612,6 +612,7 @@ TEST_CASE("What-if: the layers are the repeated blocks of the forward's saved te
     CHECK(rb.count == 3);
     CHECK(rb.period == 3);
     CHECK(rb.bytes == 180);
+    CHECK(rb.start == 1);
     // no repetition: no layer count
     CHECK(findRepeatedBlocks({1, 2, 3, 4}, {1, 1, 1, 1}).count == 0);
     // too long to search: no layer count
