@@ -84,6 +84,14 @@ WhatIfState withPrecision(WhatIfState s, Precision p)
     if (pure0 != pure1)
         for (Term* t : {&s.logits, &s.bwdTemp, &s.optAct})
             scale(*t, pure1 ? 0.5 : 2.0, 0.20);
+    // A forward under no_grad saves nothing (a forward-only trace without saved activations):
+    // its batch-sized temporaries are the layers' outputs, which autocast computes in 16 bits
+    // like a training step's saved activations. Written from the CPU decoder_infer alone.
+    const bool gradOff = s.forwardOnly && s.actLin.bytes + s.actQuad.bytes + s.actSmall.bytes < 0.01 * s.logits.bytes;
+    const bool ampMove = (p0 == Precision::AmpBf16 || p0 == Precision::AmpFp16) !=
+                         (p == Precision::AmpBf16 || p == Precision::AmpFp16);
+    if (gradOff && pure0 == pure1 && ampMove)
+        scale(s.logits, af, 0.30);
     // The gradients of the network's activations among them take their tensors' dtype
     // (autograd allocates a gradient like its tensor), and which tensors autocast narrows
     // depends on the op and the device: CPU autocast runs a convnet's convolutions, batch norm
@@ -103,8 +111,10 @@ WhatIfState withPrecision(WhatIfState s, Precision p)
         // (the share of the gradients this backward had not yet allocated): a small convnet,
         // read with 72% of its gradients allocated, kept 40 KiB of its 87 KiB of casts there
         // under autocast.
+        // A forward under no_grad keeps no cast: autocast caches a weight's cast only while
+        // grad is on, and nothing saves it, so each cast is freed after its op.
         const double ahead = 1.0 - std::clamp(s.backwardDone, 0.0, 1.0);
-        s.autocastCache.bytes = amp1 ? 2.0 * P * ahead : 0.0;
+        s.autocastCache.bytes = amp1 && !gradOff ? 2.0 * P * ahead : 0.0;
         s.autocastCache.relErr = 0.2;
         s.autocastCache.provenance = Provenance::Modelled;
     }
