@@ -152,6 +152,41 @@ void TraceProjector::visit(double b, double s,
     walk(checkpointed, [&](int64_t event, uint32_t alloc, bool end, bool) { f(event, alloc, end, bytes(alloc)); });
 }
 
+TraceProjector::Curve TraceProjector::curve(double b, double s, size_t events, bool checkpointed) const
+{
+    checkpointed = checkpointed && !m_plan.empty();
+    const Factors f = factors(b, s);
+    const auto& laws = m_laws.laws();
+    double c = 0, lo = 0, hi = 0;
+    auto add = [&](uint32_t i, double sign) {
+        const AllocationLaw& law = laws[i];
+        const double z = double(m_size[i]);
+        c += sign * allocatorSize(z, f.law[size_t(law.central)]);
+        lo += sign * allocatorSize(z, f.low[law.allowed]);
+        hi += sign * allocatorSize(z, f.high[law.allowed]);
+    };
+    for (uint32_t i : m_initial)
+        add(i, 1);
+    Curve out;
+    out.central.reserve(events);
+    out.low.reserve(events);
+    out.high.reserve(events);
+    // Events without a boundary keep the bytes after the one before them.
+    auto fillTo = [&](size_t n) {
+        while (out.central.size() < std::min(n, events)) {
+            out.central.push_back(int64_t(c));
+            out.low.push_back(int64_t(lo));
+            out.high.push_back(int64_t(hi));
+        }
+    };
+    walk(checkpointed, [&](int64_t event, uint32_t alloc, bool end, bool) {
+        fillTo(size_t(event));
+        add(alloc, end ? -1 : 1);
+    });
+    fillTo(events);
+    return out;
+}
+
 TraceReplayPeak TraceProjector::project(double b, double s, bool checkpointed) const
 {
     return replay(factors(b, s), checkpointed && !m_plan.empty());

@@ -48,6 +48,13 @@ public:
     void visit(double b, double s, const std::function<void(int64_t event, uint32_t alloc, bool end, double bytes)>& f,
                bool checkpointed = false) const;
 
+    /// The projected run's allocated bytes after each of the first `events` events of the
+    /// measured trace, under the central, lowest and highest readings (a timeline to draw).
+    struct Curve {
+        std::vector<int64_t> central, low, high;
+    };
+    Curve curve(double b, double s, size_t events, bool checkpointed = false) const;
+
     /// Activation checkpointing of every repeated block, as moves of the history.
     void setCheckpointPlan(CheckpointPlan plan) { m_plan = std::move(plan); }
     const CheckpointPlan& checkpointPlan() const { return m_plan; }

@@ -5,6 +5,7 @@
 #include "core/analysis/memoryanalysis.h"
 #include "core/io/loader.h"
 #include "core/whatif/checkpointplan.h"
+#include "core/whatif/projectedtimeline.h"
 #include "core/whatif/traceprojector.h"
 #include "core/whatif/whatifcalibration.h"
 #include "core/whatif/whatifprojection.h"
@@ -108,6 +109,18 @@ TEST_CASE("Checkpointing a CPU llama is a replay of its recorded run within 2%",
     CHECK(p.peakAllocatedHigh >= measured);
     CHECK(std::any_of(p.notes.begin(), p.notes.end(),
                       [](const std::string& n) { return n.find("checkpointing replayed") != std::string::npos; }));
+    // The timeline drawn over the measured one: checkpointed, its highest point in the
+    // projected iteration is the projected peak; the requests go through the allocator model.
+    const ProjectedTimeline line =
+        projectTimeline(cal.baseline, p, base->timelines[0].allocated.size(), AllocatorConfig{});
+    REQUIRE(line.hasCurve());
+    const CheckpointPlan& plan = cal.baseline.trace->checkpointPlan();
+    const auto from = line.allocated.central.begin() + plan.from, to = line.allocated.central.begin() + plan.to + 1;
+    CHECK(double(*std::max_element(from, to)) == Approx(p.peakAllocated).epsilon(1e-9));
+    REQUIRE(line.simulated);
+    CHECK(line.simulated->peak >= int64_t(p.peakAllocated));
+    CHECK(line.oomEvent == -1);
+    CHECK(line.changes == std::vector<std::string>{"checkpoint=full"});
 }
 
 TEST_CASE("Blocks that cover too little of the forward leave checkpointing to the terms", "[whatif][checkpoint][cpu]")

@@ -153,6 +153,16 @@ TEST_CASE("The replay at the measured setting is the timeline, event for event",
     const TraceReplayPeak twice = tp.project(8, 128);
     CHECK(twice.central > m.central);
     CHECK(twice.central < 2 * m.central);
+    // The timeline to draw: at the measured setting the trace's own curve; at another, its
+    // highest point is the replayed peak, at the replay's event.
+    const TraceProjector::Curve same = tp.curve(4, 128, tl.allocated.size());
+    REQUIRE(same.central.size() == tl.allocated.size());
+    CHECK(same.central == tl.allocated);
+    const TraceProjector::Curve c = tp.curve(8, 128, tl.allocated.size());
+    const auto top = std::max_element(c.central.begin(), c.central.end());
+    CHECK(double(*top) == Approx(twice.central).epsilon(1e-9));
+    CHECK(top - c.central.begin() == twice.centralEvent);
+    CHECK(*std::max_element(c.high.begin(), c.high.end()) == Approx(twice.high).epsilon(1e-9));
 }
 
 TEST_CASE("Two runs of the job settle each line's growth", "[whatif][laws][real]")

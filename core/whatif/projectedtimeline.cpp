@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: MIT
+#include "core/whatif/projectedtimeline.h"
+
+#include "core/whatif/projectedallocator.h"
+
+namespace headroom {
+
+ProjectedTimeline projectTimeline(const WhatIfBaseline& base, const Projection& p, size_t events,
+                                  const AllocatorConfig& recorded)
+{
+    ProjectedTimeline out;
+    out.peak = p.peakAllocated;
+    out.peakLow = p.peakAllocatedLow;
+    out.peakHigh = p.peakAllocatedHigh;
+    out.capacity = p.capacity;
+    out.changes = p.config.differences(base.config);
+    if (!p.replayed || !base.trace)
+        return out;
+    out.allocated = base.trace->curve(p.config.microBatch, p.config.seq, events, p.replayCheckpointedBlocks > 0);
+    out.peakEvent = p.replayPeakEvent;
+    Projection withReserved = p;
+    simulateReserved(withReserved, base, recorded);
+    out.simulated = withReserved.simulated;
+    if (out.simulated && out.simulated->oomEvent >= 0)
+        out.oomEvent = out.simulated->oomEvent;
+    return out;
+}
+
+} // namespace headroom
