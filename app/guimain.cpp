@@ -17,6 +17,9 @@
 #include "ui/shell/preferences.h"
 #include "ui/shell/theme.h"
 #include "ui/timeline/timelineview.h"
+#include "ui/whatif/projectedtimelinejob.h"
+#include "ui/whatif/whatifpanel.h"
+#include "ui/whatif/whatifview.h"
 
 #include <QApplication>
 #include <QCommandLineParser>
@@ -82,8 +85,27 @@ bool overlaySimulatedReserved(headroom::MainWindow& window, const QString& conf)
     return true;
 }
 
+/// --whatif: the what-if panel's settings (its saved JSON, `{"whatif": {...}}`, or the inner
+/// object alone), applied once it has calibrated; the projected run is then drawn on the
+/// timeline before the screenshot is taken.
+bool applyWhatIf(headroom::MainWindow& window, const QString& json)
+{
+    headroom::WhatIfPanel* panel = window.explorer()->whatIf()->panel();
+    panel->finishCalibration();
+    QString wrapped = json.trimmed();
+    if (!wrapped.contains(QLatin1String("\"whatif\"")))
+        wrapped = QStringLiteral("{\"whatif\": %1}").arg(wrapped);
+    if (!panel->restoreSettings(wrapped)) {
+        std::fprintf(stderr, "headroom: --whatif needs the what-if's settings as JSON, e.g. '{\"micro_batch\": 8}'\n");
+        return false;
+    }
+    panel->finishCalibration();
+    panel->projectedTimeline()->finishNow();
+    return true;
+}
+
 int takeScreenshot(headroom::MainWindow& window, const QString& out, const QString& file, int device,
-                   const QString& viewName, const QString& allocConf)
+                   const QString& viewName, const QString& allocConf, const QString& whatIf)
 {
     headroom::ExplorerView* view = nullptr;
     if (!viewName.isEmpty()) {
@@ -137,6 +159,8 @@ int takeScreenshot(headroom::MainWindow& window, const QString& out, const QStri
     }
     stamp("analysed");
     if (!allocConf.isEmpty() && !overlaySimulatedReserved(window, allocConf))
+        return 2;
+    if (!whatIf.isEmpty() && !applyWhatIf(window, whatIf))
         return 2;
     if (view)
         window.explorer()->showView(viewName);
@@ -217,6 +241,12 @@ int main(int argc, char** argv)
                                                       "(\"recorded\": the file's own setting)."),
                                        QStringLiteral("SETTING"));
     parser.addOption(allocConfOption);
+    QCommandLineOption whatIfOption(QStringLiteral("whatif"),
+                                    QStringLiteral("With --screenshot: set the what-if's levers (its settings as JSON, "
+                                                   "e.g. '{\"micro_batch\": 8}') and draw the projected run on the "
+                                                   "timeline."),
+                                    QStringLiteral("JSON"));
+    parser.addOption(whatIfOption);
     parser.addPositionalArgument(QStringLiteral("file"), QStringLiteral("A memory snapshot to open."),
                                  QStringLiteral("[FILE]"));
     parser.process(app);
@@ -264,7 +294,7 @@ int main(int argc, char** argv)
             return 2;
         }
         return takeScreenshot(window, parser.value(screenshotOption), files.first(), device, parser.value(viewOption),
-                              parser.value(allocConfOption));
+                              parser.value(allocConfOption), parser.value(whatIfOption));
     }
     window.resize(kScreenshotWidth, kScreenshotHeight);
     window.show();

@@ -40,6 +40,19 @@ nlohmann::json leverConfigJson(const LeverConfig& c)
             {"expandable_segments", c.expandableSegments}};
 }
 
+LeverConfig rebasedLevers(const LeverConfig& edited, const LeverConfig& from, const LeverConfig& to)
+{
+    const nlohmann::json e = leverConfigJson(edited), f = leverConfigJson(from);
+    nlohmann::json moved = nlohmann::json::object();
+    for (const auto& [key, value] : e.items())
+        if (key != "effective_batch" && f.value(key, nlohmann::json()) != value)
+            moved[key] = value;
+    WhatIfSettings defaults;
+    defaults.config = to;
+    const std::optional<WhatIfSettings> s = whatIfSettingsFromJson({{"whatif", moved}}, defaults);
+    return s ? s->config : to;
+}
+
 nlohmann::json whatIfSettingsJson(const WhatIfSettings& s)
 {
     nlohmann::json o = leverConfigJson(s.config);

@@ -25,6 +25,11 @@ struct WhatIfSettings {
 /// The levers as JSON (`micro_batch`, `accum`, `effective_batch`, `seq`, `checkpoint`, ...).
 nlohmann::json leverConfigJson(const LeverConfig& c);
 
+/// The levers a user moved away from `from`, laid over `to`. A recalibration changes what the
+/// run was measured at (a stated micro-batch lets the trace tell whether attention was fused):
+/// the user's moves stay, every other lever follows the new reading.
+LeverConfig rebasedLevers(const LeverConfig& edited, const LeverConfig& from, const LeverConfig& to);
+
 /// `{"whatif": {levers..., capacity_bytes, measured_*, spend_first, constants}}`.
 nlohmann::json whatIfSettingsJson(const WhatIfSettings& s);
 

@@ -56,3 +56,28 @@ TEST_CASE("What-if settings round-trip through their JSON; bad fields keep the d
     CHECK(odd->config.precision == defaults.config.precision);
     CHECK(odd->constants.mfuMax == WhatIfConstants{}.mfuMax);
 }
+
+TEST_CASE("A recalibration keeps the levers the user moved and takes the rest from the new reading",
+          "[whatif][settings]")
+{
+    using namespace headroom;
+    // Calibrated without a measured micro-batch: attention assumed fused, devices unknown.
+    LeverConfig before;
+    before.microBatch = 0;
+    before.flashAttention = true;
+    before.devices = 0;
+    // The user asks for micro-batch 8 and fills in the measured values; the new calibration
+    // reads eager attention and one device.
+    LeverConfig edited = before;
+    edited.microBatch = 8;
+    LeverConfig after = before;
+    after.microBatch = 4;
+    after.flashAttention = false;
+    after.devices = 1;
+    const LeverConfig c = rebasedLevers(edited, before, after);
+    CHECK(c.microBatch == 8);
+    CHECK_FALSE(c.flashAttention);
+    CHECK(c.devices == 1);
+    // Nothing moved: the new reading as it is.
+    CHECK(rebasedLevers(before, before, after) == after);
+}

@@ -11,7 +11,12 @@
 #include "ui/shell/loadcontroller.h"
 #include "ui/shell/mainwindow.h"
 #include "ui/shell/theme.h"
+#include "core/whatif/projectedtimeline.h"
+#include "ui/timeline/projectedcurveitems.h"
 #include "ui/timeline/timelineview.h"
+#include "ui/whatif/projectedtimelinejob.h"
+#include "ui/whatif/whatifpanel.h"
+#include "ui/whatif/whatifview.h"
 
 #include <qcustomplot.h>
 
@@ -200,6 +205,53 @@ TEST_CASE("simulated reserved toggle: disabled where there is no allocator trace
 
 // The window and the exported timeline with the recorded setting's curve on the bundled
 // snapshot, for looking at: tst_gui "[.screenshot]" with HEADROOM_SHOT_DIR set.
+TEST_CASE("projected run: a lever move draws it over the measured timeline; the measured levers clear it",
+          "[timeline][projected]")
+{
+    Window w;
+    REQUIRE(w.open(realTrace("pt27_kk_memory_ctx128_fullstep.pickle")));
+    REQUIRE(w.awaitAnalysis());
+    TimelineView* view = w.view();
+    WhatIfPanel* panel = w.window.explorer()->whatIf()->panel();
+    panel->finishCalibration();
+    StatedConfig st;
+    st.microBatch = 4;
+    st.seq = 128;
+    panel->setStated(st);
+    panel->finishCalibration();
+    const LeverConfig measured = panel->config();
+    CHECK_FALSE(view->hasProjected());
+
+    LeverConfig c = measured;
+    c.microBatch = 16;
+    c.seq = 512;
+    panel->setConfig(c);
+    panel->projectedTimeline()->finishNow();
+    REQUIRE(view->hasProjected());
+    const ProjectedTimeline& p = *view->state().projected;
+    REQUIRE(p.hasCurve());
+    const QCPGraph* line = view->projectedItems().line();
+    const QString label = QStringLiteral("projected (micro_batch=16, seq=512)");
+    CHECK(line->name() == label);
+    CHECK(inLegend(view, label));
+    // The downsampling keeps the projected peak, which is the panel's.
+    const int64_t top = *std::max_element(p.allocated.central.begin(), p.allocated.central.end());
+    CHECK(graphMax(line) == double(top));
+    CHECK(double(top) == Approx(panel->projection().peakAllocated).epsilon(1e-6));
+    CHECK(view->plot()->yAxis->range().upper >= p.peakHigh);
+    // 16 x 4 times the tokens on 80 GiB: the projected run's requests fail in the allocator
+    // model, and the marker says where.
+    CHECK(p.oomEvent >= 0);
+    CHECK(view->projectedItems().oomLine()->visible());
+    CHECK(view->describeEvent(p.peakEvent).contains(label + QStringLiteral(": ")));
+
+    panel->setConfig(measured);
+    CHECK_FALSE(view->hasProjected());
+    CHECK(line->data()->isEmpty());
+    CHECK_FALSE(inLegend(view, label));
+    CHECK_FALSE(view->projectedItems().oomLine()->visible());
+}
+
 TEST_CASE("simulated reserved screenshots", "[.screenshot]")
 {
     const QString dir = qEnvironmentVariable("HEADROOM_SHOT_DIR");

@@ -15,6 +15,7 @@
 #include "ui/views/diagnosisview.h"
 #include "ui/views/ranksview.h"
 #include "ui/views/stackview.h"
+#include "ui/whatif/projectedtimelinejob.h"
 #include "ui/whatif/whatifpanel.h"
 #include "ui/whatif/whatifview.h"
 
@@ -110,6 +111,10 @@ Explorer::Explorer(QMainWindow* window)
                 m_timeline->setSimulatedReserved(*curve, label);
             });
     connect(m_whatIf->panel(), &WhatIfPanel::allocatorCurveCleared, m_timeline, &TimelineView::clearSimulatedReserved);
+    // As a lever moves, the projected run is drawn over the measured one.
+    connect(m_whatIf->panel()->projectedTimeline(), &ProjectedTimelineJob::ready, m_timeline, &TimelineView::setProjected);
+    connect(m_whatIf->panel()->projectedTimeline(), &ProjectedTimelineJob::cleared, m_timeline,
+            &TimelineView::clearProjected);
 }
 
 Explorer::~Explorer() = default;

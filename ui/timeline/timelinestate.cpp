@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "ui/timeline/timelinestate.h"
 
+#include "core/whatif/projectedtimeline.h"
+
 #include "core/io/loader.h"
 #include "ui/timeline/timelinecurves.h"
 
@@ -25,6 +27,8 @@ void TimelineState::setDevice(std::shared_ptr<const LoadedTrace> t, int index)
     simulatedReserved.clear();
     simulatedPyramid = MinMaxPyramid();
     simulatedLabel.clear();
+    projected.reset();
+    projectedLabel.clear();
     if (trace && index >= 0 && index < static_cast<int>(trace->snapshot.devices.size())
         && index < static_cast<int>(trace->timelines.size())) {
         device = &trace->snapshot.devices[static_cast<size_t>(index)];
@@ -89,6 +93,16 @@ int64_t TimelineState::simulatedReservedAt(int64_t event) const
     if (event < 0)
         return timeline->initialReserved;
     return size_t(event) < simulatedReserved.size() ? simulatedReserved[size_t(event)] : -1;
+}
+
+int64_t TimelineState::projectedAt(int64_t event) const
+{
+    if (!projected || !timeline || !projected->hasCurve())
+        return -1;
+    if (event < 0)
+        return timeline->initialAllocated;
+    const auto& c = projected->allocated.central;
+    return size_t(event) < c.size() ? c[size_t(event)] : -1;
 }
 
 } // namespace headroom

@@ -20,6 +20,7 @@ namespace headroom {
 struct DeviceData;
 struct LoadedTrace;
 struct MemoryTimeline;
+struct ProjectedTimeline;
 struct TimelineCurves;
 
 /// What TimelineView shows, as its drawing layers and mouse handling read it: the device,
@@ -60,6 +61,10 @@ struct TimelineState {
     MinMaxPyramid simulatedPyramid;
     QString simulatedLabel;
 
+    /// The what-if's projected run drawn over the measured one; null: none.
+    std::shared_ptr<const ProjectedTimeline> projected;
+    QString projectedLabel;
+
     /// Shows `deviceIndex` of `trace` (nothing when either is out of range): device and
     /// timeline pointers set, the analysis, selection and simulated curve dropped. The
     /// curves are the caller's (prepared by the load worker or computed).
@@ -81,6 +86,8 @@ struct TimelineState {
     /// The simulated reserved bytes after `event` (-1: before the first); -1 when there
     /// is no simulated curve or it does not reach that far.
     int64_t simulatedReservedAt(int64_t event) const;
+    /// The projected run's allocated bytes after `event`; -1 without a projected curve.
+    int64_t projectedAt(int64_t event) const;
 };
 
 } // namespace headroom

@@ -72,6 +72,9 @@ QString TimelineTooltip::event(int64_t index) const
     if (const int64_t simulated = m_state.simulatedReservedAt(index); simulated >= 0)
         html += QStringLiteral("<br>")
               + QObject::tr("%1: %2").arg(m_state.simulatedLabel.toHtmlEscaped(), formatBytesQ(simulated));
+    if (const int64_t projected = m_state.projectedAt(index); projected >= 0)
+        html += QStringLiteral("<br>")
+              + QObject::tr("%1: %2 allocated").arg(m_state.projectedLabel.toHtmlEscaped(), formatBytesQ(projected));
     if (m_data) {
         const GroupedSeries::Values v = m_data->analysis.categories.valueAt(index);
         for (TensorCategory c : categoryStackOrder()) {

@@ -14,6 +14,8 @@
 #include "ui/timeline/timelineinteraction.h"
 #include "ui/timeline/timelineminimap.h"
 #include "ui/timeline/timelineoverlay.h"
+#include "core/whatif/projectedtimeline.h"
+#include "ui/timeline/projectedcurveitems.h"
 #include "ui/timeline/timelineplotitems.h"
 #include "ui/timeline/timelinesampler.h"
 #include "ui/timeline/timelinetooltip.h"
@@ -52,6 +54,7 @@ TimelineView::TimelineView(Selection* selection, QWidget* parent)
     m_plot->setMouseTracking(true);
     m_plot->setNoAntialiasingOnDrag(true);
     m_items = std::make_unique<TimelinePlotItems>(m_plot, font());
+    m_projected = std::make_unique<ProjectedCurveItems>(m_plot);
 
     m_overlay = new TimelineOverlay(m_plot, m_state);
     m_areas = new CategoryAreaLayer(m_plot, m_state);
@@ -80,6 +83,7 @@ void TimelineView::setTrace(std::shared_ptr<const LoadedTrace> trace, int device
 {
     const bool hadSimulated = hasSimulatedReserved();
     m_state.setDevice(std::move(trace), deviceIndex);
+    m_projected->set(nullptr, QString());
     m_filterCurve.clear();
     m_controls->deviceChanged(m_state);
     // Prepared by the load worker when it can be (adoptPreparedCurves), else here.
@@ -223,6 +227,7 @@ void TimelineView::clearData()
 {
     const bool hadSimulated = hasSimulatedReserved();
     m_state.clear();
+    m_projected->set(nullptr, QString());
     m_filterCurve.clear();
     m_controls->deviceChanged(m_state);
     m_items->setSimulatedReserved(QString());
@@ -352,19 +357,29 @@ void TimelineView::rebuildMarkers()
                               QFont(font().family(), font().pointSize(), QFont::Bold), bg);
 }
 
-void TimelineView::zoomToFit()
+double TimelineView::fitTop() const
 {
-    double lo = 0, hi = 1, top = 1;
-    if (m_state.eventCount() > 0) {
-        lo = m_state.keyOf(-1);
-        hi = m_state.keyOf(m_state.eventCount() - 1);
+    double top = 1;
+    if (m_state.eventCount() > 0)
         top = static_cast<double>(std::max(m_state.timeline->peakAllocated, m_state.timeline->peakReserved));
-    } else if (m_state.device) {
+    else if (m_state.device) {
         const FinalTotals t = finalTotals(*m_state.device);
         top = static_cast<double>(std::max(t.allocated, t.reserved));
     }
     if (m_state.data && m_state.data->capacity.bytes > 0 && double(m_state.data->capacity.bytes) < top * 2.5)
         top = std::max(top, double(m_state.data->capacity.bytes));
+    if (m_state.projected)
+        top = std::max(top, m_state.projected->peakHigh);
+    return top > 0 ? top : 1024.0 * 1024.0;
+}
+
+void TimelineView::zoomToFit()
+{
+    double lo = 0, hi = 1;
+    if (m_state.eventCount() > 0) {
+        lo = m_state.keyOf(-1);
+        hi = m_state.keyOf(m_state.eventCount() - 1);
+    }
     if (!(hi > lo))
         hi = lo + 1;
     // A little air on both sides so markers on the first or last event are not clipped.
@@ -373,13 +388,23 @@ void TimelineView::zoomToFit()
         lo -= pad;
         hi += pad;
     }
-    if (!(top > 0))
-        top = 1024.0 * 1024.0;
-    m_plot->yAxis->setRange(0, top * 1.18); // headroom above the peak for its label and the phase bands
+    m_plot->yAxis->setRange(0, fitTop() * 1.18); // headroom above the peak for its label and the phase bands
     const QCPRange before = m_plot->xAxis->range();
     m_plot->xAxis->setRange(lo, hi);
     if (before == m_plot->xAxis->range())
         onRangeChanged(m_plot->xAxis->range()); // no signal when the range stays the same
+}
+
+void TimelineView::setProjected(std::shared_ptr<const ProjectedTimeline> projection, const QString& label)
+{
+    if (projection && projection->hasCurve() && projection->allocated.central.size() != size_t(m_state.eventCount()))
+        projection.reset(); // not this device's events
+    m_state.projected = projection;
+    m_state.projectedLabel = projection ? label : QString();
+    m_projected->set(std::move(projection), m_state.projectedLabel);
+    m_plot->yAxis->setRange(0, fitTop() * 1.18);
+    updateGraphs();
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
 }
 
 void TimelineView::zoomToEvents(int64_t first, int64_t last)
@@ -449,6 +474,7 @@ void TimelineView::updateGraphs()
         sampler.fill(sampler.events(m_state.simulatedReserved, m_state.simulatedPyramid), m_state.simulatedReserved,
                      tl.initialReserved, simulatedKeys, simulated);
     m_items->simulatedReserved()->setData(simulatedKeys, simulated, true);
+    m_projected->update(sampler, m_state, tl.initialAllocated);
 
     m_bandLayer->invalidate();
     if (!m_state.byAllocation && m_state.areaTotalOnly) {

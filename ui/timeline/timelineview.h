@@ -27,6 +27,8 @@ class TimelineMinimap;
 class TimelineControls;
 class TimelineInteraction;
 class TimelinePlotItems;
+class ProjectedCurveItems;
+struct ProjectedTimeline;
 
 /// The memory-over-time chart of one device. Before the analysis arrives it shows the
 /// allocated bytes (filled) and reserved bytes (outline); with it, the allocated bytes
@@ -134,6 +136,14 @@ public:
     /// The simulated reserved curve's graph (tests).
     QCPGraph* simulatedReservedGraph() const;
 
+    /// The what-if's projected run drawn over the measured timeline, named `label` in the
+    /// legend and the hover text; null clears. Dropped when the device or trace changes.
+    void setProjected(std::shared_ptr<const ProjectedTimeline> projection, const QString& label);
+    void clearProjected() { setProjected(nullptr, QString()); }
+    bool hasProjected() const { return m_state.projected != nullptr; }
+    /// The projected curve's items (tests).
+    const ProjectedCurveItems& projectedItems() const { return *m_projected; }
+
 signals:
     void xAxisModeChanged(headroom::TimelineView::XAxisMode mode);
     void modeChanged(headroom::TimelineView::Mode mode);
@@ -151,6 +161,9 @@ private:
     void updateGraphs();
     void updateLegend();
     void onRangeChanged(const QCPRange& range);
+    /// The highest value the y axis must show: the measured curves, the capacity when near,
+    /// the projected run's band.
+    double fitTop() const;
     void applyPalette();
 
     /// First, so it outlives the layers and the interaction that read it.
@@ -159,6 +172,8 @@ private:
     QCustomPlot* m_plot;
     /// The curves, legend entries, axes and annotations (peak, capacity, OOMs, title).
     std::unique_ptr<TimelinePlotItems> m_items;
+    /// The what-if's projected run over the measured curves.
+    std::unique_ptr<ProjectedCurveItems> m_projected;
     /// Mouse clicks, drags and hover tooltips on the plot; zooming and panning.
     TimelineInteraction* m_interaction = nullptr;
     TimelineOverlay* m_overlay;

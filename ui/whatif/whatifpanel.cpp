@@ -7,6 +7,7 @@
 #include "ui/whatif/allocatorsection.h"
 #include "ui/whatif/calibrationjob.h"
 #include "ui/whatif/calibrationruns.h"
+#include "ui/whatif/projectedtimelinejob.h"
 #include "ui/whatif/whatifchart.h"
 #include "ui/whatif/whatifconstantsdialog.h"
 #include "ui/whatif/whatifleverform.h"
@@ -50,9 +51,11 @@ QString projected(double bytes) { return formatBytesQ(int64_t(bytes), 1); }
 
 
 WhatIfPanel::WhatIfPanel(QWidget* parent)
-    : QWidget(parent), m_calJob(new CalibrationJob(this)), m_runs(new CalibrationRuns(this))
+    : QWidget(parent), m_calJob(new CalibrationJob(this)), m_timelineJob(new ProjectedTimelineJob(this)),
+      m_runs(new CalibrationRuns(this))
 {
     connect(m_calJob, &CalibrationJob::finished, this, &WhatIfPanel::applyCalibration);
+    connect(m_timelineJob, &ProjectedTimelineJob::ready, this, &WhatIfPanel::showSummary);
     m_device = *devicePreset("80gib");
     buildUi();
 }
@@ -236,7 +239,7 @@ void WhatIfPanel::setConstants(const WhatIfConstants& k)
     m_k = k;
     if (m_trace) {
         if (m_haveBase)
-            m_pendingConfig = m_config; // the levers stay where the user put them
+            setPending(m_config); // the levers stay where the user put them
         recalibrate();
     } else if (m_dims) {
         setAnalyticModel(*m_dims, m_config);
@@ -303,7 +306,7 @@ void WhatIfPanel::applyCalibration(const CalibrationJob::Outcome& out)
     m_haveBase = m_cal.has_value();
     if (m_cal) {
         m_base = m_cal->baseline;
-        m_config = m_pendingConfig.value_or(m_base.config);
+        m_config = m_pendingConfig ? rebasedLevers(*m_pendingConfig, m_pendingFrom, m_base.config) : m_base.config;
         lockUnknown(m_config);
         QStringList lines;
         for (const auto& m : m_cal->measured)
@@ -325,6 +328,13 @@ void WhatIfPanel::applyCalibration(const CalibrationJob::Outcome& out)
 
 bool WhatIfPanel::isCalibrating() const { return m_calJob->isRunning(); }
 
+void WhatIfPanel::setPending(const LeverConfig& c)
+{
+    if (!m_pendingConfig)
+        m_pendingFrom = m_base.config;
+    m_pendingConfig = c;
+}
+
 void WhatIfPanel::finishCalibration() { m_calJob->finishNow(); }
 
 void WhatIfPanel::readControls()
@@ -339,7 +349,7 @@ void WhatIfPanel::readControls()
     lockUnknown(c);
     m_config = c;
     if (isCalibrating()) // what the user sets meanwhile is laid over the calibration to come
-        m_pendingConfig = c;
+        setPending(c);
 }
 
 void WhatIfPanel::lockUnknown(LeverConfig& c) const
@@ -374,7 +384,7 @@ void WhatIfPanel::writeControls()
 void WhatIfPanel::setConfig(const LeverConfig& config)
 {
     if (isCalibrating()) // applied over the calibration that is on its way
-        m_pendingConfig = config;
+        setPending(config);
     m_config = config;
     writeControls();
     recompute();
@@ -405,6 +415,7 @@ void WhatIfPanel::recompute()
                                .arg(missing.toHtmlEscaped()));
         m_notes->clear();
         m_chart->set(nullptr, project(m_base, m_base.config, m_k, m_device));
+        m_timelineJob->clear();
         emit configChanged();
         return;
     }
@@ -451,6 +462,10 @@ void WhatIfPanel::recompute()
     for (const auto& n : p.notes)
         notes << QString::fromStdString(n);
     m_notes->setText(notes.join(QStringLiteral("\n")));
+    if (m_cal && m_trace && !(m_config == m_base.config))
+        m_timelineJob->request(m_base, m_config, m_projection, *m_trace, m_deviceIndex);
+    else
+        m_timelineJob->clear();
     emit configChanged();
     emit settingsChanged(settingsJson());
 }
@@ -463,7 +478,9 @@ void WhatIfPanel::showSummary()
                                ? QStringLiteral("<br>") + tr("Allocator replay of the recorded requests: ") +
                                      m_allocator->summaryHtml()
                                : QString();
-    m_summary->setText(m_summaryText + replay);
+    const QString reserved = m_timelineJob->reservedVerdict();
+    m_summary->setText(m_summaryText + (reserved.isEmpty() ? QString() : QStringLiteral("<br><b>%1</b>").arg(reserved.toHtmlEscaped())) +
+                       replay);
 }
 
 void WhatIfPanel::rebuildLadder()

@@ -28,6 +28,7 @@ class QPushButton;
 namespace headroom {
 
 class AllocatorSection;
+class ProjectedTimelineJob;
 class CalibrationRuns;
 class WhatIfChart;
 class WhatIfLeverForm;
@@ -81,6 +82,8 @@ public:
     /// sequence refits the batch terms (read in the background; calibrationRunsChanged follows).
     void addCalibrationRun(const QString& path);
     CalibrationRuns* calibrationRuns() const { return m_runs; }
+    /// The projected run as a timeline (off the GUI thread), for the timeline view to draw.
+    ProjectedTimelineJob* projectedTimeline() const { return m_timelineJob; }
     /// "Compare with a measured run": the projection against the run at `path` that followed
     /// (opens a dialog, which reads the run in the background). Null without a calibration.
     WhatIfVerifyDialog* compareWithRun(const QString& path);
@@ -111,6 +114,8 @@ private:
     void rebuildLadder();
     void readControls();
     void lockUnknown(LeverConfig& config) const;
+    /// Keeps `c` to lay over the calibration on its way (only the levers moved from the last one).
+    void setPending(const LeverConfig& c);
     void writeControls();
     void applyRung(QListWidgetItem* item);
     void showSummary();
@@ -122,7 +127,9 @@ private:
     StatedConfig m_stated;
     std::optional<Calibration> m_cal;
     CalibrationJob* m_calJob;
+    ProjectedTimelineJob* m_timelineJob;
     std::optional<LeverConfig> m_pendingConfig; ///< set while calibrating: applied over it
+    LeverConfig m_pendingFrom; ///< the calibration m_pendingConfig's moves were made from
     WhatIfBaseline m_base;
     bool m_haveBase = false;
     WhatIfConstants m_k;

@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include "core/replay/allocatorsimconfig.h"
+#include "core/io/loader.h"
+#include "core/whatif/projectedtimeline.h"
+
+#include <QObject>
+#include <QString>
+
+#include <memory>
+
+namespace headroom {
+
+class BackgroundJob;
+
+/// The what-if panel's projected run as a timeline, computed off the GUI thread: each lever
+/// move starts one (the latest wins), and `ready` hands the timeline view its curve. A move
+/// back to the measured run clears it.
+class ProjectedTimelineJob : public QObject {
+    Q_OBJECT
+public:
+    explicit ProjectedTimelineJob(QObject* parent = nullptr);
+
+    /// Projects `p` of `base` (the levers `requested`) over the events of `trace`'s device
+    /// `deviceIndex`, its requests under the file's allocator settings.
+    void request(const WhatIfBaseline& base, const LeverConfig& requested, const Projection& p, const LoadedTrace& trace,
+                 int deviceIndex);
+    /// No projected run to draw (the levers are the measured run's, or nothing was calibrated).
+    void clear();
+    /// Waits for the running request and delivers it now (exports and tests).
+    void finishNow();
+    bool isRunning() const;
+    /// The latest timeline delivered; null when cleared.
+    const std::shared_ptr<const ProjectedTimeline>& latest() const { return m_latest; }
+    /// When the latest projection fits by allocated memory but its requests fail in the
+    /// allocator model: the one sentence that says both (empty otherwise, or while running).
+    QString reservedVerdict() const;
+
+signals:
+    void ready(std::shared_ptr<const headroom::ProjectedTimeline> timeline, const QString& label);
+    void cleared();
+
+private:
+    BackgroundJob* m_job;
+    std::shared_ptr<const ProjectedTimeline> m_latest;
+    Projection m_latestProjection;
+};
+
+} // namespace headroom
