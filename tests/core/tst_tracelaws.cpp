@@ -6,6 +6,7 @@
 #include "core/io/loader.h"
 #include "core/whatif/allocationlaw.h"
 #include "core/whatif/projectedallocator.h"
+#include "core/whatif/projectedtimeline.h"
 #include "core/whatif/runlaws.h"
 #include "core/whatif/traceprojector.h"
 #include "core/whatif/whatifcalibration.h"
@@ -237,6 +238,21 @@ TEST_CASE("Re-projecting after a lever move", "[.benchmark][laws]")
     const double simulated = std::chrono::duration<double>(std::chrono::steady_clock::now() - t5).count();
     std::printf("what-if replay: %.0f ms for the projected run's reserved memory (%lld requests through the allocator model)\n",
                 simulated * 1e3, (long long)sim.requests);
+    // What a slider move costs the timeline (off the GUI thread): the projected run's curve
+    // after every event, and with its requests through the allocator model.
+    LeverConfig moved = cal.baseline.config;
+    moved.microBatch = 8;
+    const Projection p = project(cal.baseline, moved, WhatIfConstants{}, *devicePreset("80gib"));
+    const size_t events = t->timelines[0].allocated.size();
+    const auto t6 = std::chrono::steady_clock::now();
+    sink += double(tp.curve(8, 128, events).central.size());
+    const auto t7 = std::chrono::steady_clock::now();
+    sink += double(projectTimeline(cal.baseline, p, events, AllocatorConfig{}).allocated.central.size());
+    const auto t8 = std::chrono::steady_clock::now();
+    std::printf("what-if replay: projected timeline %.0f ms for the curve, %.0f ms with the allocator model "
+                "(%.2f x the lever move's replay)\n",
+                std::chrono::duration<double>(t7 - t6).count() * 1e3, std::chrono::duration<double>(t8 - t7).count() * 1e3,
+                std::chrono::duration<double>(t7 - t6).count() / std::max(1e-9, each));
     CHECK(sink > 0);
 }
 
