@@ -62,6 +62,21 @@ What is recorded
   several roles gets the first of parameter, gradient, optimizer_state, input, activation.
   ``phase`` is the innermost ``cap.phase`` window open at the allocation, "setup" when none
   is, "other" for storages alive before the block.
+* ``headroom_tensor`` (``headroom_tensor_keys: 1`` on the snapshot; ``shapes=False`` or the
+  environment variable HEADROOM_SHAPES=0 leaves both out) on every ``alloc`` entry:
+  ``{"shape": [ints], "dtype": "float32", "dims": {"batch": [i, ...], "seq": [i, ...]},
+  "module": "blocks.blocks.3.attn" | "" | None, "kind": ..., "phase": ...}``. ``shape`` and
+  ``dtype`` are those of the op output the storage was made for, or of the output of the
+  innermost module that returned a tensor covering the whole storage, when the storage was
+  allocated inside that module (nn.Linear's [b, s, d], not the [b*s, d] its addmm made).
+  ``dims`` lists every index whose size equals ``micro_batch`` / ``seq`` (empty when not
+  given). ``module`` is the qualified name (``named_modules()`` of the model: ``model=``, or
+  the first module called at the top level) of the innermost module whose forward was
+  running at the allocation (global forward hooks), None when none was; a module called at
+  the top level outside the model is ``<ClassName>``. ``kind`` is headroom_truth's category
+  with module buffers as "buffer" and a module's output as "activation". ``phase`` is
+  "forward", "backward" or "optimizer" (the ``cap.phase`` window), else None (setup, the
+  loss window, before the block).
 * The oracle: the legacy autograd profiler records every CPU-allocator allocation and free
   (``kind() == 'memory_alloc'``); the running sum's maximum (plus the bytes alive before the
   block) is ``oracle_peak_bytes``. ``recorded_peak_bytes`` is the recorder's peak of live
@@ -78,7 +93,8 @@ import time
 import weakref
 
 __all__ = ["capture", "Capture", "HeadroomCpuError", "round_size", "PHASE_NAMES",
-           "TRUTH_CATEGORIES", "TRUTH_VERSION"]
+           "TRUTH_CATEGORIES", "TRUTH_VERSION", "TENSOR_KEYS_VERSION", "TENSOR_KINDS",
+           "shapes_default"]
 
 PICKLE_PROTOCOL = 4
 PHASE_NAMES = {
@@ -97,8 +113,23 @@ TRUTH_VERSION = 1
 # headroom_truth categories, by priority: a storage seen in several roles keeps the highest
 TRUTH_CATEGORIES = ("unknown", "temporary", "activation", "input", "optimizer_state",
                     "gradient", "parameter")
-_UNKNOWN, _TEMPORARY, _ACTIVATION, _INPUT, _OPTSTATE, _GRADIENT, _PARAMETER = range(7)
+# internal roles, by the same priority; a module buffer is "parameter" in headroom_truth
+# (version 1 has no buffer) and "buffer" in headroom_tensor
+_UNKNOWN, _TEMPORARY, _ACTIVATION, _INPUT, _OPTSTATE, _GRADIENT, _BUFFER, _PARAMETER = range(8)
+_TRUTH_NAMES = TRUTH_CATEGORIES[:6] + ("parameter", "parameter")
 _SHORT_PHASE = {v: k for k, v in PHASE_NAMES.items()}
+# headroom_tensor (version TENSOR_KEYS_VERSION): shape, dtype, dims, module, kind and phase of
+# each alloc entry; "headroom_tensor_keys" on the snapshot says which version
+TENSOR_KEYS_VERSION = 1
+TENSOR_KINDS = ("parameter", "buffer", "gradient", "optimizer_state", "activation", "temporary",
+                "input", "unknown")
+_KIND_NAMES = ("unknown", "temporary", "activation", "input", "optimizer_state", "gradient",
+               "buffer", "parameter")
+# headroom_tensor's phase: the recorder's phase windows that are one of its three values; the
+# loss window, setup and memory alive before the block are null (the loss window is in
+# external_annotations)
+_TENSOR_PHASE = {"forward": "forward", "backward": "backward", "optimizer": "optimizer"}
+SHAPES_ENV = "HEADROOM_SHAPES"
 
 _DISPATCH_FILE = os.path.join("torch", "utils", "_python_dispatch.py")
 _PLAIN, _SKIP, _REBIND, _FRESH, _DETACH = 0, 1, 2, 3, 4
@@ -119,6 +150,12 @@ def round_size(size):
     if size < 512:
         return 512
     return (size + 511) // 512 * 512
+
+
+def shapes_default():
+    """Whether headroom_tensor is written when ``shapes`` is not given: yes, unless the
+    environment variable HEADROOM_SHAPES is 0, false, no or off."""
+    return os.environ.get(SHAPES_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
 
 
 def _cuda_message(what):
@@ -158,7 +195,7 @@ class Capture(object):
 
     def __init__(self, path, micro_batch=None, seq=None, precision="fp32", optimizer="adamw",
                  checkpoint="none", accum=1, devices=1, iterations=None, model=None,
-                 tensors=None, oracle=True, truth=True, **more):
+                 tensors=None, oracle=True, truth=True, shapes=None, **more):
         import torch  # imported late so that the module itself imports without torch
         self._torch = torch
         self.path = os.fspath(path)
@@ -204,9 +241,12 @@ class Capture(object):
         self._iter = 0
         self._active = False
         self._patches = []
-        # ground truth (headroom_truth)
-        self._truth_on = bool(truth)
-        self._rows = []       # [time_us, category, phase] per alloc event of self._ev
+        # ground truth (headroom_truth) and tensors (headroom_tensor): both need the roles
+        self._truth_wanted = bool(truth)
+        self._shapes_on = shapes_default() if shapes is None else bool(shapes)
+        self.config["shapes"] = self._shapes_on
+        self._roles_on = self._truth_wanted or self._shapes_on
+        self._rows = []       # [time_us, category, phase, tensor info] per alloc event
         self._pre_rows = []   # the same per entry of self._pre (time filled when written)
         self._phase_stack = []
         self._phase_now = "setup"
@@ -214,6 +254,14 @@ class Capture(object):
         self._optims = []     # weakrefs to optimizers: their state is optimizer state
         self._buf_mods = weakref.WeakSet()  # modules with buffers
         self.truth_seconds = 0.0  # time spent in the sweeps (the rest is per allocation)
+        # headroom_tensor: the innermost module whose forward runs, by qualified name
+        self._dtypes = {}     # torch.dtype -> (name, itemsize)
+        self._mod_stack = []  # [(module, qualified name or the enclosing one's)] running
+        self._mod_now = None  # the qualified name of the innermost named running module
+        self._mod_names = {}  # id(module) -> (weakref, qualified name or None)
+        self._mod_root = None  # weakref to the model: names are its named_modules()
+        self._mod_hooks = []
+        self.shapes_seconds = 0.0  # time spent building the keys at the end
 
     # ------------------------------------------------------------------ clock & stacks
     def _now(self):
@@ -248,15 +296,31 @@ class Capture(object):
         return st
 
     # ------------------------------------------------------------------ storage tracking
-    def _alloc(self, ptr, nbytes):
+    def _alloc(self, ptr, nbytes, tensor=None):
         s = _Storage(ptr, nbytes)
         self._table[ptr] = s
         t = self._now()
         self._ev.append(("alloc", ptr, nbytes, t, self._stack()))
-        if self._truth_on:
-            s.truth = row = [t, _TEMPORARY, self._phase_now]
+        if self._roles_on:
+            s.truth = row = [t, _TEMPORARY, self._phase_now,
+                             self._tensor_info(tensor, self._mod_now)]
             self._rows.append(row)
         return s
+
+    def _tensor_info(self, t, module):
+        """[shape, dtype, itemsize, module, fixed, module output] of the tensor a storage is
+        made for (None when shapes are off or it is not a plain tensor). ``fixed``: the
+        shape is final (a module returned the tensor)."""
+        if not self._shapes_on or t is None:
+            return None
+        try:
+            dt = t.dtype
+            d = self._dtypes.get(dt)
+            if d is None:
+                d = self._dtypes[dt] = (str(dt).replace("torch.", ""), t.element_size())
+            return [tuple(t.shape), d[0], d[1], module, False, False]
+        except Exception:
+            return None
 
     def _free(self, s):
         s.live = False
@@ -284,7 +348,7 @@ class Capture(object):
         self._ev.append(("host_alloc", info[0], info[1], 0, None))
         self._bind(t, s)
 
-    def _pre_existing(self, ptr, nbytes, label, category=_UNKNOWN):
+    def _pre_existing(self, ptr, nbytes, label, category=_UNKNOWN, tensor=None):
         addr = None
         if self._ev:
             # first seen mid-step, written at the start of the trace: its CPU address may
@@ -294,8 +358,9 @@ class Capture(object):
         s = _Storage(ptr, nbytes, addr=addr)
         self._table[ptr] = s
         self._pre.append((s.addr, nbytes, [{"filename": BEFORE_CAPTURE, "line": 0, "name": label}]))
-        if self._truth_on:
-            s.truth = row = [None, category, "other"]
+        if self._roles_on:
+            # born before the block: no module, no phase
+            s.truth = row = [None, category, "other", self._tensor_info(tensor, None)]
             self._pre_rows.append(row)
         return s
 
@@ -342,7 +407,8 @@ class Capture(object):
             return
         s = self._table.get(info[0])
         if s is None:
-            s = self._pre_existing(info[0], info[1], "tensor %s %s" % (tuple(t.shape), t.dtype))
+            s = self._pre_existing(info[0], info[1], "tensor %s %s" % (tuple(t.shape), t.dtype),
+                                   tensor=t)
         self._bind(t, s)
 
     def _output(self, t, fresh):
@@ -368,7 +434,7 @@ class Capture(object):
                 old = self._table[ptr]
                 old.live = False  # a storage freed behind our back (no live tensor object)
                 self._free(old)
-            s = self._alloc(ptr, nbytes)
+            s = self._alloc(ptr, nbytes, t)
         self._bind(t, s)
 
     def _moved(self, t, s, ptr, nbytes):
@@ -384,13 +450,14 @@ class Capture(object):
         if ptr != 0:
             s.live = True
             self._table[ptr] = s
-            t = self._now()
-            self._ev.append(("alloc", ptr, nbytes, t, self._stack()))
-            if self._truth_on:
+            now = self._now()
+            self._ev.append(("alloc", ptr, nbytes, now, self._stack()))
+            if self._roles_on:
                 # a new allocation: a role of the old one carries over (a resized .grad)
                 old = s.truth[1] if s.truth is not None and s.truth[1] > _TEMPORARY \
                     else _TEMPORARY
-                s.truth = row = [t, old, self._phase_now]
+                s.truth = row = [now, old, self._phase_now,
+                                 self._tensor_info(t, self._mod_now)]
                 self._rows.append(row)
 
     def _rebind(self, t):
@@ -407,7 +474,8 @@ class Capture(object):
             return
         s = self._table.get(info[0])
         if s is None:
-            s = self._pre_existing(info[0], info[1], "tensor %s %s" % (tuple(t.shape), t.dtype))
+            s = self._pre_existing(info[0], info[1], "tensor %s %s" % (tuple(t.shape), t.dtype),
+                                   tensor=t)
         self._bind(t, s)
 
     def _op_kind(self, func):
@@ -483,7 +551,7 @@ class Capture(object):
             return
         s = self._table.get(info[0])
         if s is None:
-            s = self._pre_existing(info[0], info[1], label, category)
+            s = self._pre_existing(info[0], info[1], label, category, tensor=t)
         self._bind(t, s)
         self._label_storage(s, category)
 
@@ -494,7 +562,7 @@ class Capture(object):
                 self._track_existing(p.grad, "gradient of " + n, _GRADIENT)
                 self._add_param(p)
             for n, b in self._model_obj.named_buffers():
-                self._track_existing(b, "buffer " + n, _PARAMETER)
+                self._track_existing(b, "buffer " + n, _BUFFER)
             for m in self._model_obj.modules():
                 if m._buffers:
                     self._buf_mods.add(m)
@@ -534,15 +602,15 @@ class Capture(object):
                 row[1] = category
 
     def _label(self, t, category):
-        if self._truth_on and t is not None:
+        if self._roles_on and t is not None:
             self._label_storage(self._storage_of(t), category)
 
     def _add_param(self, p):
-        if self._truth_on:
+        if self._roles_on:
             self._params[id(p)] = weakref.ref(p)
 
     def _add_optimizer(self, opt):
-        if self._truth_on and not any(r() is opt for r in self._optims):
+        if self._roles_on and not any(r() is opt for r in self._optims):
             self._optims.append(weakref.ref(opt))
             for g in opt.param_groups:
                 for p in g["params"]:
@@ -553,7 +621,7 @@ class Capture(object):
         optimizer state and module buffers. Cheap: a few attribute reads per tensor. Runs
         after every backward call and at every marker (the state at the end of an optimizer
         phase, at iteration markers and at the end of the block)."""
-        if not (self._truth_on and self._active):
+        if not (self._roles_on and self._active):
             return
         t0 = time.perf_counter()
         Tensor = self._torch.Tensor
@@ -580,7 +648,7 @@ class Capture(object):
             for m in list(self._buf_mods):
                 for b in m._buffers.values():
                     if b is not None:
-                        self._label_storage(self._storage_of(b), _PARAMETER)
+                        self._label_storage(self._storage_of(b), _BUFFER)
         self.truth_seconds += time.perf_counter() - t0
 
     def _backward_starts(self):
@@ -596,13 +664,143 @@ class Capture(object):
     def inputs(self, *tensors):
         """``x, y = cap.inputs(x, y)`` labels the batch (model inputs and targets) as
         "input" in headroom_truth; returns its arguments (one tensor as it is)."""
-        if self._truth_on and self._active:
+        if self._roles_on and self._active:
             for t in tensors:
                 if isinstance(t, self._torch.Tensor):
                     if id(t) not in self._objs:
                         self._adopt_input(t)
                     self._label(t, _INPUT)
         return tensors[0] if len(tensors) == 1 else tensors
+
+    # ------------------------------------------------------------------ modules
+    def _names_from(self, root, prefix=None):
+        """Qualified names of ``root``'s modules, as ``root.named_modules()`` gives them (a
+        module listed twice keeps its first name). The model's names (``prefix`` None)
+        replace any earlier name; a module outside the model gets ``prefix`` + its name
+        only where it has none."""
+        names = self._mod_names
+        for n, m in root.named_modules():
+            if prefix is not None:
+                n = prefix + "." + n if n else prefix
+                ent = names.get(id(m))
+                if ent is not None and ent[0]() is m:
+                    continue
+            names[id(m)] = (weakref.ref(m), n)
+
+    def _set_root(self, m):
+        self._mod_root = weakref.ref(m)
+        self._names_from(m)
+
+    def _known_name(self, m):
+        ent = self._mod_names.get(id(m))
+        if ent is not None and ent[0]() is m:
+            return True, ent[1]
+        return False, None
+
+    def _module_name(self, m):
+        """The qualified name of ``m`` in the model, None for a module no named_modules()
+        lists (not registered: the enclosing module's name stands). The model is the
+        ``model=`` argument, else the first module called at the top level, replaced by a
+        module called at the top level that holds it. A module called at the top level
+        outside the model (a loss module) and its submodules are named ``<ClassName>`` and
+        ``<ClassName>.sub``."""
+        known, name = self._known_name(m)
+        if known:
+            return name
+        root = self._mod_root() if self._mod_root is not None else None
+        if root is None:
+            self._set_root(m)
+        else:
+            self._names_from(root)  # the model may have grown
+            known, name = self._known_name(m)
+            if known:
+                return name
+            if not self._mod_stack:
+                if any(x is root for x in m.modules()):
+                    self._set_root(m)  # it holds the model: the model it is
+                else:
+                    self._names_from(m, "<%s>" % type(m).__name__)
+            else:
+                self._mod_names[id(m)] = (weakref.ref(m), None)
+        return self._known_name(m)[1]
+
+    def _module_output(self, name, out, depth=0):
+        """``out`` (tensors, or lists, tuples and dicts of them) was returned by the module
+        named ``name``: its storages are activations, and a storage allocated inside that
+        module's forward takes the shape of the output that covers it (nn.Linear returns
+        [b, s, d], a view of the [b*s, d] that addmm made), once: the innermost module that
+        returns it decides."""
+        if isinstance(out, self._torch.Tensor):
+            s = self._storage_of(out)
+            if s is None or s.truth is None or s.truth[3] is None:
+                return
+            info = s.truth[3]
+            info[5] = True
+            if info[4]:
+                return
+            m = info[3]
+            if m is None or name is None:
+                return
+            if not (m == name or m.startswith(name + ".") or
+                    (name == "" and not m.startswith("<"))):
+                return  # made before this module ran (its input, a parameter)
+            try:
+                d = self._dtypes.get(out.dtype)
+                if d is None or d[0] != info[1]:
+                    return
+                if out.numel() * d[1] == s.nbytes and out.is_contiguous():
+                    info[0] = tuple(out.shape)
+                    info[4] = True
+            except Exception:
+                return
+        elif depth < 3:
+            if isinstance(out, (list, tuple)):
+                for o in out:
+                    self._module_output(name, o, depth + 1)
+            elif isinstance(out, dict):
+                for o in out.values():
+                    self._module_output(name, o, depth + 1)
+
+    def _install_modules(self):
+        """Global forward hooks: the stack of running modules (for the module of each
+        allocation) and their outputs."""
+        torch = self._torch
+        rec = self
+        mm = torch.nn.modules.module
+        if not hasattr(mm, "register_module_forward_pre_hook"):
+            self.config["shapes_modules"] = "no global module hooks in this torch"
+            return
+
+        def pre(module, args):
+            if rec._active:
+                name = rec._module_name(module)
+                if name is None:
+                    name = rec._mod_now
+                rec._mod_stack.append((module, name))
+                rec._mod_now = name
+
+        def post(module, args, output):
+            if not rec._active:
+                return
+            st = rec._mod_stack
+            name = None
+            for i in range(len(st) - 1, -1, -1):
+                if st[i][0] is module:  # and what a forward that raised left above it
+                    name = st[i][1]
+                    del st[i:]
+                    break
+            else:
+                return
+            rec._mod_now = st[-1][1] if st else None
+            rec._module_output(name, output)
+
+        self._mod_hooks.append(mm.register_module_forward_pre_hook(pre))
+        try:  # 2.x: also when forward raises
+            self._mod_hooks.append(mm.register_module_forward_hook(post, always_call=True))
+        except TypeError:
+            self._mod_hooks.append(mm.register_module_forward_hook(post))
+        if self._model_obj is not None:
+            self._set_root(self._model_obj)
 
     # ------------------------------------------------------------------ markers
     def _mark(self, name, stage):
@@ -616,7 +814,7 @@ class Capture(object):
         if marker not in PHASE_NAMES.values():
             raise ValueError("phase must be one of %s, not %r" % (sorted(PHASE_NAMES), name))
         short = _SHORT_PHASE[marker]
-        truth = self._truth_on and self._active
+        truth = self._roles_on and self._active
         if truth:
             self._sweep(state=False)
             if short == "backward":
@@ -717,7 +915,7 @@ class Capture(object):
             out = base_make(cls, data, *a, **k)
             if rec._active:
                 rec._adopt_input(out)
-                if rec._truth_on and isinstance(out, Parameter):
+                if rec._roles_on and isinstance(out, Parameter):
                     rec._label(out, _PARAMETER)
                     rec._add_param(out)
             return out
@@ -739,7 +937,7 @@ class Capture(object):
             base_data.__set__(t, v)
             if rec._active:
                 rec._rebind(t)
-                if rec._truth_on and isinstance(t, Parameter):
+                if rec._roles_on and isinstance(t, Parameter):
                     rec._label(t, _PARAMETER)  # the parameter's new storage
         torch.Tensor.data = property(_get_data, _set_data)
         self._patches.append(("data", had_data, old_data))
@@ -757,8 +955,10 @@ class Capture(object):
         self._rng = base_rng
 
         self._more_patches = []
-        if self._truth_on:
+        if self._roles_on:
             self._install_truth()
+        if self._shapes_on:
+            self._install_modules()
 
         from torch.utils._mode_utils import no_dispatch
 
@@ -804,7 +1004,7 @@ class Capture(object):
             out = base_register_buffer(module, name, tensor, *a, **k)
             if rec._active and tensor is not None:
                 rec._buf_mods.add(module)
-                rec._label(tensor, _PARAMETER)
+                rec._label(tensor, _BUFFER)
             return out
         patch(Module, "register_buffer", register_buffer)
 
@@ -840,6 +1040,11 @@ class Capture(object):
                 except AttributeError:
                     pass
         self._more_patches = []
+        for h in self._mod_hooks:
+            h.remove()
+        self._mod_hooks = []
+        self._mod_stack = []
+        self._mod_now = None
         if getattr(self, "_mode", None) is not None:
             self._mode.__exit__(None, None, None)
             self._mode = None
@@ -1001,21 +1206,71 @@ class Capture(object):
             "external_annotations": ann,
             "headroom_config": _plain(cfg),
         }
-        if self._truth_on:
+        if self._roles_on:
+            self._finish_rows()
+        if self._shapes_on:
+            t0 = time.perf_counter()
+            self._tensor_keys(snapshot["device_traces"][0])
+            snapshot["headroom_tensor_keys"] = TENSOR_KEYS_VERSION
+            self.shapes_seconds += time.perf_counter() - t0
+        if self._truth_wanted:
             snapshot["headroom_truth"] = self._truth()
         _atomic_pickle(self.path, snapshot)
 
-    def _truth(self):
-        """The headroom_truth key: one [time_us, category, phase] per alloc entry."""
+    def _finish_rows(self):
+        """Times of the rows of memory alive before the block; storages alive at the end
+        with no role seen become unknown."""
         for row, t in zip(self._pre_rows, self._pre_times()):
             row[0] = t
         for s in self._table.values():  # alive at the end, no role seen: unknown
             if s.live and s.truth is not None and s.truth[1] == _TEMPORARY:
                 s.truth[1] = _UNKNOWN
-        names = TRUTH_CATEGORIES
-        rows = [[int(t), names[c], ph] for t, c, ph in self._pre_rows]
-        rows += [[int(t), names[c], ph] for t, c, ph in self._rows]
+
+    def _truth(self):
+        """The headroom_truth key: one [time_us, category, phase] per alloc entry."""
+        names = _TRUTH_NAMES
+        rows = [[int(r[0]), names[r[1]], r[2]] for r in self._pre_rows]
+        rows += [[int(r[0]), names[r[1]], r[2]] for r in self._rows]
         return {"version": TRUTH_VERSION, "allocations": rows}
+
+    def _tensor_keys(self, trace):
+        """Adds headroom_tensor to every alloc entry of ``trace`` whose tensor is known.
+        Equal dicts (and dims) are one object, so that pickle writes each once."""
+        mb, seq = self.config.get("micro_batch"), self.config.get("seq")
+        mb = mb if isinstance(mb, int) and not isinstance(mb, bool) else None
+        seq = seq if isinstance(seq, int) and not isinstance(seq, bool) else None
+        dims_cache, keys_cache = {}, {}
+        rows = iter(self._pre_rows + self._rows)
+        written = 0
+        for e in trace:
+            if e["action"] != "alloc":
+                continue
+            row = next(rows, None)
+            if row is None:
+                break
+            info = row[3]
+            if info is None:
+                continue
+            shape, dtype, _itemsize, module, _fixed, mout = info
+            c = row[1]
+            if mout and c < _ACTIVATION:
+                c = _ACTIVATION  # a module's output
+            phase = _TENSOR_PHASE.get(row[2])
+            key = (shape, dtype, module, c, phase)
+            d = keys_cache.get(key)
+            if d is None:
+                b = tuple(i for i, n in enumerate(shape) if n == mb)
+                sq = tuple(i for i, n in enumerate(shape) if n == seq)
+                dims = dims_cache.get((b, sq))
+                if dims is None:
+                    dims = dims_cache[(b, sq)] = {"batch": list(b), "seq": list(sq)}
+                d = keys_cache[key] = {"shape": list(shape), "dtype": dtype, "dims": dims,
+                                       "module": module, "kind": _KIND_NAMES[c],
+                                       "phase": phase}
+            e["headroom_tensor"] = d
+            written += 1
+        self.config["tensor_keys_written"] = written
+        return written
 
     # ------------------------------------------------------------------ diagnostics
     def oracle_breakdown(self, ops=None):
@@ -1138,8 +1393,9 @@ def capture(path, micro_batch=None, seq=None, precision="fp32", optimizer="adamw
     ``model=`` (an ``nn.Module``, or a name) and ``optimizer=`` (an ``Optimizer``, or one of
     'sgd', 'sgd-momentum', 'adamw', 'adam') built before the block have their parameters,
     buffers, gradients and optimizer state recorded as alive before the trace; ``tensors=``
-    adds more. ``oracle=False`` skips the legacy-profiler oracle. Other keyword arguments go
-    into ``headroom_config``.
+    adds more. ``oracle=False`` skips the legacy-profiler oracle, ``truth=False`` the
+    ``headroom_truth`` key, ``shapes=False`` the ``headroom_tensor`` keys (default: on, unless
+    HEADROOM_SHAPES=0 is set). Other keyword arguments go into ``headroom_config``.
     """
     return Capture(path, micro_batch=micro_batch, seq=seq, precision=precision,
                    optimizer=optimizer, checkpoint=checkpoint, accum=accum, devices=devices,

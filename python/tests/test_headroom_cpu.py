@@ -308,7 +308,10 @@ class RecorderTest(_RecordingCase):
         times = [e["time_us"] for e in trace]
         self.assertEqual(times, sorted(times))
         for i, e in enumerate(trace):
-            self.assertEqual(set(e), {"action", "addr", "size", "stream", "time_us", "frames"})
+            keys = {"action", "addr", "size", "stream", "time_us", "frames"}
+            if e["action"] == "alloc":  # shapes are on by default
+                keys.add("headroom_tensor")
+            self.assertEqual(set(e), keys)
             self.assertEqual(e["size"] % 512, 0)
             if e["action"] == "free_requested":  # always followed by its completion
                 nxt = trace[i + 1]
@@ -577,6 +580,264 @@ class TruthTest(_RecordingCase):
         # weight, bias, running_mean, running_var, num_batches_tracked
         self.assertEqual(cats, ["parameter"] * 5)
         del bn
+
+
+class _Layer(torch.nn.Module if TORCH else object):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 16)
+        self.act = torch.nn.GELU()
+        self.out = torch.nn.Linear(16, 8)
+        self.helpers = [torch.nn.Tanh()]  # a plain list: not registered, no qualified name
+
+    def forward(self, x):
+        return self.out(self.helpers[0](self.act(self.fc(x))))
+
+
+class _Net(torch.nn.Module if TORCH else object):
+    """Qualified names: blocks.0.fc, blocks.1.act, ...; a buffer; [b, s, 8] in and out."""
+
+    def __init__(self):
+        super().__init__()
+        self.blocks = torch.nn.ModuleList([_Layer(), _Layer()])
+        self.register_buffer("scale", torch.ones(8))
+
+    def forward(self, x):
+        for b in self.blocks:
+            x = b(x)
+        return x * self.scale
+
+
+@needs_torch
+class TensorKeysTest(_RecordingCase):
+    """headroom_tensor on alloc entries: shape, dtype, dims, module, kind, phase."""
+    B, S = 3, 5
+
+    def record(self, path, b=B, s=S, iterations=2, stated=True, **kw):
+        """Records the model on [b, s, 8] batches; ``stated``: micro_batch=b and seq=s are
+        given to the capture."""
+        seen = {"grad": [], "state": [], "input": [], "fc_out": []}
+        mb, seq = (b, s) if stated else (None, None)
+        with headroom_cpu.capture(path, micro_batch=mb, seq=seq, oracle=False, **kw) as cap:
+            model = _Net()
+            opt = torch.optim.AdamW(model.parameters())
+            loss_fn = torch.nn.MSELoss()  # a module outside the model
+            hook = model.blocks[1].fc.register_forward_hook(
+                lambda m, a, out: seen["fc_out"].append(out.data_ptr()))
+            for _ in range(iterations):
+                with cap.iteration():
+                    x, y = cap.inputs(torch.randn(b, s, 8), torch.randn(b, s, 8))
+                    seen["input"].append(x.data_ptr())
+                    with cap.phase("forward"):
+                        out = model(x)
+                    with cap.phase("loss"):
+                        loss = loss_fn(out, y)
+                    with cap.phase("backward"):
+                        loss.backward()
+                    seen["grad"].append({n: p.grad.data_ptr()
+                                         for n, p in model.named_parameters()})
+                    with cap.phase("optimizer"):
+                        opt.step()
+                        opt.zero_grad(set_to_none=True)
+                    seen["state"].append([v.data_ptr() for st in opt.state.values()
+                                          for v in st.values() if v.dim() > 0])
+                    del x, y, out, loss
+            hook.remove()
+        seen["param"] = {n: p.data_ptr() for n, p in model.named_parameters()}
+        seen["buffer"] = model.scale.data_ptr()
+        self.model = model
+        return load_plain(path), seen
+
+    @staticmethod
+    def allocs(snap):
+        return [e for e in snap["device_traces"][0] if e["action"] == "alloc"]
+
+    def keys_at(self, snap, addr):
+        """headroom_tensor of every alloc entry at ``addr``, in trace order."""
+        return [e["headroom_tensor"] for e in self.allocs(snap) if e["addr"] == addr]
+
+    def test_every_alloc_entry_is_keyed_and_plain(self):
+        snap, _ = self.record(self.path())
+        self.assertEqual(snap["headroom_tensor_keys"], 1)
+        self.assertEqual(headroom_cpu.TENSOR_KEYS_VERSION, 1)
+        self.assertTrue(only_plain(snap))
+        allocs = self.allocs(snap)
+        self.assertGreater(len(allocs), 50)
+        for e in allocs:
+            k = e["headroom_tensor"]
+            self.assertEqual(set(k), {"shape", "dtype", "dims", "module", "kind", "phase"})
+            self.assertEqual(set(k["dims"]), {"batch", "seq"})
+            self.assertIn(k["kind"], headroom_cpu.TENSOR_KINDS)
+            self.assertIn(k["phase"], ("forward", "backward", "optimizer", None))
+            self.assertTrue(k["module"] is None or isinstance(k["module"], str))
+            self.assertTrue(all(isinstance(n, int) for n in k["shape"]))
+        for e in snap["device_traces"][0]:
+            if e["action"] != "alloc":
+                self.assertNotIn("headroom_tensor", e)
+
+    def test_every_shape_matches_its_allocation(self):
+        snap, _ = self.record(self.path())
+        item = {"float32": 4, "int64": 8, "bool": 1}
+        for e in self.allocs(snap):
+            k = e["headroom_tensor"]
+            n = 1
+            for d in k["shape"]:
+                n *= d
+            self.assertEqual(headroom_cpu.round_size(n * item[k["dtype"]]), e["size"], k)
+
+    def test_a_linear_layers_output(self):
+        snap, seen = self.record(self.path())
+        self.assertEqual(len(seen["fc_out"]), 2)
+        for addr in seen["fc_out"]:
+            # addmm made it as [b*s, 16]; the module returned the [b, s, 16] view of it
+            k = [k for k in self.keys_at(snap, addr) if k["module"] == "blocks.1.fc"][-1]
+            self.assertEqual(k, {"shape": [3, 5, 16], "dtype": "float32",
+                                 "dims": {"batch": [0], "seq": [1]}, "module": "blocks.1.fc",
+                                 "kind": "activation", "phase": "forward"})
+        mods = {e["headroom_tensor"]["module"] for e in self.allocs(snap)}
+        for name in ("blocks.0.fc", "blocks.0.act", "blocks.0.out", "blocks.1.fc",
+                     "blocks.1.act", "blocks.1.out", ""):
+            self.assertIn(name, mods)
+        # the Tanh in a plain list has no qualified name: its layer's name stands
+        self.assertNotIn("blocks.0.helpers.0", mods)
+        # x * scale in the root's forward
+        root = [e["headroom_tensor"] for e in self.allocs(snap)
+                if e["headroom_tensor"]["module"] == ""]
+        self.assertIn([3, 5, 8], [k["shape"] for k in root])
+
+    def test_parameters_buffers_gradients_state_and_inputs(self):
+        snap, seen = self.record(self.path())
+        w = self.keys_at(snap, seen["param"]["blocks.0.fc.weight"])[0]
+        self.assertEqual(w, {"shape": [16, 8], "dtype": "float32",
+                             "dims": {"batch": [], "seq": []}, "module": None,
+                             "kind": "parameter", "phase": None})
+        self.assertEqual(self.keys_at(snap, seen["buffer"])[0]["kind"], "buffer")
+        self.assertEqual(self.keys_at(snap, seen["buffer"])[0]["shape"], [8])
+        for it in range(2):
+            g = self.keys_at(snap, seen["grad"][it]["blocks.0.fc.weight"])
+            self.assertIn({"shape": [16, 8], "dtype": "float32",
+                           "dims": {"batch": [], "seq": []}, "module": None,
+                           "kind": "gradient", "phase": "backward"}, g)
+            x = self.keys_at(snap, seen["input"][it])
+            self.assertIn({"shape": [3, 5, 8], "dtype": "float32",
+                           "dims": {"batch": [0], "seq": [1]}, "module": None,
+                           "kind": "input", "phase": None}, x)  # made outside every window
+        for addr in seen["state"][0]:
+            self.assertIn("optimizer_state", [k["kind"] for k in self.keys_at(snap, addr)])
+            self.assertIn("optimizer", [k["phase"] for k in self.keys_at(snap, addr)])
+
+    def test_loss_module_outside_the_model(self):
+        snap, _ = self.record(self.path())
+        loss = [e["headroom_tensor"] for e in self.allocs(snap)
+                if e["headroom_tensor"]["module"] == "<MSELoss>"]
+        self.assertTrue(loss)
+        self.assertEqual({k["phase"] for k in loss}, {None})  # the loss window: none of three
+
+    def test_backward_and_optimizer_run_in_no_module(self):
+        snap, _ = self.record(self.path())
+        for e in self.allocs(snap):
+            k = e["headroom_tensor"]
+            if k["phase"] in ("backward", "optimizer"):
+                self.assertIsNone(k["module"], k)
+            if k["module"] is not None:
+                self.assertIn(k["phase"], ("forward", None))
+
+    def test_every_matching_dimension_is_listed(self):
+        snap, _ = self.record(self.path(), b=4, s=4, iterations=1)
+        x = [e["headroom_tensor"] for e in self.allocs(snap)
+             if e["headroom_tensor"]["kind"] == "input"][0]
+        self.assertEqual(x["shape"], [4, 4, 8])
+        self.assertEqual(x["dims"], {"batch": [0, 1], "seq": [0, 1]})
+        snap, _ = self.record(self.path("none.pickle"), iterations=1, stated=False)
+        for e in self.allocs(snap):
+            self.assertEqual(e["headroom_tensor"]["dims"], {"batch": [], "seq": []})
+
+    def test_kinds_agree_with_the_truth(self):
+        snap, _ = self.record(self.path())
+        rows = snap["headroom_truth"]["allocations"]
+        allocs = self.allocs(snap)
+        self.assertEqual(len(rows), len(allocs))
+        for e, (t, cat, phase) in zip(allocs, rows):
+            k = e["headroom_tensor"]["kind"]
+            self.assertEqual(t, e["time_us"])
+            if k == "buffer":
+                self.assertEqual(cat, "parameter")
+            elif k == "activation":  # also a module's output the truth calls temporary
+                self.assertIn(cat, ("activation", "temporary"))
+            else:
+                self.assertEqual(k, cat)
+
+    def test_shapes_off_changes_nothing_else(self):
+        torch.manual_seed(0)
+        on, _ = self.record(self.path("on.pickle"))
+        torch.manual_seed(0)
+        off, _ = self.record(self.path("off.pickle"), shapes=False)
+        with mock.patch.dict(os.environ, {"HEADROOM_SHAPES": "0"}):
+            torch.manual_seed(0)
+            env, _ = self.record(self.path("env.pickle"))
+        torch.manual_seed(0)
+        no_truth, _ = self.record(self.path("no-truth.pickle"), truth=False)
+        for snap in (off, env):
+            self.assertNotIn("headroom_tensor_keys", snap)
+            self.assertFalse(snap["headroom_config"]["shapes"])
+            self.assertFalse(any("headroom_tensor" in e for e in snap["device_traces"][0]))
+        self.assertTrue(on["headroom_config"]["shapes"])
+        self.assertNotIn("headroom_truth", no_truth)  # the keys stay without the truth
+
+        def shape(snap):
+            return [(e["action"], e["size"], [(f["filename"], f["name"]) for f in e["frames"]])
+                    for e in snap["device_traces"][0]]
+        for snap in (off, env, no_truth):
+            self.assertEqual(shape(on), shape(snap))
+            for key in ("recorded_peak_bytes", "recorded_peak_rounded_bytes", "allocations"):
+                self.assertEqual(on["headroom_config"][key], snap["headroom_config"][key], key)
+        cats = [r[1:] for r in on["headroom_truth"]["allocations"]]
+        for snap in (off, env):
+            self.assertEqual(cats, [r[1:] for r in snap["headroom_truth"]["allocations"]])
+        self.assertEqual([e["headroom_tensor"] for e in self.allocs(on)],
+                         [e["headroom_tensor"] for e in self.allocs(no_truth)])
+
+    def test_model_built_before_the_block(self):
+        model = _Net()
+        opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        model(torch.randn(3, 5, 8)).sum().backward()
+        opt.step()
+        path = self.path()
+        with headroom_cpu.capture(path, model=model, optimizer=opt, micro_batch=3, seq=5,
+                                  oracle=False) as cap:
+            with cap.phase("forward"):
+                out = model(torch.randn(3, 5, 8))
+            del out
+        snap = load_plain(path)
+        pre = [e for e in self.allocs(snap) if e["frames"][0]["filename"] == "<before capture>"]
+        want = {"parameter": "parameter", "buffer": "buffer", "gradient": "gradient",
+                "optimizer": "optimizer_state"}
+        for e in pre:
+            k = e["headroom_tensor"]
+            self.assertEqual(k["kind"], want[e["frames"][0]["name"].split()[0]])
+            self.assertEqual((k["module"], k["phase"]), (None, None))
+        mods = {e["headroom_tensor"]["module"] for e in self.allocs(snap)}
+        self.assertIn("blocks.1.out", mods)  # named after the model= argument
+
+    def test_the_cli_reads_the_file_with_the_same_peak(self):
+        cli = os.path.join(ROOT, "build", "release", "app", "headroom-cli")
+        if not os.path.exists(cli):
+            self.skipTest("no %s" % cli)
+        path = self.path()
+        self.record(path, iterations=1)
+        plain = self.path("plain.pickle")
+        snap = load_plain(path)
+        snap.pop("headroom_tensor_keys")
+        for e in snap["device_traces"][0]:
+            e.pop("headroom_tensor", None)
+        with open(plain, "wb") as f:
+            pickle.dump(snap, f, protocol=4)
+
+        def peak(p):
+            out = subprocess.run([cli, "summary", p, "--json"], capture_output=True, text=True)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            return [d["peak_allocated_bytes"] for d in json.loads(out.stdout)["devices"]]
+        self.assertEqual(peak(path), peak(plain))
 
 
 @needs_torch
