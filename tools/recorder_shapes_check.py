@@ -1,0 +1,324 @@
+#!/usr/bin/env python3
+"""Check the headroom_tensor keys that python/headroom_cpu.py writes (issue 30, point 1).
+
+Usage:
+  /usr/bin/python3 tools/recorder_shapes_check.py [--out DIR] [--families all|a,b]
+                                                  [--read DIR] [--cli PATH | --no-cli]
+                                                  [--cost N] [--json FILE]
+
+Records the base point of each family of the CPU matrix (tools/cpu_matrix.py's BASE:
+micro-batch 2, the family's base sequence, fp32, AdamW, 2 iterations, model built inside the
+capture; decoder_infer forward only) into DIR/<family>/base.pickle (DIR defaults to
+build/recorder-shapes), each in a fresh process as cpu_matrix.py does, or with --read DIR
+reads DIR/<family>/base.pickle (a cpu_matrix.py output directory, say) without recording.
+
+Per family it prints:
+  allocs    the number of alloc entries in device_traces[0]
+  keyed     the share that carry headroom_tensor
+  exact     the share of keyed entries whose shape matches the entry's size exactly:
+            round_size(prod(shape) * itemsize) == size, round_size being the CUDA caching
+            allocator's 512-byte rounding the recorder writes (headroom_cpu.round_size)
+  smaller   the share whose shape is smaller than the size (a storage that holds more than
+            the first tensor made for it); "larger" (a shape that does not fit its
+            allocation) must be 0
+  module    the share of keyed entries with a module name (not null)
+  dims      entries whose dims do not list exactly the indices of the shape equal to the
+            recorded micro_batch / seq (must be 0)
+  truth     entries whose kind disagrees with headroom_truth's category (must be 0; the
+            equivalences are in kind_agrees())
+  peak      with --cli (default: build/release/app/headroom-cli when it exists): "same" when
+            `headroom-cli summary FILE --json` gives every device the same
+            peak_allocated_bytes as for a copy of the file without the keys
+
+--cost N times N recordings of each base point with shapes on and N with shapes off,
+interleaved, each in a fresh process, with the oracle off (the recorder alone: the
+strictest ratio), and prints the median wall time of run_point (build, the two iterations
+and the file written) and the ratio. The machine's other load shows up as noise: run it on
+a quiet machine.
+
+Exit status: 1 when a shape is larger than its allocation, a dims or truth disagreement, a
+peak that differs, or no keys at all; 77 when torch cannot be imported.
+"""
+import argparse
+import json
+import os
+import pickle
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+PYDIR = os.path.join(ROOT, "python")
+sys.path.insert(0, PYDIR)
+sys.path.insert(0, HERE)
+
+DEFAULT_OUT = os.path.join(ROOT, "build", "recorder-shapes")
+DEFAULT_CLI = os.path.join(ROOT, "build", "release", "app", "headroom-cli")
+ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "complex128": 16,
+            "complex64": 8, "complex32": 4, "int64": 8, "int32": 4, "int16": 2, "int8": 1,
+            "uint8": 1, "bool": 1, "quint8": 1, "qint8": 1, "qint32": 4,
+            "float8_e4m3fn": 1, "float8_e5m2": 1}
+
+
+def round_size(size):
+    if size < 512:
+        return 512
+    return (size + 511) // 512 * 512
+
+
+def prod(xs):
+    n = 1
+    for x in xs:
+        n *= x
+    return n
+
+
+def kind_agrees(kind, truth):
+    """headroom_tensor's kind against headroom_truth's category of the same entry: the same,
+    except that a buffer is "parameter" in the truth and that a module's output is an
+    activation the truth may call temporary (freed in the step: no backward kept it) or
+    unknown (alive at the end)."""
+    if kind == truth:
+        return True
+    if kind == "buffer":
+        return truth == "parameter"
+    if kind == "activation":
+        return truth in ("temporary", "unknown")
+    return False
+
+
+def check_snapshot(snap):
+    """The counts of one snapshot (a dict): see the module docstring."""
+    cfg = snap.get("headroom_config", {})
+    mb, seq = cfg.get("micro_batch"), cfg.get("seq")
+    trace = snap["device_traces"][0]
+    allocs = [e for e in trace if e["action"] == "alloc"]
+    truth = snap.get("headroom_truth", {}).get("allocations")
+    r = {"allocs": len(allocs), "keyed": 0, "exact": 0, "smaller": 0, "larger": 0,
+         "unknown_dtype": 0, "module": 0, "dims_wrong": 0, "truth_wrong": 0,
+         "truth_rows": truth is not None, "kinds": {}, "version": snap.get("headroom_tensor_keys"),
+         "examples_larger": [], "examples_truth": []}
+    for i, e in enumerate(allocs):
+        k = e.get("headroom_tensor")
+        if k is None:
+            continue
+        r["keyed"] += 1
+        r["kinds"][k["kind"]] = r["kinds"].get(k["kind"], 0) + 1
+        if k["module"] is not None:
+            r["module"] += 1
+        shape = k["shape"]
+        want_b = [j for j, n in enumerate(shape) if mb is not None and n == mb]
+        want_s = [j for j, n in enumerate(shape) if seq is not None and n == seq]
+        if k["dims"] != {"batch": want_b, "seq": want_s}:
+            r["dims_wrong"] += 1
+        item = ITEMSIZE.get(k["dtype"])
+        if item is None:
+            r["unknown_dtype"] += 1
+        else:
+            n = round_size(prod(shape) * item)
+            if n == e["size"]:
+                r["exact"] += 1
+            elif n < e["size"]:
+                r["smaller"] += 1
+            else:
+                r["larger"] += 1
+                if len(r["examples_larger"]) < 5:
+                    r["examples_larger"].append([shape, k["dtype"], e["size"], k["module"]])
+        if truth is not None and i < len(truth):
+            if truth[i][0] != e["time_us"] or not kind_agrees(k["kind"], truth[i][1]):
+                r["truth_wrong"] += 1
+                if len(r["examples_truth"]) < 5:
+                    r["examples_truth"].append([k["kind"], truth[i][1], shape, k["module"]])
+    return r
+
+
+def strip_keys(snap):
+    out = dict(snap)
+    out.pop("headroom_tensor_keys", None)
+    out["device_traces"] = [[{k: v for k, v in e.items() if k != "headroom_tensor"}
+                             for e in dev] for dev in snap["device_traces"]]
+    return out
+
+
+def cli_peaks(cli, path):
+    out = subprocess.run([cli, "summary", path, "--json"], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError("%s summary %s: exit %d: %s" % (cli, path, out.returncode,
+                                                           out.stderr.strip()[:500]))
+    return [d["peak_allocated_bytes"] for d in json.loads(out.stdout)["devices"]]
+
+
+def same_peak(cli, path, snap):
+    """(peak with the keys, peak without them) from the CLI."""
+    with_keys = cli_peaks(cli, path)
+    fd, tmp = tempfile.mkstemp(suffix=".pickle")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            pickle.dump(strip_keys(snap), f, protocol=4)
+        without = cli_peaks(cli, tmp)
+    finally:
+        os.unlink(tmp)
+    return with_keys, without
+
+
+def _record(job):
+    """One recording in a worker process: returns (wall seconds, CPU seconds of the
+    process, seconds spent building the keys at the end)."""
+    family, path, shapes, oracle = job
+    import torch
+    import cpu_matrix
+    import cpu_models
+    torch.set_num_threads(1)
+    levers = cpu_matrix.point_levers(family, {})
+    t0, c0 = time.perf_counter(), time.process_time()
+    cap = cpu_models.run_point(path, family, point="base", oracle=oracle, shapes=shapes, **levers)
+    return time.perf_counter() - t0, time.process_time() - c0, cap.shapes_seconds
+
+
+def run_jobs(jobs, n_workers):
+    import multiprocessing
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(max(1, n_workers), maxtasksperchild=1) as pool:
+        return pool.map(_record, jobs, chunksize=1)
+
+
+def pct(a, b):
+    return "%6.1f%%" % (100.0 * a / b) if b else "     -"
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=DEFAULT_OUT)
+    ap.add_argument("--families", default="all")
+    ap.add_argument("--read", default="", help="read DIR/<family>/base.pickle, record nothing")
+    ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--cli", default=DEFAULT_CLI)
+    ap.add_argument("--no-cli", action="store_true")
+    ap.add_argument("--cost", type=int, default=0, metavar="N",
+                    help="also time N recordings per family with shapes on and off")
+    ap.add_argument("--json", default="", help="write the results to this file")
+    args = ap.parse_args(argv)
+    try:
+        import torch
+    except ImportError as e:
+        print("recorder_shapes_check: PyTorch is not importable (%s); on Debian 12 install "
+              "python3-torch and run with /usr/bin/python3" % e, file=sys.stderr)
+        return 77
+    import cpu_matrix
+    fams = [f for f in args.families.split(",") if f]
+    if "all" in fams:
+        fams = list(cpu_matrix.ALL_FAMILIES)
+    for f in fams:
+        if f not in cpu_matrix.ALL_FAMILIES:
+            ap.error("unknown family %r (families: %s)" % (f, ", ".join(cpu_matrix.ALL_FAMILIES)))
+    base = os.path.abspath(args.read or args.out)
+    paths = {f: os.path.join(base, f, "base.pickle") for f in fams}
+    if not args.read:
+        for p in paths.values():
+            os.makedirs(os.path.dirname(p), exist_ok=True)
+        t0 = time.perf_counter()
+        run_jobs([(f, paths[f], True, True) for f in fams], args.jobs)
+        print("recorded %d base points in %.1f s into %s (torch %s)"
+              % (len(fams), time.perf_counter() - t0, base, torch.__version__))
+    cli = None if args.no_cli else args.cli
+    if cli and not os.path.exists(cli):
+        print("recorder_shapes_check: no %s: the peak check is skipped" % cli)
+        cli = None
+    results, bad = {}, []
+    print("%-13s %6s %8s %8s %8s %7s %8s %5s %6s %6s" % (
+        "family", "allocs", "keyed", "exact", "smaller", "larger", "module", "dims",
+        "truth", "peak"))
+    for f in fams:
+        with open(paths[f], "rb") as fh:
+            snap = pickle.load(fh)
+        r = check_snapshot(snap)
+        peak = "-"
+        if cli:
+            w, wo = same_peak(cli, paths[f], snap)
+            r["cli_peak"], r["cli_peak_without_keys"] = w, wo
+            peak = "same" if w == wo else "DIFF"
+            if w != wo:
+                bad.append("%s: the CLI's peak is %s with the keys, %s without" % (f, w, wo))
+        results[f] = r
+        keyed = r["keyed"]
+        print("%-13s %6d %8s %8s %8s %7d %8s %5d %6s %6s" % (
+            f, r["allocs"], pct(keyed, r["allocs"]), pct(r["exact"], keyed),
+            pct(r["smaller"], keyed), r["larger"], pct(r["module"], keyed), r["dims_wrong"],
+            r["truth_wrong"] if r["truth_rows"] else "-", peak))
+        if r["version"] != 1 or not keyed:
+            bad.append("%s: headroom_tensor_keys is %r, %d entries keyed"
+                       % (f, r["version"], keyed))
+        if r["larger"]:
+            bad.append("%s: %d shapes larger than their allocation, e.g. %s"
+                       % (f, r["larger"], r["examples_larger"]))
+        if r["dims_wrong"]:
+            bad.append("%s: %d entries with wrong dims" % (f, r["dims_wrong"]))
+        if r["truth_wrong"]:
+            bad.append("%s: %d kinds disagree with headroom_truth, e.g. %s"
+                       % (f, r["truth_wrong"], r["examples_truth"]))
+    tot = {k: sum(r[k] for r in results.values()) for k in
+           ("allocs", "keyed", "exact", "smaller", "larger", "module", "dims_wrong",
+            "truth_wrong")}
+    print("%-13s %6d %8s %8s %8s %7d %8s %5d %6d" % (
+        "all", tot["allocs"], pct(tot["keyed"], tot["allocs"]), pct(tot["exact"], tot["keyed"]),
+        pct(tot["smaller"], tot["keyed"]), tot["larger"], pct(tot["module"], tot["keyed"]),
+        tot["dims_wrong"], tot["truth_wrong"]))
+    kinds = {}
+    for r in results.values():
+        for k, n in r["kinds"].items():
+            kinds[k] = kinds.get(k, 0) + n
+    print("kinds: " + ", ".join("%s %d" % kv for kv in sorted(kinds.items(), key=lambda x: -x[1])))
+
+    cost = {}
+    if args.cost > 0:
+        tmp = tempfile.mkdtemp(prefix="shapes-cost-")
+        jobs = []
+        for f in fams:
+            for i in range(args.cost):
+                for on in (True, False):
+                    jobs.append((f, os.path.join(tmp, "%s-%d-%d.pickle" % (f, i, on)), on, False))
+        t0 = time.perf_counter()
+        res = run_jobs(jobs, 1)  # one at a time: the timing wants no neighbour
+        print("\ncost: %d recordings in %.1f s, one at a time, oracle off, one thread"
+              % (len(jobs), time.perf_counter() - t0))
+        print("medians of %d; wall: elapsed time, cpu: the process's CPU time (what the "
+              "recorder costs, less sensitive to other load)" % args.cost)
+        print("%-13s %9s %9s %7s   %9s %9s %7s %8s" % (
+            "family", "wall on", "wall off", "ratio", "cpu on", "cpu off", "ratio", "keys"))
+        ratios = []
+        for f in fams:
+            mine = [(j[2], r) for j, r in zip(jobs, res) if j[0] == f]
+            m = {}
+            for i, what in ((0, "wall"), (1, "cpu")):
+                for on in (True, False):
+                    m[what, on] = statistics.median(r[i] for o, r in mine if o == on)
+            keys = statistics.median(r[2] for o, r in mine if o)
+            cost[f] = {"runs": [[o] + list(r) for o, r in mine], "keys_s": keys,
+                       "median_wall_on_s": m["wall", True], "median_wall_off_s": m["wall", False],
+                       "median_cpu_on_s": m["cpu", True], "median_cpu_off_s": m["cpu", False]}
+            ratios.append(m["cpu", True] / m["cpu", False])
+            print("%-13s %6.1f ms %6.1f ms %+6.1f%%   %6.1f ms %6.1f ms %+6.1f%% %5.1f ms" % (
+                f, 1e3 * m["wall", True], 1e3 * m["wall", False],
+                100.0 * (m["wall", True] / m["wall", False] - 1),
+                1e3 * m["cpu", True], 1e3 * m["cpu", False],
+                100.0 * (m["cpu", True] / m["cpu", False] - 1), 1e3 * keys))
+        print("cpu ratio: median %+.1f%%, largest %+.1f%%"
+              % (100.0 * (statistics.median(ratios) - 1), 100.0 * (max(ratios) - 1)))
+        for name in os.listdir(tmp):
+            os.unlink(os.path.join(tmp, name))
+        os.rmdir(tmp)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"torch_version": str(torch.__version__), "families": results,
+                       "cost": cost}, fh, indent=1, sort_keys=True)
+            fh.write("\n")
+    for b in bad:
+        print("recorder_shapes_check: " + b, file=sys.stderr)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
