@@ -48,18 +48,18 @@ void adoptAllocatorVerdict(std::vector<Finding>& findings, const AllocatorVerdic
 
 } // namespace
 
-std::string ladderFirstMove(const Ladder& l, const DeviceSpec& device)
+std::string ladderFirstMove(const Ladder& l, const DeviceSpec& device, const std::string& from)
 {
     if (l.fitsAsIs || l.rungs.empty())
         return {};
     const std::string cap = formatBytes(device.capacityBytes);
     if (l.firstFit < 0) {
         const Rung& last = l.rungs.back();
-        return "as run, the what-if projects " + formatBytes(int64_t(l.start.peak)) + "; no rung of its ladder fits " + cap + ": with every lever it tried (" + last.title +
+        return from + ", the what-if projects " + formatBytes(int64_t(l.start.peak)) + "; no rung of its ladder fits " + cap + ": with every lever it tried (" + last.title +
                " last) the projected peak is still " + formatBytes(int64_t(last.projection.peak)) +
                "; shard across more devices or change the plan (see the what-if's alternatives)";
     }
-    const std::string start = "as run, the what-if projects " + formatBytes(int64_t(l.start.peak)) + " (high " +
+    const std::string start = from + ", the what-if projects " + formatBytes(int64_t(l.start.peak)) + " (high " +
                               formatBytes(int64_t(l.start.peakHigh)) + ", with the CUDA context and fragmentation); ";
     const size_t fit = size_t(l.firstFit);
     if (fit == 0 && !l.rungs[0].allocatorSetting.empty())

@@ -41,6 +41,7 @@ struct DeviceReport {
 
 /// The capacity finding's first move, from the ladder: the rungs up to the first that fits
 /// with its projected peak, or that none fits. Empty when the ladder has nothing to say.
-std::string ladderFirstMove(const Ladder& ladder, const DeviceSpec& device);
+/// `from` says where the ladder starts ("as run"; the GUI's: "at the what-if panel's levers").
+std::string ladderFirstMove(const Ladder& ladder, const DeviceSpec& device, const std::string& from = "as run");
 
 } // namespace headroom

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/io/loader.h"
+#include "ui/explorer/analysiscontroller.h"
 #include "ui/explorer/viewexport.h"
 #include "ui/shell/explorer.h"
 #include "ui/shell/loadcontroller.h"
@@ -898,4 +899,50 @@ TEST_CASE("timeline redraw on a million events", "[.benchmark]")
     const bool exported = a.window.exportPostmortem(into, &error);
     WARN("postmortem export: " << double(exportClock.nsecsElapsed()) / 1e6 << " ms on the GUI thread"
                                << (exported ? "" : " (failed: " + error.toStdString() + ")"));
+}
+
+TEST_CASE("the diagnosis's first move follows the what-if panel's ladder", "[whatif][diagnosis]")
+{
+    // The sample on 48 GiB misses: the diagnosis's first move is the ladder's. Given a
+    // measured value in the panel, or started from the panel's levers, it is the panel's.
+    MainWindow window;
+    window.resize(1400, 800);
+    window.show();
+    window.explorer()->analysis()->setDefaultCapacity(int64_t(48) << 30);
+    QSignalSpy analysed(window.explorer(), &Explorer::dataAvailable);
+    window.openFile(realTrace("pt27_kk_memory_ctx128_fullstep.pickle"));
+    REQUIRE(analysed.wait(kTimeoutMs));
+    QApplication::processEvents();
+    Explorer& explorer = *window.explorer();
+    WhatIfPanel* panel = explorer.whatIf()->panel();
+    panel->finishCalibration();
+    DiagnosisView* diagnosis = explorer.diagnosis();
+    auto firstMove = [&] {
+        const QString text = diagnosis->browser()->toPlainText();
+        const qsizetype at = text.indexOf(QStringLiteral("First move: as run"));
+        const qsizetype panelAt = text.indexOf(QStringLiteral("First move: at the what-if panel's levers"));
+        return text.mid(std::max(at, panelAt), 400);
+    };
+    CHECK(diagnosis->capacityFirstMove().isEmpty()); // the file alone: the report's
+    CHECK(firstMove().startsWith(QStringLiteral("First move: as run, the what-if projects")));
+
+    StatedConfig st;
+    st.microBatch = 4;
+    st.seq = 128;
+    panel->setStated(st);
+    panel->finishCalibration();
+    REQUIRE_FALSE(diagnosis->capacityFirstMove().isEmpty());
+    CHECK(firstMove().startsWith(QStringLiteral("First move: as run (with the measured values given in the what-if panel)")));
+    // Its numbers are the panel's ladder's.
+    const Ladder& ladder = panel->ladder();
+    REQUIRE(ladder.firstFit >= 0);
+    const QString fitPeak = QString::fromStdString(formatBytes(int64_t(ladder.rungs[size_t(ladder.firstFit)].projection.peak)));
+    CHECK(firstMove().contains(QStringLiteral("projected peak ") + fitPeak));
+
+    // A lever moved and the ladder rebuilt from there ("Fit"): the diagnosis says where from.
+    LeverConfig c = panel->config();
+    c.microBatch = 2;
+    panel->setConfig(c);
+    panel->findChild<QPushButton*>(QStringLiteral("whatifFit"))->click();
+    CHECK(firstMove().startsWith(QStringLiteral("First move: at the what-if panel's levers (micro_batch=2)")));
 }

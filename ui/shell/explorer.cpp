@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "ui/shell/explorer.h"
 
+#include "core/report/devicereport.h"
+
 #include "ui/explorer/analysiscontroller.h"
 #include "ui/explorer/logging.h"
 #include "ui/explorer/viewexport.h"
@@ -111,6 +113,9 @@ Explorer::Explorer(QMainWindow* window)
                 m_timeline->setSimulatedReserved(*curve, label);
             });
     connect(m_whatIf->panel(), &WhatIfPanel::allocatorCurveCleared, m_timeline, &TimelineView::clearSimulatedReserved);
+    // The diagnosis's first move follows the what-if's ladder once the panel knows more than
+    // the file (measured values given) or starts elsewhere (levers moved): one answer.
+    connect(m_whatIf->panel(), &WhatIfPanel::ladderChanged, this, &Explorer::followWhatIfLadder);
     // As a lever moves, the projected run is drawn over the measured one.
     connect(m_whatIf->panel()->projectedTimeline(), &ProjectedTimelineJob::ready, m_timeline, &TimelineView::setProjected);
     connect(m_whatIf->panel()->projectedTimeline(), &ProjectedTimelineJob::cleared, m_timeline,
@@ -118,6 +123,27 @@ Explorer::Explorer(QMainWindow* window)
 }
 
 Explorer::~Explorer() = default;
+
+void Explorer::followWhatIfLadder()
+{
+    const WhatIfPanel* panel = m_whatIf->panel();
+    const StatedConfig stated = panel->settings().stated;
+    const bool given = stated.microBatch || stated.seq || stated.precision || stated.devices;
+    const std::vector<std::string> moved = panel->ladderStart().differences(panel->measuredConfig());
+    if (!m_data || (!given && moved.empty()) || panel->ladder().rungs.empty() ||
+        m_data->capacity.bytes != panel->device().capacityBytes) {
+        m_diagnosis->setCapacityFirstMove({});
+        return;
+    }
+    std::string from = "as run (with the measured values given in the what-if panel)";
+    if (!moved.empty()) {
+        from = "at the what-if panel's levers (";
+        for (size_t i = 0; i < moved.size(); ++i)
+            from += (i ? ", " : "") + moved[i];
+        from += ")";
+    }
+    m_diagnosis->setCapacityFirstMove(QString::fromStdString(ladderFirstMove(panel->ladder(), panel->device(), from)));
+}
 
 QDockWidget* Explorer::addDock(ExplorerView* view, Qt::DockWidgetArea area, QWidget* above)
 {

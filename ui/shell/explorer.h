@@ -104,6 +104,8 @@ signals:
     void traceRequested(const QString& path, std::shared_ptr<const headroom::LoadedTrace> trace, int device);
 
 private:
+    /// The diagnosis's capacity first move from the what-if panel's ladder (or the report's).
+    void followWhatIfLadder();
     /// `above`: a bar shown over the view inside its dock (the timeline's capture bar).
     QDockWidget* addDock(ExplorerView* view, Qt::DockWidgetArea area, QWidget* above = nullptr);
     void setData(const ExplorerDataPtr& data);

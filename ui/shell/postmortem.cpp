@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: MIT
 #include "ui/shell/postmortem.h"
 
+#include "ui/views/diagnosisview.h"
+
 #include "core/report/postmortemmarkdown.h"
 #include "ui/explorer/explorerview.h"
 #include "ui/explorer/viewexport.h"
 #include "ui/shell/explorer.h"
 #include "ui/views/bookmarksview.h"
+#include "ui/views/diagnosisview.h"
 #include "ui/whatif/whatifpanel.h"
 #include "ui/whatif/whatifview.h"
 
@@ -98,8 +101,14 @@ bool writePostmortem(Explorer& explorer, const QString& directory, QString* erro
                             .arg(QStringLiteral(HEADROOM_VERSION), QDateTime::currentDateTime().toString(Qt::ISODate),
                                  sourcePath)
                             .toStdString();
+    // The capacity finding's first move as the diagnosis shows it (the what-if's ladder).
+    std::vector<Finding> findings = data->findings;
+    if (const QString move = explorer.diagnosis()->capacityFirstMove(); !move.isEmpty())
+        for (Finding& f : findings)
+            if (f.kind == "capacity")
+                f.firstMove = move.toStdString();
     QString md = QString::fromStdString(postmortemMarkdown(
-        {*data->trace, data->deviceIndex, data->analysis, data->capacity, data->findings}, options));
+        {*data->trace, data->deviceIndex, data->analysis, data->capacity, findings}, options));
     if (const QString notes = explorer.bookmarks()->markdown(); !notes.isEmpty())
         md += QObject::tr("## Notes and bookmarks\n\n") + notes + QStringLiteral("\n");
     md += QObject::tr("## What-if\n\n") + explorer.whatIf()->panel()->markdown() +

@@ -79,6 +79,7 @@ DiagnosisView::~DiagnosisView() = default;
 void DiagnosisView::setData(const ExplorerDataPtr& data)
 {
     m_data = data;
+    m_capacityFirstMove.clear(); // the panel's ladder is of the file before
     m_rebuild->request();
 }
 
@@ -105,6 +106,14 @@ void DiagnosisView::openLink(const QUrl& url)
     }
 }
 
+void DiagnosisView::setCapacityFirstMove(const QString& text)
+{
+    if (text == m_capacityFirstMove)
+        return;
+    m_capacityFirstMove = text;
+    m_rebuild->request();
+}
+
 void DiagnosisView::rebuild()
 {
     if (!m_data) {
@@ -128,7 +137,8 @@ void DiagnosisView::rebuild()
         html += QStringLiteral("<h4>") + kindTitle(f.kind).toHtmlEscaped() + QStringLiteral("</h4>");
         html += QStringLiteral("<p><b>") + q(f.verdict).toHtmlEscaped() + QStringLiteral("</b></p>");
         html += QStringLiteral("<p>") + tr("Evidence: ") + q(f.evidence).toHtmlEscaped() + QStringLiteral("</p>");
-        html += QStringLiteral("<p>") + tr("First move: ") + q(f.firstMove).toHtmlEscaped() + QStringLiteral("</p>");
+        const QString move = f.kind == "capacity" && !m_capacityFirstMove.isEmpty() ? m_capacityFirstMove : q(f.firstMove);
+        html += QStringLiteral("<p>") + tr("First move: ") + move.toHtmlEscaped() + QStringLiteral("</p>");
     }
     if (!d.device().ooms.empty()) {
         html += tr("<h4>OOM events</h4><ul>");

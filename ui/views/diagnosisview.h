@@ -35,6 +35,10 @@ public:
     void render(QCPPainter* painter, const QSize& size) override;
     /// Follows a link the way a click does ("event:123").
     void openLink(const QUrl& url);
+    /// The capacity finding's first move as the what-if panel's ladder has it (its measured
+    /// values and levers); empty: the report's own, computed from the file alone.
+    void setCapacityFirstMove(const QString& text);
+    QString capacityFirstMove() const { return m_capacityFirstMove; }
 
 protected:
     void changeEvent(QEvent* event) override;
@@ -47,6 +51,7 @@ private:
     Selection* m_selection;
     QTextBrowser* m_browser;
     ExplorerDataPtr m_data;
+    QString m_capacityFirstMove;
     DeferredRebuild* m_rebuild = nullptr;
 };
 

@@ -104,6 +104,7 @@ void WhatIfPanel::buildUi()
     rv->addLayout(heading);
     auto* lh = new QHBoxLayout;
     m_fit = new QPushButton(tr("Rebuild ladder"), right);
+    m_fit->setObjectName(QStringLiteral("whatifFit"));
     m_spendFirstCombo = new QComboBox(right);
     m_spendFirstCombo->addItem(tr("default order"), -1);
     for (Currency cur : {Currency::Engineering, Currency::Throughput, Currency::Hardware, Currency::Fidelity})
@@ -502,6 +503,7 @@ void WhatIfPanel::rebuildLadder()
                 lo.currencyOrder.push_back(cur);
     }
     m_ladder = buildLadder(m_base, m_config, m_k, m_device, lo);
+    m_ladderStart = m_config;
     for (const auto& w : m_ladder.warnings)
         m_ladderList->addItem(QStringLiteral("! ") + QString::fromStdString(w));
     if (m_ladder.fitsAsIs)
@@ -524,6 +526,7 @@ void WhatIfPanel::rebuildLadder()
     }
     if (!m_ladder.fitsAsIs && m_ladder.firstFit < 0)
         m_ladderList->addItem(tr("No rung fits: see the alternatives by currency (headroom-cli ladder)."));
+    emit ladderChanged();
 }
 
 void WhatIfPanel::addCalibrationRun(const QString& path)

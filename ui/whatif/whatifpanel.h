@@ -69,6 +69,9 @@ public:
     /// The device the projection is judged against (capacity and speeds).
     const DeviceSpec& device() const { return m_device; }
     const Ladder& ladder() const { return m_ladder; }
+    /// The levers the ladder started from, and the measured run's (the calibration's).
+    const LeverConfig& ladderStart() const { return m_ladderStart; }
+    const LeverConfig& measuredConfig() const { return m_base.config; }
     /// What the user set (levers, measured values, capacity, constants).
     WhatIfSettings settings() const;
     /// What the user set, as JSON for the trace's user data (native format) and the postmortem.
@@ -97,6 +100,8 @@ public:
 
 signals:
     void configChanged();
+    /// The ladder was rebuilt (a calibration, the capacity, the spend-first currency, "Fit").
+    void ladderChanged();
     /// A calibration came back and the panel shows it (or its error).
     void calibrated();
     /// The user applied ladder rung `index` (its configuration is now config()).
@@ -139,6 +144,7 @@ private:
     Projection m_projection;
     Projection m_measured;
     Ladder m_ladder;
+    LeverConfig m_ladderStart;
     QString m_error;
     double m_lastRecomputeUs = 0;
     bool m_updating = false;
