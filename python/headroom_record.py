@@ -29,6 +29,15 @@ PHASE_NAMES (values) and ITERATION_PREFIX, the record_function names used::
     ## optimizer ##        optimizer.step() (and zero_grad when marked by hand)
     headroom.iteration#N   one training iteration, N = 0, 1, 2, ...
 
+Shapes (on by default; ``Recorder(shapes=False)`` or HEADROOM_SHAPES=0 turns them
+off): with a model attached, forward hooks on every module, saved-tensor hooks and
+looks at the parameters, buffers, gradients and optimizer state keep what they see of
+each tensor (storage address and size, shape, dtype, module, time). Each dump joins
+them to the trace's alloc entries by address and time (join_tensor_records) and writes
+``headroom_tensor`` on each joined entry: ``{"shape", "dtype", "dims": {"batch",
+"seq"}, "module", "kind", "phase"}``, with ``headroom_tensor_keys: 1`` on the snapshot
+and the join's counts in ``headroom_record["tensor_keys"]``.
+
 Each dump also carries a top-level ``headroom_record`` dict (rank, step, reason,
 torch version, recording arguments, OOM details). Snapshots from PyTorch < 2.5
 have no ``external_annotations``; the helper then adds that key from its own log
@@ -47,11 +56,14 @@ import sys
 import threading
 import time
 import warnings
+import weakref
 from collections import deque
 
-__version__ = "1.0"
+__version__ = "1.1"
 __all__ = ["Recorder", "record", "HeadroomWarning", "PHASE_NAMES", "ITERATION_PREFIX",
-           "DEFAULT_MAX_ENTRIES", "snapshot_filename", "current_rank", "torch_version"]
+           "DEFAULT_MAX_ENTRIES", "snapshot_filename", "current_rank", "torch_version",
+           "join_tensor_records", "shapes_default", "TENSOR_KEYS_VERSION",
+           "DEFAULT_MAX_TENSOR_RECORDS"]
 
 DEFAULT_MAX_ENTRIES = 1_000_000
 MIN_TORCH = (2, 1)  # enabled/context/stacks/max_entries API
@@ -65,6 +77,22 @@ PHASE_NAMES = {
 }
 ITERATION_PREFIX = "headroom.iteration#"
 SNAPSHOT_META_KEY = "headroom_record"
+# headroom_tensor on alloc trace entries, headroom_tensor_keys on the snapshot: the version
+TENSOR_KEYS_VERSION = 1
+SHAPES_ENV = "HEADROOM_SHAPES"
+# tensors seen by the hooks, kept (the oldest dropped): about 350 B each, ~35 MB at most;
+# about 100 steps of a 24-layer transformer, as many as the trace's 1M entries hold
+DEFAULT_MAX_TENSOR_RECORDS = 100_000
+DEFAULT_MAX_MODULE_CALLS = 100_000  # module forward intervals kept (about 100 B each)
+TIME_US_SINCE = (2, 2)  # trace entries carry time_us
+# what a hook saw, strongest first: a storage seen in several roles keeps the first
+_KIND_ORDER = ("parameter", "buffer", "gradient", "optimizer_state", "input", "activation")
+_KIND_RANK = {k: i for i, k in enumerate(_KIND_ORDER)}
+# which record's shape a storage gets (after "covers the storage"): a scan of the model and
+# optimizer, a module's output, the model's input, a tensor autograd saved
+_SOURCE_RANK = {"scan": 0, "output": 1, "input": 2, "saved": 3}
+_TENSOR_PHASE = {"forward": "forward", "backward": "backward", "optimizer": "optimizer"}
+_PHASE_OF_MARKER = {v: k for k, v in PHASE_NAMES.items()}
 _RANK_VARS = ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", "LOCAL_RANK")
 
 
@@ -77,6 +105,233 @@ _LOCK = threading.RLock()
 _ACTIVE = []  # recorders currently recording
 _OOM_ATTACHED = [False]  # the allocator cannot detach observers, so attach once per process
 _BACKWARD_PATCH = {"orig": None, "wrapper": None, "users": 0}
+
+
+def _now_us():
+    """Wall-clock microseconds, as trace entries' time_us (PyTorch >= 2.2) are."""
+    return time.time_ns() // 1000
+
+
+def shapes_default():
+    """Whether shapes are recorded when ``shapes`` is not given: yes, unless the environment
+    variable HEADROOM_SHAPES is 0, false, no or off."""
+    return os.environ.get(SHAPES_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def _storage_info(t):
+    """(data pointer, size in bytes) of ``t``'s storage."""
+    if hasattr(t, "untyped_storage"):  # 2.x
+        st = t.untyped_storage()
+    else:  # 1.13 (the CPU cross-check in test_headroom_cpu.py)
+        st = t.storage()
+    return st.data_ptr(), st.nbytes()
+
+
+def _on_gpu(t):
+    return bool(getattr(t, "is_cuda", False))
+
+
+def _round512(n):
+    return 512 if n < 512 else (n + 511) // 512 * 512
+
+
+def _innermost(intervals, times, covered_from):
+    """For each time of ``times`` (sorted), the name of the innermost interval (start, end,
+    name) that holds it (start <= t <= end; end None: still open), None when none does, or
+    the marker _UNCOVERED when t is before ``covered_from`` (older intervals were dropped).
+    Intervals nest (module calls, phase windows), so a sweep with a stack finds it."""
+    ivs = sorted(intervals, key=lambda iv: (iv[0], -(iv[1] if iv[1] is not None else 1 << 62)))
+    out, stack, k = {}, [], 0
+    for t in times:
+        while k < len(ivs) and ivs[k][0] <= t:
+            stack.append(ivs[k])
+            k += 1
+        # drop what ended before t, from the top, and what ended under an open interval
+        while stack and stack[-1][1] is not None and stack[-1][1] < t:
+            stack.pop()
+        if covered_from is not None and t < covered_from:
+            out[t] = _UNCOVERED
+            continue
+        name = None
+        for iv in reversed(stack):
+            if iv[1] is None or iv[1] >= t:
+                name = iv[2]
+                break
+        out[t] = name
+    return out
+
+
+_UNCOVERED = object()
+
+
+def join_tensor_records(snapshot, records, modules=(), phases=(), micro_batch=None, seq=None,
+                        modules_from=None, phases_from=None, wrapped=False):
+    """Adds ``headroom_tensor`` to the alloc entries of ``snapshot["device_traces"]`` that
+    the hooks' ``records`` name, and ``headroom_tensor_keys`` to the snapshot. Returns what
+    was joined and why the rest was not.
+
+    ``records``: tuples ``(time_us, device, addr, nbytes, shape, dtype, itemsize, kind,
+    source, module, phase, alive)``: when a hook saw a tensor alive, its storage's data
+    pointer and size, the tensor's shape and dtype, what it is (``_KIND_ORDER``), which hook
+    saw it (``_SOURCE_RANK``), the innermost running module and the phase window at the
+    hook, and ``alive``: whether its storage still lived at the dump (None: not known).
+
+    The join: the entry is the latest ``alloc`` of that address at or before the record's
+    time (``time_us`` of entries, PyTorch >= 2.2), provided no free of that address came
+    between and its size is the storage's (or that rounded up to 512 bytes). Without
+    ``time_us`` (PyTorch 2.1) the order decides: the last alloc of the address when the
+    storage still lived at the dump and nothing freed it after, else the only alloc of the
+    address when the trace did not wrap (``wrapped``), else none (ambiguous).
+
+    Several records on one entry: the kind is the strongest; the shape and dtype are those
+    of a record that covers the storage (prod(shape) * itemsize == nbytes) from the best
+    source, the earliest first. ``modules`` and ``phases`` are intervals ``(start_us,
+    end_us or None, name)``: module forward calls by qualified name, phase windows by
+    PHASE_NAMES key. With ``time_us`` the module and phase are the innermost interval that
+    holds the entry's own time (its allocation), for times from ``modules_from`` /
+    ``phases_from`` on (older intervals were dropped); otherwise the hook's."""
+    traces = snapshot.get("device_traces") or []
+    stats = {"records": 0, "joined_records": 0, "entries": 0, "by": [],
+             "unjoined": {"no_trace": 0, "no_alloc": 0, "freed_before": 0, "size": 0,
+                          "ambiguous": 0},
+             "module_from_hook": 0, "phase_from_hook": 0}
+    by_dev = {}
+    for r in records:
+        by_dev.setdefault(r[1], []).append(r)
+        stats["records"] += 1
+    dims_cache, keys_cache = {}, {}
+    for dev in sorted(by_dev):
+        recs = by_dev[dev]
+        if not isinstance(dev, int) or dev < 0 or dev >= len(traces):
+            stats["unjoined"]["no_trace"] += len(recs)
+            continue
+        trace = traces[dev]
+        allocs, frees = {}, {}
+        timed = True
+        for i, e in enumerate(trace):
+            a = e.get("action")
+            if a == "alloc":
+                allocs.setdefault(e.get("addr"), []).append(i)
+                if "time_us" not in e:
+                    timed = False
+            elif a in ("free_requested", "free_completed", "free"):
+                frees.setdefault(e.get("addr"), []).append(i)
+        stats["by"].append("time_us" if timed else "order")
+        joined = {}
+        for r in recs:
+            t, addr, nbytes, alive = r[0], r[2], r[3], r[11]
+            lst = allocs.get(addr)
+            if not lst:
+                stats["unjoined"]["no_alloc"] += 1
+                continue
+            idx = None
+            if timed:
+                lo, hi = 0, len(lst)  # the last alloc with time_us <= t (trace order)
+                while lo < hi:
+                    mid = (lo + hi) // 2
+                    if trace[lst[mid]]["time_us"] <= t:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                if lo == 0:
+                    stats["unjoined"]["no_alloc"] += 1
+                    continue
+                idx = lst[lo - 1]
+                nxt = _first_after(frees.get(addr, ()), idx)
+                if nxt is not None and trace[nxt].get("time_us", t) < t:
+                    stats["unjoined"]["freed_before"] += 1
+                    continue
+            else:
+                if alive and _first_after(frees.get(addr, ()), lst[-1]) is None:
+                    idx = lst[-1]
+                elif len(lst) == 1 and not wrapped:
+                    idx = lst[0]
+                else:
+                    stats["unjoined"]["ambiguous"] += 1
+                    continue
+            size = trace[idx].get("size")
+            if not isinstance(size, int) or not nbytes <= size <= _round512(nbytes):
+                stats["unjoined"]["size"] += 1
+                continue
+            joined.setdefault(idx, []).append(r)
+            stats["joined_records"] += 1
+        if not joined:
+            continue
+        order = sorted(joined)
+        mods = phs = None
+        if timed:
+            times = sorted({trace[i]["time_us"] for i in order})
+            mods = _innermost(modules, times, modules_from)
+            phs = _innermost(phases, times, phases_from)
+        for idx in order:
+            e = trace[idx]
+            rs = joined[idx]
+            kind = min((r[7] for r in rs), key=lambda k: _KIND_RANK.get(k, 99))
+            size = e["size"]
+
+            def rank(r):
+                covers = _prod(r[4]) * r[6] in (r[3], size)
+                return (0 if covers else 1, _SOURCE_RANK.get(r[8], 9), r[0])
+            best = min(rs, key=rank)
+            module, phase = best[9], best[10]
+            if mods is not None:
+                m = mods[e["time_us"]]
+                if m is _UNCOVERED:
+                    stats["module_from_hook"] += 1
+                else:
+                    module = m
+                p = phs[e["time_us"]]
+                if p is _UNCOVERED:
+                    stats["phase_from_hook"] += 1
+                else:
+                    phase = p
+            else:
+                stats["module_from_hook"] += 1
+                stats["phase_from_hook"] += 1
+            phase = _TENSOR_PHASE.get(phase)
+            shape = tuple(best[4])
+            key = (shape, best[5], module, kind, phase)
+            d = keys_cache.get(key)
+            if d is None:
+                b = tuple(i for i, n in enumerate(shape) if micro_batch is not None
+                          and n == micro_batch)
+                sq = tuple(i for i, n in enumerate(shape) if seq is not None and n == seq)
+                dims = dims_cache.get((b, sq))
+                if dims is None:
+                    dims = dims_cache[(b, sq)] = {"batch": list(b), "seq": list(sq)}
+                d = keys_cache[key] = {"shape": list(shape), "dtype": best[5], "dims": dims,
+                                       "module": module, "kind": kind, "phase": phase}
+            e["headroom_tensor"] = d
+            stats["entries"] += 1
+    snapshot["headroom_tensor_keys"] = TENSOR_KEYS_VERSION
+    return stats
+
+
+def _strip_tensor_keys(snapshot):
+    snapshot.pop("headroom_tensor_keys", None)
+    for trace in snapshot.get("device_traces") or []:
+        for e in trace:
+            if isinstance(e, dict):
+                e.pop("headroom_tensor", None)
+
+
+def _first_after(positions, idx):
+    """The first of the sorted ``positions`` after ``idx``, or None."""
+    lo, hi = 0, len(positions)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if positions[mid] <= idx:
+            lo = mid + 1
+        else:
+            hi = mid
+    return positions[lo] if lo < len(positions) else None
+
+
+def _prod(xs):
+    n = 1
+    for x in xs:
+        n *= x
+    return n
 
 
 def _warn_once(key, message):
@@ -176,13 +431,22 @@ class Recorder:
     ``global_record_annotations=True`` where supported. ``verbose``: print each
     path written to stderr.
 
+    ``shapes`` (default on, unless HEADROOM_SHAPES=0): with a model attached, hooks
+    see tensors (module outputs, what autograd saves, the model's inputs, parameters,
+    buffers, gradients and optimizer state) and each dump joins them to the trace's
+    alloc entries as ``headroom_tensor`` (see join_tensor_records); ``micro_batch``
+    and ``seq`` name the dimensions to find in the shapes. ``max_tensor_records``
+    bounds the tensors kept between dumps.
+
     Use it as a context manager or call ``start()``/``stop()``; dump before
     stopping, because stopping ends the history.
     """
 
     def __init__(self, out_dir=".", *, max_entries=DEFAULT_MAX_ENTRIES, stacks="python",
                  context="all", dump_on_oom=True, dump_at_steps=(), ranks="all",
-                 max_oom_dumps=1, global_annotations=True, prefix="headroom", verbose=True):
+                 max_oom_dumps=1, global_annotations=True, prefix="headroom", verbose=True,
+                 shapes=None, micro_batch=None, seq=None,
+                 max_tensor_records=DEFAULT_MAX_TENSOR_RECORDS):
         if stacks not in ("python", "all"):
             raise ValueError("stacks must be 'python' or 'all', not %r" % (stacks,))
         if context not in ("all", "alloc", "state"):
@@ -202,13 +466,31 @@ class Recorder:
         self.dumps = []  # paths written
         self.record_kwargs = None  # what was passed to _record_memory_history
         self._torch = self._rf_cls = self._thread = self._last_optimizer = None
-        self._targets = None  # (model, optimizers, backward) from attach()
+        self._targets = None  # (model, optimizers, backward, phases) from attach()
         self._device = self._fwd_depth = self._manual_iter = self._oom_dumps = 0
         self._started_history = self._in_backward = self._auto_backward = False
         self._own_annotations = deque(maxlen=200_000)
         self._open = {}  # key -> (record_function, name) for windows opened by hooks
         self._handles = []
         self._dump_lock = threading.RLock()
+        # shapes (headroom_tensor)
+        self.shapes = shapes_default() if shapes is None else bool(shapes)
+        self.micro_batch, self.seq = micro_batch, seq
+        self._records = deque(maxlen=max(1, int(max_tensor_records)))
+        self._records_dropped = 0
+        self._calls = deque(maxlen=DEFAULT_MAX_MODULE_CALLS)  # (start, end, name)
+        self._calls_from = None  # module intervals from then on are complete
+        self._frames = []  # every thread's stack of running modules: [module, name, start]
+        self._tls = threading.local()
+        self._manual_phases = []
+        self._shape_model = None  # the model whose modules are hooked
+        self._shape_params = []
+        self._seen = {}  # (role, id) -> (weakref, data_ptr) of the last tensor recorded
+        self._dtypes = {}
+        self._saved_ctx = self._saved_thread = None
+        self._need_alive = False  # PyTorch < 2.2: entries have no time_us
+        self._wanted = _on_gpu  # which tensors the hooks keep
+        self.tensor_keys = None  # what the last dump joined (also in headroom_record)
 
     # ------------------------------------------------------------ lifecycle
     def start(self):
@@ -300,10 +582,21 @@ class Recorder:
         if name not in PHASE_NAMES:
             raise ValueError("phase must be one of %s, not %r" % (sorted(PHASE_NAMES), name))
         rf = self._enter(PHASE_NAMES[name])
+        self._manual_phases.append(name)
+        if name == "optimizer":
+            self._scan(grads=True)
         try:
             yield
         finally:
             self._exit(rf, PHASE_NAMES[name])
+            if self._manual_phases and self._manual_phases[-1] == name:
+                self._manual_phases.pop()
+            elif name in self._manual_phases:
+                self._manual_phases.remove(name)
+            if name == "backward":
+                self._scan(grads=True)
+            elif name == "optimizer":
+                self._scan(state=True)
 
     @contextlib.contextmanager
     def iteration(self):
@@ -353,7 +646,7 @@ class Recorder:
         self._log(name, "END")
 
     def _log(self, name, stage):
-        self._own_annotations.append((name, stage, time.time_ns() // 1000))
+        self._own_annotations.append((name, stage, _now_us()))
 
     def _open_key(self, key, name):
         if key not in self._open:
@@ -367,24 +660,34 @@ class Recorder:
             self._exit(*entry)
 
     # ------------------------------------------------------- automatic mode
-    def attach(self, model=None, optimizer=None, backward=True):
+    def attach(self, model=None, optimizer=None, backward=True, phases=True):
         """Annotate without touching the loop: ``## forward ##`` from hooks on
         ``model`` (the root module only); ``## optimizer ##`` and the iteration
         counter from step hooks on ``optimizer`` (one or a list; an iteration ends
         after the last one's step); ``## loss ##`` (forward end to backward start)
         and ``## backward ##`` by wrapping ``torch.autograd.backward``, which
         ``loss.backward()`` calls (``backward=False`` leaves it alone). The hooks
-        return None, so inputs, outputs and gradients are untouched."""
+        return None, so inputs, outputs and gradients are untouched.
+
+        With ``shapes`` on, also hooks every module of ``model`` and pushes
+        saved-tensor hooks (that pack a detached alias of what autograd saves, as
+        autograd itself keeps it) to see the tensors of each dump's headroom_tensor.
+        ``phases=False`` places no markers (the loop marks them by hand) and
+        only does that."""
         optimizers = (list(optimizer) if isinstance(optimizer, (list, tuple))
                       else [] if optimizer is None else [optimizer])
         self._remove_hooks()
-        self._targets = (model, optimizers, bool(backward))
+        self._targets = (model, optimizers, bool(backward), bool(phases))
         if self.active:
             self._register_hooks()
         return self
 
     def _register_hooks(self):
-        model, optimizers, backward = self._targets
+        model, optimizers, backward, phases = self._targets
+        if self.shapes:
+            self._register_shape_hooks(model, optimizers)
+        if not phases:
+            return
         if model is not None:
             self._handles.append(model.register_forward_pre_hook(self._fwd_pre))
             try:  # always_call closes the window when forward raises
@@ -413,6 +716,8 @@ class Recorder:
             except Exception:
                 pass
         self._handles = []
+        self._pop_saved_hooks()
+        self._shape_model = None
         if self._auto_backward:
             with _LOCK:
                 state = _BACKWARD_PATCH
@@ -433,6 +738,7 @@ class Recorder:
         finally:
             self._exit(rf, PHASE_NAMES["backward"])
             self._in_backward = False
+            self._scan(grads=True)
 
     def _fwd_pre(self, module, args):
         if threading.current_thread() is self._thread:
@@ -457,12 +763,287 @@ class Recorder:
         if threading.current_thread() is self._thread:
             self._close("loss")
             self._open_key("optimizer", PHASE_NAMES["optimizer"])
+            self._scan(grads=True)
 
     def _opt_post(self, optimizer, args, kwargs):
         if threading.current_thread() is self._thread:
+            self._scan(state=True)
             self._close("optimizer")
             if optimizer is self._last_optimizer and self._manual_iter == 0:
                 self.end_iteration()
+
+    # ---------------------------------------------------------------- shapes
+    def _register_shape_hooks(self, model, optimizers):
+        """Forward pre/post hooks on every module of ``model`` (named as in
+        ``model.named_modules()``) and saved-tensor hooks. A model that is no
+        nn.Module (no named_modules) gets none: no shapes then."""
+        named = getattr(model, "named_modules", None)
+        if named is None:
+            return
+        try:
+            modules = list(named())
+        except Exception as exc:
+            _warn_once("shapes-modules", "cannot list the model's modules (%r); no shapes" % (exc,))
+            return
+        compiled = [n or "the model" for n, m in modules
+                    if getattr(m, "_compiled_call_impl", None) is not None
+                    or type(m).__name__ == "OptimizedModule"]
+        if compiled:
+            _warn_once("shapes-compiled", "%s is compiled (torch.compile): hooks on its "
+                       "modules would break its graphs, so no shapes are recorded; record an "
+                       "eager run for them" % compiled[0])
+            return
+        self._shape_model = model
+        self._need_alive = torch_version(self._torch) < TIME_US_SINCE
+        self._calls_from = _now_us()  # nothing before the hooks is known
+        for name, m in modules:
+            try:
+                self._handles.append(m.register_forward_pre_hook(
+                    functools.partial(self._mod_pre, name)))
+                post = functools.partial(self._mod_post, name)
+                try:  # always_call: the interval also ends when forward raises
+                    handle = m.register_forward_hook(post, always_call=True)
+                except TypeError:
+                    handle = m.register_forward_hook(post)
+                self._handles.append(handle)
+            except Exception as exc:
+                _warn_once("shapes-hooks", "cannot hook module %r (%r); its tensors have no "
+                           "module" % (name, exc))
+        params, seen = [], set()
+        for group in [model] + list(optimizers):
+            try:
+                ps = (list(group.parameters()) if hasattr(group, "parameters")
+                      else [p for g in group.param_groups for p in g["params"]])
+            except Exception:
+                ps = []
+            for p in ps:
+                if id(p) not in seen:
+                    seen.add(id(p))
+                    params.append(p)
+        self._shape_params = params
+        self._push_saved_hooks()
+        self._scan(params=True)
+
+    def _stack(self):
+        st = getattr(self._tls, "stack", None)
+        if st is None:
+            st = self._tls.stack = []
+            with _LOCK:
+                self._frames.append(st)
+        return st
+
+    def _mod_pre(self, name, module, args):
+        if not self.active:
+            return
+        st = self._stack()
+        root = module is self._shape_model
+        if root and st:  # a forward that raised (no always_call) left its frames behind
+            self._end_frames(st, 0)
+        st.append([module, name, _now_us()])
+        if root:
+            for a in args:
+                self._record(a, "input", "input", None)
+
+    def _mod_post(self, name, module, args, output):
+        if not self.active:
+            return
+        st = self._stack()
+        for i in range(len(st) - 1, -1, -1):
+            if st[i][0] is module:
+                self._end_frames(st, i)
+                break
+        self._walk(output, name, 0)
+
+    def _end_frames(self, st, i):
+        now = _now_us()
+        calls = self._calls
+        for _m, name, start in reversed(st[i:]):
+            if len(calls) == calls.maxlen:  # the oldest interval goes: known from its end on
+                self._calls_from = max(self._calls_from or 0, calls[0][1] + 1)
+            calls.append((start, now, name))
+        del st[i:]
+
+    def _walk(self, out, name, depth):
+        torch = self._torch
+        if isinstance(out, torch.Tensor):
+            self._record(out, "activation", "output", name)
+        elif depth < 3:
+            if isinstance(out, (list, tuple)):
+                for o in out:
+                    self._walk(o, name, depth + 1)
+            elif isinstance(out, dict):
+                for o in out.values():
+                    self._walk(o, name, depth + 1)
+
+    def _phase_hint(self):
+        if self._manual_phases:
+            return self._manual_phases[-1]
+        if self._in_backward:
+            return "backward"
+        for key in ("optimizer", "forward", "loss"):
+            if key in self._open:
+                return key
+        return None
+
+    def _record(self, t, kind, source, module):
+        """Keeps what a hook saw of ``t`` (a CUDA tensor with a storage)."""
+        try:
+            if not self._wanted(t):
+                return
+            ptr, nbytes = _storage_info(t)
+            if not ptr:
+                return
+            dt = t.dtype
+            d = self._dtypes.get(dt)
+            if d is None:
+                d = self._dtypes[dt] = (str(dt).replace("torch.", ""), int(t.element_size()))
+            dev = t.device.index
+            recs = self._records
+            if len(recs) == recs.maxlen:
+                self._records_dropped += 1
+            recs.append((_now_us(), self._device if dev is None else int(dev), ptr, nbytes,
+                         tuple(t.shape), d[0], d[1], kind, source, module, self._phase_hint(),
+                         weakref.ref(t) if self._need_alive else None))
+        except Exception:  # a tensor subclass without a plain storage, ...
+            pass
+
+    def _record_once(self, key, t, kind):
+        """A parameter, buffer, gradient or state tensor, again only when it changed."""
+        try:
+            ptr = t.data_ptr()
+        except Exception:
+            return
+        prev = self._seen.get(key)
+        if prev is not None and prev[1] == ptr and prev[0]() is t:
+            return
+        self._seen[key] = (weakref.ref(t), ptr)
+        self._record(t, kind, "scan", None)
+
+    def _scan(self, params=False, grads=False, state=False):
+        """Looks at the model's parameters and buffers, the gradients, the optimizers'
+        state: a few attribute reads per tensor, a record only for what changed."""
+        model = self._shape_model
+        if model is None or not self.active:
+            return
+        try:
+            if params:
+                for n, p in model.named_parameters():
+                    self._record_once(("p", n), p, "parameter")
+                for n, b in model.named_buffers():
+                    self._record_once(("b", n), b, "buffer")
+            if grads:
+                for p in self._shape_params:
+                    g = p.grad
+                    if g is not None:
+                        self._record_once(("g", id(p)), g, "gradient")
+            if state:
+                Tensor = self._torch.Tensor
+                for opt in self._targets[1]:
+                    for p, st in opt.state.items():
+                        for k, v in st.items():
+                            if isinstance(v, Tensor):
+                                self._record_once(("s", id(p), k), v, "optimizer_state")
+        except Exception as exc:
+            _warn_once("shapes-scan", "looking at parameters, gradients or optimizer state "
+                       "failed (%r)" % (exc,))
+
+    def _pack(self, t):
+        # autograd keeps what this returns: a detached alias, as it keeps a tensor itself
+        # (no reference to the graph, no copy)
+        try:
+            if self.active:
+                st = getattr(self._tls, "stack", None)
+                self._record(t, "activation", "saved", st[-1][1] if st else None)
+            return t.detach()
+        except Exception:
+            return t
+
+    @staticmethod
+    def _unpack(t):
+        return t
+
+    def _push_saved_hooks(self):
+        graph = getattr(getattr(self._torch, "autograd", None), "graph", None)
+        cls = getattr(graph, "saved_tensors_hooks", None)
+        if cls is None:
+            return
+        top = getattr(getattr(getattr(self._torch, "_C", None), "_autograd", None),
+                      "_top_saved_tensors_default_hooks", None)
+        if top is not None:  # PyTorch >= 2.8 tells: leave the step's own hooks alone
+            try:
+                if top(False) is not None:
+                    _warn_once("shapes-saved-busy", "saved-tensor hooks are active already "
+                               "(activation offloading?); what autograd saves is not seen")
+                    return
+            except Exception:
+                pass
+        try:
+            ctx = cls(self._pack, self._unpack)
+            ctx.__enter__()
+        except Exception as exc:
+            _warn_once("shapes-saved", "cannot push saved-tensor hooks (%r); what autograd "
+                       "saves is not seen" % (exc,))
+            return
+        self._saved_ctx, self._saved_thread = ctx, threading.current_thread()
+
+    def _pop_saved_hooks(self):
+        ctx = self._saved_ctx
+        if ctx is None:
+            return
+        self._saved_ctx = None
+        if threading.current_thread() is not self._saved_thread:
+            _warn_once("shapes-saved-thread", "saved-tensor hooks were pushed on another "
+                       "thread; they stay there (they only pack detached aliases)")
+            return
+        try:
+            ctx.__exit__(None, None, None)
+        except Exception as exc:
+            _warn_once("shapes-saved-pop", "cannot pop the saved-tensor hooks (%r)" % (exc,))
+
+    def _join_into(self, snapshot):
+        """headroom_tensor on the snapshot's alloc entries; returns the statistics."""
+        self._scan(params=True, grads=True, state=True)
+        now = _now_us()
+        calls = list(self._calls)
+        with _LOCK:
+            frames = [list(st) for st in self._frames]
+        for st in frames:  # still running (an OOM inside forward)
+            calls += [(start, None, name) for _m, name, start in st]
+        phases, open_ = [], {}
+        ann = list(self._own_annotations)
+        for name, stage, t in ann:
+            short = _PHASE_OF_MARKER.get(name)
+            if short is None:
+                continue
+            if stage == "START":
+                open_.setdefault(name, []).append(t)
+            elif open_.get(name):
+                phases.append((open_[name].pop(), t, short))
+            else:  # its start was dropped
+                phases.append((-1, t, short))
+        for name, starts in open_.items():
+            phases += [(t, None, _PHASE_OF_MARKER[name]) for t in starts]
+        full = len(ann) == self._own_annotations.maxlen
+        phases_from = ann[0][2] if full and ann else None
+        records = list(self._records)
+        if self._need_alive:
+            def alive(r):
+                t = r[11]() if r[11] is not None else None
+                try:
+                    return t is not None and _storage_info(t)[0] == r[2]
+                except Exception:
+                    return False
+            records = [r[:11] + (alive(r),) for r in records]
+        wrapped = any(len(tr) >= self.max_entries
+                      for tr in (snapshot.get("device_traces") or []))
+        stats = join_tensor_records(snapshot, records, calls, phases, self.micro_batch,
+                                    self.seq, modules_from=self._calls_from,
+                                    phases_from=phases_from, wrapped=wrapped)
+        stats.update({"micro_batch": self.micro_batch, "seq": self.seq,
+                      "records_dropped": self._records_dropped,
+                      "module_calls_kept": len(calls), "seconds": (_now_us() - now) / 1e6})
+        self.tensor_keys = stats
+        return stats
 
     # ---------------------------------------------------------------- dumps
     def dump(self, reason="manual"):
@@ -494,6 +1075,13 @@ class Recorder:
                             "time_us": time.time_ns() // 1000, "annotations_synthesized": False}
                     if oom is not None:
                         meta["oom"] = oom
+                    if self.shapes and self._shape_model is not None:
+                        try:
+                            meta["tensor_keys"] = self._join_into(snapshot)
+                        except Exception as exc:  # the dump matters more than its shapes
+                            _strip_tensor_keys(snapshot)
+                            _warn_once("shapes-join", "joining the shapes failed (%r); the "
+                                       "dump has none" % (exc,))
                     if "external_annotations" not in snapshot and self._own_annotations:
                         snapshot["external_annotations"] = [
                             {"name": n, "stage": st, "device": self._device, "time_us": t}

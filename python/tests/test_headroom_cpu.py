@@ -840,6 +840,90 @@ class TensorKeysTest(_RecordingCase):
         self.assertEqual(peak(path), peak(plain))
 
 
+class _NoRecordFunction(object):
+    def __init__(self, name):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+@needs_torch
+class GpuJoinCrossCheckTest(_RecordingCase):
+    """headroom_record's hooks (module calls, saved tensors, the model's inputs and
+    outputs, parameters, gradients, optimizer state) and its join, run with real PyTorch
+    on the CPU inside a CPU capture: the join of what its hooks saw to the capture's trace
+    (real addresses, one clock) gives the capture's own module, kind and phase."""
+
+    def test_the_join_agrees_with_the_cpu_recorder(self):
+        import copy
+        import threading
+        import headroom_record as hr
+        path = self.path()
+        with headroom_cpu.capture(path, micro_batch=3, seq=5, oracle=False) as cap:
+            rec = hr.Recorder(self.dir, micro_batch=3, seq=5, verbose=False)
+            # as start() leaves it on a GPU; this one keeps CPU tensors
+            rec._torch, rec.active, rec._thread = torch, True, threading.current_thread()
+            rec._rf_cls, rec._wanted = _NoRecordFunction, lambda t: True
+            with mock.patch.object(hr, "_now_us", cap._now):
+                model = _Net()
+                opt = torch.optim.AdamW(model.parameters())
+                rec.attach(model, opt, phases=False)
+                for _ in range(2):
+                    with cap.iteration():
+                        x, y = cap.inputs(torch.randn(3, 5, 8), torch.randn(3, 5, 8))
+                        with cap.phase("forward"), rec.phase("forward"):
+                            out = model(x)
+                        with cap.phase("loss"), rec.phase("loss"):
+                            loss = ((out - y) ** 2).mean()
+                        with cap.phase("backward"), rec.phase("backward"):
+                            loss.backward()
+                        with cap.phase("optimizer"), rec.phase("optimizer"):
+                            opt.step()
+                            opt.zero_grad(set_to_none=True)
+                        del x, y, out, loss
+                rec._pop_saved_hooks()  # before the capture's own
+        snap = load_plain(path)
+        joined = copy.deepcopy(snap)
+        joined.pop("headroom_tensor_keys")
+        for e in joined["device_traces"][0]:
+            e.pop("headroom_tensor", None)
+        with mock.patch.object(hr, "_now_us", cap._now):
+            stats = rec._join_into(joined)
+        rec.active = False
+        rec._remove_hooks()
+        self.assertEqual(stats["by"], ["time_us"])
+        self.assertEqual(stats["unjoined"], {"no_trace": 0, "no_alloc": 0, "freed_before": 0,
+                                             "size": 0, "ambiguous": 0})
+        self.assertEqual(stats["records"], stats["joined_records"])
+        kinds = {}
+        for a, b in zip(snap["device_traces"][0], joined["device_traces"][0]):
+            if "headroom_tensor" not in b:
+                continue
+            want, got = a["headroom_tensor"], b["headroom_tensor"]
+            for f in ("dtype", "module", "kind", "phase", "dims"):
+                self.assertEqual(got[f], want[f], (f, want, got))
+            if got["shape"] != want["shape"]:  # a bias's .grad [8] of sum's [1, 8]
+                n = [1, 1]
+                for i, sh in enumerate((got["shape"], want["shape"])):
+                    for d in sh:
+                        n[i] *= d
+                self.assertEqual(n[0], n[1], (want, got))
+            kinds[got["kind"]] = kinds.get(got["kind"], 0) + 1
+        self.assertEqual(kinds["parameter"], 8)  # 2 layers x (2 Linear x weight, bias)
+        self.assertEqual(kinds["buffer"], 1)
+        self.assertEqual(kinds["gradient"], 16)
+        self.assertEqual(kinds["optimizer_state"], 24)  # step, exp_avg, exp_avg_sq
+        self.assertEqual(kinds["input"], 2)
+        self.assertGreater(kinds["activation"], 10)
+        mods = {e["headroom_tensor"]["module"] for e in joined["device_traces"][0]
+                if "headroom_tensor" in e}
+        self.assertIn("blocks.1.fc", mods)
+
+
 @needs_torch
 class LoopStylesTest(unittest.TestCase):
     """python/loop_styles.py: each style's markers, stacks and truth (the small convnet)."""

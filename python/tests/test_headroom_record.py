@@ -607,5 +607,546 @@ class Annotations(RecorderTestCase):
         self.assertEqual(rec.step, 2)
 
 
+
+# ------------------------------------------------------------------ shapes (headroom_tensor)
+def _entry(action, addr, size, t=None):
+    e = {"action": action, "addr": addr, "size": size, "stream": 0}
+    if t is not None:
+        e["time_us"] = t
+    return e
+
+
+def _rec(t, addr, nbytes, shape, kind="activation", source="saved", module=None, phase=None,
+         alive=None, device=0, dtype="float32", itemsize=4):
+    return (t, device, addr, nbytes, tuple(shape), dtype, itemsize, kind, source, module, phase,
+            alive)
+
+
+class JoinTest(unittest.TestCase):
+    """join_tensor_records on snapshot dicts written by hand."""
+    A, B = 1 << 40, (1 << 40) + 4096
+
+    def snapshot(self, timed=True):
+        t = (lambda x: x) if timed else (lambda x: None)
+        return {"segments": [], "device_traces": [[
+            _entry("alloc", self.A, 1024, t(10)),           # 0
+            _entry("free_requested", self.A, 1024, t(20)),  # 1
+            _entry("free_completed", self.A, 1024, t(21)),  # 2
+            _entry("alloc", self.A, 2048, t(30)),           # 3
+            _entry("alloc", self.B, 240, t(40)),            # 4
+        ]]}
+
+    def test_latest_alloc_at_or_before_the_hook(self):
+        snap = self.snapshot()
+        st = hr.join_tensor_records(snap, [
+            _rec(15, self.A, 1024, [16, 16]),                  # the first allocation
+            _rec(35, self.A, 2048, [2, 16, 16], "input", "input"),  # the second
+            _rec(25, self.A, 1024, [16, 16]),                  # freed at 20: no entry
+            _rec(5, self.A, 1024, [16, 16]),                   # before every alloc
+            _rec(45, self.A, 1024, [16, 16]),                  # 1024 B is not entry 3's size
+            _rec(30, self.B, 240, [60]),                       # alloc after the hook (40 > 30)
+            _rec(50, self.B, 240, [60], device=3),             # no such device
+        ])
+        trace = snap["device_traces"][0]
+        self.assertEqual(snap["headroom_tensor_keys"], 1)
+        self.assertEqual(trace[0]["headroom_tensor"]["shape"], [16, 16])
+        self.assertEqual(trace[3]["headroom_tensor"]["shape"], [2, 16, 16])
+        self.assertEqual(trace[3]["headroom_tensor"]["kind"], "input")
+        self.assertNotIn("headroom_tensor", trace[4])
+        for e in trace[1:3]:
+            self.assertNotIn("headroom_tensor", e)
+        self.assertEqual(st["by"], ["time_us"])
+        self.assertEqual((st["records"], st["joined_records"], st["entries"]), (7, 2, 2))
+        self.assertEqual(st["unjoined"], {"no_trace": 1, "no_alloc": 2, "freed_before": 1,
+                                          "size": 1, "ambiguous": 0})
+
+    def test_the_key_format(self):
+        snap = self.snapshot()
+        hr.join_tensor_records(snap, [_rec(35, self.A, 2048, [2, 16, 16])],
+                               [(31, 100, "blocks.3.attn")], [(0, 100, "forward")],
+                               micro_batch=2, seq=16)
+        self.assertEqual(snap["device_traces"][0][3]["headroom_tensor"], {
+            "shape": [2, 16, 16], "dtype": "float32", "dims": {"batch": [0], "seq": [1, 2]},
+            "module": None, "kind": "activation", "phase": "forward"})  # 30 is before 31
+        snap = self.snapshot()
+        hr.join_tensor_records(snap, [_rec(35, self.A, 2048, [2, 16, 16])],
+                               [(25, 100, "blocks.3.attn")], [], micro_batch=None, seq=None)
+        k = snap["device_traces"][0][3]["headroom_tensor"]
+        self.assertEqual((k["module"], k["phase"], k["dims"]),
+                         ("blocks.3.attn", None, {"batch": [], "seq": []}))
+
+    def test_strongest_kind_and_the_covering_shape(self):
+        snap = self.snapshot()
+        hr.join_tensor_records(snap, [
+            _rec(32, self.A, 2048, [16, 32], "activation", "saved"),  # weight.t() saved
+            _rec(33, self.A, 2048, [4, 32], "activation", "saved"),   # a slice of it
+            _rec(50, self.A, 2048, [32, 16], "parameter", "scan"),
+        ])
+        k = snap["device_traces"][0][3]["headroom_tensor"]
+        self.assertEqual((k["kind"], k["shape"]), ("parameter", [32, 16]))
+        snap = self.snapshot()
+        hr.join_tensor_records(snap, [
+            _rec(32, self.A, 2048, [4, 32], "activation", "saved"),   # covers nothing
+            _rec(33, self.A, 2048, [2, 256], "activation", "saved"),
+            _rec(34, self.A, 2048, [2, 16, 16], "activation", "output"),
+        ])
+        self.assertEqual(snap["device_traces"][0][3]["headroom_tensor"]["shape"], [2, 16, 16])
+
+    def test_module_and_phase_of_the_allocation_time(self):
+        trace = [_entry("alloc", (1 << 40) + 512 * i, 512, t) for i, t in
+                 enumerate((5, 25, 40, 60, 150, 210))]
+        snap = {"device_traces": [trace]}
+        calls = [(0, 100, ""), (10, 50, "blocks.0"), (20, 30, "blocks.0.fc"),
+                 (55, 70, "blocks.1"), (200, None, "blocks.2")]  # blocks.2 still runs
+        phases = [(0, 100, "forward"), (100, 120, "loss"), (120, 180, "backward"),
+                  (180, None, "optimizer")]
+        recs = [_rec(t + 1, e["addr"], 512, [128], module="hook's") for e, t in
+                zip(trace, (5, 25, 40, 60, 150, 210))]
+        st = hr.join_tensor_records(snap, recs, calls, phases)
+        got = [(e["headroom_tensor"]["module"], e["headroom_tensor"]["phase"]) for e in trace]
+        self.assertEqual(got, [("", "forward"), ("blocks.0.fc", "forward"),
+                               ("blocks.0", "forward"), ("blocks.1", "forward"),
+                               (None, "backward"), ("blocks.2", "optimizer")])
+        self.assertEqual(st["module_from_hook"], 0)
+        # intervals before modules_from were dropped: the hook's module stands there
+        for e in trace:
+            del e["headroom_tensor"]
+        st = hr.join_tensor_records(snap, recs, calls, phases, modules_from=50)
+        got = [e["headroom_tensor"]["module"] for e in trace]
+        self.assertEqual(got, ["hook's", "hook's", "hook's", "blocks.1", None, "blocks.2"])
+        self.assertEqual(st["module_from_hook"], 3)
+
+    def test_without_time_us_the_order_decides(self):
+        snap = self.snapshot(timed=False)
+        st = hr.join_tensor_records(snap, [
+            _rec(99, self.A, 2048, [512], module="m", phase="forward", alive=True),
+            _rec(98, self.A, 1024, [256], alive=False),  # two allocs at A: which one?
+            _rec(97, self.B, 240, [60], module="n", phase="backward", alive=False),  # one
+        ])
+        trace = snap["device_traces"][0]
+        self.assertEqual(st["by"], ["order"])
+        self.assertEqual((trace[3]["headroom_tensor"]["shape"],
+                          trace[3]["headroom_tensor"]["module"],
+                          trace[3]["headroom_tensor"]["phase"]), ([512], "m", "forward"))
+        self.assertEqual((trace[4]["headroom_tensor"]["module"],
+                          trace[4]["headroom_tensor"]["phase"]), ("n", "backward"))
+        self.assertNotIn("headroom_tensor", trace[0])
+        self.assertEqual(st["unjoined"]["ambiguous"], 1)
+        snap = self.snapshot(timed=False)  # a wrapped ring buffer: one alloc proves nothing
+        st = hr.join_tensor_records(snap, [_rec(97, self.B, 240, [60], alive=False)],
+                                    wrapped=True)
+        self.assertEqual(st["unjoined"]["ambiguous"], 1)
+
+    def test_equal_keys_are_one_object(self):
+        trace = [_entry("alloc", (1 << 40) + 512 * i, 512, i) for i in range(4)]
+        snap = {"device_traces": [trace]}
+        hr.join_tensor_records(snap, [_rec(i, e["addr"], 512, [128]) for i, e in
+                                      enumerate(trace)])
+        self.assertEqual(len({id(e["headroom_tensor"]) for e in trace}), 1)
+        self.assertEqual(pickle.loads(pickle.dumps(snap, protocol=4)), snap)
+
+
+class _Dtype:
+    def __init__(self, name, size):
+        self.name, self.size = name, size
+
+    def __str__(self):
+        return "torch." + self.name
+
+
+FLOAT32 = _Dtype("float32", 4)
+
+
+class _Storage:
+    def __init__(self, ptr, nbytes):
+        self.ptr, self.size = ptr, nbytes
+
+    def data_ptr(self):
+        return self.ptr
+
+    def nbytes(self):
+        return self.size
+
+
+class _World:
+    """A fake CUDA allocator (its trace, with time_us from a clock the recorder shares),
+    tensors, a two-layer model with qualified names, an optimizer and autograd."""
+
+    def __init__(self, torch, timed=True):
+        self.torch, self.timed = torch, timed
+        self.now, self.next, self.trace, self.saved = 1000, 1 << 40, [], []
+        world = self
+
+        class Tensor:
+            def __init__(self, shape, storage=None):
+                self.shape, self.dtype, self.is_cuda = tuple(shape), FLOAT32, True
+                self.device, self.grad = types.SimpleNamespace(index=0), None
+                n = 4
+                for d in shape:
+                    n *= d
+                self._st = storage or world.alloc(n)
+
+            def untyped_storage(self):
+                return self._st
+
+            def data_ptr(self):
+                return self._st.ptr
+
+            def element_size(self):
+                return 4
+
+            def detach(self):
+                return Tensor(self.shape, self._st)
+
+            def view(self, *shape):
+                return Tensor(shape, self._st)
+        torch.Tensor = self.Tensor = Tensor
+        hooks = torch.state.setdefault("saved_hooks", [])
+
+        class saved_tensors_hooks:
+            def __init__(self, pack, unpack):
+                self.pair = (pack, unpack)
+
+            def __enter__(self):
+                hooks.append(self.pair)
+
+            def __exit__(self, *exc):
+                hooks.remove(self.pair)
+        torch.autograd.graph = types.SimpleNamespace(saved_tensors_hooks=saved_tensors_hooks)
+        torch.autograd.backward = self.backward
+        torch.cuda.memory._snapshot = lambda: {"segments": [],
+                                               "device_traces": [list(self.trace)]}
+        self.model = _Net(self)
+        self.opt = _Adam(torch, self)
+
+    def clock(self):
+        self.now += 1
+        return self.now
+
+    def alloc(self, nbytes):
+        ptr, self.next = self.next, self.next + max(512, (nbytes + 511) // 512 * 512)
+        self.trace.append(_entry("alloc", ptr, nbytes, self.clock() if self.timed else None))
+        return _Storage(ptr, nbytes)
+
+    def free(self, t):
+        for action in ("free_requested", "free_completed"):
+            self.trace.append(_entry(action, t.data_ptr(), t._st.size,
+                                     self.clock() if self.timed else None))
+
+    def save(self, t):
+        """What autograd does with a tensor it saves for backward."""
+        hooks = self.torch.state["saved_hooks"]
+        self.saved.append(hooks[-1][0](t) if hooks else t)
+
+    def backward(self, tensors, grad_tensors=None, retain_graph=None, create_graph=False,
+                 inputs=None):
+        for _, p in self.model.named_parameters():
+            p.grad = self.Tensor(p.shape)
+        self.saved = []
+
+
+class _Module:
+    def __init__(self):
+        self.pre, self.post, self.children, self.params = [], [], {}, {}
+        self.training = True
+
+    def named_modules(self, prefix=""):
+        yield prefix, self
+        for n, m in self.children.items():
+            yield from m.named_modules(prefix + "." + n if prefix else n)
+
+    def named_parameters(self):
+        for name, m in self.named_modules():
+            for n, p in m.params.items():
+                yield (name + "." + n if name else n), p
+
+    def named_buffers(self):
+        return iter(())
+
+    def parameters(self):
+        return [p for _, p in self.named_parameters()]
+
+    def register_forward_pre_hook(self, hook):
+        self.pre.append(hook)
+        return _Handle(self.pre, hook)
+
+    def register_forward_hook(self, hook, *, always_call=False):
+        self.post.append(hook)
+        return _Handle(self.post, hook)
+
+    def __call__(self, *args):
+        for h in list(self.pre):
+            assert h(self, args) is None
+        out = self.forward(*args)
+        for h in list(self.post):
+            assert h(self, args, out) is None
+        return out
+
+
+class _Act(_Module):
+    def __init__(self, world):
+        super().__init__()
+        self.world = world
+
+    def forward(self, x):
+        self.world.save(x)  # a GELU saves its input: made by the enclosing layer
+        return self.world.Tensor(x.shape)
+
+
+class _Linear(_Module):
+    def __init__(self, world, d_in, d_out):
+        super().__init__()
+        self.world, self.d_out = world, d_out
+        self.params["weight"] = world.Tensor((d_out, d_in))
+        self.children["act"] = _Act(world)
+        self.during = None  # called in the middle of forward
+
+    def forward(self, x):
+        b, s, _ = x.shape
+        self.world.save(x)
+        self.world.save(self.params["weight"].detach())  # weight.t(), as mm saves it
+        y = self.world.Tensor((b * s, self.d_out))  # addmm's output
+        if self.during:
+            self.during()
+        return self.children["act"](y.view(b, s, self.d_out))
+
+
+class _Net(_Module):
+    def __init__(self, world):
+        super().__init__()
+        self.world = world
+        self.children["blocks"] = blocks = _Module()
+        blocks.children["0"] = _Linear(world, 8, 16)
+        blocks.children["1"] = _Linear(world, 16, 8)
+
+    def forward(self, x):
+        for b in self.children["blocks"].children.values():
+            x = b(x)
+        self.world.Tensor((3,))  # a temporary no hook sees
+        return x
+
+
+class _Adam(FakeOptimizer):
+    def __init__(self, torch, world):
+        super().__init__(torch)
+        self.world, self.state = world, {}
+        self.param_groups = [{"params": world.model.parameters()}]
+
+    def step(self):
+        for hook in list(self.pre):
+            hook(self, (), {})
+        for p in self.param_groups[0]["params"]:
+            if p not in self.state:
+                self.state[p] = {"exp_avg": self.world.Tensor(p.shape)}
+        for hook in list(self.post):
+            hook(self, (), {})
+
+    def zero_grad(self):
+        for p in self.param_groups[0]["params"]:
+            if p.grad is not None:
+                self.world.free(p.grad)
+                p.grad = None
+
+
+class ShapesTest(RecorderTestCase):
+    """The hooks and the join, with a fake torch that allocates as the caching allocator
+    does and writes its trace."""
+
+    def run_steps(self, version="2.5.0", flavor="2.5", steps=2, during=None, **kw):
+        torch = self.install(version=version, flavor=flavor)
+        world = self.world = _World(torch, timed=version >= "2.2")
+        orig = hr._now_us
+        hr._now_us = world.clock
+        self.addCleanup(setattr, hr, "_now_us", orig)
+        kw.setdefault("micro_batch", 3)
+        kw.setdefault("seq", 5)
+        rec = self.recorder(**kw).start()
+        rec.attach(world.model, world.opt)
+        self.inputs, self.outputs = [], []
+        for i in range(steps):
+            x = world.Tensor((3, 5, 8))
+            self.inputs.append(x)
+            if during and i == steps - 1:
+                world.model.children["blocks"].children["1"].during = during
+            out = world.model(x)
+            self.outputs.append(out)
+            torch.autograd.backward(out)
+            world.opt.step()
+            world.opt.zero_grad()
+        return torch, world, rec
+
+    def keys(self, snap, addr):
+        return [e.get("headroom_tensor") for e in snap["device_traces"][0]
+                if e["action"] == "alloc" and e["addr"] == addr]
+
+    def load(self, path):
+        with open(path, "rb") as f:
+            return pickle.load(f)
+
+    def test_keys_of_a_recorded_step(self):
+        torch, world, rec = self.run_steps()
+        snap = self.load(rec.dump())
+        self.assertEqual(snap["headroom_tensor_keys"], 1)
+        fc0 = world.model.children["blocks"].children["0"]
+        # the layer's own output ([b*s, 16] made, [b, s, 16] returned) through its act
+        for e in snap["device_traces"][0]:
+            k = e.get("headroom_tensor")
+            if k and k["module"] == "blocks.0" and k["kind"] == "activation":
+                self.assertEqual(k, {"shape": [3, 5, 16], "dtype": "float32",
+                                     "dims": {"batch": [0], "seq": [1]}, "module": "blocks.0",
+                                     "kind": "activation", "phase": "forward"})
+                break
+        else:
+            self.fail("no activation of blocks.0")
+        w = self.keys(snap, fc0.params["weight"].data_ptr())
+        self.assertEqual(w, [{"shape": [16, 8], "dtype": "float32",
+                              "dims": {"batch": [], "seq": []}, "module": None,
+                              "kind": "parameter", "phase": None}])
+        x = self.keys(snap, self.inputs[0].data_ptr())[0]
+        self.assertEqual((x["kind"], x["shape"], x["dims"], x["module"]),
+                         ("input", [3, 5, 8], {"batch": [0], "seq": [1]}, None))
+        out = self.keys(snap, self.outputs[-1].data_ptr())[0]
+        self.assertEqual((out["module"], out["kind"]), ("blocks.1.act", "activation"))
+        grads = [e["headroom_tensor"] for e in snap["device_traces"][0]
+                 if e.get("headroom_tensor", {}).get("kind") == "gradient"]
+        self.assertEqual(len(grads), 4)  # two weights, two steps
+        self.assertEqual({(g["phase"], g["module"]) for g in grads}, {("backward", None)})
+        state = self.keys(snap, world.opt.state[fc0.params["weight"]]["exp_avg"].data_ptr())
+        self.assertEqual((state[0]["kind"], state[0]["phase"]), ("optimizer_state", "optimizer"))
+        # the temporary of the root's forward: no hook saw it
+        temps = [e for e in snap["device_traces"][0] if e["action"] == "alloc"
+                 and e["size"] == 12]
+        self.assertEqual(len(temps), 2)
+        self.assertTrue(all("headroom_tensor" not in e for e in temps))
+        meta = snap[hr.SNAPSHOT_META_KEY]["tensor_keys"]
+        self.assertEqual(meta["by"], ["time_us"])
+        self.assertEqual(meta["unjoined"]["no_alloc"], 0)
+        self.assertEqual((meta["micro_batch"], meta["seq"]), (3, 5))
+
+    def test_module_is_where_the_storage_was_allocated(self):
+        # the act saves (and returns a new) tensor; what it saved, the layer's [b*s, 16]
+        # viewed [b, s, 16], was made by blocks.0 before blocks.0.act ran
+        torch, world, rec = self.run_steps(steps=1)
+        snap = self.load(rec.dump())
+        trace = snap["device_traces"][0]
+        y = [e["headroom_tensor"] for e in trace if e["action"] == "alloc" and e["size"] == 960]
+        # the layer's [b*s, 16], seen only as what its act saved, then the act's output
+        self.assertEqual([k["module"] for k in y], ["blocks.0", "blocks.0.act"])
+        self.assertEqual(y[0]["shape"], [3, 5, 16])
+        y_addr = [e["addr"] for e in trace if e["action"] == "alloc" and e["size"] == 960][0]
+        saved = [r for r in rec._records if r[8] == "saved" and r[2] == y_addr]
+        self.assertEqual([r[9] for r in saved], ["blocks.0.act"])  # the hook's module
+
+    def test_an_oom_inside_forward_names_the_running_module(self):
+        def oom():
+            world = self.world
+            world.Tensor((7, 7))  # allocated, seen by no hook
+            world.save(world.Tensor((6, 6)))  # allocated and saved in blocks.1
+            world.torch.state["oom_observers"][0](0, 1 << 30, 1 << 30, 0)
+        torch, world, rec = self.run_steps(during=oom)
+        path = os.path.join(self.out, "headroom_rank0_step1_oom.pickle")
+        snap = self.load(path)
+        self.assertIn("headroom_tensor_keys", snap)
+        trace = snap["device_traces"][0]
+        self.assertEqual(trace[-1]["size"], 144)  # the last entry before the dump
+        # blocks.1 still runs (no post hook yet): its open call holds the allocation
+        self.assertEqual(trace[-1]["headroom_tensor"]["module"], "blocks.1")
+        self.assertEqual(trace[-1]["headroom_tensor"]["phase"], "forward")
+        self.assertEqual(trace[-2]["size"], 196)
+        self.assertNotIn("headroom_tensor", trace[-2])  # no hook saw it
+
+    def test_pytorch_2_1_joins_by_order(self):
+        torch, world, rec = self.run_steps(version="2.1.0", flavor="2.1")
+        snap = self.load(rec.dump())
+        self.assertTrue(all("time_us" not in e for e in snap["device_traces"][0]))
+        meta = snap[hr.SNAPSHOT_META_KEY]["tensor_keys"]
+        self.assertEqual(meta["by"], ["order"])
+        fc0 = world.model.children["blocks"].children["0"]
+        w = self.keys(snap, fc0.params["weight"].data_ptr())[0]
+        self.assertEqual(w["kind"], "parameter")
+        out = self.keys(snap, self.outputs[-1].data_ptr())[0]  # still alive at the dump
+        self.assertEqual((out["module"], out["phase"]), ("blocks.1.act", "forward"))
+
+    def test_hooks_go_with_stop(self):
+        torch, world, rec = self.run_steps(steps=1)
+        fc0 = world.model.children["blocks"].children["0"]
+        self.assertEqual((len(fc0.pre), len(fc0.post)), (1, 1))
+        self.assertEqual(len(world.model.pre), 2)  # the phases' and the shapes'
+        self.assertEqual(len(torch.state["saved_hooks"]), 1)
+        rec.stop()
+        self.assertEqual((fc0.pre, fc0.post, world.model.pre), ([], [], []))
+        self.assertEqual(torch.state["saved_hooks"], [])
+
+    def test_shapes_off(self):
+        for kw, env in (({"shapes": False}, None), ({}, "0")):
+            if env is not None:
+                os.environ["HEADROOM_SHAPES"] = env
+                self.addCleanup(os.environ.pop, "HEADROOM_SHAPES", None)
+            torch, world, rec = self.run_steps(steps=1, **kw)
+            fc0 = world.model.children["blocks"].children["0"]
+            self.assertEqual((fc0.pre, fc0.post), ([], []))
+            self.assertEqual(torch.state["saved_hooks"], [])
+            snap = self.load(rec.dump())
+            self.assertNotIn("headroom_tensor_keys", snap)
+            self.assertNotIn("tensor_keys", snap[hr.SNAPSHOT_META_KEY])
+            self.assertFalse(any("headroom_tensor" in e for e in snap["device_traces"][0]))
+            rec.stop()
+
+    def test_a_failed_join_leaves_no_half_keys(self):
+        torch, world, rec = self.run_steps(steps=1)
+
+        def broken(snapshot, *a, **k):
+            snapshot["device_traces"][0][0]["headroom_tensor"] = {}
+            snapshot["headroom_tensor_keys"] = 1
+            raise RuntimeError("join exploded")
+        orig = hr.join_tensor_records
+        hr.join_tensor_records = broken
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                path = rec.dump()
+        finally:
+            hr.join_tensor_records = orig
+        self.assertTrue(any("join exploded" in str(w.message) for w in caught))
+        snap = self.load(path)
+        self.assertNotIn("headroom_tensor_keys", snap)
+        self.assertFalse(any("headroom_tensor" in e for e in snap["device_traces"][0]))
+
+    def test_the_steps_own_saved_tensor_hooks_are_left_alone(self):
+        torch = self.install(version="2.8.0", flavor="impl")
+        world = _World(torch)
+        torch._C._autograd = types.SimpleNamespace(
+            _top_saved_tensors_default_hooks=lambda ignore_is_tracing: ("pack", "unpack"))
+        rec = self.recorder()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            rec.start().attach(world.model, world.opt)
+        self.assertEqual(torch.state["saved_hooks"], [])
+        self.assertTrue(any("saved-tensor hooks are active" in str(w.message) for w in caught))
+        fc0 = world.model.children["blocks"].children["0"]
+        self.assertEqual(len(fc0.pre), 1)  # the module hooks are there all the same
+
+    def test_a_compiled_model_gets_no_hooks(self):
+        torch = self.install(version="2.5.0", flavor="2.5")
+        world = _World(torch)
+        world.model.children["blocks"]._compiled_call_impl = object()  # blocks.compile()
+        rec = self.recorder()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            rec.start().attach(world.model, world.opt)
+        self.assertTrue(any("blocks is compiled" in str(w.message) for w in caught))
+        fc0 = world.model.children["blocks"].children["0"]
+        self.assertEqual((fc0.pre, torch.state["saved_hooks"]), ([], []))
+        self.assertEqual(len(world.model.pre), 1)  # the phases' hooks only
+        self.assertNotIn("headroom_tensor_keys", self.load(rec.dump()))
+
+    def test_pack_keeps_a_detached_alias(self):
+        torch, world, rec = self.run_steps(steps=1)
+        x = world.Tensor((3, 5, 8))
+        packed = torch.state["saved_hooks"][-1][0](x)
+        self.assertIsNot(packed, x)
+        self.assertIs(packed.untyped_storage(), x.untyped_storage())
+        self.assertIs(torch.state["saved_hooks"][-1][1](packed), packed)
+
 if __name__ == "__main__":
     unittest.main()
