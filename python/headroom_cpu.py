@@ -130,6 +130,8 @@ _KIND_NAMES = ("unknown", "temporary", "activation", "input", "optimizer_state",
 # external_annotations)
 _TENSOR_PHASE = {"forward": "forward", "backward": "backward", "optimizer": "optimizer"}
 SHAPES_ENV = "HEADROOM_SHAPES"
+# the row of an allocation with shapes: [time_us, category, phase] + these
+_R_SHAPE, _R_DTYPE, _R_ITEM, _R_MOD, _R_FIXED, _R_MOUT = range(3, 9)
 
 _DISPATCH_FILE = os.path.join("torch", "utils", "_python_dispatch.py")
 _PLAIN, _SKIP, _REBIND, _FRESH, _DETACH = 0, 1, 2, 3, 4
@@ -302,25 +304,25 @@ class Capture(object):
         t = self._now()
         self._ev.append(("alloc", ptr, nbytes, t, self._stack()))
         if self._roles_on:
-            s.truth = row = [t, _TEMPORARY, self._phase_now,
-                             self._tensor_info(tensor, self._mod_now)]
+            s.truth = row = self._row(t, _TEMPORARY, self._phase_now, tensor, self._mod_now)
             self._rows.append(row)
         return s
 
-    def _tensor_info(self, t, module):
-        """[shape, dtype, itemsize, module, fixed, module output] of the tensor a storage is
-        made for (None when shapes are off or it is not a plain tensor). ``fixed``: the
-        shape is final (a module returned the tensor)."""
-        if not self._shapes_on or t is None:
-            return None
-        try:
-            dt = t.dtype
-            d = self._dtypes.get(dt)
-            if d is None:
-                d = self._dtypes[dt] = (str(dt).replace("torch.", ""), t.element_size())
-            return [tuple(t.shape), d[0], d[1], module, False, False]
-        except Exception:
-            return None
+    def _row(self, t_us, category, phase, t, module):
+        """A storage's row: [time_us, category, phase], and with shapes, of the tensor it is
+        made for (one list per allocation: the garbage collector has fewer to look at):
+        shape, dtype, itemsize, module, fixed (the shape is final: a module returned the
+        tensor), module output (_R_SHAPE ... _R_MOUT)."""
+        if self._shapes_on and t is not None:
+            try:
+                dt = t.dtype
+                d = self._dtypes.get(dt)
+                if d is None:
+                    d = self._dtypes[dt] = (str(dt).replace("torch.", ""), t.element_size())
+                return [t_us, category, phase, tuple(t.shape), d[0], d[1], module, False, False]
+            except Exception:
+                pass
+        return [t_us, category, phase]
 
     def _free(self, s):
         s.live = False
@@ -360,7 +362,7 @@ class Capture(object):
         self._pre.append((s.addr, nbytes, [{"filename": BEFORE_CAPTURE, "line": 0, "name": label}]))
         if self._roles_on:
             # born before the block: no module, no phase
-            s.truth = row = [None, category, "other", self._tensor_info(tensor, None)]
+            s.truth = row = self._row(None, category, "other", tensor, None)
             self._pre_rows.append(row)
         return s
 
@@ -456,8 +458,7 @@ class Capture(object):
                 # a new allocation: a role of the old one carries over (a resized .grad)
                 old = s.truth[1] if s.truth is not None and s.truth[1] > _TEMPORARY \
                     else _TEMPORARY
-                s.truth = row = [now, old, self._phase_now,
-                                 self._tensor_info(t, self._mod_now)]
+                s.truth = row = self._row(now, old, self._phase_now, t, self._mod_now)
                 self._rows.append(row)
 
     def _rebind(self, t):
@@ -732,13 +733,13 @@ class Capture(object):
         returns it decides."""
         if isinstance(out, self._torch.Tensor):
             s = self._storage_of(out)
-            if s is None or s.truth is None or s.truth[3] is None:
+            if s is None or s.truth is None or len(s.truth) == 3:
                 return
-            info = s.truth[3]
-            info[5] = True
-            if info[4]:
+            row = s.truth
+            row[_R_MOUT] = True
+            if row[_R_FIXED]:
                 return
-            m = info[3]
+            m = row[_R_MOD]
             if m is None or name is None:
                 return
             if not (m == name or m.startswith(name + ".") or
@@ -746,11 +747,11 @@ class Capture(object):
                 return  # made before this module ran (its input, a parameter)
             try:
                 d = self._dtypes.get(out.dtype)
-                if d is None or d[0] != info[1]:
+                if d is None or d[0] != row[_R_DTYPE]:
                     return
                 if out.numel() * d[1] == s.nbytes and out.is_contiguous():
-                    info[0] = tuple(out.shape)
-                    info[4] = True
+                    row[_R_SHAPE] = tuple(out.shape)
+                    row[_R_FIXED] = True
             except Exception:
                 return
         elif depth < 3:
@@ -1248,11 +1249,9 @@ class Capture(object):
             row = next(rows, None)
             if row is None:
                 break
-            info = row[3]
-            if info is None:
+            if len(row) == 3:
                 continue
-            shape, dtype, _itemsize, module, _fixed, mout = info
-            c = row[1]
+            _t, c, _ph, shape, dtype, _itemsize, module, _fixed, mout = row
             if mout and c < _ACTIVATION:
                 c = _ACTIVATION  # a module's output
             phase = _TENSOR_PHASE.get(row[2])
