@@ -26,6 +26,9 @@ Per family it prints:
             recorded micro_batch / seq (must be 0)
   truth     entries whose kind disagrees with headroom_truth's category (must be 0; the
             equivalences are in kind_agrees())
+  stack     entries with a module whose stack disagrees (must be 0): the innermost frame
+            named "forward" (autograd's and checkpoint's own left out) is not inside the
+            forward of the named module's class (the family's model built again to find it)
   peak      with --cli (default: build/release/app/headroom-cli when it exists): "same" when
             `headroom-cli summary FILE --json` gives every device the same
             peak_allocated_bytes as for a copy of the file without the keys
@@ -36,8 +39,8 @@ strictest ratio), and prints the medians of run_point's wall time and of the pro
 time (build, the two iterations and the file written) and their ratios. The machine's other
 load shows up as noise in the wall time: run it on a quiet machine.
 
-Exit status: 1 when a shape is larger than its allocation, a dims or truth disagreement, a
-peak that differs, or no keys at all; 77 when torch cannot be imported.
+Exit status: 1 when a shape is larger than its allocation, a dims, truth or stack
+disagreement, a peak that differs, or no keys at all; 77 when torch cannot be imported.
 """
 import argparse
 import json
@@ -133,6 +136,42 @@ def check_snapshot(snap):
                 if len(r["examples_truth"]) < 5:
                     r["examples_truth"].append([k["kind"], truth[i][1], shape, k["module"]])
     return r
+
+
+def _forward_spans(family, cfg):
+    """qualified name -> (file, first line, last line) of its class's forward."""
+    import inspect
+    import cpu_models
+    model, _, _ = cpu_models.build(family, cfg.get("micro_batch") or 2, cfg.get("seq"),
+                                   "fp32", "none", 0)
+    spans = {}
+    for name, m in model.named_modules():
+        f = type(m).forward
+        try:
+            lines, start = inspect.getsourcelines(f)
+            spans[name] = (inspect.getsourcefile(f), start, start + len(lines) - 1)
+        except (OSError, TypeError):
+            spans[name] = None
+    return spans
+
+
+_NOT_A_MODULE = ("torch/autograd/function.py", "torch/utils/checkpoint.py")
+
+
+def stack_disagreements(snap, family):
+    """Entries with a module whose innermost module forward frame is elsewhere."""
+    spans = _forward_spans(family, snap.get("headroom_config", {}))
+    bad = 0
+    for e in snap["device_traces"][0]:
+        k = e.get("headroom_tensor")
+        if not k or k["module"] is None:
+            continue
+        fr = next((f for f in e["frames"] if f["name"] == "forward" and not
+                   f["filename"].replace(os.sep, "/").endswith(_NOT_A_MODULE)), None)
+        sp = spans.get(k["module"])
+        if not (fr and sp and fr["filename"] == sp[0] and sp[1] <= fr["line"] <= sp[2]):
+            bad += 1
+    return bad
 
 
 def strip_keys(snap):
@@ -231,13 +270,14 @@ def main(argv=None):
         print("recorder_shapes_check: no %s: the peak check is skipped" % cli)
         cli = None
     results, bad = {}, []
-    print("%-13s %6s %8s %8s %8s %7s %8s %5s %6s %6s" % (
+    print("%-13s %6s %8s %8s %8s %7s %8s %5s %6s %6s %6s" % (
         "family", "allocs", "keyed", "exact", "smaller", "larger", "module", "dims",
-        "truth", "peak"))
+        "truth", "stack", "peak"))
     for f in fams:
         with open(paths[f], "rb") as fh:
             snap = pickle.load(fh)
         r = check_snapshot(snap)
+        r["stack_wrong"] = stack_disagreements(snap, f)
         peak = "-"
         if cli:
             w, wo = same_peak(cli, paths[f], snap)
@@ -247,10 +287,10 @@ def main(argv=None):
                 bad.append("%s: the CLI's peak is %s with the keys, %s without" % (f, w, wo))
         results[f] = r
         keyed = r["keyed"]
-        print("%-13s %6d %8s %8s %8s %7d %8s %5d %6s %6s" % (
+        print("%-13s %6d %8s %8s %8s %7d %8s %5d %6s %6d %6s" % (
             f, r["allocs"], pct(keyed, r["allocs"]), pct(r["exact"], keyed),
             pct(r["smaller"], keyed), r["larger"], pct(r["module"], keyed), r["dims_wrong"],
-            r["truth_wrong"] if r["truth_rows"] else "-", peak))
+            r["truth_wrong"] if r["truth_rows"] else "-", r["stack_wrong"], peak))
         if r["version"] != 1 or not keyed:
             bad.append("%s: headroom_tensor_keys is %r, %d entries keyed"
                        % (f, r["version"], keyed))
@@ -259,16 +299,18 @@ def main(argv=None):
                        % (f, r["larger"], r["examples_larger"]))
         if r["dims_wrong"]:
             bad.append("%s: %d entries with wrong dims" % (f, r["dims_wrong"]))
+        if r["stack_wrong"]:
+            bad.append("%s: %d modules disagree with their stacks" % (f, r["stack_wrong"]))
         if r["truth_wrong"]:
             bad.append("%s: %d kinds disagree with headroom_truth, e.g. %s"
                        % (f, r["truth_wrong"], r["examples_truth"]))
     tot = {k: sum(r[k] for r in results.values()) for k in
            ("allocs", "keyed", "exact", "smaller", "larger", "module", "dims_wrong",
-            "truth_wrong")}
-    print("%-13s %6d %8s %8s %8s %7d %8s %5d %6d" % (
+            "truth_wrong", "stack_wrong")}
+    print("%-13s %6d %8s %8s %8s %7d %8s %5d %6d %6d" % (
         "all", tot["allocs"], pct(tot["keyed"], tot["allocs"]), pct(tot["exact"], tot["keyed"]),
         pct(tot["smaller"], tot["keyed"]), tot["larger"], pct(tot["module"], tot["keyed"]),
-        tot["dims_wrong"], tot["truth_wrong"]))
+        tot["dims_wrong"], tot["truth_wrong"], tot["stack_wrong"]))
     kinds = {}
     for r in results.values():
         for k, n in r["kinds"].items():
