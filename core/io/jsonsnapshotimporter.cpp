@@ -2,11 +2,39 @@
 #include "core/io/jsonsnapshotimporter.h"
 
 #include "core/io/jsoninteger.h"
+#include "core/io/recordedtensorreader.h"
 #include "core/io/snapshotdictimport.h"
 
 namespace headroom {
 
 namespace {
+
+/// readRecordedTensor's document accessor over nlohmann::json.
+struct JsonTensorDoc {
+    using Value = const nlohmann::json*;
+    bool isDict(Value v) const { return v->is_object(); }
+    bool isList(Value v) const { return v->is_array(); }
+    std::optional<Value> get(Value v, std::string_view key) const
+    {
+        const auto it = v->find(std::string(key));
+        return it == v->end() || it->is_null() ? std::nullopt : std::optional<Value>(&*it);
+    }
+    std::vector<Value> items(Value v) const
+    {
+        std::vector<Value> out;
+        for (const auto& x : *v)
+            out.push_back(&x);
+        return out;
+    }
+    std::optional<int64_t> asInt(Value v) const
+    {
+        return v->is_number_integer() ? std::optional<int64_t>(v->get<int64_t>()) : std::nullopt;
+    }
+    std::optional<std::string_view> asString(Value v) const
+    {
+        return v->is_string() ? std::optional<std::string_view>(v->get_ref<const std::string&>()) : std::nullopt;
+    }
+};
 
 using json = nlohmann::json;
 
@@ -148,6 +176,9 @@ void JsonDictAccess::importTrace(Import& imp, Value list, DeviceData& dev, const
             m_compile = true;
             out.userMetadata.emplace_back(idx, strings.intern(*u));
         }
+        if (const auto t = e->find("headroom_tensor"); t != e->end())
+            if (auto rec = readRecordedTensor(JsonTensorDoc{}, &*t, strings))
+                out.tensors.emplace_back(idx, std::move(*rec));
         // `_profile_to_snapshot` writes the profiler's exact category on each entry.
         TensorCategory cat = TensorCategory::Unknown;
         if (auto c = stringField(e, "category")) {

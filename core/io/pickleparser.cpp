@@ -3,6 +3,8 @@
 // entries), strings, long integers and the memo. The opcode loop is in picklereader.cpp.
 #include "core/io/pickleparser.h"
 
+#include "core/io/recordedtensorreader.h"
+
 #include "core/util/utf8.h"
 
 #include <limits>
@@ -39,7 +41,7 @@ Word classifyWord(std::string_view s)
         {"action", Word::Action}, {"addr", Word::Addr}, {"size", Word::Size}, {"stream", Word::Stream},
         {"time_us", Word::TimeUs}, {"frames", Word::Frames}, {"cpp_frames", Word::CppFrames},
         {"device_free", Word::DeviceFree}, {"compile_context", Word::CompileContext},
-        {"user_metadata", Word::UserMetadata}, {"filename", Word::Filename}, {"line", Word::Line},
+        {"user_metadata", Word::UserMetadata}, {"headroom_tensor", Word::HeadroomTensor}, {"filename", Word::Filename}, {"line", Word::Line},
         {"name", Word::Name},
     };
     auto it = kWords.find(s);
@@ -254,6 +256,10 @@ bool PickleParser::tryEvent(uint64_t container, const Value* kv, size_t n)
         case Word::UserMetadata:
             if (auto s = m_doc.asString(v); s && !s->empty())
                 ev.userMetadata.emplace_back(index, m_doc.m_frames->strings().intern(*s));
+            break;
+        case Word::HeadroomTensor:
+            if (auto t = readRecordedTensor(m_doc, v, m_doc.m_frames->strings()))
+                ev.tensors.emplace_back(index, std::move(*t));
             break;
         default:
             break;

@@ -23,7 +23,7 @@ namespace headroom::detail {
 /// Words the reader recognises in keys and action values; cached per pickle string.
 enum class Word : uint8_t {
     Unclassified, Other,
-    Action, Addr, Size, Stream, TimeUs, Frames, CppFrames, DeviceFree, CompileContext, UserMetadata,
+    Action, Addr, Size, Stream, TimeUs, Frames, CppFrames, DeviceFree, CompileContext, UserMetadata, HeadroomTensor,
     Filename, Line, Name,
 };
 

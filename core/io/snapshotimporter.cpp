@@ -112,6 +112,7 @@ void PickleDictAccess::importTrace(Import& imp, Value list, DeviceData& dev, con
         remapSparse(all.deviceFree, out.deviceFree);
         remapSparse(all.compileContext, out.compileContext);
         remapSparse(all.userMetadata, out.userMetadata);
+        remapSparse(all.tensors, out.tensors);
     }
     for (size_t i = 0; i < out.count(); ++i) {
         if (out.action[i] != TraceAction::Oom)

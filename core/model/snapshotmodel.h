@@ -33,6 +33,22 @@ enum class TraceAction : uint8_t {
 const char* actionName(TraceAction a);
 TraceAction actionFromName(std::string_view name);
 
+/// What a Headroom recorder knew of the tensor an allocation was made for: the snapshot's
+/// `headroom_tensor` on an alloc entry (docs/formats.md, "What Headroom's recorders add").
+/// Exact where present; absent from files the recorders did not write.
+struct RecordedTensor {
+    enum class Kind : uint8_t { Unknown, Parameter, Buffer, Gradient, OptimizerState, Activation, Temporary, Input };
+    enum class Phase : uint8_t { Unknown, Forward, Backward, Optimizer };
+    std::vector<int64_t> shape;
+    uint32_t dtype = 0;        ///< string id ("float32")
+    uint32_t module = 0;       ///< string id of the qualified module name ("" is the root module)
+    bool hasModule = false;    ///< false: no module's forward was running
+    Kind kind = Kind::Unknown;
+    Phase phase = Phase::Unknown;
+    /// Bit d: dimension d equals the stated micro-batch / sequence (both where they coincide).
+    uint32_t batchDims = 0, seqDims = 0;
+};
+
 /// One device's trace entries as flat arrays (structure of arrays): a million events
 /// cost about 37 MB, no per-event allocation. Index i in every array is the i-th
 /// entry of `device_traces[device]` as the file lists it.
@@ -49,6 +65,7 @@ struct TraceEvents {
     std::vector<std::pair<uint32_t, int64_t>> deviceFree;     ///< oom entries
     std::vector<std::pair<uint32_t, uint32_t>> compileContext; ///< string id
     std::vector<std::pair<uint32_t, uint32_t>> userMetadata;   ///< string id
+    std::vector<std::pair<uint32_t, RecordedTensor>> tensors;  ///< alloc entries a recorder described
     bool anyTime = false;
     /// Exact TensorCategory per event (profiler timelines, `_profile_to_snapshot` dicts);
     /// empty when the source does not know categories.

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "core/whatif/allocationlaw.h"
 
+#include "core/whatif/shapelaw.h"
+
 #include "core/whatif/stackreadings.h"
 
 #include <algorithm>
@@ -114,6 +116,7 @@ std::string_view sizeLawName(SizeLaw l)
 std::string_view lawEvidenceName(LawEvidence e)
 {
     switch (e) {
+    case LawEvidence::Shape: return "shape";
     case LawEvidence::Runs: return "runs";
     case LawEvidence::Category: return "category";
     case LawEvidence::Stack: return "stack";
@@ -182,7 +185,8 @@ bool readSize(AllocationLaw& law, const Allocation& a, StackReadings& stacks, co
 
 AllocationLaws AllocationLaws::fromSnapshot(const MemoryTimeline& tl, const std::vector<AllocationClass>& classes,
                                             const FrameTable& frames, int b0, int s0, bool autocast,
-                                            const std::vector<Iteration>& iterations)
+                                            const std::vector<Iteration>& iterations,
+                                            const std::vector<std::pair<uint32_t, RecordedTensor>>& tensors)
 {
     AllocationLaws out;
     out.m_laws.resize(tl.allocations.size());
@@ -209,6 +213,7 @@ AllocationLaws AllocationLaws::fromSnapshot(const MemoryTimeline& tl, const std:
     if (autocast)
         out.readCasts(tl, classes, iterations);
     out.readMirror(tl, classes);
+    out.readShapes(tl, tensors, b0, s0);
     out.collectAmbiguities(tl, frames);
     out.m_iterations = std::max<size_t>(1, iterations.size());
     out.hashLines(tl, frames);
@@ -336,6 +341,44 @@ void AllocationLaws::settle(size_t i, bool batch, int exponent)
     law.evidence = LawEvidence::Runs;
     if (!law.ambiguous())
         law.group = 0;
+}
+
+void AllocationLaws::readShapes(const MemoryTimeline& tl, const std::vector<std::pair<uint32_t, RecordedTensor>>& tensors,
+                                int b0, int s0)
+{
+    if (tensors.empty())
+        return;
+    using K = RecordedTensor::Kind;
+    for (size_t i = 0; i < m_laws.size(); ++i) {
+        const Allocation& a = tl.allocations[i];
+        if (a.start < 0)
+            continue;
+        const auto it = std::lower_bound(tensors.begin(), tensors.end(), uint32_t(a.start),
+                                         [](const auto& p, uint32_t e) { return p.first < e; });
+        if (it == tensors.end() || it->first != uint32_t(a.start))
+            continue;
+        const RecordedTensor& t = it->second;
+        if (t.kind == K::Parameter || t.kind == K::Buffer || t.kind == K::Gradient || t.kind == K::OptimizerState)
+            continue; // constant by its category already
+        AllocationLaw& law = m_laws[i];
+        // Narrows what the size and the stack allow; a shape at odds with them (a mark by
+        // coincidence, an unmarked s0 + 1) tells nothing.
+        const uint8_t allowed = shapeLaws(t, b0, s0) & law.allowed;
+        if (!allowed)
+            continue;
+        SizeLaw central = law.central;
+        if (!(allowed & bit(central))) { // the other evidence's reading is out: the highest growth left
+            double most = -1;
+            for (size_t l = 0; l < kSizeLawCount; ++l)
+                if ((allowed & (1u << l)) && lawFactor(SizeLaw(l), 2, 2) > most) {
+                    most = lawFactor(SizeLaw(l), 2, 2);
+                    central = SizeLaw(l);
+                }
+        }
+        setCentral(i, central, LawEvidence::Shape, a.size);
+        law.allowed = allowed;
+        ++m_shapeRead;
+    }
 }
 
 void AllocationLaws::setCentral(size_t i, SizeLaw l, LawEvidence e, int64_t size)

@@ -34,6 +34,7 @@ std::string_view sizeLawName(SizeLaw l); ///< "constant", "b", "s", "b*s", "b*s^
 
 /// Why an allocation has its law, least trusted last.
 enum class LawEvidence : uint8_t {
+    Shape,    ///< the tensor's shape, recorded by a Headroom recorder (`headroom_tensor`)
     Runs,     ///< matched across several runs of the job, exponents fitted
     Category, ///< parameters, gradients, optimizer state and kept state do not grow with b or s
     Stack,    ///< the allocation's own stack decided between readings its size allows
@@ -41,7 +42,7 @@ enum class LawEvidence : uint8_t {
     Mirror,   ///< made by the backward: the reading of the forward's tensors of its size
     Size,     ///< the size's factorisation alone
 };
-std::string_view lawEvidenceName(LawEvidence e); ///< "runs", "category", "stack", "size"
+std::string_view lawEvidenceName(LawEvidence e); ///< "shape", "runs", "category", "stack", "size"
 
 struct AllocationLaw {
     SizeLaw central = SizeLaw::Constant;
@@ -69,9 +70,14 @@ public:
     /// `s0` are the measured micro-batch and sequence (both > 0); `autocast` says the run
     /// cast fp32 weights to 16 bits, whose casts look like activations; `iterations` are the
     /// training steps the trace holds.
+    /// `tensors`: what a recorder wrote of the alloc entries (TraceEvents::tensors), the most
+    /// trusted evidence where present.
     static AllocationLaws fromSnapshot(const MemoryTimeline& timeline, const std::vector<AllocationClass>& classes,
                                        const FrameTable& frames, int b0, int s0, bool autocast,
-                                       const std::vector<Iteration>& iterations = {});
+                                       const std::vector<Iteration>& iterations = {},
+                                       const std::vector<std::pair<uint32_t, RecordedTensor>>& tensors = {});
+    /// Allocations whose law a recorded shape decided.
+    size_t shapeRead() const { return m_shapeRead; }
 
     const std::vector<AllocationLaw>& laws() const { return m_laws; }
     const std::vector<LawAmbiguity>& ambiguities() const { return m_ambiguities; }
@@ -94,6 +100,10 @@ private:
                      int64_t quadUnit);
     /// Lines that allocate once per step of the sequence (a recurrent loop).
     void readSteps(const MemoryTimeline& timeline, int s0, size_t iterations, int64_t tokens);
+    /// The recorded shapes decide the laws of the tensors they describe (activations and
+    /// temporaries; state is constant by its category).
+    void readShapes(const MemoryTimeline& timeline, const std::vector<std::pair<uint32_t, RecordedTensor>>& tensors,
+                    int b0, int s0);
     /// The backward's allocations without evidence of their own take the forward's readings.
     void readMirror(const MemoryTimeline& timeline, const std::vector<AllocationClass>& classes);
     /// Autocast: of the activations of half a weight's size, one per weight and iteration is
@@ -111,6 +121,7 @@ private:
     size_t m_iterations = 1;
     std::array<int64_t, kSizeLawCount> m_bytes{};
     int64_t m_quadPossible = 0;
+    size_t m_shapeRead = 0;
 };
 
 } // namespace headroom

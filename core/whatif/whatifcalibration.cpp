@@ -440,7 +440,10 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
     std::optional<AllocationLaws> laws;
     if (s0 && *s0 > 1)
         laws = AllocationLaws::fromSnapshot(tl, a.classes, trace.snapshot.frames, b0.value_or(1), *s0, amp,
-                                            a.phases.iterations);
+                                            a.phases.iterations, dev.trace.tensors);
+    if (laws && laws->shapeRead() > 0)
+        cal.measured.push_back({"shapes", std::to_string(laws->shapeRead()), "read",
+                                "allocations whose growth their recorded shape decides (headroom_tensor)"});
     // Unclassified memory that lives through the whole iteration is state (an optimizer outside
     // torch.optim, a cache), not a batch-sized temporary: it does not grow with the batch.
     // A temporary below kTiny counts as constant (workspaces, scalars) unless it has a token

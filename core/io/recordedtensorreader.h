@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+// `headroom_tensor` on an alloc entry (docs/formats.md, "What Headroom's recorders add"), read
+// over a document accessor (the pickle document; nlohmann::json through JsonTensorDoc). A
+// malformed record is dropped, never trusted: it is what a recorder says, not what the
+// allocator did, and the trace stays valid without it.
+
+#include "core/model/snapshotmodel.h"
+
+#include <optional>
+#include <string_view>
+
+namespace headroom {
+
+inline std::optional<RecordedTensor::Kind> recordedKindFromName(std::string_view s)
+{
+    using K = RecordedTensor::Kind;
+    if (s == "parameter") return K::Parameter;
+    if (s == "buffer") return K::Buffer;
+    if (s == "gradient") return K::Gradient;
+    if (s == "optimizer_state") return K::OptimizerState;
+    if (s == "activation") return K::Activation;
+    if (s == "temporary") return K::Temporary;
+    if (s == "input") return K::Input;
+    if (s == "unknown") return K::Unknown;
+    return std::nullopt;
+}
+
+inline RecordedTensor::Phase recordedPhaseFromName(std::string_view s)
+{
+    using P = RecordedTensor::Phase;
+    return s == "forward" ? P::Forward : s == "backward" ? P::Backward : s == "optimizer" ? P::Optimizer : P::Unknown;
+}
+
+/// Reads the record in `v`; nullopt when it is not a dict with a list of non-negative
+/// integers for `shape` (at most 32 dimensions).
+template <class Doc, class Value>
+std::optional<RecordedTensor> readRecordedTensor(const Doc& doc, Value v, StringPool& strings)
+{
+    if (!doc.isDict(v))
+        return std::nullopt;
+    RecordedTensor t;
+    const auto shape = doc.get(v, "shape");
+    if (!shape || !doc.isList(*shape))
+        return std::nullopt;
+    for (const auto& d : doc.items(*shape)) {
+        const auto n = doc.asInt(d);
+        if (!n || *n < 0 || t.shape.size() >= 32)
+            return std::nullopt;
+        t.shape.push_back(*n);
+    }
+    if (const auto dt = doc.get(v, "dtype"))
+        if (const auto s = doc.asString(*dt))
+            t.dtype = strings.intern(*s);
+    if (const auto m = doc.get(v, "module"))
+        if (const auto s = doc.asString(*m)) {
+            t.module = strings.intern(*s);
+            t.hasModule = true;
+        }
+    if (const auto k = doc.get(v, "kind"))
+        if (const auto s = doc.asString(*k))
+            t.kind = recordedKindFromName(*s).value_or(RecordedTensor::Kind::Unknown);
+    if (const auto p = doc.get(v, "phase"))
+        if (const auto s = doc.asString(*p))
+            t.phase = recordedPhaseFromName(*s);
+    if (const auto dims = doc.get(v, "dims"); dims && doc.isDict(*dims)) {
+        auto bits = [&](std::string_view key, uint32_t& out) {
+            if (const auto l = doc.get(*dims, key); l && doc.isList(*l))
+                for (const auto& d : doc.items(*l))
+                    if (const auto n = doc.asInt(d); n && *n >= 0 && size_t(*n) < t.shape.size())
+                        out |= 1u << unsigned(*n);
+        };
+        bits("batch", t.batchDims);
+        bits("seq", t.seqDims);
+    }
+    return t;
+}
+
+} // namespace headroom
