@@ -115,6 +115,15 @@ std::vector<uint8_t> deviceSection(const DeviceData& d)
     for (const OomEvent& oom : d.ooms)
         ooms.push_back({oom.eventIndex, oom.size, oom.deviceFree});
     h["ooms"] = ooms;
+    // What a recorder said of its tensors (few per event at most): in the header, string ids
+    // into the pool like the sparse columns.
+    if (!d.trace.tensors.empty()) {
+        json tensors = json::array();
+        for (const auto& [ev, t] : d.trace.tensors)
+            tensors.push_back({ev, t.shape, t.dtype, t.hasModule ? json(t.module) : json(nullptr), int(t.kind),
+                               int(t.phase), t.batchDims, t.seqDims});
+        h["tensors"] = tensors;
+    }
     o.str(h.dump());
     const TraceEvents& t = d.trace;
     std::vector<uint8_t> actions(t.count());

@@ -222,6 +222,18 @@ void readDevice(SectionReader& in, const ReadState& st, Snapshot& snap)
         d.actionCounts = h.value("action_counts", std::map<std::string, uint64_t>{});
         for (const json& o : h.value("ooms", json::array()))
             d.ooms.push_back({o.at(0).get<int64_t>(), o.at(1).get<int64_t>(), o.at(2).get<int64_t>()});
+        for (const json& r : h.value("tensors", json::array())) {
+            RecordedTensor t;
+            t.shape = r.at(1).get<std::vector<int64_t>>();
+            t.dtype = r.at(2).get<uint32_t>();
+            t.hasModule = !r.at(3).is_null();
+            t.module = t.hasModule ? r.at(3).get<uint32_t>() : 0;
+            t.kind = RecordedTensor::Kind(std::clamp(r.at(4).get<int>(), 0, int(RecordedTensor::Kind::Input)));
+            t.phase = RecordedTensor::Phase(std::clamp(r.at(5).get<int>(), 0, int(RecordedTensor::Phase::Optimizer)));
+            t.batchDims = r.at(6).get<uint32_t>();
+            t.seqDims = r.at(7).get<uint32_t>();
+            d.trace.tensors.emplace_back(r.at(0).get<uint32_t>(), std::move(t));
+        }
     } catch (const json::exception& e) {
         in.fail(std::string("expected the device header JSON (") + e.what() + ")");
     }
@@ -310,6 +322,15 @@ void readDevice(SectionReader& in, const ReadState& st, Snapshot& snap)
     for (auto* sparse : {&t.compileContext, &t.userMetadata})
         for (auto& [ev, sid] : *sparse)
             sid = sid < st.strRemap.size() ? st.strRemap[sid] : 0;
+    for (auto& [ev, rec] : t.tensors) {
+        if (ev >= events)
+            in.fail("device header: tensor record at event " + std::to_string(ev) + " out of range");
+        rec.dtype = rec.dtype < st.strRemap.size() ? st.strRemap[rec.dtype] : 0;
+        rec.module = rec.module < st.strRemap.size() ? st.strRemap[rec.module] : 0;
+    }
+    if (!std::is_sorted(t.tensors.begin(), t.tensors.end(),
+                        [](const auto& x, const auto& y) { return x.first < y.first; }))
+        in.fail("device header: tensor records out of event order");
     for (const OomEvent& o : d.ooms)
         if (o.eventIndex >= static_cast<int64_t>(events))
             in.fail("oom event index out of range");

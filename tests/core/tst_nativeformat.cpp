@@ -317,3 +317,29 @@ TEST_CASE("A highly compressible trace round-trips through .hrt", "[hrt]")
     CHECK(reopened->timelines[0].peakAllocated == 1 << 20);
     CHECK(reopened->timelines[0].pendingFreeCount == 0);
 }
+
+TEST_CASE("A recorder's tensor records survive .hrt", "[hrt][shapes]")
+{
+    // tests/data/cpu/llama_base_shapes.pickle carries headroom_tensor on its alloc entries.
+    const std::string path = std::string(HEADROOM_SOURCE_DIR) + "/tests/data/cpu/llama_base_shapes.pickle";
+    auto source = Loader::load(path);
+    const auto& a = source->snapshot.devices[0].trace.tensors;
+    REQUIRE_FALSE(a.empty());
+    auto reopened = Loader::loadBytes(path + ".hrt", NativeFormat::encode(source->snapshot, {}));
+    const auto& b = reopened->snapshot.devices[0].trace.tensors;
+    REQUIRE(b.size() == a.size());
+    const StringPool& sa = source->snapshot.frames.strings();
+    const StringPool& sb = reopened->snapshot.frames.strings();
+    for (size_t i = 0; i < a.size(); ++i) {
+        INFO(i);
+        CHECK(a[i].first == b[i].first);
+        CHECK(a[i].second.shape == b[i].second.shape);
+        CHECK(sa.get(a[i].second.dtype) == sb.get(b[i].second.dtype));
+        CHECK(a[i].second.hasModule == b[i].second.hasModule);
+        CHECK(sa.get(a[i].second.module) == sb.get(b[i].second.module));
+        CHECK(a[i].second.kind == b[i].second.kind);
+        CHECK(a[i].second.phase == b[i].second.phase);
+        CHECK(a[i].second.batchDims == b[i].second.batchDims);
+        CHECK(a[i].second.seqDims == b[i].second.seqDims);
+    }
+}
