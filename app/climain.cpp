@@ -43,7 +43,7 @@ int main(int argc, char** argv)
     summary->add_flag("--json", json, "Machine-readable JSON output");
 
     std::string analyzeFile;
-    bool analyzeJson = false, analyzeMarkdown = false;
+    bool analyzeJson = false, analyzeMarkdown = false, analyzeByModule = false;
     std::string capacityText;
     size_t analyzeTop = 10;
     auto* analyze = app.add_subcommand("analyze", "Phases, categories, the peak's anatomy, fragmentation and a diagnosis");
@@ -52,6 +52,9 @@ int main(int argc, char** argv)
     analyze->add_flag("--markdown", analyzeMarkdown, "A postmortem section in Markdown (the GUI's Export Postmortem text)")
         ->excludes(analyzeJsonFlag);
     analyze->add_option("--top", analyzeTop, "Rows of the code alive at the peak (default 10)")->check(CLI::PositiveNumber);
+    analyze->add_flag("--by-module", analyzeByModule,
+                      "Also what is alive at the peak by module: the recorder's module names, else the module "
+                      "frames of the stacks (in --json always: groups_at_peak.by_module)");
     analyze->add_option("--capacity", capacityText, "Device capacity, e.g. 80GiB, 24GB or a byte count");
 
     std::string convertIn, convertOut;
@@ -110,7 +113,7 @@ int main(int argc, char** argv)
             else if (analyzeMarkdown)
                 std::cout << headroom::analysisMarkdown(*trace, capacity, analyzeTop);
             else
-                std::cout << headroom::wrapLines(headroom::analysisText(*trace, capacity, analyzeTop));
+                std::cout << headroom::wrapLines(headroom::analysisText(*trace, capacity, analyzeTop, analyzeByModule));
             return 0;
         } catch (const headroom::LoadError& e) {
             std::cerr << "headroom-cli: " << e.what() << "\n";

@@ -30,6 +30,16 @@ uint32_t moduleForwardFrame(const FrameTable& ft, uint32_t stack)
     return UINT32_MAX;
 }
 
+/// The recorder's record of the allocation made at `event`; null when none.
+const RecordedTensor* recordedAt(const TraceEvents& ev, int64_t event)
+{
+    if (event < 0 || ev.tensors.empty())
+        return nullptr;
+    const auto it = std::lower_bound(ev.tensors.begin(), ev.tensors.end(), uint32_t(event),
+                                     [](const auto& p, uint32_t e) { return p.first < e; });
+    return it != ev.tensors.end() && it->first == uint32_t(event) ? &it->second : nullptr;
+}
+
 struct StackKey {
     std::vector<uint32_t> frames;
     TensorCategory category;
@@ -67,7 +77,7 @@ LiveGroups LiveGroups::at(const LoadedTrace& trace, size_t deviceIndex, const De
     // interpreter or allocator frames are the same line of the user's code.
     std::unordered_map<uint32_t, std::vector<uint32_t>> siteOfStack;
     std::map<StackKey, Accumulated> groups;
-    std::map<uint32_t, ModuleGroup> modules; // ordered: equal sizes list the same way every run
+    std::map<std::string, ModuleGroup> modules; // ordered: equal sizes list the same way every run
     for (size_t i : analysis.liveAt(tl, event)) {
         const Allocation& a = tl.allocations[i];
         const AllocationClass& c = analysis.classes[i];
@@ -88,13 +98,23 @@ LiveGroups LiveGroups::at(const LoadedTrace& trace, size_t deviceIndex, const De
         ++g.group.count;
         g.group.bytes += a.size;
         g.byPhase[size_t(c.birthPhase)] += a.size;
-        if (const uint32_t m = moduleForwardFrame(ft, a.stack); m != UINT32_MAX) {
-            ModuleGroup& mg = modules[m];
-            if (mg.count == 0)
-                mg.forward = ft.formatFrame(m);
+        const RecordedTensor* rec = recordedAt(trace.snapshot.devices[deviceIndex].trace, a.start);
+        const uint32_t m = moduleForwardFrame(ft, a.stack);
+        if ((rec && rec->hasModule) || m != UINT32_MAX) {
+            const bool named = rec && rec->hasModule;
+            const std::string name = named ? std::string(ft.strings().get(rec->module)) : std::string();
+            ModuleGroup& mg = modules[named ? "n:" + name : "f:" + std::to_string(m)];
+            if (mg.count == 0) {
+                mg.name = named && name.empty() ? "(root module)" : name;
+                if (m != UINT32_MAX)
+                    mg.forward = ft.formatFrame(m);
+            }
             ++mg.count;
             mg.bytes += a.size;
+            mg.byCategory[size_t(c.category)] += a.size;
             out.moduleBytes += a.size;
+            if (named)
+                out.recordedModuleBytes += a.size;
         }
     }
     for (auto& [key, acc] : groups) {

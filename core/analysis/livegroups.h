@@ -7,6 +7,7 @@
 
 #include "core/analysis/memoryanalysis.h"
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -28,12 +29,15 @@ struct LiveGroup {
     std::string site() const { return frames.empty() ? std::string() : frames.front(); }
 };
 
-/// Allocations alive at the moment made under the same nn.Module forward: the innermost
-/// frame that Module._call_impl called (its file, line and name). Modules by qualified
-/// name need the recorders (issue 30); this is what a plain snapshot's stacks tell.
+/// Allocations alive at the moment made under the same nn.Module forward. Most exact first:
+/// the qualified module name a Headroom recorder wrote on the allocation (`headroom_tensor`);
+/// else the innermost frame that Module._call_impl called (its file, line and name), which is
+/// what a plain snapshot's stacks tell.
 struct ModuleGroup {
-    std::string forward; ///< "model.py:88:forward"
+    std::string name;    ///< "blocks.3.attn" from the recorder; empty: named by its forward frame
+    std::string forward; ///< "model.py:88:forward"; empty for a recorded name without module frames
     int64_t count = 0, bytes = 0;
+    std::array<int64_t, kTensorCategoryCount> byCategory{};
 };
 
 struct LiveGroups {
@@ -44,6 +48,7 @@ struct LiveGroups {
     size_t stackGroups = 0;            ///< before truncation
     std::vector<ModuleGroup> byModule; ///< largest first, at most `top`; empty without module frames
     int64_t moduleBytes = 0;           ///< alive under some module's forward
+    int64_t recordedModuleBytes = 0;   ///< of which named by a recorder
 
     /// `event` -1 is before the first event, as everywhere. `frameCount`: frames kept per group.
     static LiveGroups at(const LoadedTrace& trace, size_t deviceIndex, const DeviceAnalysis& analysis, int64_t event,

@@ -51,6 +51,28 @@ void printGroups(std::ostream& os, const nlohmann::json& g)
        << liveGroupRowsText(g);
 }
 
+void printModules(std::ostream& os, const nlohmann::json& g)
+{
+    const int64_t under = g["module_bytes"].get<int64_t>(), named = g["recorded_module_bytes"].get<int64_t>();
+    os << "\n  alive at the peak by module: " << formatBytes(under) << " of " << formatBytes(g["bytes"].get<int64_t>())
+       << " under a module's forward";
+    if (named > 0)
+        os << ", " << formatBytes(named) << " named by the recorder";
+    os << (under > named ? (named > 0 ? ", the rest by the frame Module._call_impl called" : ", by the frame Module._call_impl called (no recorder names in the file)") : "")
+       << ":\n";
+    if (g["by_module"].empty())
+        os << "    (no module frames and no recorded module names)\n";
+    for (const auto& m : g["by_module"]) {
+        const std::string name = m["name"].get<std::string>();
+        os << "    " << formatBytes(m["bytes"].get<int64_t>()) << " in " << m["count"].get<int64_t>() << "  "
+           << (name.empty() ? compactFrame(m["forward"].get<std::string>()) : name);
+        std::string cats;
+        for (auto& [k, v] : m["by_category"].items())
+            cats += (cats.empty() ? "" : ", ") + k + " " + formatBytes(v.get<int64_t>());
+        os << "  (" << cats << ")\n";
+    }
+}
+
 } // namespace
 
 std::string liveGroupRowsText(const nlohmann::json& g)
@@ -87,8 +109,18 @@ nlohmann::json liveGroupsJson(const LiveGroups& g)
                           {"bytes", row.bytes},
                           {"size", row.size}});
     nlohmann::json modules = nlohmann::json::array();
-    for (const ModuleGroup& m : g.byModule)
-        modules.push_back({{"forward", m.forward}, {"count", m.count}, {"bytes", m.bytes}});
+    for (const ModuleGroup& m : g.byModule) {
+        nlohmann::json cats = nlohmann::json::object();
+        for (size_t c = 0; c < kTensorCategoryCount; ++c)
+            if (m.byCategory[c] > 0)
+                cats[std::string(categoryLowerName(TensorCategory(c)))] = m.byCategory[c];
+        modules.push_back({{"name", m.name},
+                           {"forward", m.forward},
+                           {"source", m.name.empty() ? "stack" : "recorded"},
+                           {"count", m.count},
+                           {"bytes", m.bytes},
+                           {"by_category", std::move(cats)}});
+    }
     return {{"event_index", g.event},
             {"bytes", g.bytes},
             {"count", g.count},
@@ -97,7 +129,8 @@ nlohmann::json liveGroupsJson(const LiveGroups& g)
             {"by_stack", std::move(stacks)},
             {"stack_groups", g.stackGroups},
             {"by_module", std::move(modules)},
-            {"module_bytes", g.moduleBytes}};
+            {"module_bytes", g.moduleBytes},
+            {"recorded_module_bytes", g.recordedModuleBytes}};
 }
 
 nlohmann::json analysisJson(const LoadedTrace& trace, std::optional<int64_t> capacity, size_t top)
@@ -204,7 +237,7 @@ nlohmann::json analysisJson(const LoadedTrace& trace, std::optional<int64_t> cap
     return {{"file", snap.path}, {"devices", devices}};
 }
 
-std::string analysisText(const LoadedTrace& trace, std::optional<int64_t> capacity, size_t top)
+std::string analysisText(const LoadedTrace& trace, std::optional<int64_t> capacity, size_t top, bool byModule)
 {
     const nlohmann::json j = analysisJson(trace, capacity, top);
     std::ostringstream os;
@@ -224,6 +257,8 @@ std::string analysisText(const LoadedTrace& trace, std::optional<int64_t> capaci
             if (v.get<int64_t>() > 0)
                 os << "  " << k << " " << formatBytes(v.get<int64_t>());
         printGroups(os, d["groups_at_peak"]);
+        if (byModule)
+            printModules(os, d["groups_at_peak"]);
         const auto& fj = d["fragmentation_judged"];
         const std::string moment = fj["moment"].get<std::string>();
         const int64_t judgedEvent = fj["event_index"].get<int64_t>();

@@ -16,7 +16,9 @@ namespace headroom {
 /// fragmentation and the diagnosis.
 /// `top`: rows of the allocations alive at the peak grouped by the code that made them.
 nlohmann::json analysisJson(const LoadedTrace& trace, std::optional<int64_t> capacity, size_t top = 10);
-std::string analysisText(const LoadedTrace& trace, std::optional<int64_t> capacity, size_t top = 10);
+/// `byModule`: also what is alive at the peak by module (recorded names, else module frames).
+std::string analysisText(const LoadedTrace& trace, std::optional<int64_t> capacity, size_t top = 10,
+                         bool byModule = false);
 /// Every device's postmortem section (core/report/postmortemmarkdown), for pasting.
 std::string analysisMarkdown(const LoadedTrace& trace, std::optional<int64_t> capacity, size_t top = 10);
 
