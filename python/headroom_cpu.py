@@ -1268,7 +1268,6 @@ class Capture(object):
                                        "phase": phase}
             e["headroom_tensor"] = d
             written += 1
-        self.config["tensor_keys_written"] = written
         return written
 
     # ------------------------------------------------------------------ diagnostics
