@@ -15,6 +15,7 @@
 #include "ui/views/breakdownview.h"
 #include "ui/views/compareview.h"
 #include "ui/views/diagnosisview.h"
+#include "ui/views/moduleview.h"
 #include "ui/views/ranksview.h"
 #include "ui/views/stackview.h"
 #include "ui/whatif/projectedtimelinejob.h"
@@ -48,7 +49,7 @@ namespace headroom {
 namespace {
 const QString kLayoutKey = QStringLiteral("explorer/layout");
 const QString kLayoutVersionKey = QStringLiteral("explorer/layoutVersion");
-constexpr int kLayoutVersion = 6; // 2: the what-if dock, 3: notes, 4: compare, 5: ranks, 6: wider what-if group
+constexpr int kLayoutVersion = 7; // 2: the what-if dock, 3: notes, 4: compare, 5: ranks, 6: wider what-if group, 7: modules
 } // namespace
 
 Explorer::Explorer(QMainWindow* window)
@@ -61,6 +62,7 @@ Explorer::Explorer(QMainWindow* window)
     m_breakdown = new BreakdownView(m_selection);
     m_allocations = new AllocationsView(m_selection);
     m_stacks = new StackView(m_selection);
+    m_modules = new ModuleView(m_selection);
     m_diagnosis = new DiagnosisView(m_selection);
     m_allocator = new AllocatorView(m_selection);
     m_whatIf = new WhatIfView(m_selection);
@@ -77,6 +79,7 @@ Explorer::Explorer(QMainWindow* window)
     QDockWidget* timeline = addDock(m_timeline, Qt::TopDockWidgetArea, m_captureBar);
     QDockWidget* allocations = addDock(m_allocations, Qt::BottomDockWidgetArea);
     QDockWidget* stacks = addDock(m_stacks, Qt::BottomDockWidgetArea);
+    QDockWidget* modules = addDock(m_modules, Qt::BottomDockWidgetArea);
     QDockWidget* allocator = addDock(m_allocator, Qt::BottomDockWidgetArea);
     QDockWidget* breakdown = addDock(m_breakdown, Qt::BottomDockWidgetArea);
     QDockWidget* diagnosis = addDock(m_diagnosis, Qt::BottomDockWidgetArea);
@@ -86,7 +89,8 @@ Explorer::Explorer(QMainWindow* window)
     QDockWidget* ranks = addDock(m_ranks, Qt::BottomDockWidgetArea);
     window->splitDockWidget(allocations, breakdown, Qt::Horizontal);
     window->tabifyDockWidget(allocations, stacks);
-    window->tabifyDockWidget(stacks, allocator);
+    window->tabifyDockWidget(stacks, modules);
+    window->tabifyDockWidget(modules, allocator);
     window->tabifyDockWidget(allocator, bookmarks);
     window->tabifyDockWidget(breakdown, diagnosis);
     window->tabifyDockWidget(diagnosis, whatIf);

@@ -27,6 +27,7 @@ class CaptureBar;
 class CompareView;
 class RanksView;
 class DiagnosisView;
+class ModuleView;
 class ExplorerView;
 class StackView;
 class TimelineView;
@@ -63,6 +64,7 @@ public:
     BreakdownView* breakdown() const { return m_breakdown; }
     AllocationsView* allocations() const { return m_allocations; }
     StackView* stacks() const { return m_stacks; }
+    ModuleView* modules() const { return m_modules; }
     DiagnosisView* diagnosis() const { return m_diagnosis; }
     AllocatorView* allocator() const { return m_allocator; }
     WhatIfView* whatIf() const { return m_whatIf; }
@@ -122,6 +124,7 @@ private:
     BreakdownView* m_breakdown;
     AllocationsView* m_allocations;
     StackView* m_stacks;
+    ModuleView* m_modules;
     DiagnosisView* m_diagnosis;
     AllocatorView* m_allocator;
     WhatIfView* m_whatIf;

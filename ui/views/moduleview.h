@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+#include "ui/explorer/explorerview.h"
+
+#include <QWidget>
+
+class QLabel;
+class QTreeWidget;
+
+namespace headroom {
+
+class DeferredRebuild;
+struct LiveGroups;
+
+/// What is alive at the selected event (the peak until one is selected) by module, with its
+/// bytes per tensor category, as PyTorch's MemTracker tabulates it. Module names come from a
+/// Headroom recorder where the file has them (`headroom_tensor`), as a tree of qualified
+/// names whose rows include their children; else each module is the frame its forward was
+/// called from (Module._call_impl's callee), listed flat.
+class ModuleView : public QWidget, public ExplorerView {
+    Q_OBJECT
+public:
+    explicit ModuleView(Selection* selection, QWidget* parent = nullptr);
+    ~ModuleView() override;
+
+    QString viewId() const override { return QStringLiteral("modules"); }
+    QString viewTitle() const override { return tr("Modules"); }
+    QWidget* widget() override { return this; }
+    void setData(const ExplorerDataPtr& data) override;
+    void selectionChanged(const SelectionState& state, Selection::Fields fields) override;
+    void render(QCPPainter* painter, const QSize& size) override;
+
+    QTreeWidget* tree() const;
+    QString headline() const;
+
+private:
+    void rebuild();
+    void fill(const LiveGroups& groups);
+
+    ExplorerDataPtr m_data;
+    int64_t m_event = -1;
+    bool m_followPeak = true;
+    QLabel* m_header;
+    QTreeWidget* m_tree;
+    DeferredRebuild* m_rebuild = nullptr;
+};
+
+} // namespace headroom
