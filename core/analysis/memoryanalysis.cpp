@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "core/analysis/memoryanalysis.h"
 
+#include "core/analysis/timelinebands.h"
+
 #include "core/util/loaderror.h"
 
 #include <algorithm>
@@ -75,24 +77,25 @@ std::vector<size_t> DeviceAnalysis::largestAt(const MemoryTimeline& tl, int64_t 
     return live;
 }
 
-std::vector<StackNode> DeviceAnalysis::stackTreeAt(const MemoryTimeline& tl, const FrameTable& ft,
-                                                   int64_t event) const
+std::vector<StackNode> DeviceAnalysis::stackTreeAt(const MemoryTimeline& tl, const FrameTable& ft, int64_t event,
+                                                   bool pythonOnly) const
 {
     std::vector<StackNode> nodes(1); // the root
     std::unordered_map<uint64_t, int32_t> child; // (parent << 32 | frame) -> node
+    std::unordered_map<uint32_t, std::vector<uint32_t>> shown; // by stack id: a few thousand stacks
     for (uint32_t i : allocator.liveIndex().liveAfter(tl, event)) {
         const Allocation& a = tl.allocations[i];
         nodes[0].bytes += a.size;
         ++nodes[0].count;
-        auto stack = ft.stack(a.stack);
+        auto s = shown.find(a.stack);
+        if (s == shown.end())
+            s = shown.emplace(a.stack, shownFrames(ft, a.stack, pythonOnly)).first;
         int32_t at = 0;
-        for (size_t k = stack.size(); k-- > 0;) { // outermost first
-            if (ft.isNoiseFrame(stack[k]))
-                continue;
-            const uint64_t key = (uint64_t(uint32_t(at)) << 32) | stack[k];
+        for (uint32_t frame : s->second) { // outermost first
+            const uint64_t key = (uint64_t(uint32_t(at)) << 32) | frame;
             auto [it, inserted] = child.try_emplace(key, static_cast<int32_t>(nodes.size()));
             if (inserted)
-                nodes.push_back({stack[k], at, 0, 0});
+                nodes.push_back({frame, at, 0, 0});
             at = it->second;
             nodes[at].bytes += a.size;
             ++nodes[at].count;

@@ -72,8 +72,9 @@ struct DeviceAnalysis {
     /// Allocation indices alive after `event` (-1: before the first event).
     std::vector<size_t> liveAt(const MemoryTimeline& timeline, int64_t event) const;
     std::vector<size_t> largestAt(const MemoryTimeline& timeline, int64_t event, size_t count) const;
-    std::vector<StackNode> stackTreeAt(const MemoryTimeline& timeline, const FrameTable& frames,
-                                       int64_t event) const;
+    /// The icicle of what is alive after `event`, by the frames shownFrames() keeps.
+    std::vector<StackNode> stackTreeAt(const MemoryTimeline& timeline, const FrameTable& frames, int64_t event,
+                                       bool pythonOnly = false) const;
 };
 
 struct AnalysisOptions {

@@ -98,18 +98,26 @@ std::vector<int64_t> filteredLiveBytes(const MemoryTimeline& tl, size_t eventCou
     return out;
 }
 
-bool stackStartsWith(const FrameTable& frames, uint32_t stackId, const std::vector<uint32_t>& path)
+std::vector<uint32_t> shownFrames(const FrameTable& frames, uint32_t stackId, bool pythonOnly)
 {
-    auto stack = frames.stack(stackId);
-    size_t at = 0;
-    for (size_t k = stack.size(); k-- > 0 && at < path.size();) {
-        if (frames.isNoiseFrame(stack[k]))
-            continue;
-        if (stack[k] != path[at])
-            return false;
-        ++at;
-    }
-    return at == path.size();
+    const auto stack = frames.stack(stackId);
+    bool python = false;
+    if (pythonOnly)
+        for (uint32_t f : stack)
+            python = python || frames.isPythonFrame(f);
+    std::vector<uint32_t> out;
+    for (size_t k = stack.size(); k-- > 0;)
+        if (!frames.isNoiseFrame(stack[k]) && (!python || frames.isPythonFrame(stack[k])))
+            out.push_back(stack[k]);
+    return out;
+}
+
+bool stackStartsWith(const FrameTable& frames, uint32_t stackId, const std::vector<uint32_t>& path, bool pythonOnly)
+{
+    if (path.empty())
+        return true;
+    const std::vector<uint32_t> shown = shownFrames(frames, stackId, pythonOnly);
+    return shown.size() >= path.size() && std::equal(path.begin(), path.end(), shown.begin());
 }
 
 std::vector<size_t> bornInRange(const MemoryTimeline& tl, int64_t first, int64_t last)

@@ -58,7 +58,13 @@ std::vector<int64_t> filteredLiveBytes(const MemoryTimeline& timeline, size_t ev
 
 /// Whether a stack's non-noise frames, outermost first, begin with `path` (the stack
 /// tree's paths: DeviceAnalysis::stackTreeAt). An empty path matches every stack.
-bool stackStartsWith(const FrameTable& frames, uint32_t stack, const std::vector<uint32_t>& path);
+/// The frames the stack views show, outermost first: never the interpreter's and the
+/// allocator's noise (FrameTable::isNoiseFrame); with `pythonOnly`, only the Python frames of
+/// a stack that has any (a stack of C++ frames alone keeps them).
+std::vector<uint32_t> shownFrames(const FrameTable& frames, uint32_t stack, bool pythonOnly);
+/// Whether the stack's shown frames start with `path`.
+bool stackStartsWith(const FrameTable& frames, uint32_t stack, const std::vector<uint32_t>& path,
+                     bool pythonOnly = false);
 
 /// Allocations born in [first, last] (events, inclusive), indices in birth order.
 std::vector<size_t> bornInRange(const MemoryTimeline& timeline, int64_t first, int64_t last);

@@ -222,3 +222,24 @@ TEST_CASE("maxEventInRange: the first maximum, clamped to the trace", "[timeline
     CHECK(maxEventInRange(tl, 4, 1) == 4); // an inverted range is the first event alone
     CHECK(maxEventInRange(MemoryTimeline{}, 0, 10) == -1);
 }
+
+TEST_CASE("Python frames only: a stack's Python path kept whole across the C++ between its frames", "[timelinebands]")
+{
+    FrameTable ft;
+    const uint32_t main = ft.internFrame("train.py", 10, "main");
+    const uint32_t fwd = ft.internFrame("model.py", 30, "forward");
+    const uint32_t op = ft.internFrame("", 0, "at::native::addmm");
+    const uint32_t engine = ft.internFrame("", 0, "torch::autograd::Engine::evaluate_function");
+    // Innermost first: the allocator's op, the Python forward, the C++ the call went through, main.
+    const std::vector<uint32_t> mixedFrames{op, fwd, engine, main}, nativeFrames{op, engine};
+    const uint32_t mixed = ft.internStack(mixedFrames);
+    const uint32_t native = ft.internStack(nativeFrames);
+    CHECK(shownFrames(ft, mixed, false) == std::vector<uint32_t>{main, engine, fwd, op});
+    CHECK(shownFrames(ft, mixed, true) == std::vector<uint32_t>{main, fwd});
+    // A stack of C++ frames alone keeps them (the backward's gradients).
+    CHECK(shownFrames(ft, native, true) == std::vector<uint32_t>{engine, op});
+    // The stack filter reads a path in the same terms.
+    CHECK(stackStartsWith(ft, mixed, {main, fwd}, true));
+    CHECK_FALSE(stackStartsWith(ft, mixed, {main, fwd}, false));
+    CHECK(stackStartsWith(ft, mixed, {main, engine}, false));
+}

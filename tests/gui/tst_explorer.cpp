@@ -1006,3 +1006,33 @@ TEST_CASE("the Modules view without recorder names: each module is its forward f
     CHECK(sum == a.data().timeline().peakAllocated);
     CHECK(forward);
 }
+
+TEST_CASE("stacks: Python frames only by default; the toggle shows the C++ and clears the filter", "[stacks]")
+{
+    Analysed a(realTrace("pt27_kk_memory_ctx128_fullstep.pickle"));
+    a.explorer().showView(QStringLiteral("stacks"));
+    QApplication::processEvents();
+    StackView* view = a.explorer().stacks();
+    auto* toggle = view->findChild<QCheckBox*>(QStringLiteral("stackPythonOnly"));
+    REQUIRE(toggle);
+    CHECK(toggle->isChecked());
+    CHECK(a.explorer().selection()->state().pythonOnly);
+    const size_t pythonNodes = view->nodes().size();
+    const FrameTable& ft = a.data().trace->snapshot.frames;
+    // Under the root, the Python stacks start at the user's script, not the interpreter.
+    bool script = false;
+    for (size_t i = 1; i < view->nodes().size(); ++i)
+        if (view->nodes()[i].parent == 0)
+            script |= ft.formatFrame(view->nodes()[i].frame).find("benchmark.py") != std::string::npos;
+    CHECK(script);
+
+    a.explorer().selection()->setStackFilter({view->nodes()[1].frame});
+    toggle->click();
+    QApplication::processEvents();
+    CHECK_FALSE(a.explorer().selection()->state().pythonOnly);
+    CHECK(a.explorer().selection()->state().stackFilter.empty());
+    CHECK(view->nodes().size() > pythonNodes); // the C++ frames are back
+    toggle->click();
+    QApplication::processEvents();
+    CHECK(view->nodes().size() == pythonNodes);
+}

@@ -12,7 +12,9 @@ Selection::Selection(QObject* parent)
 
 void Selection::reset(int device, int64_t event)
 {
+    const bool pythonOnly = m_state.pythonOnly; // a display choice, not part of the file
     m_state = SelectionState{};
+    m_state.pythonOnly = pythonOnly;
     m_state.device = device;
     m_state.event = event;
     emitChanged(All);
@@ -58,6 +60,15 @@ void Selection::setStackFilter(std::vector<uint32_t> frames)
     if (frames == m_state.stackFilter)
         return;
     m_state.stackFilter = std::move(frames);
+    emitChanged(StackFilter);
+}
+
+void Selection::setPythonOnly(bool pythonOnly)
+{
+    if (pythonOnly == m_state.pythonOnly)
+        return;
+    m_state.pythonOnly = pythonOnly;
+    m_state.stackFilter.clear();
     emitChanged(StackFilter);
 }
 

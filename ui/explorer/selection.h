@@ -19,6 +19,9 @@ struct SelectionState {
     int64_t rangeLast = kNone;    ///< inclusive
     int64_t allocation = -1;      ///< index into MemoryTimeline::allocations
     std::vector<uint32_t> stackFilter; ///< frame ids, outermost first; empty: no filter
+    /// The stacks show their Python frames only (where a stack has any): the user's code
+    /// first, the C++ between and below it a click away. The stack filter is in these terms.
+    bool pythonOnly = true;
 
     bool hasEvent() const { return event != kNone; }
     bool hasRange() const { return rangeFirst != kNone; }
@@ -53,6 +56,8 @@ public:
     /// -1 clears it. The event stays: the table listing live allocations keeps its rows.
     void setAllocation(int64_t allocation);
     void setStackFilter(std::vector<uint32_t> frames);
+    /// Python frames only, or every frame; clears the stack filter (its path is in the other terms).
+    void setPythonOnly(bool pythonOnly);
 
 signals:
     void changed(const headroom::SelectionState& state, headroom::Selection::Fields fields);

@@ -187,7 +187,10 @@ void TimelineView::rebuildFilterCurve()
     const FrameTable& frames = m_state.data->frames();
     const MemoryTimeline& tl = m_state.data->timeline();
     m_filterCurve = filteredLiveBytes(tl, size_t(m_state.eventCount()),
-                                      [&](size_t i) { return stackStartsWith(frames, tl.allocations[i].stack, path); });
+                                      [&](size_t i) {
+                                          return stackStartsWith(frames, tl.allocations[i].stack, path,
+                                                                 m_state.selection.pythonOnly);
+                                      });
     m_filterPyramid = MinMaxPyramid(m_filterCurve);
 }
 

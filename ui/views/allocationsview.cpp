@@ -131,7 +131,7 @@ void AllocationsView::rebuildRows()
     }
     if (!m_state.stackFilter.empty()) {
         std::erase_if(rows, [&](size_t i) {
-            return !stackStartsWith(m_data->frames(), tl.allocations[i].stack, m_state.stackFilter);
+            return !stackStartsWith(m_data->frames(), tl.allocations[i].stack, m_state.stackFilter, m_state.pythonOnly);
         });
         what += tr(", under %1").arg(QString::fromStdString(m_data->frames().formatFrame(m_state.stackFilter.back())));
     }

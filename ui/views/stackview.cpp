@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: MIT
 #include "ui/views/stackview.h"
 
+#include "core/analysis/timelinebands.h"
 #include "ui/explorer/deferredrebuild.h"
 #include "ui/plot/categorystyle.h"
 
+#include <QCheckBox>
 #include <QLocale>
+#include <QSignalBlocker>
 #include <QHelpEvent>
 #include <QMouseEvent>
 #include <QPainter>
@@ -36,6 +39,16 @@ StackView::StackView(Selection* selection, QWidget* parent)
     setAutoFillBackground(true);
     setBackgroundRole(QPalette::Base);
     m_rebuild = new DeferredRebuild(this, [this] { rebuild(); });
+    // Top right, in the heading's row: the user's code first, the C++ a click away.
+    m_pythonOnly = new QCheckBox(tr("Python frames only"), this);
+    m_pythonOnly->setObjectName(QStringLiteral("stackPythonOnly"));
+    m_pythonOnly->setChecked(true);
+    m_pythonOnly->setToolTip(tr("Show only the Python frames of stacks that have any (the C++ between and "
+                                "below them hidden); stacks of C++ frames alone keep them"));
+    connect(m_pythonOnly, &QCheckBox::toggled, this, [this](bool on) {
+        if (m_selection)
+            m_selection->setPythonOnly(on);
+    });
 }
 
 StackView::~StackView() = default;
@@ -59,6 +72,10 @@ void StackView::ensureBuilt() const
 void StackView::selectionChanged(const SelectionState& state, Selection::Fields fields)
 {
     m_state = state;
+    {
+        const QSignalBlocker block(m_pythonOnly);
+        m_pythonOnly->setChecked(state.pythonOnly);
+    }
     if (fields & (Selection::Event | Selection::Range | Selection::Device | Selection::StackFilter | Selection::Allocation))
         m_rebuild->request(); // the paths are recomputed from the tree
 }
@@ -86,7 +103,7 @@ void StackView::rebuild()
             m_event = maxEventInRange(tl, m_state.rangeFirst, m_state.rangeLast);
         else
             m_event = m_state.hasEvent() ? m_state.event : tl.peakEventIndex;
-        m_nodes = m_data->analysis.stackTreeAt(tl, m_data->frames(), m_event);
+        m_nodes = m_data->analysis.stackTreeAt(tl, m_data->frames(), m_event, m_state.pythonOnly);
         m_children.resize(m_nodes.size());
         for (size_t i = 1; i < m_nodes.size(); ++i)
             m_children[size_t(m_nodes[i].parent)].push_back(int32_t(i));
@@ -109,12 +126,8 @@ void StackView::rebuild()
             follow(m_state.stackFilter, m_filterPath);
         if (m_state.allocation >= 0 && size_t(m_state.allocation) < tl.allocations.size()) {
             const FrameTable& ft = m_data->frames();
-            std::vector<uint32_t> path;
-            auto stack = ft.stack(tl.allocations[size_t(m_state.allocation)].stack);
-            for (size_t k = stack.size(); k-- > 0;)
-                if (!ft.isNoiseFrame(stack[k]))
-                    path.push_back(stack[k]);
-            follow(path, m_allocationPath);
+            follow(shownFrames(ft, tl.allocations[size_t(m_state.allocation)].stack, m_state.pythonOnly),
+                   m_allocationPath);
         }
     }
     layoutBoxes();
@@ -251,6 +264,8 @@ void StackView::paintEvent(QPaintEvent*)
 void StackView::resizeEvent(QResizeEvent* event)
 {
     QWidget::resizeEvent(event);
+    const QSize hint = m_pythonOnly->sizeHint();
+    m_pythonOnly->setGeometry(width() - hint.width() - 6, (top() - hint.height()) / 2, hint.width(), hint.height());
     layoutBoxes();
 }
 

@@ -5,6 +5,8 @@
 
 #include <QWidget>
 
+class QCheckBox;
+
 #include <vector>
 
 namespace headroom {
@@ -70,6 +72,7 @@ private:
     Selection* m_selection;
     ExplorerDataPtr m_data;
     SelectionState m_state;
+    QCheckBox* m_pythonOnly = nullptr;
     std::vector<StackNode> m_nodes;
     std::vector<std::vector<int32_t>> m_children;
     std::vector<Box> m_boxes;
