@@ -1036,3 +1036,21 @@ TEST_CASE("stacks: Python frames only by default; the toggle shows the C++ and c
     QApplication::processEvents();
     CHECK(view->nodes().size() == pythonNodes);
 }
+
+TEST_CASE("the what-if panel takes the report's calibration instead of making a second one", "[whatif]")
+{
+    Analysed a(realTrace("pt27_kk_memory_ctx128_fullstep.pickle"));
+    WhatIfPanel* panel = a.explorer().whatIf()->panel();
+    REQUIRE(a.data().calibration);
+    // Delivered with the analysis: nothing to wait for, the same baseline as the diagnosis's.
+    CHECK_FALSE(panel->isCalibrating());
+    CHECK(panel->projection().peak > 0);
+    CHECK(panel->measuredConfig() == a.data().calibration->baseline.config);
+    // Given a measured value, the panel knows more than the file: it calibrates itself.
+    StatedConfig st;
+    st.microBatch = 4;
+    panel->setStated(st);
+    CHECK(panel->isCalibrating());
+    panel->finishCalibration();
+    CHECK(panel->measuredConfig().microBatch == 4);
+}

@@ -27,6 +27,8 @@ std::shared_ptr<const ExplorerData> ExplorerData::compute(std::shared_ptr<const 
     data->capacity = std::move(report.capacity);
     data->findings = std::move(report.findings);
     data->allocator = std::move(report.allocator);
+    data->calibration = std::move(report.calibration);
+    data->calibrationError = std::move(report.calibrationError);
     throwIfCancelled(cancel);
     data->bands = bands.get();
     return data;

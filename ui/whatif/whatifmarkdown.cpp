@@ -130,4 +130,41 @@ QString rungSettings(const Ladder& ladder, size_t i)
     return text;
 }
 
+QString projectionSummaryHtml(const Projection& p, const DeviceSpec& device, const WhatIfConstants& k)
+{
+    auto projected = [](double bytes) { return formatBytesQ(int64_t(bytes), 1); };
+    const QString color = p.verdict == Verdict::Fits ? QStringLiteral("#2e7d32")
+                          : p.verdict == Verdict::Tight ? QStringLiteral("#ef6c00")
+                                                        : QStringLiteral("#c62828");
+    QString s = QStringLiteral("<b>Peak %1</b> (%2 .. %3) in the %4 &mdash; <b style='color:%5'>%6</b> on %7<br>")
+                    .arg(projected(p.peak), projected(p.peakLow), projected(p.peakHigh),
+                         QString::fromStdString(std::string(stepPhaseLabel(p.peakPhase))), color,
+                         QString::fromStdString(std::string(verdictName(p.verdict))), QString::fromStdString(device.name));
+    if (p.config.microBatch > 0 && p.config.seq > 0 && p.config.devices > 0)
+        s += QObject::tr("Step time <b>%1 s</b> (x%2), %3 tokens/s; effective batch %4")
+                 .arg(p.time.total, 0, 'f', 3)
+                 .arg(p.time.relative, 0, 'f', 2)
+                 .arg(p.time.tokensPerSecond, 0, 'f', 0)
+                 .arg(p.config.effectiveBatch());
+    else
+        s += QObject::tr("Step time <b>%1 s</b> (x%2); tokens/s and the effective batch need the measured micro-batch, "
+                "sequence and devices (<i>Measured at</i>)")
+                 .arg(p.time.total, 0, 'f', 3)
+                 .arg(p.time.relative, 0, 'f', 2);
+    QStringList items;
+    auto item = [&](const char* name, double v) {
+        if (v > 1e-6)
+            items << QStringLiteral("%1 %2 s").arg(QString::fromLatin1(name)).arg(v, 0, 'f', 3);
+    };
+    item("compute", p.time.compute);
+    item("utilisation", p.time.utilisation);
+    item("recompute", p.time.recompute);
+    item("communication", p.time.communication);
+    item("offload", p.time.offload);
+    item("optimizer", p.time.optimizer);
+    s += QStringLiteral("<br><small>") + items.join(QStringLiteral(", ")) + QStringLiteral(" &middot; MFU %1 [guess], overlap %2 [guess]</small>")
+             .arg(k.mfuMax).arg(k.overlap);
+    return s;
+}
+
 } // namespace headroom

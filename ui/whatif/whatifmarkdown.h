@@ -20,6 +20,10 @@ QString whatIfMarkdown(const Projection& projection, const Ladder& ladder, const
 /// settle it, one sentence each. Empty otherwise.
 QStringList replayLines(const Projection& projection);
 
+/// The panel's summary of a projection (rich text): the peak and its band against the device,
+/// the verdict, the step time and what it is made of.
+QString projectionSummaryHtml(const Projection& projection, const DeviceSpec& device, const WhatIfConstants& k);
+
 /// What a ladder rung costs, in words: "engineering: low; throughput: +33% step time".
 QString rungCosts(const Rung& rung);
 

@@ -180,8 +180,8 @@ void WhatIfPanel::buildUi()
     WheelGuard::install(this);
 }
 
-void WhatIfPanel::setTrace(std::shared_ptr<const LoadedTrace> trace, int deviceIndex,
-                           std::shared_ptr<const DeviceAnalysis> analysis)
+void WhatIfPanel::adoptTrace(std::shared_ptr<const LoadedTrace> trace, int deviceIndex,
+                             std::shared_ptr<const DeviceAnalysis> analysis)
 {
     if (trace != m_trace) { // the added runs belong to the job of the previous file
         const QSignalBlocker blocker(m_runs);
@@ -200,7 +200,35 @@ void WhatIfPanel::setTrace(std::shared_ptr<const LoadedTrace> trace, int deviceI
     }
     m_allocator->setCapacity(m_device.capacityBytes);
     m_allocator->setTrace(m_trace, deviceIndex);
+}
+
+void WhatIfPanel::setTrace(std::shared_ptr<const LoadedTrace> trace, int deviceIndex,
+                           std::shared_ptr<const DeviceAnalysis> analysis)
+{
+    adoptTrace(std::move(trace), deviceIndex, std::move(analysis));
     recalibrate();
+}
+
+void WhatIfPanel::setTrace(std::shared_ptr<const LoadedTrace> trace, int deviceIndex,
+                           std::shared_ptr<const DeviceAnalysis> analysis,
+                           const std::optional<Calibration>& fileCalibration)
+{
+    const StatedConfig& st = m_stated;
+    const bool stated = st.microBatch || st.seq || st.devices || st.accum || st.precision || st.optimizer;
+    bool defaults = true;
+    const WhatIfConstants k0;
+    for (const auto& e : WhatIfConstants::entries())
+        defaults = defaults && m_k.*(e.member) == k0.*(e.member);
+    const bool sameJob = trace == m_trace || m_runs->runs().empty();
+    if (!fileCalibration || stated || !defaults || !sameJob) {
+        setTrace(std::move(trace), deviceIndex, std::move(analysis));
+        return;
+    }
+    adoptTrace(std::move(trace), deviceIndex, analysis);
+    // The report's calibration is the one the panel would make: applied now.
+    m_calJob->cancel();
+    m_pendingConfig.reset();
+    applyCalibration({std::move(analysis), fileCalibration, QString(), QString()});
 }
 
 void WhatIfPanel::setAnalyticModel(const ModelDims& dims, const LeverConfig& config)
@@ -426,38 +454,7 @@ void WhatIfPanel::recompute()
     m_measured = project(m_base, m_base.config, m_k, m_device);
     m_chart->set(m_cal ? &m_measured : nullptr, m_projection);
     const Projection& p = m_projection;
-    const QString color = p.verdict == Verdict::Fits ? QStringLiteral("#2e7d32")
-                          : p.verdict == Verdict::Tight ? QStringLiteral("#ef6c00")
-                                                        : QStringLiteral("#c62828");
-    QString s = QStringLiteral("<b>Peak %1</b> (%2 .. %3) in the %4 &mdash; <b style='color:%5'>%6</b> on %7<br>")
-                    .arg(projected(p.peak), projected(p.peakLow), projected(p.peakHigh),
-                         QString::fromStdString(std::string(stepPhaseLabel(p.peakPhase))), color,
-                         QString::fromStdString(std::string(verdictName(p.verdict))), QString::fromStdString(m_device.name));
-    if (p.config.microBatch > 0 && p.config.seq > 0 && p.config.devices > 0)
-        s += tr("Step time <b>%1 s</b> (x%2), %3 tokens/s; effective batch %4")
-                 .arg(p.time.total, 0, 'f', 3)
-                 .arg(p.time.relative, 0, 'f', 2)
-                 .arg(p.time.tokensPerSecond, 0, 'f', 0)
-                 .arg(p.config.effectiveBatch());
-    else
-        s += tr("Step time <b>%1 s</b> (x%2); tokens/s and the effective batch need the measured micro-batch, "
-                "sequence and devices (<i>Measured at</i>)")
-                 .arg(p.time.total, 0, 'f', 3)
-                 .arg(p.time.relative, 0, 'f', 2);
-    QStringList items;
-    auto item = [&](const char* name, double v) {
-        if (v > 1e-6)
-            items << QStringLiteral("%1 %2 s").arg(QString::fromLatin1(name)).arg(v, 0, 'f', 3);
-    };
-    item("compute", p.time.compute);
-    item("utilisation", p.time.utilisation);
-    item("recompute", p.time.recompute);
-    item("communication", p.time.communication);
-    item("offload", p.time.offload);
-    item("optimizer", p.time.optimizer);
-    s += QStringLiteral("<br><small>") + items.join(QStringLiteral(", ")) + QStringLiteral(" &middot; MFU %1 [guess], overlap %2 [guess]</small>")
-             .arg(m_k.mfuMax).arg(m_k.overlap);
-    m_summaryText = s;
+    m_summaryText = projectionSummaryHtml(p, m_device, m_k);
     showSummary();
     QStringList notes = replayLines(p);
     for (const auto& n : p.notes)

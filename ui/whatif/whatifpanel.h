@@ -45,6 +45,11 @@ public:
     /// the background job analyses the device first.
     void setTrace(std::shared_ptr<const LoadedTrace> trace, int deviceIndex,
                   std::shared_ptr<const DeviceAnalysis> analysis = nullptr);
+    /// The same, with the calibration the explorer's report made on the file alone: used at
+    /// once when the panel has nothing to add (no measured values given, no added runs, the
+    /// default constants), instead of calibrating a second time.
+    void setTrace(std::shared_ptr<const LoadedTrace> trace, int deviceIndex,
+                  std::shared_ptr<const DeviceAnalysis> analysis, const std::optional<Calibration>& fileCalibration);
     /// Analytic mode: a preset or hand-entered dimensions trained at `config`.
     void setAnalyticModel(const ModelDims& dims, const LeverConfig& config);
     void setCapacity(int64_t bytes);
@@ -113,6 +118,8 @@ signals:
 
 private:
     void buildUi();
+    /// The trace's state without a calibration (setTrace's first half).
+    void adoptTrace(std::shared_ptr<const LoadedTrace> trace, int deviceIndex, std::shared_ptr<const DeviceAnalysis> analysis);
     void recalibrate();
     void applyCalibration(const CalibrationJob::Outcome& outcome);
     void recompute();

@@ -69,7 +69,7 @@ void WhatIfView::setData(const ExplorerDataPtr& data)
         return; // keep the last projection until the new analysis arrives
     // The panel shares the explorer's analysis (an aliasing pointer keeps the data alive).
     m_panel->setTrace(data->trace, int(data->deviceIndex),
-                      std::shared_ptr<const DeviceAnalysis>(data, &data->analysis));
+                      std::shared_ptr<const DeviceAnalysis>(data, &data->analysis), data->calibration);
     // The device the file (an OOM record) or the preferences say; settings saved with
     // the trace, restored next, win.
     if (data->capacity.bytes > 0)
