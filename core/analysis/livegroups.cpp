@@ -2,6 +2,7 @@
 #include "core/analysis/livegroups.h"
 
 #include "core/analysis/usercode.h"
+#include "core/model/recordedtensors.h"
 
 #include <algorithm>
 #include <map>
@@ -28,16 +29,6 @@ uint32_t moduleForwardFrame(const FrameTable& ft, uint32_t stack)
         inner = f;
     }
     return UINT32_MAX;
-}
-
-/// The recorder's record of the allocation made at `event`; null when none.
-const RecordedTensor* recordedAt(const TraceEvents& ev, int64_t event)
-{
-    if (event < 0 || ev.tensors.empty())
-        return nullptr;
-    const auto it = std::lower_bound(ev.tensors.begin(), ev.tensors.end(), uint32_t(event),
-                                     [](const auto& p, uint32_t e) { return p.first < e; });
-    return it != ev.tensors.end() && it->first == uint32_t(event) ? &it->second : nullptr;
 }
 
 struct StackKey {
@@ -98,7 +89,7 @@ LiveGroups LiveGroups::at(const LoadedTrace& trace, size_t deviceIndex, const De
         ++g.group.count;
         g.group.bytes += a.size;
         g.byPhase[size_t(c.birthPhase)] += a.size;
-        const RecordedTensor* rec = recordedAt(trace.snapshot.devices[deviceIndex].trace, a.start);
+        const RecordedTensor* rec = recordedTensorAt(trace.snapshot.devices[deviceIndex].trace.tensors, a.start);
         const uint32_t m = moduleForwardFrame(ft, a.stack);
         if ((rec && rec->hasModule) || m != UINT32_MAX) {
             const bool named = rec && rec->hasModule;

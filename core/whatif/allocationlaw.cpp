@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "core/whatif/allocationlaw.h"
 
+#include "core/model/recordedtensors.h"
 #include "core/whatif/shapelaw.h"
 
 #include "core/whatif/stackreadings.h"
@@ -351,13 +352,10 @@ void AllocationLaws::readShapes(const MemoryTimeline& tl, const std::vector<std:
     using K = RecordedTensor::Kind;
     for (size_t i = 0; i < m_laws.size(); ++i) {
         const Allocation& a = tl.allocations[i];
-        if (a.start < 0)
+        const RecordedTensor* rec = recordedTensorAt(tensors, a.start);
+        if (!rec)
             continue;
-        const auto it = std::lower_bound(tensors.begin(), tensors.end(), uint32_t(a.start),
-                                         [](const auto& p, uint32_t e) { return p.first < e; });
-        if (it == tensors.end() || it->first != uint32_t(a.start))
-            continue;
-        const RecordedTensor& t = it->second;
+        const RecordedTensor& t = *rec;
         if (t.kind == K::Parameter || t.kind == K::Buffer || t.kind == K::Gradient || t.kind == K::OptimizerState)
             continue; // constant by its category already
         AllocationLaw& law = m_laws[i];
