@@ -13,7 +13,7 @@ ProjectedTimeline projectTimeline(const WhatIfBaseline& base, const Projection& 
     out.peakLow = p.peakAllocatedLow;
     out.peakHigh = p.peakAllocatedHigh;
     out.capacity = p.capacity;
-    out.changes = p.config.differences(base.config);
+    out.changes = p.config.differences(base.config, base.microBatchUnits);
     if (!p.replayed || !base.trace)
         return out;
     out.allocated = base.trace->curve(p.config.microBatch, p.config.seq, events, p.replayCheckpointedBlocks > 0);

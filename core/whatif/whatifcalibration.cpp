@@ -89,7 +89,8 @@ void Calibration::require(const LeverConfig& t) const
 {
     const LeverConfig& b = baseline.config;
     auto need = [&](bool moved, const char* key, const char* flag, const char* what, const char* because) {
-        if (moved && !known(key))
+        const MeasuredItem* m = item(key);
+        if (moved && !known(key) && !(m && m->how == "ratio"))
             throw WhatIfMissingValue(key, flag,
                                      std::string("the trace does not tell the ") + what + " it was measured at; pass " +
                                          flag + " (needed for " + because + ")");

@@ -39,7 +39,8 @@ struct Calibration {
 
     const MeasuredItem* item(std::string_view key) const;
     bool known(std::string_view key) const;
-    /// Throws WhatIfMissingValue when `target` moves a lever whose measured value is unknown.
+    /// Throws WhatIfMissingValue when `target` moves a lever whose measured value is unknown
+    /// (a micro-batch counted in ratios, batchratio.h, moves).
     void require(const LeverConfig& target) const;
 };
 

@@ -3,6 +3,7 @@
 
 #include "core/util/join.h"
 
+#include "core/whatif/batchratio.h"
 #include "core/whatif/whatifsettings.h"
 
 #include "core/util/units.h"
@@ -101,6 +102,11 @@ nlohmann::json projectionJson(const Projection& p, const std::vector<MeasuredIte
     j["relative_step_time"] = p.time.relative;
     j["step_time"] = timeJson(p.time);
     j["config"] = leverConfigJson(p.config);
+    if (p.microBatchUnits > 0) { // a ratio of the measured run, not a count
+        j["config"]["micro_batch"] = nullptr;
+        j["config"]["effective_batch"] = nullptr;
+        j["config"]["micro_batch_ratio"] = double(p.config.microBatch) / p.microBatchUnits;
+    }
     nlohmann::json m = nlohmann::json::object();
     for (const auto& it : measured)
         m[it.key] = {{"value", it.value}, {"how", it.how}, {"detail", it.detail}};
@@ -197,7 +203,7 @@ std::string projectionText(const Projection& p, const std::vector<MeasuredItem>&
                   << (m.detail.empty() ? "" : ": " + m.detail) << "]\n";
     }
     const auto& c = p.config;
-    o << "Projected for: micro-batch " << countText(c.microBatch) << " x accum " << countText(c.accum) << ", seq "
+    o << "Projected for: micro-batch " << microBatchText(c.microBatch, p.microBatchUnits) << " x accum " << countText(c.accum) << ", seq "
       << countText(c.seq) << ", "
       << precisionName(c.precision) << ", " << optimizerName(c.optimizer) << ", checkpoint "
       << checkpointName(c.checkpoint, c.checkpointEvery) << ", ZeRO " << c.zero << " over " << c.devices
@@ -245,7 +251,7 @@ std::string projectionText(const Projection& p, const std::vector<MeasuredItem>&
         }
     }
     char buf[200];
-    if (throughputKnown(c))
+    if (throughputKnown(p))
         std::snprintf(buf, sizeof buf, "Step time %.3f s (x%.2f), %.0f tokens/s\n", p.time.total, p.time.relative,
                       p.time.tokensPerSecond);
     else
@@ -311,6 +317,10 @@ std::string ladderText(const Ladder& l)
 
 std::string countText(int value) { return value > 0 ? std::to_string(value) : std::string("unknown"); }
 
-bool throughputKnown(const LeverConfig& c) { return c.microBatch > 0 && c.seq > 0 && c.devices > 0; }
+bool throughputKnown(const Projection& p)
+{
+    const LeverConfig& c = p.config;
+    return p.microBatchUnits <= 0 && c.microBatch > 0 && c.seq > 0 && c.devices > 0;
+}
 
 } // namespace headroom

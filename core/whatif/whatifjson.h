@@ -34,7 +34,8 @@ std::string reservedVerdictText(const Projection& p);
 /// A count of the configuration as text: "unknown" when the trace does not tell it (0).
 std::string countText(int value);
 /// Whether tokens/s and the effective batch mean anything: the micro-batch, the sequence and
-/// the devices are known (a trace alone tells none of them).
-bool throughputKnown(const LeverConfig& c);
+/// the devices are known (a trace alone tells none of them), and the micro-batch is a count,
+/// not a ratio of the measured run.
+bool throughputKnown(const Projection& p);
 
 } // namespace headroom

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "core/whatif/whatifladder.h"
 
+#include "core/whatif/batchratio.h"
+
 #include "core/util/units.h"
 
 #include <algorithm>
@@ -47,14 +49,14 @@ std::vector<Tier> tiers(const LadderOptions& opt, const WhatIfBaseline& base)
                      return Cands{{"hygiene (fused optimizer, expandable_segments, fused attention)", x}};
                  }});
     t.push_back({"smaller micro-batch with accumulation, or activation checkpointing", Currency::Throughput, 3, false, true,
-                 false, [layers = base.layers](const LeverConfig& c) {
+                 false, [layers = base.layers, units = base.microBatchUnits](const LeverConfig& c) {
                      Cands out;
                      for (int b = c.microBatch / 2; b >= 1; b /= 2) {
                          LeverConfig x = c;
                          x.accum = c.accum * c.microBatch / b;
                          x.microBatch = b;
                          if (int64_t(x.microBatch) * x.accum == int64_t(c.microBatch) * c.accum)
-                             out.push_back({"micro-batch " + std::to_string(b) + " x " + std::to_string(x.accum) +
+                             out.push_back({"micro-batch " + microBatchText(b, units) + " x " + std::to_string(x.accum) +
                                                 " accumulation steps", x});
                          if (b == 1)
                              break;
@@ -357,7 +359,7 @@ Ladder buildLadder(const WhatIfBaseline& base, const LeverConfig& start, const W
         Rung r;
         r.title = pick->first;
         r.config = pick->second.config;
-        r.levers = r.config.differences(cur);
+        r.levers = r.config.differences(cur, base.microBatchUnits);
         r.projection = pick->second;
         describe(r, curP, L.start, cur);
         if (t->resultChanging && !r.changesResult) {
@@ -373,7 +375,7 @@ Ladder buildLadder(const WhatIfBaseline& base, const LeverConfig& start, const W
         }
     }
     // Where each currency alone could get (shown always; essential when the miss is large).
-    auto alt = [&](const char* currency, const char* title, LeverConfig c) {
+    auto alt = [&](const char* currency, const std::string& title, LeverConfig c) {
         L.alternatives.push_back({currency, title, c, proj(c)});
     };
     LeverConfig hw = start;
@@ -386,7 +388,9 @@ Ladder buildLadder(const WhatIfBaseline& base, const LeverConfig& start, const W
     tp.checkpoint = Checkpointing::Full;
     tp.accum = start.accum * start.microBatch;
     tp.microBatch = 1;
-    alt("throughput", "offload parameters and optimizer, full checkpointing, micro-batch 1", tp);
+    alt("throughput",
+        "offload parameters and optimizer, full checkpointing, micro-batch " + microBatchText(1, base.microBatchUnits),
+        tp);
     LeverConfig fi = start;
     fi.trainableFraction = 0.01;
     fi.precision = fi.precision == Precision::Fp32 ? Precision::AmpBf16 : fi.precision;

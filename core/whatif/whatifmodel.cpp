@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "core/whatif/whatifmodel.h"
 
+#include "core/whatif/batchratio.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -109,7 +111,7 @@ bool checkpointFromName(std::string_view s, Checkpointing& out, int& everyK)
     return false;
 }
 
-std::vector<std::string> LeverConfig::differences(const LeverConfig& b) const
+std::vector<std::string> LeverConfig::differences(const LeverConfig& b, int microBatchUnits) const
 {
     std::vector<std::string> out;
     auto num = [](double v) {
@@ -117,7 +119,7 @@ std::vector<std::string> LeverConfig::differences(const LeverConfig& b) const
         std::snprintf(buf, sizeof buf, "%g", v);
         return std::string(buf);
     };
-    if (microBatch != b.microBatch) out.push_back("micro_batch=" + std::to_string(microBatch));
+    if (microBatch != b.microBatch) out.push_back("micro_batch=" + microBatchText(microBatch, microBatchUnits));
     if (accum != b.accum) out.push_back("accum=" + std::to_string(accum));
     if (seq != b.seq) out.push_back("seq=" + std::to_string(seq));
     if (checkpoint != b.checkpoint || (checkpoint == Checkpointing::EveryK && checkpointEvery != b.checkpointEvery))

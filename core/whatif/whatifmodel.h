@@ -58,8 +58,9 @@ struct LeverConfig {
 
     int64_t effectiveBatch() const { return int64_t(microBatch) * accum * devices; }
     bool operator==(const LeverConfig&) const = default;
-    /// Lever settings that differ from `base`, as "name=value" strings (for ladders, JSON).
-    std::vector<std::string> differences(const LeverConfig& base) const;
+    /// Lever settings that differ from `base`, as "name=value" strings (for ladders, JSON);
+    /// `microBatchUnits` > 0 words the micro-batch as a ratio of the measured run.
+    std::vector<std::string> differences(const LeverConfig& base, int microBatchUnits = 0) const;
 };
 
 /// Bytes per parameter of each model state for a precision and optimizer.
@@ -195,6 +196,7 @@ std::string_view verdictName(Verdict v); ///< "fits", "tight", "does not fit", "
 
 struct Projection {
     LeverConfig config;
+    int microBatchUnits = 0; ///< > 0: config.microBatch is a ratio of the measured run's (batchratio.h)
     std::array<PhaseProjection, kStepPhaseCount> phases;
     StepPhase peakPhase = StepPhase::StartOfBackward;
     double peak = 0, peakLow = 0, peakHigh = 0; ///< totals incl. fragmentation and context

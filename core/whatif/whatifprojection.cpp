@@ -156,7 +156,9 @@ StepTime rawStepTime(const WhatIfState& s, const WhatIfBaseline& base, const Wha
     const double mfuRef = mfu(k, mb.tokensMicro), mfuNow = mfu(k, m.tokensMicro);
     StepTime t;
     t.compute = m.flopsNonRecompute / (peak * mfuRef) * precisionFactor;
-    t.utilisation = m.flopsNonRecompute / peak * (1 / mfuNow - 1 / mfuRef) * precisionFactor;
+    // A micro-batch in ratios has no absolute size for the utilisation curve to read.
+    if (s.microBatchUnits <= 0)
+        t.utilisation = m.flopsNonRecompute / peak * (1 / mfuNow - 1 / mfuRef) * precisionFactor;
     t.recompute = m.flopsRecompute / (peak * mfuNow) * precisionFactor;
 
     double P = s.params > 0 ? s.params : 0;
@@ -285,6 +287,7 @@ Projection evaluate(const WhatIfState& s, const WhatIfBaseline& base, const What
 {
     Projection pr;
     pr.config = s.config;
+    pr.microBatchUnits = s.microBatchUnits;
     const LeverConfig& c = s.config;
     double lin = 0, quad = 0;
     storedActivations(s, &lin, &quad);

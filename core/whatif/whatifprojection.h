@@ -28,6 +28,9 @@ struct Term {
 /// `config.flashAttention` decide what is stored when the phases are assembled.
 struct WhatIfState {
     LeverConfig config;
+    /// > 0: the measured micro-batch is unknown and counts as this many units, so
+    /// config.microBatch is a ratio of it (core/whatif/batchratio.h); tokens are then unknown.
+    int microBatchUnits = 0;
     bool calibrated = false;    ///< from a trace (else analytic)
     bool torchAutocast = false; ///< AMP as torch.autocast: fp32 params + a 16-bit weight cache
     bool cpuAutocast = false;   ///< recorded on the CPU, whose autocast narrows softmax too

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "core/whatif/whatifsettings.h"
 
+#include "core/whatif/batchratio.h"
+
 #include <cmath>
 
 namespace headroom {
@@ -57,6 +59,10 @@ nlohmann::json whatIfSettingsJson(const WhatIfSettings& s)
 {
     nlohmann::json o = leverConfigJson(s.config);
     o.erase("effective_batch"); // derived: not a setting
+    if (s.microBatchUnits > 0) {
+        o.erase("micro_batch");
+        o["micro_batch_ratio"] = double(s.config.microBatch) / s.microBatchUnits;
+    }
     o["capacity_bytes"] = s.capacityBytes;
     if (s.stated.microBatch) o["measured_micro_batch"] = *s.stated.microBatch;
     if (s.stated.seq) o["measured_seq"] = *s.stated.seq;
@@ -96,7 +102,13 @@ std::optional<WhatIfSettings> whatIfSettingsFromJson(const nlohmann::json& j, co
     s.stated.precision = precisionFromName(readString(o, "measured_precision"));
 
     LeverConfig& c = s.config;
+    if (o.contains("micro_batch") && o["micro_batch"].is_number())
+        s.microBatchUnits = 0;
     readNumber(o, "micro_batch", c.microBatch);
+    if (const auto it = o.find("micro_batch_ratio"); it != o.end() && it->is_number() && it->get<double>() > 0) {
+        c.microBatch = std::max(1, int(std::lround(it->get<double>() * kBatchRatioUnits)));
+        s.microBatchUnits = kBatchRatioUnits;
+    }
     readNumber(o, "accum", c.accum);
     readNumber(o, "seq", c.seq);
     int every = 1;

@@ -16,6 +16,9 @@ namespace headroom {
 
 struct WhatIfSettings {
     LeverConfig config;
+    /// > 0: config.microBatch is a ratio of the measured run (core/whatif/batchratio.h),
+    /// written as `micro_batch_ratio` so that a count is never read from it.
+    int microBatchUnits = 0;
     StatedConfig stated;          ///< the measured values the user gave
     int64_t capacityBytes = 0;
     std::optional<Currency> spendFirst;
@@ -30,7 +33,8 @@ nlohmann::json leverConfigJson(const LeverConfig& c);
 /// the user's moves stay, every other lever follows the new reading.
 LeverConfig rebasedLevers(const LeverConfig& edited, const LeverConfig& from, const LeverConfig& to);
 
-/// `{"whatif": {levers..., capacity_bytes, measured_*, spend_first, constants}}`.
+/// `{"whatif": {levers..., capacity_bytes, measured_*, spend_first, constants}}`; a micro-batch
+/// in ratios is `micro_batch_ratio` (1.0: as measured) in place of `micro_batch`.
 nlohmann::json whatIfSettingsJson(const WhatIfSettings& s);
 
 /// Reads what whatIfSettingsJson() wrote; absent or invalid fields keep `defaults`' values.

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The what-if settings saved in a trace's user data: one writer, one reader, a round trip.
+#include "core/whatif/batchratio.h"
 #include "core/whatif/whatifsettings.h"
 
 #include <catch2/catch.hpp>
@@ -80,4 +81,38 @@ TEST_CASE("A recalibration keeps the levers the user moved and takes the rest fr
     CHECK(c.devices == 1);
     // Nothing moved: the new reading as it is.
     CHECK(rebasedLevers(before, before, after) == after);
+}
+
+TEST_CASE("A micro-batch in ratios is saved as a ratio, never read back as a count", "[whatif][settings][ratio]")
+{
+    WhatIfSettings s;
+    s.microBatchUnits = kBatchRatioUnits;
+    s.config.microBatch = 2; // x1/2 of the measured run
+    const nlohmann::json j = whatIfSettingsJson(s);
+    CHECK_FALSE(j["whatif"].contains("micro_batch"));
+    CHECK(j["whatif"]["micro_batch_ratio"].get<double>() == Approx(0.5));
+    const std::optional<WhatIfSettings> back = whatIfSettingsFromJson(j, WhatIfSettings{});
+    REQUIRE(back);
+    CHECK(back->microBatchUnits == kBatchRatioUnits);
+    CHECK(back->config.microBatch == 2);
+
+    // Laid over a calibration that knows the measured micro-batch (8), x1/2 is 4.
+    WhatIfBaseline known;
+    known.config.microBatch = 8;
+    CHECK(inBaselineUnits(back->config, back->microBatchUnits, known).microBatch == 4);
+    // A count laid over a ratio baseline has no ratio: it takes the measured run's (x1).
+    WhatIfBaseline ratio;
+    ratio.config.microBatch = kBatchRatioUnits;
+    ratio.microBatchUnits = kBatchRatioUnits;
+    LeverConfig count;
+    count.microBatch = 16;
+    CHECK(inBaselineUnits(count, 0, ratio).microBatch == kBatchRatioUnits);
+
+    // A count is read as a count.
+    WhatIfSettings c;
+    c.config.microBatch = 6;
+    const std::optional<WhatIfSettings> counted = whatIfSettingsFromJson(whatIfSettingsJson(c), s);
+    REQUIRE(counted);
+    CHECK(counted->microBatchUnits == 0);
+    CHECK(counted->config.microBatch == 6);
 }

@@ -6,6 +6,7 @@
 
 #include "core/analysis/memoryanalysis.h"
 #include "core/io/loader.h"
+#include "core/whatif/batchratio.h"
 #include "core/whatif/whatifcalibration.h"
 #include "ui/whatif/calibrationruns.h"
 #include "ui/whatif/whatifconstantsdialog.h"
@@ -16,6 +17,7 @@
 #include <QComboBox>
 #include <QLabel>
 #include <QListWidget>
+#include <QPushButton>
 #include <QSignalSpy>
 #include <QSlider>
 #include <QSpinBox>
@@ -199,7 +201,7 @@ TEST_CASE("The panel calibrates on a generated trace and asks for what it cannot
     }
 }
 
-TEST_CASE("Levers whose measured value is unknown wait for it, as the CLI does", "[gui][whatif]")
+TEST_CASE("Levers whose measured value is unknown move in ratios or wait for it", "[gui][whatif]")
 {
     // The kk full step tells neither its micro-batch, its sequence nor its device count.
     WhatIfPanel panel;
@@ -213,32 +215,73 @@ TEST_CASE("Levers whose measured value is unknown wait for it, as the CLI does",
     REQUIRE(calibrated.wait(60000));
     CHECK_FALSE(panel.isCalibrating());
     REQUIRE(panel.calibrationError().isEmpty());
-    auto* slider = panel.findChildren<QSlider*>().at(0);
+    auto* slider = panel.findChild<QSlider*>(QStringLiteral("microBatchLever"));
+    auto* value = panel.findChild<QPushButton*>(QStringLiteral("microBatchValue"));
+    auto* inPlace = panel.findChild<QSpinBox*>(QStringLiteral("microBatchInPlace"));
     QSpinBox* measuredB = panel.findChild<QSpinBox*>(QStringLiteral("measuredMicroBatch"));
+    QSpinBox* measuredS = panel.findChild<QSpinBox*>(QStringLiteral("measuredSeq"));
+    QSpinBox* seqLever = panel.findChild<QSpinBox*>(QStringLiteral("seqLever"));
     QSpinBox* measuredD = panel.findChild<QSpinBox*>(QStringLiteral("measuredDevices"));
     QSpinBox* devicesLever = panel.findChild<QSpinBox*>(QStringLiteral("devicesLever"));
     QLabel* summary = panel.findChild<QLabel*>(QStringLiteral("whatifSummary"));
+    REQUIRE(slider);
+    REQUIRE(value);
+    REQUIRE(inPlace);
     REQUIRE(measuredB);
+    REQUIRE(measuredS);
+    REQUIRE(seqLever);
     REQUIRE(measuredD); // the devices field under "Measured at"
     REQUIRE(devicesLever);
     REQUIRE(summary);
 
-    // Unknown: the micro-batch slider cannot move and says why; no projection from "1".
-    CHECK_FALSE(slider->isEnabled());
-    CHECK(slider->toolTip().contains(QStringLiteral("Measured at")));
-    CHECK(panel.config().microBatch == 0);
-
-    // A configuration that moves it anyway (restored settings) gets the CLI's refusal, not a figure.
-    LeverConfig moved = panel.config();
-    moved.microBatch = 8;
-    panel.setConfig(moved);
-    CHECK(summary->text().contains(QStringLiteral("Needs a measured value")));
-    CHECK(summary->text().contains(QStringLiteral("micro-batch")));
-
-    // Given through the panel's own field, the lever moves and projects.
-    measuredB->setValue(4);
-    panel.finishCalibration(); // a measured value recalibrates in the background
+    // Unknown micro-batch: the slider moves in ratios of the measured run, labelled so.
     CHECK(slider->isEnabled());
+    CHECK(slider->toolTip().contains(QStringLiteral("ratios")));
+    CHECK(panel.microBatchUnits() == kBatchRatioUnits);
+    CHECK(value->text() == QStringLiteral("x1"));
+    const double at1 = panel.projection().phases[0].allocated;
+    CHECK(slider->maximum() == int(kBatchRatioSteps.size()) - 1); // x1/4 .. x16, in steps a person reads
+    slider->setValue(int(batchRatioStep(2 * kBatchRatioUnits))); // as a drag would
+    CHECK(value->text() == QStringLiteral("x2"));
+    CHECK_FALSE(summary->text().contains(QStringLiteral("Needs a measured value")));
+    const double at2 = panel.projection().phases[0].allocated;
+    CHECK(at2 > at1);
+    slider->setValue(0);
+    CHECK(value->text() == QStringLiteral("x1/4"));
+    CHECK(panel.projection().phases[0].allocated < at1);
+    // Never a count it does not have: tokens/s and the effective batch stay unknown.
+    CHECK(summary->text().contains(QStringLiteral("need the measured micro-batch")));
+    CHECK(panel.markdown().contains(QStringLiteral("micro-batch x1/4")));
+
+    // The sequence waits for its measured value, typed in place in the lever's own field.
+    CHECK(seqLever->isEnabled());
+    CHECK(seqLever->specialValueText().contains(QStringLiteral("type")));
+    CHECK(seqLever->toolTip().contains(QStringLiteral("b*h*s^2")));
+
+    // Clicking the micro-batch's value types the measured one in place; the x1/4 becomes 1 of 4.
+    slider->setValue(int(batchRatioStep(2 * kBatchRatioUnits)));
+    QTest::mouseClick(value, Qt::LeftButton);
+    CHECK(inPlace->isVisible());
+    CHECK_FALSE(value->isVisible());
+    inPlace->setValue(4);
+    QMetaObject::invokeMethod(inPlace, "editingFinished");
+    panel.finishCalibration(); // a measured value recalibrates in the background
+    CHECK(measuredB->value() == 4);
+    CHECK(value->isVisible());
+    CHECK(panel.microBatchUnits() == 0);
+    CHECK(panel.config().microBatch == 8); // x2 of the measured 4
+    CHECK(value->text() == QStringLiteral("8"));
+
+    // The sequence typed in the lever's field is the measured one; the lever then moves from it.
+    seqLever->setValue(128);
+    panel.finishCalibration();
+    CHECK(measuredS->value() == 128);
+    CHECK(panel.config().seq == 128);
+    CHECK(seqLever->specialValueText() == QStringLiteral("unknown"));
+    seqLever->setValue(256);
+    CHECK(panel.config().seq == 256);
+    CHECK(measuredS->value() == 128);
+    slider->setValue(4);
     const double at4 = panel.projection().phases[0].allocated;
     slider->setValue(16);
     CHECK(panel.config().microBatch == 16);

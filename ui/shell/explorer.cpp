@@ -133,7 +133,7 @@ void Explorer::followWhatIfLadder()
     const WhatIfPanel* panel = m_whatIf->panel();
     const StatedConfig stated = panel->settings().stated;
     const bool given = stated.microBatch || stated.seq || stated.precision || stated.devices;
-    const std::vector<std::string> moved = panel->ladderStart().differences(panel->measuredConfig());
+    const std::vector<std::string> moved = panel->ladderStart().differences(panel->measuredConfig(), panel->microBatchUnits());
     if (!m_data || (!given && moved.empty()) || panel->ladder().rungs.empty() ||
         m_data->capacity.bytes != panel->device().capacityBytes) {
         m_diagnosis->setCapacityFirstMove({});

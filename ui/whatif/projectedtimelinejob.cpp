@@ -24,7 +24,7 @@ void ProjectedTimelineJob::request(const WhatIfBaseline& base, const LeverConfig
     const size_t events = trace.timelines[size_t(deviceIndex)].allocated.size();
     const AllocatorConfig recorded = AllocatorConfig::fromSnapshot(trace.snapshot.allocatorSettings);
     QStringList changes;
-    for (const std::string& c : requested.differences(base.config))
+    for (const std::string& c : requested.differences(base.config, base.microBatchUnits))
         changes << QString::fromStdString(c);
     const QString label = tr("projected (%1)").arg(changes.join(QStringLiteral(", ")));
     m_job->start(

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "ui/whatif/whatifleverform.h"
 
+#include "core/whatif/batchratio.h"
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
@@ -11,6 +13,7 @@
 #include <QPushButton>
 #include <QSlider>
 #include <QSpinBox>
+#include <QToolButton>
 
 #include <cmath>
 
@@ -30,6 +33,30 @@ WhatIfLeverForm::WhatIfLeverForm(QWidget* parent) : QWidget(parent)
     connectFields();
 }
 
+QWidget* WhatIfLeverForm::buildMicroBatch()
+{
+    auto* w = new QWidget(this);
+    auto* h = new QHBoxLayout(w);
+    h->setContentsMargins(0, 0, 0, 0);
+    m_microBatch = new QSlider(Qt::Horizontal, w);
+    m_microBatch->setObjectName(QStringLiteral("microBatchLever"));
+    m_microBatch->setRange(1, 64); // a count; in ratios, an index into kBatchRatioSteps
+    m_microBatchLabel = new QPushButton(QStringLiteral("1"), w);
+    m_microBatchLabel->setObjectName(QStringLiteral("microBatchValue"));
+    m_microBatchLabel->setFlat(true);
+    m_microBatchLabel->setMinimumWidth(44);
+    m_microBatchInPlace = new QSpinBox(w);
+    m_microBatchInPlace->setObjectName(QStringLiteral("microBatchInPlace"));
+    m_microBatchInPlace->setRange(1, 4096);
+    m_microBatchInPlace->setKeyboardTracking(false);
+    m_microBatchInPlace->setToolTip(tr("The micro-batch the run was measured at (the same field as under <i>Measured at</i>)"));
+    m_microBatchInPlace->hide();
+    h->addWidget(m_microBatch);
+    h->addWidget(m_microBatchLabel);
+    h->addWidget(m_microBatchInPlace);
+    return w;
+}
+
 void WhatIfLeverForm::buildLevers(QFormLayout* form)
 {
     auto slider = [&](QSlider*& s, QLabel*& l, int max) {
@@ -39,15 +66,17 @@ void WhatIfLeverForm::buildLevers(QFormLayout* form)
         s = new QSlider(Qt::Horizontal, w);
         s->setRange(1, max);
         l = new QLabel(QStringLiteral("1"), w);
-        l->setMinimumWidth(28);
+        l->setMinimumWidth(44);
         h->addWidget(s);
         h->addWidget(l);
         return w;
     };
-    form->addRow(tr("Micro-batch"), slider(m_microBatch, m_microBatchLabel, 64));
+    form->addRow(tr("Micro-batch"), buildMicroBatch());
     form->addRow(tr("Accumulation"), slider(m_accum, m_accumLabel, 64));
     m_seq = new QSpinBox(this);
+    m_seq->setObjectName(QStringLiteral("seqLever"));
     m_seq->setRange(0, 1 << 20);
+    m_seq->setKeyboardTracking(false); // a typed length projects (or recalibrates) once, when entered
     m_seq->setSpecialValueText(tr("unknown"));
     form->addRow(tr("Sequence"), m_seq);
     auto combo = [&](std::initializer_list<const char*> items) {
@@ -114,9 +143,25 @@ QGroupBox* WhatIfLeverForm::buildMeasured()
     m_addRunButton->setToolTip(tr("Another snapshot of the same job at another micro-batch or sequence length: "
                                   "the batch terms are then measured, not inferred (headroom-cli whatif FILE1 FILE2)"));
     mf->addRow(m_addRunButton);
+    // How each value is known, folded: unfolded it is a dozen lines that would push the levers
+    // below the fold of the default window.
+    m_measuredInfoToggle = new QToolButton(measuredBox);
+    m_measuredInfoToggle->setObjectName(QStringLiteral("measuredInfoToggle"));
+    m_measuredInfoToggle->setCheckable(true);
+    m_measuredInfoToggle->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    m_measuredInfoToggle->setArrowType(Qt::RightArrow);
+    m_measuredInfoToggle->setAutoRaise(true);
+    m_measuredInfoToggle->setText(tr("How each value is known"));
+    mf->addRow(m_measuredInfoToggle);
     m_measuredInfo = new QLabel(measuredBox);
+    m_measuredInfo->setObjectName(QStringLiteral("measuredInfo"));
     m_measuredInfo->setWordWrap(true);
+    m_measuredInfo->hide();
     mf->addRow(m_measuredInfo);
+    connect(m_measuredInfoToggle, &QToolButton::toggled, this, [this](bool open) {
+        m_measuredInfo->setVisible(open);
+        m_measuredInfoToggle->setArrowType(open ? Qt::DownArrow : Qt::RightArrow);
+    });
     return measuredBox;
 
 }
@@ -129,7 +174,22 @@ void WhatIfLeverForm::connectFields()
     };
     connect(m_microBatch, &QSlider::valueChanged, this, changed);
     connect(m_accum, &QSlider::valueChanged, this, changed);
-    connect(m_seq, qOverload<int>(&QSpinBox::valueChanged), this, changed);
+    connect(m_seq, qOverload<int>(&QSpinBox::valueChanged), this, [this, changed](int v) {
+        if (m_seqTypesMeasured) {
+            if (!m_updating)
+                m_measuredS->setValue(v); // its own signal recalibrates
+        } else {
+            changed();
+        }
+    });
+    connect(m_microBatchLabel, &QPushButton::clicked, this, &WhatIfLeverForm::editMeasuredMicroBatch);
+    connect(m_microBatchInPlace, &QSpinBox::editingFinished, this, [this] {
+        if (!m_microBatchInPlace->isVisible())
+            return;
+        m_microBatchInPlace->hide();
+        m_microBatchLabel->show();
+        m_measuredB->setValue(m_microBatchInPlace->value()); // its own signal recalibrates
+    });
     connect(m_devices, qOverload<int>(&QSpinBox::valueChanged), this, changed);
     connect(m_lora, qOverload<double>(&QDoubleSpinBox::valueChanged), this, changed);
     for (QComboBox* c : {m_checkpoint, m_precision, m_optimizer, m_zero, m_offload, m_capacity})
@@ -155,7 +215,7 @@ void WhatIfLeverForm::addSection(QWidget* extra)
 LeverConfig WhatIfLeverForm::levers(const LeverConfig& base) const
 {
     LeverConfig c = base;
-    c.microBatch = m_microBatch->value();
+    c.microBatch = m_microBatchUnits > 0 ? kBatchRatioSteps[size_t(m_microBatch->value())] : m_microBatch->value();
     c.accum = m_accum->value();
     c.seq = m_seq->value();
     int every = 1;
@@ -174,7 +234,14 @@ LeverConfig WhatIfLeverForm::levers(const LeverConfig& base) const
 void WhatIfLeverForm::showLevers(const LeverConfig& c, const Calibration* cal)
 {
     m_updating = true;
-    m_microBatch->setValue(std::max(1, c.microBatch));
+    lockUnknown(cal);
+    if (m_microBatchUnits > 0) {
+        m_microBatch->setRange(0, int(kBatchRatioSteps.size()) - 1);
+        m_microBatch->setValue(int(batchRatioStep(c.microBatch)));
+    } else {
+        m_microBatch->setRange(1, 64);
+        m_microBatch->setValue(std::max(1, c.microBatch));
+    }
     m_accum->setValue(std::max(1, c.accum));
     m_seq->setValue(c.seq);
     m_checkpoint->setCurrentText(QString::fromStdString(std::string(checkpointName(c.checkpoint, c.checkpointEvery))));
@@ -186,33 +253,57 @@ void WhatIfLeverForm::showLevers(const LeverConfig& c, const Calibration* cal)
     m_lora->setValue(c.trainableFraction);
     m_flash->setChecked(c.flashAttention);
     showCounts(c);
+    m_updating = false;
+}
+
+void WhatIfLeverForm::lockUnknown(const Calibration* cal)
+{
     struct Lever {
         QWidget* widget;
         const char* key;
         QString field;
     };
     const Lever levers[] = {{m_microBatch, "micro_batch", tr("micro-batch")},
-                            {m_seq, "seq", tr("sequence")},
                             {m_precision, "precision", tr("precision")},
                             {m_devices, "devices", tr("devices")},
                             {m_zero, "devices", tr("devices")}};
+    m_microBatchUnits = cal ? cal->baseline.microBatchUnits : 0;
     for (const Lever& l : levers) {
-        const bool locked = cal && !cal->known(l.key);
+        const bool ratio = l.widget == m_microBatch && m_microBatchUnits > 0;
+        const bool locked = cal && !cal->known(l.key) && !ratio;
         l.widget->setEnabled(!locked);
         l.widget->setToolTip(locked ? tr("The trace does not tell the %1 it was measured at: set it under "
                                          "<i>Measured at</i> to move this lever (headroom-cli asks for the same)")
                                           .arg(l.field)
-                                    : QString());
+                              : ratio ? tr("The trace does not tell the micro-batch it was measured at: the slider "
+                                           "moves in ratios of the measured run (x1/4 .. x16). Click the value to "
+                                           "type the measured micro-batch.")
+                                      : QString());
     }
-    if (cal && !cal->known("micro_batch"))
-        m_microBatchLabel->setText(QStringLiteral("?"));
-    m_updating = false;
+    m_seqTypesMeasured = cal && !cal->known("seq");
+    m_seq->setSpecialValueText(m_seqTypesMeasured ? tr("unknown: type it") : tr("unknown"));
+    m_seq->setToolTip(m_seqTypesMeasured
+                          ? tr("The trace does not tell the sequence length it was measured at, and the sequence "
+                               "lever needs it: a b*h*s^2 score and a b*s*4d activation have the same size at some "
+                               "lengths. Type the measured length here; the lever then moves from it.")
+                          : QString());
+    m_microBatchLabel->setToolTip(tr("Click to type the micro-batch the run was measured at"));
 }
 
 void WhatIfLeverForm::showCounts(const LeverConfig& c)
 {
-    m_microBatchLabel->setText(c.microBatch > 0 ? QString::number(c.microBatch) : QStringLiteral("?"));
+    m_microBatchLabel->setText(c.microBatch > 0 ? QString::fromStdString(microBatchText(c.microBatch, m_microBatchUnits))
+                                                : QStringLiteral("?"));
     m_accumLabel->setText(QString::number(c.accum));
+}
+
+void WhatIfLeverForm::editMeasuredMicroBatch()
+{
+    m_microBatchInPlace->setValue(std::max(1, m_measuredB->value()));
+    m_microBatchLabel->hide();
+    m_microBatchInPlace->show();
+    m_microBatchInPlace->setFocus();
+    m_microBatchInPlace->selectAll();
 }
 
 StatedConfig WhatIfLeverForm::stated(const StatedConfig& base) const

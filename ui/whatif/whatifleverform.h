@@ -15,6 +15,7 @@ class QSlider;
 class QFormLayout;
 class QGroupBox;
 class QSpinBox;
+class QToolButton;
 
 namespace headroom {
 
@@ -28,9 +29,12 @@ public:
     /// The levers as the widgets show them, over `base` for what the form has no widget for.
     LeverConfig levers(const LeverConfig& base) const;
     /// Shows `config` (no signal). A lever whose measured value `cal` does not know is locked,
-    /// with the reason: it cannot move until the value is given (as the CLI refuses it).
+    /// with the reason: it cannot move until the value is given (as the CLI refuses it). A
+    /// micro-batch counted in ratios (core/whatif/batchratio.h) moves, labelled as ratios; an
+    /// unknown sequence is typed in place: the Sequence field then edits the measured value.
     void showLevers(const LeverConfig& config, const Calibration* cal);
-    /// The micro-batch and accumulation read-outs beside the sliders ("?" when unknown).
+    /// The micro-batch and accumulation read-outs beside the sliders (a count, or a ratio of the
+    /// measured run). Clicking the micro-batch's edits the measured micro-batch in place.
     void showCounts(const LeverConfig& config);
 
     /// What the user set under "Measured at", over `base`.
@@ -52,11 +56,18 @@ signals:
 
 private:
     void buildLevers(QFormLayout* form);
+    QWidget* buildMicroBatch();
     QGroupBox* buildMeasured();
     void connectFields();
+    /// Clicking the micro-batch's read-out: a spin box in its place takes the measured value.
+    void editMeasuredMicroBatch();
+    void lockUnknown(const Calibration* cal);
     QSlider* m_microBatch = nullptr;
     QSlider* m_accum = nullptr;
-    QLabel* m_microBatchLabel = nullptr;
+    QPushButton* m_microBatchLabel = nullptr;
+    QSpinBox* m_microBatchInPlace = nullptr; ///< the measured micro-batch, typed beside the slider
+    int m_microBatchUnits = 0;               ///< > 0: the slider counts ratios of the measured run
+    bool m_seqTypesMeasured = false;         ///< the Sequence field edits the measured sequence
     QLabel* m_accumLabel = nullptr;
     QSpinBox* m_seq = nullptr;
     QComboBox* m_checkpoint = nullptr;
@@ -74,6 +85,7 @@ private:
     QSpinBox* m_measuredD = nullptr;
     QComboBox* m_measuredP = nullptr;
     QLabel* m_measuredInfo = nullptr;
+    QToolButton* m_measuredInfoToggle = nullptr;
     QPushButton* m_addRunButton = nullptr;
     bool m_updating = false;
 };

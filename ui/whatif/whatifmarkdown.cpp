@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "ui/whatif/whatifmarkdown.h"
 
+#include "core/whatif/batchratio.h"
 #include "core/whatif/whatifjson.h"
 #include "ui/plot/categorystyle.h"
 
@@ -60,8 +61,9 @@ QString whatIfMarkdown(const Projection& p, const Ladder& ladder, const Calibrat
     const LeverConfig& c = p.config;
     QString md = QObject::tr("Configuration: micro-batch %1, accumulation %2 (effective batch %3), sequence %4, checkpointing %5, "
                     "precision %6, optimizer %7, ZeRO %8 over %9 devices")
-                     .arg(QString::fromStdString(countText(c.microBatch)), QString::fromStdString(countText(c.accum)),
-                          QString::fromStdString(countText(throughputKnown(c) ? c.effectiveBatch() : 0)),
+                     .arg(QString::fromStdString(microBatchText(c.microBatch, p.microBatchUnits)),
+                          QString::fromStdString(countText(c.accum)),
+                          QString::fromStdString(countText(throughputKnown(p) ? c.effectiveBatch() : 0)),
                           QString::fromStdString(countText(c.seq)))
                      .arg(QString::fromStdString(std::string(checkpointName(c.checkpoint, c.checkpointEvery))),
                           QString::fromStdString(std::string(precisionName(c.precision))),
@@ -78,7 +80,7 @@ QString whatIfMarkdown(const Projection& p, const Ladder& ladder, const Calibrat
                    QString::fromStdString(std::string(verdictName(p.verdict))))
               .arg(p.time.total, 0, 'f', 3)
               .arg(p.time.relative, 0, 'f', 2)
-              .arg(throughputKnown(c) ? QObject::tr("%1 tokens/s").arg(p.time.tokensPerSecond, 0, 'f', 0)
+              .arg(throughputKnown(p) ? QObject::tr("%1 tokens/s").arg(p.time.tokensPerSecond, 0, 'f', 0)
                                       : QObject::tr("tokens/s unknown (the measured micro-batch, sequence and devices "
                                                     "are not known)"));
     for (const QString& line : replayLines(p))
@@ -140,7 +142,7 @@ QString projectionSummaryHtml(const Projection& p, const DeviceSpec& device, con
                     .arg(projected(p.peak), projected(p.peakLow), projected(p.peakHigh),
                          QString::fromStdString(std::string(stepPhaseLabel(p.peakPhase))), color,
                          QString::fromStdString(std::string(verdictName(p.verdict))), QString::fromStdString(device.name));
-    if (p.config.microBatch > 0 && p.config.seq > 0 && p.config.devices > 0)
+    if (throughputKnown(p))
         s += QObject::tr("Step time <b>%1 s</b> (x%2), %3 tokens/s; effective batch %4")
                  .arg(p.time.total, 0, 'f', 3)
                  .arg(p.time.relative, 0, 'f', 2)

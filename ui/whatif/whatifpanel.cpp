@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "ui/whatif/whatifpanel.h"
 
+#include "core/whatif/batchratio.h"
+
 #include "ui/whatif/wheelguard.h"
 
 #include "ui/plot/categorystyle.h"
@@ -268,7 +270,7 @@ void WhatIfPanel::setConstants(const WhatIfConstants& k)
     m_k = k;
     if (m_trace) {
         if (m_haveBase)
-            setPending(m_config); // the levers stay where the user put them
+            setPending(m_config, m_base.microBatchUnits); // the levers stay where the user put them
         recalibrate();
     } else if (m_dims) {
         setAnalyticModel(*m_dims, m_config);
@@ -296,6 +298,9 @@ bool WhatIfPanel::editConstants()
 
 void WhatIfPanel::setStated(const StatedConfig& stated)
 {
+    // The levers the user moved stay moved over the recalibration a measured value starts.
+    if (m_haveBase && !(m_config == m_base.config))
+        setPending(m_config, m_base.microBatchUnits);
     m_stated = stated;
     if (m_trace)
         recalibrate();
@@ -330,12 +335,18 @@ void WhatIfPanel::applyCalibration(const CalibrationJob::Outcome& out)
     if (out.analysis)
         m_analysis = out.analysis;
     m_error = out.error;
-    m_cal = out.calibration;
+    // Without the measured micro-batch the lever still moves, in ratios of the measured run.
+    m_cal = out.calibration ? std::optional<Calibration>(withBatchRatios(*out.calibration)) : std::nullopt;
     m_runsText = out.runsText;
     m_haveBase = m_cal.has_value();
     if (m_cal) {
         m_base = m_cal->baseline;
-        m_config = m_pendingConfig ? rebasedLevers(*m_pendingConfig, m_pendingFrom, m_base.config) : m_base.config;
+        // The moves made meanwhile, in the new calibration's units (a ratio becomes a count
+        // once the measured micro-batch is known).
+        m_config = m_pendingConfig ? rebasedLevers(inBaselineUnits(*m_pendingConfig, m_pendingUnits, m_base),
+                                                   inBaselineUnits(m_pendingFrom, m_pendingFromUnits, m_base),
+                                                   m_base.config)
+                                   : m_base.config;
         lockUnknown(m_config);
         QStringList lines;
         for (const auto& m : m_cal->measured)
@@ -357,11 +368,14 @@ void WhatIfPanel::applyCalibration(const CalibrationJob::Outcome& out)
 
 bool WhatIfPanel::isCalibrating() const { return m_calJob->isRunning(); }
 
-void WhatIfPanel::setPending(const LeverConfig& c)
+void WhatIfPanel::setPending(const LeverConfig& c, int units)
 {
-    if (!m_pendingConfig)
+    if (!m_pendingConfig) {
         m_pendingFrom = m_base.config;
+        m_pendingFromUnits = m_base.microBatchUnits;
+    }
     m_pendingConfig = c;
+    m_pendingUnits = units;
 }
 
 void WhatIfPanel::finishCalibration() { m_calJob->finishNow(); }
@@ -378,7 +392,7 @@ void WhatIfPanel::readControls()
     lockUnknown(c);
     m_config = c;
     if (isCalibrating()) // what the user sets meanwhile is laid over the calibration to come
-        setPending(c);
+        setPending(c, m_base.microBatchUnits);
 }
 
 void WhatIfPanel::lockUnknown(LeverConfig& c) const
@@ -389,7 +403,7 @@ void WhatIfPanel::lockUnknown(LeverConfig& c) const
     if (!m_cal)
         return;
     const LeverConfig& b = m_base.config;
-    if (!m_cal->known("micro_batch") || c.microBatch <= 0)
+    if ((!m_cal->known("micro_batch") && m_base.microBatchUnits == 0) || c.microBatch <= 0)
         c.microBatch = b.microBatch;
     if (!m_cal->known("seq") || c.seq <= 0)
         c.seq = b.seq;
@@ -410,11 +424,13 @@ void WhatIfPanel::writeControls()
     m_updating = false;
 }
 
-void WhatIfPanel::setConfig(const LeverConfig& config)
+void WhatIfPanel::setConfig(const LeverConfig& config) { setConfigIn(config, m_base.microBatchUnits); }
+
+void WhatIfPanel::setConfigIn(const LeverConfig& config, int units)
 {
     if (isCalibrating()) // applied over the calibration that is on its way
-        setPending(config);
-    m_config = config;
+        setPending(config, units);
+    m_config = isCalibrating() ? config : inBaselineUnits(config, units, m_base);
     writeControls();
     recompute();
 }
@@ -567,6 +583,7 @@ WhatIfSettings WhatIfPanel::settings() const
 {
     WhatIfSettings st;
     st.config = m_config;
+    st.microBatchUnits = m_base.microBatchUnits;
     st.stated = m_stated;
     st.capacityBytes = m_device.capacityBytes;
     st.spendFirst = m_spendFirst;
@@ -594,7 +611,7 @@ bool WhatIfPanel::restoreSettings(const QString& json)
         setStated(st->stated);
     if (st->capacityBytes > 0 && st->capacityBytes != m_device.capacityBytes)
         m_device = deviceForCapacity(st->capacityBytes);
-    setConfig(st->config);
+    setConfigIn(st->config, st->microBatchUnits);
     m_levers->showCapacity(m_device.capacityBytes);
     m_allocator->setCapacity(m_device.capacityBytes);
     return true;

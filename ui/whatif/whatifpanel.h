@@ -77,6 +77,8 @@ public:
     /// The levers the ladder started from, and the measured run's (the calibration's).
     const LeverConfig& ladderStart() const { return m_ladderStart; }
     const LeverConfig& measuredConfig() const { return m_base.config; }
+    /// > 0: the micro-batch levers are ratios of the measured run (core/whatif/batchratio.h).
+    int microBatchUnits() const { return m_base.microBatchUnits; }
     /// What the user set (levers, measured values, capacity, constants).
     WhatIfSettings settings() const;
     /// What the user set, as JSON for the trace's user data (native format) and the postmortem.
@@ -126,8 +128,11 @@ private:
     void rebuildLadder();
     void readControls();
     void lockUnknown(LeverConfig& config) const;
-    /// Keeps `c` to lay over the calibration on its way (only the levers moved from the last one).
-    void setPending(const LeverConfig& c);
+    /// Keeps `c` to lay over the calibration on its way (only the levers moved from the last one);
+    /// `units`: what its micro-batch counts per measured run (0: a count; batchratio.h).
+    void setPending(const LeverConfig& c, int units);
+    /// setConfig() for a configuration whose micro-batch counts `units` per measured run.
+    void setConfigIn(const LeverConfig& config, int units);
     void writeControls();
     void applyRung(QListWidgetItem* item);
     void showSummary();
@@ -142,6 +147,7 @@ private:
     ProjectedTimelineJob* m_timelineJob;
     std::optional<LeverConfig> m_pendingConfig; ///< set while calibrating: applied over it
     LeverConfig m_pendingFrom; ///< the calibration m_pendingConfig's moves were made from
+    int m_pendingUnits = 0, m_pendingFromUnits = 0; ///< their micro-batch units (batchratio.h)
     WhatIfBaseline m_base;
     bool m_haveBase = false;
     WhatIfConstants m_k;
