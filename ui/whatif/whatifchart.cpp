@@ -27,9 +27,10 @@ WhatIfChart::WhatIfChart(QWidget* parent)
     setMinimumSize(300, 160); // short enough to share a laptop screen with the timeline, narrow enough for a half-window dock
 }
 
-void WhatIfChart::set(const Projection* measured, const Projection& projected)
+void WhatIfChart::set(const Projection* measured, const Projection& projected, int iteration)
 {
     m_hasMeasured = measured != nullptr;
+    m_iteration = iteration;
     if (measured)
         m_measured = *measured;
     m_projected = projected;
@@ -138,6 +139,12 @@ void WhatIfChart::paintEvent(QPaintEvent*)
                 p.drawLine(cx - 6, y(ph.low), cx + 6, y(ph.low));
                 p.drawLine(cx - 6, y(ph.high), cx + 6, y(ph.high));
             }
+            if (measuredBar && m_iteration >= 0 && ph.measured >= 0) {
+                // What the trace itself held there: a first iteration has no optimizer state
+                // yet, so it may sit well below the steady state.
+                p.setPen(QPen(palette().color(QPalette::Text), 2.5));
+                p.drawLine(x - 4, y(ph.measured), x + barW + 4, y(ph.measured));
+            }
             if (ph.phase == pr.peakPhase && !measuredBar) {
                 p.setPen(palette().color(QPalette::Text));
                 p.drawText(QRect(x - 20, y(ph.high) - lineH - 2, barW + 40, lineH), Qt::AlignCenter, QStringLiteral("peak"));
@@ -169,10 +176,14 @@ void WhatIfChart::paintEvent(QPaintEvent*)
         p.drawLine(area.left(), y(usable), area.right(), y(usable));
     }
     // Legend: beside the bars when there is room, else under them.
-    if (!fullCaptions) {
+    QStringList key;
+    if (!fullCaptions)
+        key << (m_hasMeasured ? tr("S steady state (projected at the measured setting), P projected") : tr("P projected"));
+    if (m_hasMeasured && m_iteration >= 0)
+        key << tr("\u2501 measured (iteration %1)").arg(m_iteration);
+    if (!key.isEmpty()) {
         p.setPen(palette().color(QPalette::Text));
-        p.drawText(QRect(area.left(), area.top() - lineH, area.width(), lineH), Qt::AlignRight,
-                   m_hasMeasured ? tr("S steady state at the measured setting, P projected") : tr("P projected"));
+        p.drawText(QRect(area.left(), area.top() - lineH, area.width(), lineH), Qt::AlignRight, key.join(QStringLiteral(" \u00b7 ")));
     }
     const int lx0 = legendRight ? area.right() + 12 : 8;
     const int ly0 = legendRight ? area.top() : area.bottom() + 2 * lineH + 6;

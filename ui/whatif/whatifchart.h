@@ -17,8 +17,10 @@ class WhatIfChart : public QWidget {
     Q_OBJECT
 public:
     explicit WhatIfChart(QWidget* parent = nullptr);
-    /// `measured` may be null (analytic mode).
-    void set(const Projection* measured, const Projection& projected);
+    /// `measured` may be null (analytic mode): the model's steady state at the measured setting.
+    /// `iteration` >= 0: the calibration's iteration, whose own allocated bytes (each phase's
+    /// `measured`) are marked on that bar, "measured (iteration N)".
+    void set(const Projection* measured, const Projection& projected, int iteration = -1);
 
     static QColor componentColor(const std::string& name);
 
@@ -27,6 +29,7 @@ protected:
 
 private:
     bool m_hasMeasured = false;
+    int m_iteration = -1;
     Projection m_measured, m_projected;
 };
 

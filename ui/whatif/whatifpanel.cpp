@@ -468,7 +468,7 @@ void WhatIfPanel::recompute()
     m_projection = project(m_base, m_config, m_k, m_device);
     m_lastRecomputeUs = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
     m_measured = project(m_base, m_base.config, m_k, m_device);
-    m_chart->set(m_cal ? &m_measured : nullptr, m_projection);
+    m_chart->set(m_cal ? &m_measured : nullptr, m_projection, m_cal ? m_cal->iteration : -1);
     const Projection& p = m_projection;
     m_summaryText = projectionSummaryHtml(p, m_device, m_k);
     showSummary();
