@@ -44,18 +44,23 @@ int main(int argc, char** argv)
 
     std::string analyzeFile;
     bool analyzeJson = false, analyzeMarkdown = false, analyzeByModule = false;
-    std::string capacityText;
+    std::string capacityText, analyzeCategories;
     size_t analyzeTop = 10;
     auto* analyze = app.add_subcommand("analyze", "Phases, categories, the peak's anatomy, fragmentation and a diagnosis");
     analyze->add_option("FILE", analyzeFile, "Snapshot file")->required();
     auto* analyzeJsonFlag = analyze->add_flag("--json", analyzeJson, "Machine-readable JSON output");
-    analyze->add_flag("--markdown", analyzeMarkdown, "A postmortem section in Markdown (the GUI's Export Postmortem text)")
+    auto* analyzeMarkdownFlag = analyze->add_flag("--markdown", analyzeMarkdown, "A postmortem section in Markdown (the GUI's Export Postmortem text)")
         ->excludes(analyzeJsonFlag);
     analyze->add_option("--top", analyzeTop, "Rows of the code alive at the peak (default 10)")->check(CLI::PositiveNumber);
     analyze->add_flag("--by-module", analyzeByModule,
                       "Also what is alive at the peak by module: the recorder's module names, else the module "
                       "frames of the stacks (in --json always: groups_at_peak.by_module)");
     analyze->add_option("--capacity", capacityText, "Device capacity, e.g. 80GiB, 24GB or a byte count");
+    analyze->add_option("--categories", analyzeCategories,
+                        "Your own categories: a JSON rules file (regular expressions over the frames' function and "
+                        "file names and user_metadata; first match wins; docs/categories-and-phases.md); adds what "
+                        "is alive at the peak by them (in --json: groups_at_peak.by_user_category)")
+        ->excludes(analyzeMarkdownFlag);
 
     std::string convertIn, convertOut;
     bool convertRaw = false;
@@ -106,14 +111,24 @@ int main(int argc, char** argv)
                 return 2;
             }
         }
+        std::optional<headroom::UserCategories> categories;
+        try {
+            if (!analyzeCategories.empty())
+                categories = headroom::UserCategories::load(analyzeCategories);
+        } catch (const headroom::UserCategoriesError& e) {
+            std::cerr << "headroom-cli: --categories: " << e.what() << "\n";
+            return 2;
+        }
+        const headroom::UserCategories* rules = categories ? &*categories : nullptr;
         try {
             auto trace = headroom::Loader::load(analyzeFile);
             if (analyzeJson)
-                headroom::cli::printJson(headroom::analysisJson(*trace, capacity, analyzeTop));
+                headroom::cli::printJson(headroom::analysisJson(*trace, capacity, analyzeTop, rules));
             else if (analyzeMarkdown)
                 std::cout << headroom::analysisMarkdown(*trace, capacity, analyzeTop);
             else
-                std::cout << headroom::wrapLines(headroom::analysisText(*trace, capacity, analyzeTop, analyzeByModule));
+                std::cout << headroom::wrapLines(
+                    headroom::analysisText(*trace, capacity, analyzeTop, analyzeByModule, rules));
             return 0;
         } catch (const headroom::LoadError& e) {
             std::cerr << "headroom-cli: " << e.what() << "\n";

@@ -54,12 +54,34 @@ void keepLargest(std::vector<T>& v, size_t top, Bytes bytes)
         v.resize(top);
 }
 
+/// The user's category rule that claims `a`, if any, counts it.
+void claim(LiveGroups& out, const UserCategories& rules, const FrameTable& ft, const TraceEvents& events,
+           const Allocation& a, TensorCategory category)
+{
+    const std::string_view meta =
+        rules.readsMetadata() ? userMetadataAt(events.userMetadata, ft.strings(), a.start) : std::string_view();
+    const int r = rules.match(ft, a.stack, meta);
+    if (r < 0) {
+        out.unclaimedBytes += a.size;
+        ++out.unclaimedCount;
+        return;
+    }
+    UserCategoryGroup& g = out.byUserCategory[size_t(r)];
+    ++g.count;
+    g.bytes += a.size;
+    g.byCategory[size_t(category)] += a.size;
+}
+
 } // namespace
 
 LiveGroups LiveGroups::at(const LoadedTrace& trace, size_t deviceIndex, const DeviceAnalysis& analysis, int64_t event,
-                          size_t top, size_t frameCount)
+                          size_t top, size_t frameCount, const UserCategories* rules)
 {
     LiveGroups out;
+    if (rules)
+        for (const UserCategoryRule& r : rules->rules())
+            out.byUserCategory.push_back({r.name, r.color, 0, 0, {}});
+    const TraceEvents& events = trace.snapshot.devices[deviceIndex].trace;
     out.event = event;
     const MemoryTimeline& tl = trace.timelines[deviceIndex];
     const FrameTable& ft = trace.snapshot.frames;
@@ -89,7 +111,9 @@ LiveGroups LiveGroups::at(const LoadedTrace& trace, size_t deviceIndex, const De
         ++g.group.count;
         g.group.bytes += a.size;
         g.byPhase[size_t(c.birthPhase)] += a.size;
-        const RecordedTensor* rec = recordedTensorAt(trace.snapshot.devices[deviceIndex].trace.tensors, a.start);
+        if (rules)
+            claim(out, *rules, ft, events, a, c.category);
+        const RecordedTensor* rec = recordedTensorAt(events.tensors, a.start);
         const uint32_t m = moduleForwardFrame(ft, a.stack);
         if ((rec && rec->hasModule) || m != UINT32_MAX) {
             const bool named = rec && rec->hasModule;

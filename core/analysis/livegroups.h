@@ -5,6 +5,7 @@
 // 9.4 GiB of gradients from BmmBackward0::apply" instead of 96 identical rows. Used by
 // `headroom-cli analyze`, the MCP server's `peak` and the postmortem's table.
 
+#include "core/analysis/usercategories.h"
 #include "core/analysis/memoryanalysis.h"
 
 #include <array>
@@ -40,6 +41,14 @@ struct ModuleGroup {
     std::array<int64_t, kTensorCategoryCount> byCategory{};
 };
 
+/// Allocations alive at the moment that one user-defined category rule claims
+/// (core/analysis/usercategories.h): the first rule that matches wins.
+struct UserCategoryGroup {
+    std::string name, color;
+    int64_t count = 0, bytes = 0;
+    std::array<int64_t, kTensorCategoryCount> byCategory{};
+};
+
 struct LiveGroups {
     int64_t event = -1;
     int64_t bytes = 0, count = 0; ///< everything alive
@@ -49,10 +58,15 @@ struct LiveGroups {
     std::vector<ModuleGroup> byModule; ///< largest first, at most `top`; empty without module frames
     int64_t moduleBytes = 0;           ///< alive under some module's forward
     int64_t recordedModuleBytes = 0;   ///< of which named by a recorder
+    /// One per rule of the categories file, in its order (empty without one); what no rule
+    /// claims is `unclaimedBytes`.
+    std::vector<UserCategoryGroup> byUserCategory;
+    int64_t unclaimedBytes = 0, unclaimedCount = 0;
 
     /// `event` -1 is before the first event, as everywhere. `frameCount`: frames kept per group.
+    /// `rules`: the user's categories file, for byUserCategory.
     static LiveGroups at(const LoadedTrace& trace, size_t deviceIndex, const DeviceAnalysis& analysis, int64_t event,
-                         size_t top, size_t frameCount = 3);
+                         size_t top, size_t frameCount = 3, const UserCategories* rules = nullptr);
 };
 
 } // namespace headroom

@@ -73,6 +73,22 @@ void printModules(std::ostream& os, const nlohmann::json& g)
     }
 }
 
+void printUserCategories(std::ostream& os, const nlohmann::json& g, const std::string& source)
+{
+    const nlohmann::json& u = g["by_user_category"];
+    os << "\n  alive at the peak by your categories (" << source << ", first matching rule wins):\n";
+    for (const auto& r : u["rules"]) {
+        os << "    " << formatBytes(r["bytes"].get<int64_t>()) << " in " << r["count"].get<int64_t>() << "  "
+           << r["name"].get<std::string>();
+        std::string cats;
+        for (auto& [k, v] : r["by_category"].items())
+            cats += (cats.empty() ? "" : ", ") + k + " " + formatBytes(v.get<int64_t>());
+        os << (cats.empty() ? std::string() : "  (" + cats + ")") << "\n";
+    }
+    os << "    " << formatBytes(u["unclaimed_bytes"].get<int64_t>()) << " in " << u["unclaimed_count"].get<int64_t>()
+       << "  (no rule)\n";
+}
+
 } // namespace
 
 std::string liveGroupRowsText(const nlohmann::json& g)
@@ -121,19 +137,37 @@ nlohmann::json liveGroupsJson(const LiveGroups& g)
                            {"bytes", m.bytes},
                            {"by_category", std::move(cats)}});
     }
-    return {{"event_index", g.event},
-            {"bytes", g.bytes},
-            {"count", g.count},
-            {"by_category", categoryMap(g.breakdown)},
-            {"by_phase", phaseMap(g.breakdown)},
-            {"by_stack", std::move(stacks)},
-            {"stack_groups", g.stackGroups},
-            {"by_module", std::move(modules)},
-            {"module_bytes", g.moduleBytes},
-            {"recorded_module_bytes", g.recordedModuleBytes}};
+    nlohmann::json out = {{"event_index", g.event},
+                          {"bytes", g.bytes},
+                          {"count", g.count},
+                          {"by_category", categoryMap(g.breakdown)},
+                          {"by_phase", phaseMap(g.breakdown)},
+                          {"by_stack", std::move(stacks)},
+                          {"stack_groups", g.stackGroups},
+                          {"by_module", std::move(modules)},
+                          {"module_bytes", g.moduleBytes},
+                          {"recorded_module_bytes", g.recordedModuleBytes}};
+    if (!g.byUserCategory.empty())
+        out["by_user_category"] = userCategoriesJson(g);
+    return out;
 }
 
-nlohmann::json analysisJson(const LoadedTrace& trace, std::optional<int64_t> capacity, size_t top)
+nlohmann::json userCategoriesJson(const LiveGroups& g)
+{
+    nlohmann::json rows = nlohmann::json::array();
+    for (const UserCategoryGroup& u : g.byUserCategory) {
+        nlohmann::json cats = nlohmann::json::object();
+        for (size_t c = 0; c < kTensorCategoryCount; ++c)
+            if (u.byCategory[c] > 0)
+                cats[std::string(categoryLowerName(TensorCategory(c)))] = u.byCategory[c];
+        rows.push_back({{"name", u.name}, {"color", u.color}, {"count", u.count}, {"bytes", u.bytes},
+                        {"by_category", std::move(cats)}});
+    }
+    return {{"rules", std::move(rows)}, {"unclaimed_bytes", g.unclaimedBytes}, {"unclaimed_count", g.unclaimedCount}};
+}
+
+nlohmann::json analysisJson(const LoadedTrace& trace, std::optional<int64_t> capacity, size_t top,
+                            const UserCategories* categories)
 {
     const Snapshot& snap = trace.snapshot;
     nlohmann::json devices = nlohmann::json::array();
@@ -170,7 +204,7 @@ nlohmann::json analysisJson(const LoadedTrace& trace, std::optional<int64_t> cap
                                {"frames", snap.frames.topFrameLines(al.stack, 3)}});
         }
         j["top_at_peak"] = topRows;
-        j["groups_at_peak"] = liveGroupsJson(LiveGroups::at(trace, d, a, tl.peakEventIndex, top));
+        j["groups_at_peak"] = liveGroupsJson(LiveGroups::at(trace, d, a, tl.peakEventIndex, top, 3, categories));
         nlohmann::json iters = nlohmann::json::array();
         for (const IterationPeak& p : a.iterationPeaks)
             iters.push_back({{"iteration", p.iteration},
@@ -237,9 +271,10 @@ nlohmann::json analysisJson(const LoadedTrace& trace, std::optional<int64_t> cap
     return {{"file", snap.path}, {"devices", devices}};
 }
 
-std::string analysisText(const LoadedTrace& trace, std::optional<int64_t> capacity, size_t top, bool byModule)
+std::string analysisText(const LoadedTrace& trace, std::optional<int64_t> capacity, size_t top, bool byModule,
+                         const UserCategories* categories)
 {
-    const nlohmann::json j = analysisJson(trace, capacity, top);
+    const nlohmann::json j = analysisJson(trace, capacity, top, categories);
     std::ostringstream os;
     os << trace.snapshot.path << "\n";
     for (const auto& d : j["devices"]) {
@@ -259,6 +294,8 @@ std::string analysisText(const LoadedTrace& trace, std::optional<int64_t> capaci
         printGroups(os, d["groups_at_peak"]);
         if (byModule)
             printModules(os, d["groups_at_peak"]);
+        if (categories)
+            printUserCategories(os, d["groups_at_peak"], categories->source());
         const auto& fj = d["fragmentation_judged"];
         const std::string moment = fj["moment"].get<std::string>();
         const int64_t judgedEvent = fj["event_index"].get<int64_t>();

@@ -15,15 +15,21 @@ namespace headroom {
 /// one and grouped by the code that allocated them),
 /// fragmentation and the diagnosis.
 /// `top`: rows of the allocations alive at the peak grouped by the code that made them.
-nlohmann::json analysisJson(const LoadedTrace& trace, std::optional<int64_t> capacity, size_t top = 10);
-/// `byModule`: also what is alive at the peak by module (recorded names, else module frames).
+/// `categories`: the user's categories file; groups_at_peak then holds `by_user_category`.
+nlohmann::json analysisJson(const LoadedTrace& trace, std::optional<int64_t> capacity, size_t top = 10,
+                            const UserCategories* categories = nullptr);
+/// `byModule`: also what is alive at the peak by module (recorded names, else module frames);
+/// `categories`: also what is alive at the peak by the user's categories.
 std::string analysisText(const LoadedTrace& trace, std::optional<int64_t> capacity, size_t top = 10,
-                         bool byModule = false);
+                         bool byModule = false, const UserCategories* categories = nullptr);
 /// Every device's postmortem section (core/report/postmortemmarkdown), for pasting.
 std::string analysisMarkdown(const LoadedTrace& trace, std::optional<int64_t> capacity, size_t top = 10);
 
-/// `groups`' allocations by stack and by module, as `analyze` and MCP's `peak` write them.
+/// `groups`' allocations by stack and by module, as `analyze` and MCP's `peak` write them
+/// (and by the user's categories, when `groups` has them).
 nlohmann::json liveGroupsJson(const LiveGroups& groups);
+/// `{"rules": [{name, color, count, bytes, by_category}], "unclaimed_bytes", "unclaimed_count"}`.
+nlohmann::json userCategoriesJson(const LiveGroups& groups);
 /// The rows of liveGroupsJson's `by_stack` as text: "    96 x 100.00 MiB = 9.38 GiB  gradients,
 /// born in backward", then "by" the user's code and the other frames under it.
 std::string liveGroupRowsText(const nlohmann::json& groups);

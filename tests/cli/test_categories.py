@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""`headroom-cli analyze --categories FILE`: the user's own categories. On the bundled sample
+the rule groups and the unclaimed rest add up to what is alive at the peak, the text agrees
+with the JSON, and a bad rules file exits 2 with the file, the rule and what is wrong.
+Stdlib only.
+
+    test_categories.py --cli BUILD/app/headroom-cli --source REPO --workdir DIR
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+
+def run(cli, *args):
+    r = subprocess.run([cli] + list(args), capture_output=True, text=True)
+    return r.returncode, r.stdout, r.stderr
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cli", required=True)
+    ap.add_argument("--source", required=True)
+    ap.add_argument("--workdir", required=True)
+    args = ap.parse_args()
+    os.makedirs(args.workdir, exist_ok=True)
+    problems = []
+    sample = os.path.join(args.source, "sample_traces", "pt27_kk_memory_ctx128_fullstep.pickle.gz")
+    rules = os.path.join(args.source, "tests", "data", "categories", "example.json")
+
+    rc, out, err = run(args.cli, "analyze", sample, "--categories", rules, "--json")
+    if rc != 0:
+        problems.append("analyze --categories --json exited %d: %s" % (rc, err))
+    else:
+        g = json.loads(out)["devices"][0]["groups_at_peak"]
+        u = g["by_user_category"]
+        names = [r["name"] for r in u["rules"]]
+        total = sum(r["bytes"] for r in u["rules"]) + u["unclaimed_bytes"]
+        print("sample: %s; unclaimed %d of %d bytes" % (
+            ", ".join("%s %d" % (r["name"], r["bytes"]) for r in u["rules"]), u["unclaimed_bytes"], g["bytes"]))
+        if names != ["optimizer step", "attention", "autograd backward", "model code"]:
+            problems.append("the rules in the file's order, got %r" % names)
+        if total != g["bytes"]:
+            problems.append("rule groups and the unclaimed rest (%d) must add up to the live bytes (%d)" % (total, g["bytes"]))
+        opt = u["rules"][0]
+        if opt["bytes"] <= 0 or opt["by_category"].get("optimizer_state", 0) <= 0:
+            problems.append("the optimizer step rule must claim the optimizer state: %r" % opt)
+        if u["rules"][0]["color"] != "#8e44ad":
+            problems.append("the rule's colour is carried: %r" % u["rules"][0])
+        rc2, text, _ = run(args.cli, "analyze", sample, "--categories", rules)
+        if rc2 != 0 or "by your categories" not in text or "optimizer step" not in text or "(no rule)" not in text:
+            problems.append("the text report lists the categories:\n" + text[-2000:])
+    rc, out, _ = run(args.cli, "analyze", sample, "--json")
+    if rc == 0 and "by_user_category" in json.loads(out)["devices"][0]["groups_at_peak"]:
+        problems.append("without --categories there is no by_user_category")
+
+    bad = {
+        "regex.json": ('{"categories": [{"name": "a", "function": "(x"}]}',
+                       'rule 1 ("a"): "function" is not a valid regular expression'),
+        "key.json": ('[{"name": "a", "fucntion": "x"}]', 'unknown key "fucntion"'),
+        "json.json": ('{"categories": [}', "not JSON at byte"),
+    }
+    for name, (text, expected) in bad.items():
+        path = os.path.join(args.workdir, name)
+        with open(path, "w") as f:
+            f.write(text)
+        rc, out, err = run(args.cli, "analyze", sample, "--categories", path)
+        if rc != 2 or path not in err or expected not in err or out:
+            problems.append("%s: expected exit 2 naming the file and %r, got %d: %s" % (name, expected, rc, err))
+    rc, _, err = run(args.cli, "analyze", sample, "--categories", rules, "--markdown")
+    if rc == 0:
+        problems.append("--categories with --markdown must be refused, not ignored")
+
+    for p in problems:
+        print("FAIL:", p)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
