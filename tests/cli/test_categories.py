@@ -7,6 +7,7 @@ Stdlib only.
     test_categories.py --cli BUILD/app/headroom-cli --source REPO --workdir DIR
 """
 import argparse
+import glob
 import json
 import os
 import subprocess
@@ -71,6 +72,24 @@ def main():
     rc, _, err = run(args.cli, "analyze", sample, "--categories", rules, "--markdown")
     if rc == 0:
         problems.append("--categories with --markdown must be refused, not ignored")
+
+    # Every real file in the repository: the groups add up on each device.
+    real = sorted(glob.glob(os.path.join(args.source, "tests", "data", "real", "*")))
+    real = [f for f in real if os.path.isfile(f) and not f.endswith((".md", ".txt", ".py"))]
+    for f in real:
+        rc, out, err = run(args.cli, "analyze", f, "--categories", rules, "--json")
+        if rc != 0:
+            problems.append("%s: analyze --categories exited %d: %s" % (os.path.basename(f), rc, err.strip()))
+            continue
+        for d in json.loads(out)["devices"]:
+            g = d["groups_at_peak"]
+            u = g["by_user_category"]
+            claimed = sum(r["bytes"] for r in u["rules"])
+            if claimed + u["unclaimed_bytes"] != g["bytes"]:
+                problems.append("%s device %d: groups do not add up" % (os.path.basename(f), d["device"]))
+            print("%s device %d: %d of %d bytes claimed" % (os.path.basename(f), d["device"], claimed, g["bytes"]))
+    if not real:
+        problems.append("no real files found under tests/data/real")
 
     for p in problems:
         print("FAIL:", p)
