@@ -19,6 +19,8 @@
 #include "ui/shell/reloadbar.h"
 #include "ui/shell/shortcutsdialog.h"
 #include "ui/shell/startpage.h"
+#include "ui/shell/usercategoriesdialog.h"
+#include "ui/views/breakdownview.h"
 #include "ui/timeline/timelineview.h"
 
 #include <QApplication>
@@ -68,6 +70,7 @@ MainWindow::MainWindow(QWidget* parent)
     m_explorer->analysis()->setDefaultCapacity(m_prefs.defaultCapacity);
     createActions();
     m_explorer->restoreLayout();
+    applyUserCategories(QSettings().value(QStringLiteral("categories/rules")).toString());
     m_startPage = new StartPage(m_recent, this);
     connect(m_startPage, &StartPage::openRequested, this, &MainWindow::showOpenDialog);
     connect(m_startPage, &StartPage::fileRequested, this, &MainWindow::openFile);
@@ -183,6 +186,8 @@ void MainWindow::createActions()
     prefs->setObjectName(QStringLiteral("actionPreferences"));
     prefs->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Comma));
     prefs->setMenuRole(QAction::PreferencesRole);
+    QAction* cats = settings->addAction(tr("Your &Categories\u2026"), this, &MainWindow::showUserCategories);
+    cats->setObjectName(QStringLiteral("actionUserCategories"));
     QMenu* help = menuBar()->addMenu(tr("&Help"));
     QAction* keys = help->addAction(tr("&Keyboard Shortcuts"), this, &MainWindow::showShortcuts);
     keys->setObjectName(QStringLiteral("actionShortcuts"));
@@ -278,6 +283,35 @@ void MainWindow::showPreferences()
     dialog->setAttribute(Qt::WA_DeleteOnClose);
     connect(dialog, &QDialog::accepted, this, [this, dialog] { setPreferences(dialog->preferences()); });
     dialog->open();
+}
+
+void MainWindow::showUserCategories()
+{
+    auto* dialog = new UserCategoriesDialog(QSettings().value(QStringLiteral("categories/rules")).toString(),
+                                            m_explorer->data(), this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    connect(dialog, &QDialog::accepted, this, [this, dialog] {
+        // Remembered as the default for every file (headroom-cli takes the same text as --categories).
+        QSettings().setValue(QStringLiteral("categories/rules"), dialog->rulesText());
+        m_explorer->breakdown()->setUserCategories(dialog->rules());
+    });
+    dialog->open();
+}
+
+bool MainWindow::applyUserCategories(const QString& rulesText)
+{
+    if (rulesText.trimmed().isEmpty()) {
+        m_explorer->breakdown()->setUserCategories(nullptr);
+        return true;
+    }
+    try {
+        m_explorer->breakdown()->setUserCategories(
+            std::make_shared<UserCategories>(UserCategories::parse(rulesText.toStdString(), "the saved categories")));
+        return true;
+    } catch (const UserCategoriesError& e) {
+        statusBar()->showMessage(tr("Your categories are not used: %1").arg(QString::fromStdString(e.what())), 15000);
+        return false;
+    }
 }
 
 void MainWindow::showShortcuts()

@@ -67,6 +67,11 @@ public:
     void setPreferences(const Preferences& prefs);
     /// Settings ▸ Preferences, Help ▸ Keyboard Shortcuts, Help ▸ About (window-modal, not blocking).
     void showPreferences();
+    /// Settings ▸ Your Categories: the rules dialog; accepted, the Breakdown shows them.
+    void showUserCategories();
+    /// The user's category rules (saved text) on the Breakdown; false, with a status message,
+    /// when the text is not a valid rules file.
+    bool applyUserCategories(const QString& rulesText);
     void showShortcuts();
     void showAbout();
 

@@ -81,6 +81,9 @@ BreakdownView::BreakdownView(Selection*, QWidget* parent)
     m_plot->plotLayout()->setRowStretchFactor(0, 0.001);
     m_categoryRect = new QCPAxisRect(m_plot);
     m_phaseRect = new QCPAxisRect(m_plot);
+    m_userRect = new QCPAxisRect(m_plot); // laid out only with the user's categories
+    m_userTitle = new QCPTextElement(m_plot, tr("by your categories"), QFont(font().family(), font().pointSize()));
+    m_userTitle->setObjectName(QStringLiteral("sub"));
     auto* catTitle = new QCPTextElement(m_plot, tr("by tensor category"), QFont(font().family(), font().pointSize()));
     auto* phaseTitle = new QCPTextElement(m_plot, tr("by phase of birth"), QFont(font().family(), font().pointSize()));
     catTitle->setObjectName(QStringLiteral("sub"));
@@ -90,7 +93,7 @@ BreakdownView::BreakdownView(Selection*, QWidget* parent)
     grid->addElement(1, 0, m_categoryRect);
     grid->addElement(1, 1, m_phaseRect);
     grid->setRowStretchFactor(0, 0.001);
-    for (QCPAxisRect* r : {m_categoryRect, m_phaseRect}) {
+    for (QCPAxisRect* r : {m_categoryRect, m_phaseRect, m_userRect}) {
         r->axis(QCPAxis::atBottom)->setTicker(QSharedPointer<QCPAxisTicker>(new ByteAxisTicker));
         r->axis(QCPAxis::atLeft)->grid()->setVisible(false);
         r->axis(QCPAxis::atLeft)->setTickLength(0, 0);
@@ -99,11 +102,52 @@ BreakdownView::BreakdownView(Selection*, QWidget* parent)
         r->axis(QCPAxis::atTop)->setVisible(false);
         r->axis(QCPAxis::atRight)->setVisible(false);
     }
+    showUserColumn(false);
     applyPalette();
     rebuild();
 }
 
 BreakdownView::~BreakdownView() = default;
+
+void BreakdownView::showUserColumn(bool on)
+{
+    // Out of the layout the rect and its axes must not draw either (they would at 0,0).
+    m_userRect->setVisible(on);
+    m_userTitle->setVisible(on);
+    for (QCPAxis* axis : m_userRect->axes())
+        axis->setVisible(on && (axis->axisType() == QCPAxis::atLeft || axis->axisType() == QCPAxis::atBottom));
+}
+
+void BreakdownView::setUserCategories(std::shared_ptr<const UserCategories> rules)
+{
+    auto* grid = static_cast<QCPLayoutGrid*>(m_plot->plotLayout()->element(1, 0));
+    if (rules && !m_rules) {
+        grid->addElement(0, 2, m_userTitle);
+        grid->addElement(1, 2, m_userRect);
+    } else if (!rules && m_rules) {
+        grid->take(m_userTitle);
+        grid->take(m_userRect);
+        grid->simplify();
+    }
+    showUserColumn(rules != nullptr);
+    m_rules = std::move(rules);
+    rebuild();
+}
+
+void BreakdownView::fillUserCategories(const QColor& text)
+{
+    const LiveGroups g = LiveGroups::at(*m_data->trace, m_data->deviceIndex, m_data->analysis, m_event, 0, 1, m_rules.get());
+    m_userGroups = g.byUserCategory;
+    std::vector<Bar> bars;
+    size_t auto_ = 0;
+    for (const UserCategoryGroup& u : m_userGroups) {
+        // A rule without its own colour takes one of the phase palette's, in turn.
+        const QColor c = u.color.empty() ? phaseColor(Phase(auto_++ % kPhaseCount)) : QColor(QString::fromStdString(u.color));
+        bars.push_back({QString::fromStdString(u.name), u.bytes, c});
+    }
+    bars.push_back({tr("(no rule)"), g.unclaimedBytes, QColor(0x9e, 0x9e, 0x9e)});
+    fillRect(m_plot, m_userRect, bars, g.bytes, text);
+}
 
 void BreakdownView::setData(const ExplorerDataPtr& data)
 {
@@ -162,6 +206,9 @@ void BreakdownView::rebuild()
     std::stable_sort(phases.begin(), phases.end(), [](const Bar& a, const Bar& b) { return a.bytes > b.bytes; });
     fillRect(m_plot, m_categoryRect, cats, m_breakdown.total, text);
     fillRect(m_plot, m_phaseRect, phases, m_breakdown.total, text);
+    m_userGroups.clear();
+    if (m_rules)
+        fillUserCategories(text);
     m_plot->replot(QCustomPlot::rpQueuedReplot);
 }
 
@@ -187,7 +234,7 @@ void BreakdownView::applyPalette()
     m_title->setTextColor(text);
     for (auto* el : m_plot->findChildren<QCPTextElement*>())
         el->setTextColor(text);
-    for (QCPAxisRect* r : {m_categoryRect, m_phaseRect}) {
+    for (QCPAxisRect* r : {m_categoryRect, m_phaseRect, m_userRect}) {
         QColor grid = text;
         grid.setAlpha(40);
         for (QCPAxis* axis : r->axes())

@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include "core/analysis/livegroups.h"
 #include "ui/explorer/explorerview.h"
+
+#include <memory>
+#include <vector>
 
 #include <QWidget>
 
@@ -13,7 +17,8 @@ namespace headroom {
 
 /// Live bytes at the selected event as horizontal bars, by tensor category and by phase
 /// of birth, each with its size and share. With a range selected it shows the range's
-/// maximum (the event in it with the most memory allocated).
+/// maximum (the event in it with the most memory allocated). With the user's categories, a third
+/// column shows what each of their rules claims.
 class BreakdownView : public QWidget, public ExplorerView {
     Q_OBJECT
 public:
@@ -27,6 +32,12 @@ public:
     void selectionChanged(const SelectionState& state, Selection::Fields fields) override;
     void render(QCPPainter* painter, const QSize& size) override;
 
+    /// The user's categories (Settings ▸ Your Categories): a third column of bars, what each
+    /// rule claims at the shown event and what none does. Null: none.
+    void setUserCategories(std::shared_ptr<const UserCategories> rules);
+    /// What the third column shows (tests): empty without rules.
+    const std::vector<UserCategoryGroup>& userCategories() const { return m_userGroups; }
+
     /// What the bars show (tests).
     const Breakdown& breakdown() const { return m_breakdown; }
     int64_t shownEvent() const { return m_event; }
@@ -38,12 +49,18 @@ protected:
 
 private:
     void rebuild();
+    void fillUserCategories(const QColor& text);
+    void showUserColumn(bool on);
     void applyPalette();
 
     QCustomPlot* m_plot;
     QCPTextElement* m_title;
     QCPAxisRect* m_categoryRect;
     QCPAxisRect* m_phaseRect;
+    QCPAxisRect* m_userRect;
+    QCPTextElement* m_userTitle;
+    std::shared_ptr<const UserCategories> m_rules;
+    std::vector<UserCategoryGroup> m_userGroups;
     ExplorerDataPtr m_data;
     SelectionState m_selection;
     Breakdown m_breakdown;

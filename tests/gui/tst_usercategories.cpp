@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: MIT
+// Settings ▸ Your Categories (issue 30): the rules dialog tests the rules on the open file and
+// refuses a bad one, naming the rule; accepted, the Breakdown's third column shows what each
+// rule claims at the selected event, adding up to what is alive.
+#include <catch2/catch.hpp>
+
+#include "core/io/loader.h"
+#include "ui/explorer/explorerdata.h"
+#include "ui/shell/usercategoriesdialog.h"
+#include "ui/views/breakdownview.h"
+
+#include <qcustomplot.h>
+
+#include <QLabel>
+#include <QPlainTextEdit>
+#include <QTableWidget>
+#include <QTemporaryDir>
+
+using namespace headroom;
+
+namespace {
+
+ExplorerDataPtr sample()
+{
+    static ExplorerDataPtr data = ExplorerData::compute(
+        Loader::load(std::string(HEADROOM_REAL_TRACES_DIR) + "/pt27_kk_memory_ctx128_fullstep.pickle"), 0);
+    return data;
+}
+
+const char* const kRules = R"({"categories": [
+  {"name": "optimizer step", "function": "^(step|_multi_tensor_adamw|_fused_adamw)$", "color": "#8e44ad"},
+  {"name": "autograd backward", "function": "Backward"}
+]})";
+
+} // namespace
+
+TEST_CASE("Your Categories: tested on the open file, a bad rule refused by name", "[categories]")
+{
+    UserCategoriesDialog dialog(QString::fromUtf8(kRules), sample());
+    auto* status = dialog.findChild<QLabel*>(QStringLiteral("categoriesStatus"));
+    auto* table = dialog.findChild<QTableWidget*>(QStringLiteral("categoriesTest"));
+    REQUIRE(status);
+    REQUIRE(table);
+    // Opened on a file, it has tested the rules already: two rules and the unclaimed rest.
+    REQUIRE(dialog.rules());
+    CHECK(table->rowCount() == 3);
+    CHECK(table->item(0, 0)->text() == QStringLiteral("optimizer step"));
+    CHECK(table->item(0, 1)->text().contains(QStringLiteral("GiB")));
+    CHECK(table->item(2, 0)->text() == QStringLiteral("(no rule)"));
+    CHECK(status->text().contains(QStringLiteral("2 rule(s), valid")));
+
+    // Saved and read back, the same rules.
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("rules.json"));
+    REQUIRE(dialog.saveFile(path));
+
+    // A bad expression: no rules, the error names the rule; OK does not close on it.
+    auto* text = dialog.findChild<QPlainTextEdit*>(QStringLiteral("categoriesText"));
+    REQUIRE(text);
+    text->setPlainText(QStringLiteral(R"([{"name": "broken", "function": "(x"}])"));
+    CHECK_FALSE(dialog.test());
+    CHECK_FALSE(dialog.rules());
+    CHECK(status->text().contains(QStringLiteral("rule 1 (&quot;broken&quot;)")));
+    dialog.open();
+    dialog.accept();
+    CHECK(dialog.isVisible());
+    CHECK(dialog.result() != QDialog::Accepted);
+
+    REQUIRE(dialog.openFile(path));
+    CHECK(dialog.rules()->rules().size() == 2);
+    dialog.accept();
+    CHECK(dialog.result() == QDialog::Accepted);
+}
+
+TEST_CASE("The Breakdown's third column: what each of the user's rules claims, following the event",
+          "[categories]")
+{
+    const ExplorerDataPtr data = sample();
+    BreakdownView view(nullptr);
+    view.resize(900, 400);
+    view.setData(data);
+    CHECK(view.userCategories().empty());
+    CHECK(view.plot()->axisRects().size() == 2);
+
+    auto rules = std::make_shared<UserCategories>(UserCategories::parse(kRules, "rules"));
+    view.setUserCategories(rules);
+    CHECK(view.plot()->axisRects().size() == 3);
+    REQUIRE(view.userCategories().size() == 2);
+    const int64_t atPeak = view.userCategories()[0].bytes;
+    CHECK(atPeak > 0); // the optimizer's state is alive at the peak
+    // Bars: the rules and "(no rule)" add up to the live total.
+    double sum = 0;
+    for (int i = 0; i < view.plot()->plottableCount(); ++i)
+        if (auto* bars = qobject_cast<QCPBars*>(view.plot()->plottable(i)))
+            if (bars->keyAxis()->axisRect() == view.plot()->axisRects().at(2))
+                sum += bars->data()->constBegin()->value;
+    CHECK(sum == double(view.breakdown().total));
+
+    // Another event: before the optimizer step, the rule claims nothing.
+    SelectionState s;
+    s.event = data->timeline().peakEventIndex / 2;
+    view.selectionChanged(s, Selection::Event);
+    CHECK(view.shownEvent() == s.event);
+    CHECK(view.userCategories()[0].bytes < atPeak);
+
+    // None again: back to two columns.
+    view.setUserCategories(nullptr);
+    CHECK(view.plot()->axisRects().size() == 2);
+    CHECK(view.userCategories().empty());
+}
