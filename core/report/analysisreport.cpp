@@ -89,6 +89,16 @@ void printUserCategories(std::ostream& os, const nlohmann::json& g, const std::s
        << "  (no rule)\n";
 }
 
+/// The categories with bytes, by their JSON names.
+nlohmann::json categoryBytesJson(const std::array<int64_t, kTensorCategoryCount>& byCategory)
+{
+    nlohmann::json cats = nlohmann::json::object();
+    for (size_t c = 0; c < kTensorCategoryCount; ++c)
+        if (byCategory[c] > 0)
+            cats[std::string(categoryLowerName(TensorCategory(c)))] = byCategory[c];
+    return cats;
+}
+
 } // namespace
 
 std::string liveGroupRowsText(const nlohmann::json& g)
@@ -126,16 +136,12 @@ nlohmann::json liveGroupsJson(const LiveGroups& g)
                           {"size", row.size}});
     nlohmann::json modules = nlohmann::json::array();
     for (const ModuleGroup& m : g.byModule) {
-        nlohmann::json cats = nlohmann::json::object();
-        for (size_t c = 0; c < kTensorCategoryCount; ++c)
-            if (m.byCategory[c] > 0)
-                cats[std::string(categoryLowerName(TensorCategory(c)))] = m.byCategory[c];
         modules.push_back({{"name", m.name},
                            {"forward", m.forward},
                            {"source", m.name.empty() ? "stack" : "recorded"},
                            {"count", m.count},
                            {"bytes", m.bytes},
-                           {"by_category", std::move(cats)}});
+                           {"by_category", categoryBytesJson(m.byCategory)}});
     }
     nlohmann::json out = {{"event_index", g.event},
                           {"bytes", g.bytes},
@@ -156,12 +162,8 @@ nlohmann::json userCategoriesJson(const LiveGroups& g)
 {
     nlohmann::json rows = nlohmann::json::array();
     for (const UserCategoryGroup& u : g.byUserCategory) {
-        nlohmann::json cats = nlohmann::json::object();
-        for (size_t c = 0; c < kTensorCategoryCount; ++c)
-            if (u.byCategory[c] > 0)
-                cats[std::string(categoryLowerName(TensorCategory(c)))] = u.byCategory[c];
         rows.push_back({{"name", u.name}, {"color", u.color}, {"count", u.count}, {"bytes", u.bytes},
-                        {"by_category", std::move(cats)}});
+                        {"by_category", categoryBytesJson(u.byCategory)}});
     }
     return {{"rules", std::move(rows)}, {"unclaimed_bytes", g.unclaimedBytes}, {"unclaimed_count", g.unclaimedCount}};
 }

@@ -127,7 +127,8 @@ std::vector<std::string> LeverConfig::differences(const LeverConfig& b, int micr
     if (precision != b.precision) out.push_back("precision=" + std::string(precisionName(precision)));
     if (optimizer != b.optimizer) out.push_back("optimizer=" + std::string(optimizerName(optimizer)));
     if (zero != b.zero) out.push_back("zero=" + std::to_string(zero));
-    if (devices != b.devices) out.push_back("devices=" + std::to_string(devices));
+    // 0 is "unknown", which a projection reads as one device: filling it in changes nothing.
+    if (std::max(1, devices) != std::max(1, b.devices)) out.push_back("devices=" + std::to_string(devices));
     if (offload != b.offload) out.push_back("offload=" + std::string(offloadName(offload)));
     if (flashAttention != b.flashAttention) out.push_back(flashAttention ? "flash_attn=on" : "flash_attn=off");
     if (trainableFraction != b.trainableFraction) out.push_back("lora_fraction=" + num(trainableFraction));

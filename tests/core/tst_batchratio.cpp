@@ -27,6 +27,14 @@ TEST_CASE("Ratios of the measured micro-batch are worded as ratios", "[whatif][r
     c.microBatch = 8; // x2
     CHECK(countedFromRatio(c, 4, 16).microBatch == 32);
     CHECK(countedFromRatio(c, 0, 16).microBatch == 8); // already a count
+
+    // A rung does not "set devices=1" where the count was unknown (0 projects as one device).
+    LeverConfig unknown, one;
+    unknown.devices = 0;
+    one.devices = 1;
+    CHECK(one.differences(unknown).empty());
+    one.devices = 2;
+    CHECK(one.differences(unknown) == std::vector<std::string>{"devices=2"});
 }
 
 TEST_CASE("A ratio of an unknown micro-batch projects as the count would", "[whatif][ratio]")
