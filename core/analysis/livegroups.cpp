@@ -59,7 +59,7 @@ void claim(LiveGroups& out, const UserCategories& rules, const FrameTable& ft, c
            const Allocation& a, TensorCategory category)
 {
     const std::string_view meta =
-        rules.readsMetadata() ? userMetadataAt(events.userMetadata, ft.strings(), a.start) : std::string_view();
+        rules.readsMetadata() ? entryStringAt(events.userMetadata, ft.strings(), a.start) : std::string_view();
     const int r = rules.match(ft, a.stack, meta);
     if (r < 0) {
         out.unclaimedBytes += a.size;

@@ -155,14 +155,4 @@ int UserCategories::match(const FrameTable& ft, uint32_t stack, std::string_view
     return -1;
 }
 
-std::string_view userMetadataAt(const std::vector<std::pair<uint32_t, uint32_t>>& metadata, const StringPool& strings,
-                                int64_t event)
-{
-    if (event < 0)
-        return {};
-    const auto it = std::lower_bound(metadata.begin(), metadata.end(), std::pair<uint32_t, uint32_t>(uint32_t(event), 0),
-                                     [](const auto& a, const auto& b) { return a.first < b.first; });
-    return it != metadata.end() && it->first == uint32_t(event) ? strings.get(it->second) : std::string_view();
-}
-
 } // namespace headroom

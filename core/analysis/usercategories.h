@@ -62,9 +62,4 @@ private:
     mutable std::unordered_map<uint32_t, std::vector<bool>> m_frameMatches;
 };
 
-/// The `user_metadata` string recorded on the trace entry `event` (sorted sparse pairs of
-/// event and string id), or empty.
-std::string_view userMetadataAt(const std::vector<std::pair<uint32_t, uint32_t>>& metadata, const StringPool& strings,
-                                int64_t event);
-
 } // namespace headroom

@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-// The recorder's record of the allocation made at one event (TraceEvents::tensors, sorted
-// by event): one lookup for the laws and the module grouping.
+// What the file records beside the allocation made at one event: the recorder's record
+// (TraceEvents::tensors) and PyTorch's sparse strings (user_metadata, compile_context), all
+// sorted by event: one lookup for the laws, the groupings and the views.
 
 #include "core/model/snapshotmodel.h"
 
 #include <algorithm>
 #include <cstdint>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -22,6 +24,41 @@ inline const RecordedTensor* recordedTensorAt(const std::vector<std::pair<uint32
     const auto it = std::lower_bound(tensors.begin(), tensors.end(), uint32_t(event),
                                      [](const auto& p, uint32_t e) { return p.first < e; });
     return it != tensors.end() && it->first == uint32_t(event) ? &it->second : nullptr;
+}
+
+/// The string a sparse per-entry list (TraceEvents::userMetadata, compileContext) holds for
+/// `event`; empty when it has none.
+inline std::string_view entryStringAt(const std::vector<std::pair<uint32_t, uint32_t>>& entries,
+                                      const StringPool& strings, int64_t event)
+{
+    if (event < 0 || entries.empty())
+        return {};
+    const auto it = std::lower_bound(entries.begin(), entries.end(), uint32_t(event),
+                                     [](const auto& p, uint32_t e) { return p.first < e; });
+    return it != entries.end() && it->first == uint32_t(event) ? strings.get(it->second) : std::string_view();
+}
+
+/// The recorder's names (docs/formats.md): "optimizer_state", "forward".
+inline std::string_view recordedKindName(RecordedTensor::Kind k)
+{
+    using K = RecordedTensor::Kind;
+    switch (k) {
+    case K::Parameter: return "parameter";
+    case K::Buffer: return "buffer";
+    case K::Gradient: return "gradient";
+    case K::OptimizerState: return "optimizer_state";
+    case K::Activation: return "activation";
+    case K::Temporary: return "temporary";
+    case K::Input: return "input";
+    case K::Unknown: break;
+    }
+    return "unknown";
+}
+
+inline std::string_view recordedPhaseName(RecordedTensor::Phase p)
+{
+    using P = RecordedTensor::Phase;
+    return p == P::Forward ? "forward" : p == P::Backward ? "backward" : p == P::Optimizer ? "optimizer" : "unknown";
 }
 
 } // namespace headroom

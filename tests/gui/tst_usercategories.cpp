@@ -7,6 +7,7 @@
 #include "core/io/loader.h"
 #include "ui/explorer/explorerdata.h"
 #include "ui/shell/usercategoriesdialog.h"
+#include "ui/views/allocationsmodel.h"
 #include "ui/views/breakdownview.h"
 
 #include <qcustomplot.h>
@@ -107,4 +108,40 @@ TEST_CASE("The Breakdown's third column: what each of the user's rules claims, f
     view.setUserCategories(nullptr);
     CHECK(view.plot()->axisRects().size() == 2);
     CHECK(view.userCategories().empty());
+}
+
+TEST_CASE("An allocation's details show its user_metadata and the recorder's record", "[categories]")
+{
+    // user_metadata: a 2.8-era entry written by PyTorch's memory-metadata API.
+    const std::string doc = R"({"segments": [{"device": 0, "address": 4096, "total_size": 8192, "stream": 0,
+        "blocks": [{"size": 8192, "state": "inactive"}]}],
+        "device_traces": [[{"action": "alloc", "addr": 4096, "size": 4096, "stream": 0, "time_us": 1,
+            "frames": [{"filename": "train.py", "line": 3, "name": "main"}], "user_metadata": "kv_cache.layer3",
+            "compile_context": "torch/_dynamo: graph 0"}]]})";
+    const ExplorerDataPtr tagged =
+        ExplorerData::compute(Loader::loadBytes("tagged.json", std::vector<uint8_t>(doc.begin(), doc.end())), 0);
+    AllocationsModel model;
+    model.resetData(tagged, {0});
+    CHECK(model.recordText(0).contains(QStringLiteral("user_metadata: kv_cache.layer3")));
+    CHECK(model.recordText(0).contains(QStringLiteral("compile context: torch/_dynamo: graph 0")));
+
+    // A CPU recording with the recorder's headroom_tensor: shape, kind and module.
+    const ExplorerDataPtr shaped =
+        ExplorerData::compute(Loader::load(std::string(HEADROOM_SOURCE_DIR) + "/tests/data/cpu/llama_base_shapes.pickle"), 0);
+    std::vector<size_t> all(shaped->timeline().allocations.size());
+    for (size_t i = 0; i < all.size(); ++i)
+        all[i] = i;
+    model.resetData(shaped, all);
+    int recorded = 0, withModule = 0;
+    for (size_t i = 0; i < all.size(); ++i) {
+        const QString t = model.recordText(int64_t(i));
+        recorded += t.contains(QStringLiteral("recorded: "));
+        withModule += t.contains(QStringLiteral("blocks."));
+    }
+    CHECK(recorded > 0);
+    CHECK(withModule > 0);
+    // The plain sample has none of it.
+    AllocationsModel plain;
+    plain.resetData(sample(), {0});
+    CHECK(plain.recordText(0).isEmpty());
 }

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "ui/views/allocationsmodel.h"
 
+#include "core/model/recordedtensors.h"
+
 #include "core/analysis/usercode.h"
 
 #include "core/util/units.h"
@@ -108,6 +110,36 @@ QString AllocationsModel::stackText(int64_t allocation) const
         if (!frames.isNoiseFrame(f))
             lines << QString::fromStdString(frames.formatFrame(f));
     return lines.isEmpty() ? tr("(no frames recorded)") : lines.join(QLatin1Char('\n'));
+}
+
+QString AllocationsModel::recordText(int64_t allocation) const
+{
+    if (!m_data || allocation < 0 || size_t(allocation) >= m_data->timeline().allocations.size())
+        return QString();
+    const Allocation& a = m_data->timeline().allocations[size_t(allocation)];
+    const TraceEvents& events = m_data->device().trace;
+    const StringPool& strings = m_data->frames().strings();
+    QStringList lines;
+    if (const std::string_view m = entryStringAt(events.userMetadata, strings, a.start); !m.empty())
+        lines << tr("user_metadata: %1").arg(QString::fromUtf8(m.data(), qsizetype(m.size())));
+    if (const std::string_view c = entryStringAt(events.compileContext, strings, a.start); !c.empty())
+        lines << tr("compile context: %1").arg(QString::fromUtf8(c.data(), qsizetype(c.size())));
+    if (const RecordedTensor* t = recordedTensorAt(events.tensors, a.start)) {
+        QStringList dims;
+        for (int64_t d : t->shape)
+            dims << QString::number(d);
+        const std::string_view dtype = strings.get(t->dtype), module = strings.get(t->module);
+        QString line = tr("recorded: %1, %2 [%3]")
+                           .arg(QString::fromUtf8(recordedKindName(t->kind).data()),
+                                QString::fromUtf8(dtype.data(), qsizetype(dtype.size())), dims.join(QStringLiteral(", ")));
+        if (t->phase != RecordedTensor::Phase::Unknown)
+            line += tr(", made in the %1").arg(QString::fromUtf8(recordedPhaseName(t->phase).data()));
+        line += !t->hasModule    ? tr(", outside any module's forward")
+                : module.empty() ? tr(", by the root module")
+                                 : tr(", by %1").arg(QString::fromUtf8(module.data(), qsizetype(module.size())));
+        lines << line;
+    }
+    return lines.join(QLatin1Char('\n'));
 }
 
 QVariant AllocationsModel::data(const QModelIndex& index, int role) const

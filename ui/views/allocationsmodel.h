@@ -32,6 +32,9 @@ public:
     int64_t allocationAt(int row) const;
     /// The full stack of an allocation, innermost frame first, one per line.
     QString stackText(int64_t allocation) const;
+    /// What the file records beside the allocation's stack, one line each: its user_metadata,
+    /// its compile context, the recorder's shape, dtype, kind and module; empty: nothing.
+    QString recordText(int64_t allocation) const;
 
 private:
     QString topFrame(int row) const;

@@ -171,7 +171,9 @@ void AllocationsView::showStack(int64_t allocation)
         return;
     }
     const Allocation& a = m_data->timeline().allocations[size_t(allocation)];
+    const QString record = m_model->recordText(allocation);
     m_stack->setPlainText(tr("%1 allocation at 0x%2\n").arg(formatBytesQ(a.size), QString::number(a.addr, 16))
+                          + (record.isEmpty() ? QString() : record + QLatin1Char('\n'))
                           + m_model->stackText(allocation));
 }
 
