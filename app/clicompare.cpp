@@ -74,6 +74,8 @@ nlohmann::json changes(const Comparison& c, bool grew)
         rows.emplace_back(c.phasesB[i] - c.phasesA[i], "phase", phaseName(i));
     for (const ModuleDiff& m : c.modules)
         rows.emplace_back(m.bytesDelta(), "module", m.forward);
+    for (const UserCategoryDiff& u : c.userCategories)
+        rows.emplace_back(u.bytesDelta(), "your category", u.name);
     // A line's allocations change size with the sequence or the batch: net per line.
     std::map<std::string, int64_t> byLine;
     for (const SignatureDiff& d : c.differences)
@@ -108,7 +110,7 @@ nlohmann::json comparisonJson(const Comparison& c, const Side& a, const Side& b)
         modules.push_back(
             {{"forward", m.forward}, {"a_bytes", m.bytesA}, {"b_bytes", m.bytesB}, {"delta_bytes", m.bytesDelta()}});
     const double growth = c.peakA > 0 ? double(c.peakB - c.peakA) / double(c.peakA) : 0.0;
-    return {{"file_a", a.trace->snapshot.path},
+    nlohmann::json out = {{"file_a", a.trace->snapshot.path},
             {"file_b", b.trace->snapshot.path},
             {"device_a", a.trace->snapshot.devices[a.index].device},
             {"device_b", b.trace->snapshot.devices[b.index].device},
@@ -127,14 +129,25 @@ nlohmann::json comparisonJson(const Comparison& c, const Side& a, const Side& b)
             {"by_stack", std::move(stacks)},
             {"grew", changes(c, true)},
             {"shrank", changes(c, false)}};
+    if (!c.userCategories.empty()) {
+        nlohmann::json rows = nlohmann::json::array();
+        for (const UserCategoryDiff& u : c.userCategories)
+            rows.push_back({{"name", u.name}, {"a_bytes", u.bytesA}, {"b_bytes", u.bytesB}, {"delta_bytes", u.bytesDelta()}});
+        out["by_user_category"] = std::move(rows);
+    }
+    return out;
 }
 
 void printChanges(std::ostream& os, const char* title, const nlohmann::json& rows, size_t top)
 {
     os << title << (rows.empty() ? " nothing\n" : "\n");
-    for (size_t i = 0; i < rows.size() && i < top; ++i)
-        os << "  " << signedBytes(rows[i]["delta_bytes"].get<int64_t>()) << "  " << rows[i]["kind"].get<std::string>()
-           << " " << compactFrame(rows[i]["name"].get<std::string>()) << "\n";
+    for (size_t i = 0; i < rows.size() && i < top; ++i) {
+        const std::string kind = rows[i]["kind"].get<std::string>(), name = rows[i]["name"].get<std::string>();
+        // Frames are shortened; a name in parentheses ("(no frames)", "(no rule)") is not a frame.
+        const bool frame = (kind == "stack" || kind == "module") && !name.starts_with("(");
+        os << "  " << signedBytes(rows[i]["delta_bytes"].get<int64_t>()) << "  " << kind << " "
+           << (frame ? compactFrame(name) : name) << "\n";
+    }
 }
 
 std::string comparisonText(const nlohmann::json& j)
@@ -170,10 +183,18 @@ std::string comparisonText(const nlohmann::json& j)
 CommandOutput runCompare(const CompareRequest& r, const TraceSource& source)
 {
     const double maxGrowth = r.maxGrowth.empty() ? 0.0 : percentOption("--max-growth", r.maxGrowth, 1e6, "5%");
+    std::optional<UserCategories> rules;
+    if (!r.categories.empty()) {
+        try {
+            rules = UserCategories::load(r.categories);
+        } catch (const UserCategoriesError& e) {
+            throw CommandError(std::string("--categories: ") + e.what());
+        }
+    }
     const Side a = loadSide(source, r.fileA, r.device);
     const Side b = loadSide(source, r.fileB, r.device);
-    const Comparison c =
-        Comparison::compute({a.trace.get(), a.index, &a.analysis}, {b.trace.get(), b.index, &b.analysis}, 50);
+    const Comparison c = Comparison::compute({a.trace.get(), a.index, &a.analysis}, {b.trace.get(), b.index, &b.analysis},
+                                             50, rules ? &*rules : nullptr);
     CommandOutput out;
     out.json = comparisonJson(c, a, b);
     out.text = comparisonText(out.json);
@@ -196,6 +217,9 @@ void CompareCommand::add(CLI::App& app)
     m_cmd->add_option("B", m_req.fileB, "The run after")->required();
     m_cmd->add_option("--device", m_req.device, "Device ordinal in both (default: each file's highest peak)");
     m_cmd->add_option("--max-growth", m_req.maxGrowth, "Exit 1 when B's peak grew more than this over A's, e.g. 5%");
+    m_cmd->add_option("--categories", m_req.categories,
+                      "Your own categories (a JSON rules file, as analyze takes): what each rule claims at each peak "
+                      "(in --json: by_user_category)");
     m_cmd->add_flag("--json", m_json, "Machine-readable JSON output");
 }
 

@@ -19,6 +19,7 @@ struct CompareRequest {
     std::string fileA, fileB;
     std::optional<int> device; ///< ordinal in both; default: each file's device with the highest peak
     std::string maxGrowth;     ///< empty: report only
+    std::string categories;    ///< the user's category rules file; empty: none
 };
 
 CommandOutput runCompare(const CompareRequest& r, const TraceSource& source);

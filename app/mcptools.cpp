@@ -217,7 +217,8 @@ CommandOutput replayTool(const json& arguments, TraceCache& cache)
 CommandOutput compareTool(const json& arguments, TraceCache& cache)
 {
     const ToolArgs a = argsFor(arguments, "compare");
-    return runCompare({a.text("file_a"), a.text("file_b"), a.integer("device"), a.text("max_growth")}, cache.source());
+    return runCompare({a.text("file_a"), a.text("file_b"), a.integer("device"), a.text("max_growth"), std::string()},
+                      cache.source());
 }
 
 CommandOutput doctorTool(const json& arguments, TraceCache& cache)

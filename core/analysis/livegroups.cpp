@@ -55,12 +55,12 @@ void keepLargest(std::vector<T>& v, size_t top, Bytes bytes)
 }
 
 /// The user's category rule that claims `a`, if any, counts it.
-void claim(LiveGroups& out, const UserCategories& rules, const FrameTable& ft, const TraceEvents& events,
-           const Allocation& a, TensorCategory category)
+void claim(LiveGroups& out, const UserCategories& rules, UserCategories::StackMatches& cache, const FrameTable& ft,
+           const TraceEvents& events, const Allocation& a, TensorCategory category)
 {
     const std::string_view meta =
         rules.readsMetadata() ? entryStringAt(events.userMetadata, ft.strings(), a.start) : std::string_view();
-    const int r = rules.match(ft, a.stack, meta);
+    const int r = rules.match(ft, a.stack, meta, cache);
     if (r < 0) {
         out.unclaimedBytes += a.size;
         ++out.unclaimedCount;
@@ -82,6 +82,7 @@ LiveGroups LiveGroups::at(const LoadedTrace& trace, size_t deviceIndex, const De
         for (const UserCategoryRule& r : rules->rules())
             out.byUserCategory.push_back({r.name, r.color, 0, 0, {}});
     const TraceEvents& events = trace.snapshot.devices[deviceIndex].trace;
+    UserCategories::StackMatches ruleCache;
     out.event = event;
     const MemoryTimeline& tl = trace.timelines[deviceIndex];
     const FrameTable& ft = trace.snapshot.frames;
@@ -112,7 +113,7 @@ LiveGroups LiveGroups::at(const LoadedTrace& trace, size_t deviceIndex, const De
         g.group.bytes += a.size;
         g.byPhase[size_t(c.birthPhase)] += a.size;
         if (rules)
-            claim(out, *rules, ft, events, a, c.category);
+            claim(out, *rules, ruleCache, ft, events, a, c.category);
         const RecordedTensor* rec = recordedTensorAt(events.tensors, a.start);
         const uint32_t m = moduleForwardFrame(ft, a.stack);
         if ((rec && rec->hasModule) || m != UINT32_MAX) {

@@ -73,9 +73,24 @@ std::vector<ModuleDiff> moduleDiffs(const CompareSide& a, const CompareSide& b, 
     return out;
 }
 
+std::vector<UserCategoryDiff> userCategoryDiffs(const CompareSide& a, const CompareSide& b, const UserCategories& rules)
+{
+    auto atPeak = [&](const CompareSide& s) {
+        const MemoryTimeline& tl = s.trace->timelines[s.deviceIndex];
+        return LiveGroups::at(*s.trace, s.deviceIndex, *s.analysis, tl.peakEventIndex, 0, 1, &rules);
+    };
+    const LiveGroups ga = atPeak(a), gb = atPeak(b);
+    std::vector<UserCategoryDiff> out;
+    for (size_t i = 0; i < rules.rules().size(); ++i)
+        out.push_back({rules.rules()[i].name, ga.byUserCategory[i].bytes, gb.byUserCategory[i].bytes});
+    out.push_back({"(no rule)", ga.unclaimedBytes, gb.unclaimedBytes});
+    return out;
+}
+
 } // namespace
 
-Comparison Comparison::compute(const CompareSide& a, const CompareSide& b, size_t maxDifferences)
+Comparison Comparison::compute(const CompareSide& a, const CompareSide& b, size_t maxDifferences,
+                               const UserCategories* rules)
 {
     Comparison c;
     const MemoryTimeline& ta = a.trace->timelines[a.deviceIndex];
@@ -94,6 +109,8 @@ Comparison Comparison::compute(const CompareSide& a, const CompareSide& b, size_
     c.phasesB = b.analysis->atPeak.byPhase;
     c.iterations = alignIterations(*a.analysis, *b.analysis);
     c.modules = moduleDiffs(a, b, maxDifferences);
+    if (rules)
+        c.userCategories = userCategoryDiffs(a, b, *rules);
 
     const auto sa = signaturesAtPeak(a);
     const auto sb = signaturesAtPeak(b);

@@ -42,6 +42,14 @@ struct ModuleDiff {
     int64_t bytesDelta() const { return bytesB - bytesA; }
 };
 
+/// Bytes at each peak that one of the user's category rules claims (the last row: what none
+/// does, named "(no rule)").
+struct UserCategoryDiff {
+    std::string name;
+    int64_t bytesA = 0, bytesB = 0;
+    int64_t bytesDelta() const { return bytesB - bytesA; }
+};
+
 /// Two snapshots side by side (before and after a fix, two ranks, two micro-batches): the
 /// peaks, the category totals at each peak and their differences, and the allocations
 /// live at one peak and not the other.
@@ -58,8 +66,11 @@ struct Comparison {
     /// Signatures whose count differs, largest byte difference first.
     std::vector<SignatureDiff> differences;
     int64_t onlyInA = 0, onlyInB = 0; ///< bytes of those differences, per side
+    /// With the user's categories: every rule in the file's order, then "(no rule)".
+    std::vector<UserCategoryDiff> userCategories;
 
-    static Comparison compute(const CompareSide& a, const CompareSide& b, size_t maxDifferences = 200);
+    static Comparison compute(const CompareSide& a, const CompareSide& b, size_t maxDifferences = 200,
+                              const UserCategories* rules = nullptr);
 };
 
 } // namespace headroom

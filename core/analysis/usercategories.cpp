@@ -136,14 +136,14 @@ bool UserCategories::matchesFrames(const UserCategoryRule& r, const FrameTable& 
     return false;
 }
 
-int UserCategories::match(const FrameTable& ft, uint32_t stack, std::string_view metadata) const
+int UserCategories::match(const FrameTable& ft, uint32_t stack, std::string_view metadata, StackMatches& cache) const
 {
-    auto it = m_frameMatches.find(stack);
-    if (it == m_frameMatches.end()) {
+    auto it = cache.find(stack);
+    if (it == cache.end()) {
         std::vector<bool> m(m_rules.size());
         for (size_t i = 0; i < m_rules.size(); ++i)
             m[i] = matchesFrames(m_rules[i], ft, stack);
-        it = m_frameMatches.emplace(stack, std::move(m)).first;
+        it = cache.emplace(stack, std::move(m)).first;
     }
     for (size_t i = 0; i < m_rules.size(); ++i) {
         if (!it->second[i])

@@ -47,9 +47,14 @@ public:
     /// Whether some rule reads `user_metadata` (a caller may skip looking it up otherwise).
     bool readsMetadata() const { return m_anyMetadata; }
 
+    /// Per stack, whether each rule's frame part matches it: a trace has far fewer stacks than
+    /// allocations. Stack ids mean nothing in another file's frame table, so one cache serves
+    /// one frame table (compare reads two files with the same rules).
+    using StackMatches = std::unordered_map<uint32_t, std::vector<bool>>;
+
     /// The first rule that matches an allocation of `stack` with `metadata` (empty: none
-    /// recorded); -1 when none does.
-    int match(const FrameTable& frames, uint32_t stack, std::string_view metadata) const;
+    /// recorded); -1 when none does. `cache` belongs to `frames`.
+    int match(const FrameTable& frames, uint32_t stack, std::string_view metadata, StackMatches& cache) const;
 
 private:
     bool matchesFrames(const UserCategoryRule& r, const FrameTable& frames, uint32_t stack) const;
@@ -57,9 +62,6 @@ private:
     std::vector<UserCategoryRule> m_rules;
     std::string m_source;
     bool m_anyMetadata = false;
-    /// Per stack, whether each rule's frame part matches it: a trace has far fewer stacks
-    /// than allocations.
-    mutable std::unordered_map<uint32_t, std::vector<bool>> m_frameMatches;
 };
 
 } // namespace headroom

@@ -92,7 +92,9 @@ def main():
         "check": [["check", "--json", silmont, "--max-peak", "70GiB", "--fit", "80GiB", "--baseline", kk,
                    "--max-growth", "5%"]],
         "doctor": [["doctor", "--json", silmont], ["doctor", "--json", proto5]],
-        "compare": [["compare", "--json", silmont, kk], ["compare", "--json", silmont, kk, "--max-growth", "5%"]],
+        "compare": [["compare", "--json", silmont, kk], ["compare", "--json", silmont, kk, "--max-growth", "5%"],
+                    ["compare", "--json", silmont, kk, "--categories",
+                     os.path.join(src, "tests", "data", "categories", "example.json")]],
         "replay": [["replay", "--json", silmont], ["replay", "--json", oom, "--alloc-conf", "expandable_segments:True"]],
     }
     documented = sections(os.path.join(src, "docs", "cli-json.md"))

@@ -73,6 +73,28 @@ def main():
     if rc == 0:
         problems.append("--categories with --markdown must be refused, not ignored")
 
+    # compare: each side's rows are what analyze says of that file (one set of rules, two
+    # files' frame tables).
+    silmont = os.path.join(args.source, "tests", "data", "real", "pt27_silmont_mem_snapshot.pickle")
+    rc, out, err = run(args.cli, "compare", silmont, sample, "--categories", rules, "--json")
+    if rc != 0:
+        problems.append("compare --categories exited %d: %s" % (rc, err))
+    else:
+        rows = {r["name"]: r for r in json.loads(out)["by_user_category"]}
+        for path, side in ((silmont, "a_bytes"), (sample, "b_bytes")):
+            _, aj, _ = run(args.cli, "analyze", path, "--categories", rules, "--json")
+            u = json.loads(aj)["devices"][0]["groups_at_peak"]["by_user_category"]
+            for r in u["rules"]:
+                if rows[r["name"]][side] != r["bytes"]:
+                    problems.append("compare's %s for %s (%d) is not analyze's (%d) on %s" % (
+                        side, r["name"], rows[r["name"]][side], r["bytes"], os.path.basename(path)))
+            if rows["(no rule)"][side] != u["unclaimed_bytes"]:
+                problems.append("compare's unclaimed %s differs from analyze's on %s" % (side, os.path.basename(path)))
+        print("compare: %s" % ", ".join("%s %+d" % (n, r["delta_bytes"]) for n, r in rows.items()))
+    rc, _, err = run(args.cli, "compare", silmont, sample, "--categories", os.path.join(args.workdir, "regex.json"))
+    if rc != 2 or "rule 1" not in err:
+        problems.append("compare with a bad rules file: expected exit 2 naming the rule, got %d: %s" % (rc, err))
+
     # Every real file in the repository: the groups add up on each device.
     real = sorted(glob.glob(os.path.join(args.source, "tests", "data", "real", "*")))
     real = [f for f in real if os.path.isfile(f) and not f.endswith((".md", ".txt", ".py"))]
