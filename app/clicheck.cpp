@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "app/clicheck.h"
 
+#include "core/analysis/livegroups.h"
 #include "core/analysis/memoryanalysis.h"
 #include "core/analysis/snapshotcompare.h"
 #include "core/util/units.h"
@@ -103,6 +104,40 @@ std::string listGrowth(const std::vector<std::pair<std::string, int64_t>>& g)
     return s.empty() ? "none" : s;
 }
 
+/// One --max-category limit: the rule's index and the size.
+struct CategoryLimit {
+    size_t rule = 0;
+    int64_t bytes = 0;
+};
+
+/// The --categories file and its --max-category limits, read before any load.
+std::vector<CategoryLimit> categoryLimits(const CheckRequest& req, std::optional<UserCategories>& rules)
+{
+    if (req.categories.empty() != req.maxCategory.empty())
+        throw Unusable(req.categories.empty() ? "--max-category: only with --categories RULES.json"
+                                              : "--categories: expected --max-category NAME=SIZE too");
+    if (req.categories.empty())
+        return {};
+    try {
+        rules = UserCategories::load(req.categories);
+    } catch (const UserCategoriesError& e) {
+        throw Unusable(std::string("--categories: ") + e.what());
+    }
+    std::vector<CategoryLimit> out;
+    for (const std::string& spec : req.maxCategory) {
+        const size_t eq = spec.rfind('=');
+        if (eq == std::string::npos || eq == 0)
+            throw Unusable("--max-category: expected NAME=SIZE, e.g. attention=8GiB, got '" + spec + "'");
+        const std::string name = spec.substr(0, eq);
+        const auto& rs = rules->rules();
+        const auto it = std::find_if(rs.begin(), rs.end(), [&](const UserCategoryRule& r) { return r.name == name; });
+        if (it == rs.end())
+            throw Unusable("--max-category: no rule named '" + name + "' in " + req.categories);
+        out.push_back({size_t(it - rs.begin()), sizeOption("--max-category", spec.substr(eq + 1))});
+    }
+    return out;
+}
+
 } // namespace
 
 void CheckCommand::add(CLI::App& app)
@@ -120,6 +155,9 @@ void CheckCommand::add(CLI::App& app)
                       "Fail when the peak allocated grew more than this over "
                       "--baseline, e.g. 5%");
     m_cmd->add_option("--device", m_req.device, "Device ordinal (default: the device with the highest peak)");
+    m_cmd->add_option("--categories", m_req.categories, "Your own categories (a JSON rules file, as analyze takes)");
+    m_cmd->add_option("--max-category", m_req.maxCategory,
+                      "NAME=SIZE: fail when that rule of --categories claims more at the peak (repeatable)");
     m_cmd->add_flag("--json", m_json, "Machine-readable JSON output");
 }
 
@@ -131,9 +169,11 @@ CommandOutput runCheck(const CheckRequest& req, const TraceSource& source)
         if (req.baseline.empty() != req.maxGrowth.empty())
             throw Unusable(req.baseline.empty() ? "--max-growth: only with --baseline OLD"
                                                 : "--baseline: expected --max-growth PCT too, e.g. --max-growth 5%");
-        if (req.maxPeak.empty() && req.fit.empty() && req.baseline.empty())
-            throw Unusable("check: nothing to check; expected --max-peak SIZE, --fit SIZE or --baseline OLD "
-                           "--max-growth PCT");
+        std::optional<UserCategories> rules;
+        const std::vector<CategoryLimit> limits = categoryLimits(req, rules);
+        if (req.maxPeak.empty() && req.fit.empty() && req.baseline.empty() && limits.empty())
+            throw Unusable("check: nothing to check; expected --max-peak SIZE, --fit SIZE, --baseline OLD "
+                           "--max-growth PCT or --categories RULES.json --max-category NAME=SIZE");
         // Every argument is checked before the (possibly slow) loads.
         // 0: not asked for (parseByteSize never returns 0; plain integers keep GCC's
         // -Wmaybe-uninitialized quiet, which misfires on optionals here).
@@ -187,6 +227,18 @@ CommandOutput runCheck(const CheckRequest& req, const TraceSource& source)
                                  formatBytes(limit) + ")"
                            : " does not fit " + formatBytes(fit) + " with " + percent(margin) + " free (limit " +
                                  formatBytes(limit) + ", over by " + formatBytes(peak - limit) + ")"));
+        }
+        if (!limits.empty()) {
+            const LiveGroups g = LiveGroups::at(*trace, di, a, tl.peakEventIndex, 0, 1, &*rules);
+            for (const CategoryLimit& l : limits) {
+                const UserCategoryGroup& u = g.byUserCategory[l.rule];
+                const bool ok = u.bytes <= l.bytes;
+                report({{"name", "max-category"}, {"category", u.name}, {"value_bytes", u.bytes}, {"limit_bytes", l.bytes}},
+                       ok,
+                       "'" + u.name + "' holds " + formatBytes(u.bytes) + " at the peak (" + where + ")" +
+                           (ok ? " <= " + formatBytes(l.bytes)
+                               : " exceeds " + formatBytes(l.bytes) + " by " + formatBytes(u.bytes - l.bytes)));
+            }
         }
         if (!req.baseline.empty()) {
             const auto base = loadInput(source, req.baseline, "--baseline");

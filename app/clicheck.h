@@ -14,6 +14,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace headroom::cli {
 
@@ -25,6 +26,8 @@ struct CheckRequest {
     std::string baseline;
     std::string maxGrowth;
     std::optional<int> device;
+    std::string categories;               ///< the user's category rules file (with maxCategory)
+    std::vector<std::string> maxCategory; ///< "NAME=SIZE": fail when that rule claims more at the peak
 };
 
 /// The checks of `r` on its file (the JSON of --json and of MCP's `check`); exit code 1 when

@@ -95,6 +95,22 @@ def main():
     if rc != 2 or "rule 1" not in err:
         problems.append("compare with a bad rules file: expected exit 2 naming the rule, got %d: %s" % (rc, err))
 
+    # check: a CI gate on one of the user's categories.
+    rc, out, err = run(args.cli, "check", sample, "--categories", rules, "--max-category", "optimizer step=20GiB",
+                       "--max-category", "attention=1GiB", "--json")
+    j = json.loads(out) if out else {}
+    cats = {c["category"]: c for c in j.get("checks", []) if c["name"] == "max-category"}
+    if rc != 1 or j.get("passed") is not False or cats.get("optimizer step", {}).get("passed") is not False \
+            or cats.get("attention", {}).get("passed") is not True:
+        problems.append("check --max-category: expected optimizer step to fail 20GiB, attention to pass: %d %r" % (rc, j))
+    for argv, expected in (
+            (["--categories", rules, "--max-category", "nope=1GiB"], "no rule named 'nope'"),
+            (["--max-category", "attention=1GiB"], "only with --categories"),
+            (["--categories", rules, "--max-category", "attention"], "expected NAME=SIZE")):
+        rc, _, err = run(args.cli, "check", sample, *argv)
+        if rc != 2 or expected not in err:
+            problems.append("check %s: expected exit 2 with %r, got %d: %s" % (" ".join(argv), expected, rc, err))
+
     # Every real file in the repository: the groups add up on each device.
     real = sorted(glob.glob(os.path.join(args.source, "tests", "data", "real", "*")))
     real = [f for f in real if os.path.isfile(f) and not f.endswith((".md", ".txt", ".py"))]
