@@ -229,9 +229,9 @@ CommandOutput runCheck(const CheckRequest& req, const TraceSource& source)
                                  formatBytes(limit) + ", over by " + formatBytes(peak - limit) + ")"));
         }
         if (!limits.empty()) {
-            const LiveGroups g = LiveGroups::at(*trace, di, a, tl.peakEventIndex, 0, 1, &*rules);
+            const UserCategoryTotals g = userCategoriesAt(*trace, di, a, tl.peakEventIndex, *rules);
             for (const CategoryLimit& l : limits) {
-                const UserCategoryGroup& u = g.byUserCategory[l.rule];
+                const UserCategoryGroup& u = g.groups[l.rule];
                 const bool ok = u.bytes <= l.bytes;
                 report({{"name", "max-category"}, {"category", u.name}, {"value_bytes", u.bytes}, {"limit_bytes", l.bytes}},
                        ok,

@@ -54,35 +54,19 @@ void keepLargest(std::vector<T>& v, size_t top, Bytes bytes)
         v.resize(top);
 }
 
-/// The user's category rule that claims `a`, if any, counts it.
-void claim(LiveGroups& out, const UserCategories& rules, UserCategories::StackMatches& cache, const FrameTable& ft,
-           const TraceEvents& events, const Allocation& a, TensorCategory category)
-{
-    const std::string_view meta =
-        rules.readsMetadata() ? entryStringAt(events.userMetadata, ft.strings(), a.start) : std::string_view();
-    const int r = rules.match(ft, a.stack, meta, cache);
-    if (r < 0) {
-        out.unclaimedBytes += a.size;
-        ++out.unclaimedCount;
-        return;
-    }
-    UserCategoryGroup& g = out.byUserCategory[size_t(r)];
-    ++g.count;
-    g.bytes += a.size;
-    g.byCategory[size_t(category)] += a.size;
-}
-
 } // namespace
 
 LiveGroups LiveGroups::at(const LoadedTrace& trace, size_t deviceIndex, const DeviceAnalysis& analysis, int64_t event,
                           size_t top, size_t frameCount, const UserCategories* rules)
 {
     LiveGroups out;
-    if (rules)
-        for (const UserCategoryRule& r : rules->rules())
-            out.byUserCategory.push_back({r.name, r.color, 0, 0, {}});
+    if (rules) {
+        UserCategoryTotals u = userCategoriesAt(trace, deviceIndex, analysis, event, *rules);
+        out.byUserCategory = std::move(u.groups);
+        out.unclaimedBytes = u.unclaimedBytes;
+        out.unclaimedCount = u.unclaimedCount;
+    }
     const TraceEvents& events = trace.snapshot.devices[deviceIndex].trace;
-    UserCategories::StackMatches ruleCache;
     out.event = event;
     const MemoryTimeline& tl = trace.timelines[deviceIndex];
     const FrameTable& ft = trace.snapshot.frames;
@@ -112,8 +96,6 @@ LiveGroups LiveGroups::at(const LoadedTrace& trace, size_t deviceIndex, const De
         ++g.group.count;
         g.group.bytes += a.size;
         g.byPhase[size_t(c.birthPhase)] += a.size;
-        if (rules)
-            claim(out, *rules, ruleCache, ft, events, a, c.category);
         const RecordedTensor* rec = recordedTensorAt(events.tensors, a.start);
         const uint32_t m = moduleForwardFrame(ft, a.stack);
         if ((rec && rec->hasModule) || m != UINT32_MAX) {
@@ -142,6 +124,35 @@ LiveGroups LiveGroups::at(const LoadedTrace& trace, size_t deviceIndex, const De
     for (auto& [frame, mg] : modules)
         out.byModule.push_back(std::move(mg));
     keepLargest(out.byModule, top, [](const ModuleGroup& g) { return g.bytes; });
+    return out;
+}
+
+UserCategoryTotals userCategoriesAt(const LoadedTrace& trace, size_t deviceIndex, const DeviceAnalysis& analysis,
+                                    int64_t event, const UserCategories& rules)
+{
+    UserCategoryTotals out;
+    for (const UserCategoryRule& r : rules.rules())
+        out.groups.push_back({r.name, r.color, 0, 0, {}});
+    const MemoryTimeline& tl = trace.timelines[deviceIndex];
+    const FrameTable& ft = trace.snapshot.frames;
+    const TraceEvents& events = trace.snapshot.devices[deviceIndex].trace;
+    UserCategories::StackMatches cache; // stack ids are this file's
+    for (size_t i : analysis.liveAt(tl, event)) {
+        const Allocation& a = tl.allocations[i];
+        out.bytes += a.size;
+        const std::string_view meta =
+            rules.readsMetadata() ? entryStringAt(events.userMetadata, ft.strings(), a.start) : std::string_view();
+        const int r = rules.match(ft, a.stack, meta, cache);
+        if (r < 0) {
+            out.unclaimedBytes += a.size;
+            ++out.unclaimedCount;
+            continue;
+        }
+        UserCategoryGroup& g = out.groups[size_t(r)];
+        ++g.count;
+        g.bytes += a.size;
+        g.byCategory[size_t(analysis.classes[i].category)] += a.size;
+    }
     return out;
 }
 

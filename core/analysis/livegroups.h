@@ -49,6 +49,19 @@ struct UserCategoryGroup {
     std::array<int64_t, kTensorCategoryCount> byCategory{};
 };
 
+/// What each of the user's rules claims among the allocations alive at one moment, and what
+/// none does: the groups add up to `bytes`, everything alive.
+struct UserCategoryTotals {
+    std::vector<UserCategoryGroup> groups; ///< one per rule, in the file's order
+    int64_t unclaimedBytes = 0, unclaimedCount = 0;
+    int64_t bytes = 0;
+};
+
+/// The user's categories alone at `event`, without the stack and module grouping LiveGroups
+/// makes: what the Breakdown redraws on every click, compare and check read at each peak.
+UserCategoryTotals userCategoriesAt(const LoadedTrace& trace, size_t deviceIndex, const DeviceAnalysis& analysis,
+                                    int64_t event, const UserCategories& rules);
+
 struct LiveGroups {
     int64_t event = -1;
     int64_t bytes = 0, count = 0; ///< everything alive

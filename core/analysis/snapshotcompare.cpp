@@ -77,12 +77,12 @@ std::vector<UserCategoryDiff> userCategoryDiffs(const CompareSide& a, const Comp
 {
     auto atPeak = [&](const CompareSide& s) {
         const MemoryTimeline& tl = s.trace->timelines[s.deviceIndex];
-        return LiveGroups::at(*s.trace, s.deviceIndex, *s.analysis, tl.peakEventIndex, 0, 1, &rules);
+        return userCategoriesAt(*s.trace, s.deviceIndex, *s.analysis, tl.peakEventIndex, rules);
     };
-    const LiveGroups ga = atPeak(a), gb = atPeak(b);
+    const UserCategoryTotals ga = atPeak(a), gb = atPeak(b);
     std::vector<UserCategoryDiff> out;
     for (size_t i = 0; i < rules.rules().size(); ++i)
-        out.push_back({rules.rules()[i].name, ga.byUserCategory[i].bytes, gb.byUserCategory[i].bytes});
+        out.push_back({rules.rules()[i].name, ga.groups[i].bytes, gb.groups[i].bytes});
     out.push_back({"(no rule)", ga.unclaimedBytes, gb.unclaimedBytes});
     return out;
 }

@@ -123,15 +123,12 @@ bool UserCategories::matchesFrames(const UserCategoryRule& r, const FrameTable& 
 {
     if (r.function.empty() && r.file.empty())
         return true;
+    auto found = [](std::string_view text, const std::regex& re) { return std::regex_search(text.begin(), text.end(), re); };
     for (uint32_t f : ft.stack(stack)) {
         const Frame& fr = ft.frame(f);
-        if (!r.function.empty() && !std::regex_search(ft.strings().get(fr.name).begin(),
-                                                      ft.strings().get(fr.name).end(), r.functionRe))
-            continue;
-        if (!r.file.empty() &&
-            !std::regex_search(ft.strings().get(fr.file).begin(), ft.strings().get(fr.file).end(), r.fileRe))
-            continue;
-        return true;
+        if ((r.function.empty() || found(ft.strings().get(fr.name), r.functionRe)) &&
+            (r.file.empty() || found(ft.strings().get(fr.file), r.fileRe)))
+            return true;
     }
     return false;
 }

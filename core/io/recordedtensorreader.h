@@ -6,6 +6,7 @@
 // malformed record is dropped, never trusted: it is what a recorder says, not what the
 // allocator did, and the trace stays valid without it.
 
+#include "core/model/recordedtensors.h"
 #include "core/model/snapshotmodel.h"
 
 #include <optional>
@@ -13,24 +14,24 @@
 
 namespace headroom {
 
+/// The names are recordedKindName's (core/model/recordedtensors.h): one table both ways.
 inline std::optional<RecordedTensor::Kind> recordedKindFromName(std::string_view s)
 {
     using K = RecordedTensor::Kind;
-    if (s == "parameter") return K::Parameter;
-    if (s == "buffer") return K::Buffer;
-    if (s == "gradient") return K::Gradient;
-    if (s == "optimizer_state") return K::OptimizerState;
-    if (s == "activation") return K::Activation;
-    if (s == "temporary") return K::Temporary;
-    if (s == "input") return K::Input;
-    if (s == "unknown") return K::Unknown;
+    for (K k : {K::Unknown, K::Parameter, K::Buffer, K::Gradient, K::OptimizerState, K::Activation, K::Temporary,
+                K::Input})
+        if (recordedKindName(k) == s)
+            return k;
     return std::nullopt;
 }
 
 inline RecordedTensor::Phase recordedPhaseFromName(std::string_view s)
 {
     using P = RecordedTensor::Phase;
-    return s == "forward" ? P::Forward : s == "backward" ? P::Backward : s == "optimizer" ? P::Optimizer : P::Unknown;
+    for (P p : {P::Forward, P::Backward, P::Optimizer})
+        if (recordedPhaseName(p) == s)
+            return p;
+    return P::Unknown;
 }
 
 /// Reads the record in `v`; nullopt when it is not a dict with a list of non-negative

@@ -73,12 +73,10 @@ LeverConfig inBaselineUnits(LeverConfig c, int units, const WhatIfBaseline& to)
 {
     if (units == to.microBatchUnits)
         return c;
-    if (units > 0 && to.microBatchUnits == 0)
+    // `to`'s measured run is config.microBatch in its own units (a count, or kBatchRatioUnits).
+    if (units > 0)
         return countedFromRatio(c, units, to.config.microBatch);
-    if (units > 0) // two ratio scales
-        c.microBatch = std::max(1, int(std::lround(double(c.microBatch) * to.microBatchUnits / units)));
-    else
-        c.microBatch = to.config.microBatch;
+    c.microBatch = to.config.microBatch;
     return c;
 }
 

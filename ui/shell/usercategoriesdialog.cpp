@@ -115,7 +115,7 @@ bool UserCategoriesDialog::test()
 void UserCategoriesDialog::showGroups(const UserCategories& rules)
 {
     const MemoryTimeline& tl = m_data->timeline();
-    const LiveGroups g = LiveGroups::at(*m_data->trace, m_data->deviceIndex, m_data->analysis, tl.peakEventIndex, 0, 1, &rules);
+    const UserCategoryTotals g = userCategoriesAt(*m_data->trace, m_data->deviceIndex, m_data->analysis, tl.peakEventIndex, rules);
     auto row = [&](const QString& name, int64_t bytes, int64_t count, const QString& color) {
         const int r = m_table->rowCount();
         m_table->insertRow(r);
@@ -126,7 +126,7 @@ void UserCategoriesDialog::showGroups(const UserCategories& rules)
         m_table->setItem(r, 1, new QTableWidgetItem(formatBytesQ(bytes)));
         m_table->setItem(r, 2, new QTableWidgetItem(QString::number(count)));
     };
-    for (const UserCategoryGroup& u : g.byUserCategory)
+    for (const UserCategoryGroup& u : g.groups)
         row(QString::fromStdString(u.name), u.bytes, u.count, QString::fromStdString(u.color));
     row(tr("(no rule)"), g.unclaimedBytes, g.unclaimedCount, QString());
     m_status->setText(m_status->text() + QLatin1Char(' ') +

@@ -136,8 +136,8 @@ void BreakdownView::setUserCategories(std::shared_ptr<const UserCategories> rule
 
 void BreakdownView::fillUserCategories(const QColor& text)
 {
-    const LiveGroups g = LiveGroups::at(*m_data->trace, m_data->deviceIndex, m_data->analysis, m_event, 0, 1, m_rules.get());
-    m_userGroups = g.byUserCategory;
+    const UserCategoryTotals g = userCategoriesAt(*m_data->trace, m_data->deviceIndex, m_data->analysis, m_event, *m_rules);
+    m_userGroups = g.groups;
     std::vector<Bar> bars;
     size_t auto_ = 0;
     for (const UserCategoryGroup& u : m_userGroups) {
