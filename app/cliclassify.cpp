@@ -4,6 +4,7 @@
 #include "app/clijson.h"
 #include "app/cliload.h"
 #include "core/analysis/memoryanalysis.h"
+#include "core/analysis/moduleof.h"
 #include "core/util/units.h"
 
 #include <iostream>
@@ -12,8 +13,9 @@ namespace headroom::cli {
 
 namespace {
 
-nlohmann::json allocationRow(const TraceEvents& ev, const Allocation& a, const AllocationClass& c)
+nlohmann::json allocationRow(const FrameTable& ft, const TraceEvents& ev, const Allocation& a, const AllocationClass& c)
 {
+    const ModuleOf m = moduleOf(ft, ev, a.start, a.stack);
     nlohmann::json time = nullptr;
     if (a.start >= 0 && static_cast<size_t>(a.start) < ev.timeUs.size() && ev.timeUs[a.start] != TraceEvents::kNoTime)
         time = ev.timeUs[a.start];
@@ -24,7 +26,9 @@ nlohmann::json allocationRow(const TraceEvents& ev, const Allocation& a, const A
             {"end_event", a.end},
             {"category", categoryLowerName(c.category)},
             {"phase", phaseKey(c.birthPhase)},
-            {"rule", categoryRuleText(c.rule)}};
+            {"rule", categoryRuleText(c.rule)},
+            {"module", m.named ? nlohmann::json(std::string(m.name)) : nlohmann::json()},
+            {"module_forward", m.forwardFrame != UINT32_MAX ? nlohmann::json(ft.formatFrame(m.forwardFrame)) : nlohmann::json()}};
 }
 
 nlohmann::json deviceJson(const LoadedTrace& trace, size_t index, const DeviceAnalysis& da)
@@ -33,7 +37,7 @@ nlohmann::json deviceJson(const LoadedTrace& trace, size_t index, const DeviceAn
     const TraceEvents& ev = trace.snapshot.devices[index].trace;
     nlohmann::json rows = nlohmann::json::array();
     for (size_t i = 0; i < tl.allocations.size(); ++i)
-        rows.push_back(allocationRow(ev, tl.allocations[i], da.classes[i]));
+        rows.push_back(allocationRow(trace.snapshot.frames, ev, tl.allocations[i], da.classes[i]));
     return {{"device", tl.device}, {"peak_event", tl.peakEventIndex}, {"allocations", std::move(rows)}};
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "core/analysis/livegroups.h"
 
+#include "core/analysis/moduleof.h"
 #include "core/analysis/usercode.h"
 #include "core/model/recordedtensors.h"
 
@@ -12,24 +13,6 @@
 namespace headroom {
 
 namespace {
-
-/// The Python frame Module._call_impl (or _wrapped_call_impl) called, innermost module
-/// first: the nearest Python frame inside the innermost such call (native interpreter frames
-/// may sit between them). UINT32_MAX when the stack has none.
-uint32_t moduleForwardFrame(const FrameTable& ft, uint32_t stack)
-{
-    const auto frames = ft.stack(stack);
-    uint32_t inner = UINT32_MAX; // the last Python frame seen, walking outwards
-    for (uint32_t f : frames) {
-        if (!ft.isPythonFrame(f))
-            continue;
-        const std::string_view name = ft.strings().get(ft.frame(f).name);
-        if (name == "_call_impl" || name == "_wrapped_call_impl")
-            return inner;
-        inner = f;
-    }
-    return UINT32_MAX;
-}
 
 struct StackKey {
     std::vector<uint32_t> frames;
@@ -96,22 +79,19 @@ LiveGroups LiveGroups::at(const LoadedTrace& trace, size_t deviceIndex, const De
         ++g.group.count;
         g.group.bytes += a.size;
         g.byPhase[size_t(c.birthPhase)] += a.size;
-        const RecordedTensor* rec = recordedTensorAt(events.tensors, a.start);
-        const uint32_t m = moduleForwardFrame(ft, a.stack);
-        if ((rec && rec->hasModule) || m != UINT32_MAX) {
-            const bool named = rec && rec->hasModule;
-            const std::string name = named ? std::string(ft.strings().get(rec->module)) : std::string();
-            ModuleGroup& mg = modules[named ? "n:" + name : "f:" + std::to_string(m)];
+        const ModuleOf m = moduleOf(ft, events, a.start, a.stack);
+        if (m.any()) {
+            ModuleGroup& mg = modules[m.key()];
             if (mg.count == 0) {
-                mg.name = named && name.empty() ? "(root module)" : name;
-                if (m != UINT32_MAX)
-                    mg.forward = ft.formatFrame(m);
+                mg.name = m.named && m.name.empty() ? "(root module)" : std::string(m.name);
+                if (m.forwardFrame != UINT32_MAX)
+                    mg.forward = ft.formatFrame(m.forwardFrame);
             }
             ++mg.count;
             mg.bytes += a.size;
             mg.byCategory[size_t(c.category)] += a.size;
             out.moduleBytes += a.size;
-            if (named)
+            if (m.named)
                 out.recordedModuleBytes += a.size;
         }
     }

@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+// Which nn.Module made one allocation, most exact first: the qualified name a Headroom
+// recorder wrote on the entry (`headroom_tensor.module`), else the frame Module._call_impl
+// called, which is what a plain snapshot's stacks tell (the module's class, by the file and
+// line of its forward). One answer for the module view, its filter, `analyze --by-module` and
+// `classify`, so that they cannot disagree.
+
+#include "core/model/frametable.h"
+#include "core/model/snapshotmodel.h"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace headroom {
+
+/// The Python frame Module._call_impl (or _wrapped_call_impl) called, innermost module
+/// first: the nearest Python frame inside the innermost such call (native interpreter frames
+/// may sit between them). UINT32_MAX when the stack has none.
+uint32_t moduleForwardFrame(const FrameTable& ft, uint32_t stack);
+
+struct ModuleOf {
+    bool named = false;                 ///< the recorder named it (`name`, "" is the root module)
+    std::string_view name;              ///< valid while the trace is
+    uint32_t forwardFrame = UINT32_MAX; ///< from the stack; UINT32_MAX: no module frames
+    bool any() const { return named || forwardFrame != UINT32_MAX; }
+    /// One key per module: the recorder's name where there is one, else the forward frame.
+    /// Empty when no module made it.
+    std::string key() const;
+};
+
+/// The module that made the allocation born at `event` with `stack`.
+ModuleOf moduleOf(const FrameTable& ft, const TraceEvents& events, int64_t event, uint32_t stack);
+
+} // namespace headroom
