@@ -33,6 +33,23 @@ Per family it prints:
             `headroom-cli summary FILE --json` gives every device the same
             peak_allocated_bytes as for a copy of the file without the keys
 
+With --cli it also scores Headroom's stack-only module attribution against the recorder's
+module (issue 30): `headroom-cli classify --json` on the copy without the keys gives each
+allocation's module_forward (the frame Module._call_impl called, innermost module first), on
+the file itself the recorded module; the rows are joined by (device, start_event). For the
+recorded module M (its class's forward found in the family's model built again, as for
+`stack`), per family and over all of them, over allocations and over bytes:
+  named     allocations the recorder names a module for ("" the root module included)
+  hr-agree  the share of named ones whose module_forward's file:line lies inside
+            type(M).forward's source (inspect.getsourcelines, same file by realpath), by
+            count and by bytes
+  hr-other  named ones whose module_forward is another forward (an outer or inner module)
+  hr-missed named ones with no module_forward
+  hr-extra  ones the recorder names no module for but that have a module_forward
+A module the rebuilt model does not list (a `<ClassName>.sub` name) is counted apart as
+unresolved. These are measurements: they do not fail the run, but a module on the copy
+without the keys does (classify must then see only the stack).
+
 --cost N times N recordings of each base point with shapes on and N with shapes off,
 interleaved, each in a fresh interpreter, with the oracle off (the recorder alone: the
 strictest ratio), and prints the medians of run_point's wall time and of the process's CPU
@@ -40,7 +57,9 @@ time (build, the two iterations and the file written) and their ratios. The mach
 load shows up as noise in the wall time: run it on a quiet machine.
 
 Exit status: 1 when a shape is larger than its allocation, a dims, truth or stack
-disagreement, a peak that differs, or no keys at all; 77 when torch cannot be imported.
+disagreement, a peak that differs, a recorded module on the copy without the keys, rows of
+the two classify runs that do not join, or no keys at all (hr-* disagreement does not
+count); 77 when torch cannot be imported.
 """
 import argparse
 import json
@@ -140,27 +159,42 @@ def check_snapshot(snap):
 
 def _forward_spans(family, cfg):
     """qualified name -> (file, first line, last line) of its class's forward."""
-    import inspect
     import cpu_models
     model, _, _ = cpu_models.build(family, cfg.get("micro_batch") or 2, cfg.get("seq"),
                                    "fp32", "none", 0)
-    spans = {}
-    for name, m in model.named_modules():
-        f = type(m).forward
-        try:
-            lines, start = inspect.getsourcelines(f)
-            spans[name] = (inspect.getsourcefile(f), start, start + len(lines) - 1)
-        except (OSError, TypeError):
-            spans[name] = None
-    return spans
+    return {name: _span_of(type(m).forward) for name, m in model.named_modules()}
+
+
+def _span_of(f):
+    import inspect
+    try:
+        lines, start = inspect.getsourcelines(f)
+        return (inspect.getsourcefile(f), start, start + len(lines) - 1)
+    except (OSError, TypeError):
+        return None
+
+
+def module_span(spans, name):
+    """(file, first, last line) of the forward of the recorded module ``name``'s class: a
+    qualified name of the rebuilt model, or ``<ClassName>`` (a torch.nn module the CPU
+    recorder saw called outside the model); None when neither resolves."""
+    if name in spans:
+        return spans[name]
+    if name.startswith("<") and name.endswith(">"):
+        import torch.nn
+        cls = getattr(torch.nn, name[1:-1], None)
+        if isinstance(cls, type) and hasattr(cls, "forward"):
+            return _span_of(cls.forward)
+    return None
 
 
 _NOT_A_MODULE = ("torch/autograd/function.py", "torch/utils/checkpoint.py")
 
 
-def stack_disagreements(snap, family):
+def stack_disagreements(snap, family, spans=None):
     """Entries with a module whose innermost module forward frame is elsewhere."""
-    spans = _forward_spans(family, snap.get("headroom_config", {}))
+    if spans is None:
+        spans = _forward_spans(family, snap.get("headroom_config", {}))
     bad = 0
     for e in snap["device_traces"][0]:
         k = e.get("headroom_tensor")
@@ -190,17 +224,103 @@ def cli_peaks(cli, path):
     return [d["peak_allocated_bytes"] for d in json.loads(out.stdout)["devices"]]
 
 
-def same_peak(cli, path, snap):
-    """(peak with the keys, peak without them) from the CLI."""
-    with_keys = cli_peaks(cli, path)
+def write_stripped(snap):
+    """A temporary copy of the snapshot without the keys: its path (the caller unlinks it)."""
     fd, tmp = tempfile.mkstemp(suffix=".pickle")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            pickle.dump(strip_keys(snap), f, protocol=4)
-        without = cli_peaks(cli, tmp)
-    finally:
-        os.unlink(tmp)
-    return with_keys, without
+    with os.fdopen(fd, "wb") as f:
+        pickle.dump(strip_keys(snap), f, protocol=4)
+    return tmp
+
+
+def cli_classify(cli, path):
+    """`headroom-cli classify --json` rows, each with its "device" added."""
+    out = subprocess.run([cli, "classify", "--json", path], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError("%s classify --json %s: exit %d: %s" % (
+            cli, path, out.returncode, out.stderr.strip()[:500]))
+    rows = []
+    for d in json.loads(out.stdout)["devices"]:
+        for r in d["allocations"]:
+            rows.append(dict(r, device=d["device"]))
+    return rows
+
+
+def _row_key(r):
+    # start_event is unique per device for allocations born in the trace; those alive
+    # before it (-1) share it, their address tells them apart
+    return (r["device"], r["start_event"], r["addr"] if r["start_event"] < 0 else None)
+
+
+def parse_frame(text):
+    """"file:line:function" -> (file, line), None for null or an unreadable one."""
+    if text is None:
+        return None
+    parts = text.rsplit(":", 2)
+    if len(parts) != 3 or not parts[1].isdigit():
+        return None
+    return parts[0], int(parts[1])
+
+
+def in_span(frame, span):
+    if frame is None or span is None:
+        return False
+    return (os.path.realpath(frame[0]) == os.path.realpath(span[0])
+            and span[1] <= frame[1] <= span[2])
+
+
+ATTRIBUTION = ("agree", "other", "missed", "extra", "unresolved")
+
+
+def attribution(recorded_rows, stack_rows, spans, n_examples=3):
+    """Headroom's stack-only module answer (``stack_rows``: classify on the copy without the
+    keys) against the recorder's module (``recorded_rows``: classify on the file), joined by
+    (device, start_event). ``spans`` maps qualified names to their class's forward (see
+    module_span). Returns the counts (and bytes) of ATTRIBUTION plus ``named``, and
+    ``stripped_named`` (rows of the copy that still show a recorded module),
+    ``unjoined`` (rows of either run without a partner) and examples of each disagreement."""
+    r = {"named": 0, "named_bytes": 0, "stripped_named": 0, "unjoined": 0, "examples": {}}
+    for k in ATTRIBUTION:
+        r[k] = r[k + "_bytes"] = 0
+    stack = {}
+    for s in stack_rows:
+        if s["module"] is not None:
+            r["stripped_named"] += 1
+        stack[_row_key(s)] = s
+    joined = set()
+    for t in recorded_rows:
+        key = _row_key(t)
+        s = stack.get(key)
+        if s is None or s["bytes"] != t["bytes"] or s["addr"] != t["addr"]:
+            r["unjoined"] += 1
+            continue
+        joined.add(key)
+        m, fwd = t["module"], s["module_forward"]
+        if m is None:
+            if fwd is None:
+                continue
+            what = "extra"
+        else:
+            r["named"] += 1
+            r["named_bytes"] += t["bytes"]
+            span = module_span(spans, m)
+            if span is None:
+                what = "unresolved"
+            elif fwd is None:
+                what = "missed"
+            elif in_span(parse_frame(fwd), span):
+                what = "agree"
+            else:
+                what = "other"
+        r[what] += 1
+        r[what + "_bytes"] += t["bytes"]
+        if what != "agree":
+            ex = r["examples"].setdefault(what, [])
+            if len(ex) < n_examples:
+                ex.append({"device": t["device"], "start_event": t["start_event"],
+                           "bytes": t["bytes"], "module": m, "module_forward": fwd,
+                           "category": t.get("category"), "phase": t.get("phase")})
+    r["unjoined"] += len(stack) - len(joined)
+    return r
 
 
 def _record(job):
@@ -229,6 +349,30 @@ def run_jobs(jobs, n_workers, fresh=False):
 
 def pct(a, b):
     return "%6.1f%%" % (100.0 * a / b) if b else "     -"
+
+
+def print_attribution(fams, results):
+    """The table of Headroom's stack-only module attribution against the recorder's."""
+    keys = ["named", "named_bytes"] + [k + s for k in ATTRIBUTION for s in ("", "_bytes")]
+    rows = [(f, results[f]["attribution"]) for f in fams]
+    rows.append(("all", {k: sum(a[k] for _, a in rows) for k in keys}))
+    print("\nstack-only module attribution (headroom-cli classify on the copy without the keys) "
+          "against the recorder's module")
+    print("%-13s %6s %9s %9s %8s %9s %9s" % (
+        "family", "named", "hr-agree", "by bytes", "hr-other", "hr-missed", "hr-extra"))
+    for f, a in rows:
+        print("%-13s %6d %9s %9s %8d %9d %9d" % (
+            f, a["named"], pct(a["agree"], a["named"]), pct(a["agree_bytes"], a["named_bytes"]),
+            a["other"], a["missed"], a["extra"]))
+    for f, a in rows[:-1]:
+        if a["unresolved"]:
+            print("%s: %d named allocations whose module the rebuilt model does not list"
+                  % (f, a["unresolved"]))
+        for what, ex in sorted(a["examples"].items()):
+            for e in ex[:1]:
+                print("  %s %s: start_event %d, %d bytes, %s, module %r, module_forward %s" % (
+                    f, what, e["start_event"], e["bytes"], e["category"], e["module"],
+                    e["module_forward"]))
 
 
 def main(argv=None):
@@ -267,7 +411,8 @@ def main(argv=None):
               % (len(fams), time.perf_counter() - t0, base, torch.__version__))
     cli = None if args.no_cli else args.cli
     if cli and not os.path.exists(cli):
-        print("recorder_shapes_check: no %s: the peak check is skipped" % cli)
+        print("recorder_shapes_check: no %s: the peak check and the module attribution "
+              "score are skipped" % cli)
         cli = None
     results, bad = {}, []
     print("%-13s %6s %8s %8s %8s %7s %8s %5s %6s %6s %6s" % (
@@ -277,14 +422,27 @@ def main(argv=None):
         with open(paths[f], "rb") as fh:
             snap = pickle.load(fh)
         r = check_snapshot(snap)
-        r["stack_wrong"] = stack_disagreements(snap, f)
+        spans = _forward_spans(f, snap.get("headroom_config", {}))
+        r["stack_wrong"] = stack_disagreements(snap, f, spans)
         peak = "-"
         if cli:
-            w, wo = same_peak(cli, paths[f], snap)
+            tmp = write_stripped(snap)
+            try:
+                w, wo = cli_peaks(cli, paths[f]), cli_peaks(cli, tmp)
+                hr = attribution(cli_classify(cli, paths[f]), cli_classify(cli, tmp), spans)
+            finally:
+                os.unlink(tmp)
             r["cli_peak"], r["cli_peak_without_keys"] = w, wo
+            r["attribution"] = hr
             peak = "same" if w == wo else "DIFF"
             if w != wo:
                 bad.append("%s: the CLI's peak is %s with the keys, %s without" % (f, w, wo))
+            if hr["stripped_named"]:
+                bad.append("%s: classify shows a recorded module on %d rows of the copy "
+                           "without the keys" % (f, hr["stripped_named"]))
+            if hr["unjoined"]:
+                bad.append("%s: %d classify rows of the file and its copy without the keys "
+                           "do not join" % (f, hr["unjoined"]))
         results[f] = r
         keyed = r["keyed"]
         print("%-13s %6d %8s %8s %8s %7d %8s %5d %6s %6d %6s" % (
@@ -316,6 +474,8 @@ def main(argv=None):
         for k, n in r["kinds"].items():
             kinds[k] = kinds.get(k, 0) + n
     print("kinds: " + ", ".join("%s %d" % kv for kv in sorted(kinds.items(), key=lambda x: -x[1])))
+    if cli:
+        print_attribution(fams, results)
 
     cost = {}
     if args.cost > 0:
