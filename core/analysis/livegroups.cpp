@@ -81,8 +81,10 @@ LiveGroups LiveGroups::at(const LoadedTrace& trace, size_t deviceIndex, const De
         g.byPhase[size_t(c.birthPhase)] += a.size;
         const ModuleOf m = moduleOf(ft, events, a.start, a.stack);
         if (m.any()) {
-            ModuleGroup& mg = modules[m.key()];
+            std::string key = m.key();
+            ModuleGroup& mg = modules[key];
             if (mg.count == 0) {
+                mg.key = std::move(key);
                 mg.name = m.named && m.name.empty() ? "(root module)" : std::string(m.name);
                 if (m.forwardFrame != UINT32_MAX)
                     mg.forward = ft.formatFrame(m.forwardFrame);

@@ -37,6 +37,7 @@ struct LiveGroup {
 struct ModuleGroup {
     std::string name;    ///< "blocks.3.attn" from the recorder; empty: named by its forward frame
     std::string forward; ///< "model.py:88:forward"; empty for a recorded name without module frames
+    std::string key;     ///< ModuleOf::key(): what a module filter names (core/analysis/moduleof.h)
     int64_t count = 0, bytes = 0;
     std::array<int64_t, kTensorCategoryCount> byCategory{};
 };

@@ -78,12 +78,14 @@ std::vector<size_t> DeviceAnalysis::largestAt(const MemoryTimeline& tl, int64_t 
 }
 
 std::vector<StackNode> DeviceAnalysis::stackTreeAt(const MemoryTimeline& tl, const FrameTable& ft, int64_t event,
-                                                   bool pythonOnly) const
+                                                   bool pythonOnly, const std::function<bool(size_t)>& keep) const
 {
     std::vector<StackNode> nodes(1); // the root
     std::unordered_map<uint64_t, int32_t> child; // (parent << 32 | frame) -> node
     std::unordered_map<uint32_t, std::vector<uint32_t>> shown; // by stack id: a few thousand stacks
     for (uint32_t i : allocator.liveIndex().liveAfter(tl, event)) {
+        if (keep && !keep(i))
+            continue;
         const Allocation& a = tl.allocations[i];
         nodes[0].bytes += a.size;
         ++nodes[0].count;

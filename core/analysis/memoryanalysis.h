@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <functional>
 #include <vector>
 
 namespace headroom {
@@ -72,9 +73,11 @@ struct DeviceAnalysis {
     /// Allocation indices alive after `event` (-1: before the first event).
     std::vector<size_t> liveAt(const MemoryTimeline& timeline, int64_t event) const;
     std::vector<size_t> largestAt(const MemoryTimeline& timeline, int64_t event, size_t count) const;
-    /// The icicle of what is alive after `event`, by the frames shownFrames() keeps.
+    /// The icicle of what is alive after `event`, by the frames shownFrames() keeps; with
+    /// `keep`, of the allocations it accepts (a module filter).
     std::vector<StackNode> stackTreeAt(const MemoryTimeline& timeline, const FrameTable& frames, int64_t event,
-                                       bool pythonOnly = false) const;
+                                       bool pythonOnly = false,
+                                       const std::function<bool(size_t)>& keep = nullptr) const;
 };
 
 struct AnalysisOptions {

@@ -27,15 +27,34 @@ std::string ModuleOf::key() const
     return forwardFrame == UINT32_MAX ? std::string() : "f:" + std::to_string(forwardFrame);
 }
 
-ModuleOf moduleOf(const FrameTable& ft, const TraceEvents& events, int64_t event, uint32_t stack)
+ModuleOf moduleOfForward(const FrameTable& ft, const TraceEvents& events, int64_t event, uint32_t forwardFrame)
 {
     ModuleOf m;
     if (const RecordedTensor* rec = recordedTensorAt(events.tensors, event); rec && rec->hasModule) {
         m.named = true;
         m.name = ft.strings().get(rec->module);
     }
-    m.forwardFrame = moduleForwardFrame(ft, stack);
+    m.forwardFrame = forwardFrame;
     return m;
+}
+
+ModuleOf moduleOf(const FrameTable& ft, const TraceEvents& events, int64_t event, uint32_t stack)
+{
+    return moduleOfForward(ft, events, event, moduleForwardFrame(ft, stack));
+}
+
+bool moduleUnder(const ModuleOf& m, std::string_view key)
+{
+    if (key == kOutsideModulesKey)
+        return !m.any();
+    if (key.starts_with("f:"))
+        return !m.named && m.forwardFrame != UINT32_MAX && key.substr(2) == std::to_string(m.forwardFrame);
+    if (!key.starts_with("n:") || !m.named)
+        return false;
+    const std::string_view prefix = key.substr(2);
+    if (prefix.empty() || m.name == prefix)
+        return true;
+    return m.name.size() > prefix.size() && m.name.starts_with(prefix) && m.name[prefix.size()] == '.';
 }
 
 } // namespace headroom

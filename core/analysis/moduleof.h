@@ -33,5 +33,17 @@ struct ModuleOf {
 
 /// The module that made the allocation born at `event` with `stack`.
 ModuleOf moduleOf(const FrameTable& ft, const TraceEvents& events, int64_t event, uint32_t stack);
+/// The same, with the stack's moduleForwardFrame() already known (a caller that caches it
+/// per stack id).
+ModuleOf moduleOfForward(const FrameTable& ft, const TraceEvents& events, int64_t event, uint32_t forwardFrame);
+
+/// The key of what no module's forward made (parameters, gradients, the loss...): the module
+/// view's "(outside any module's forward)" row.
+inline constexpr std::string_view kOutsideModulesKey = "-";
+
+/// Whether `m` is the module `key` names (a ModuleOf::key() or kOutsideModulesKey) or lies
+/// under it, as the module tree's rows include their children: "n:blocks.0" holds
+/// "blocks.0.attn", and "n:" (the root module) every recorded name.
+bool moduleUnder(const ModuleOf& m, std::string_view key);
 
 } // namespace headroom

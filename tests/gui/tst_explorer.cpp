@@ -70,44 +70,11 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "analysedwindow.h"
+
 using namespace headroom;
 
 namespace {
-
-constexpr int kTimeoutMs = 60000;
-
-QString realTrace(const char* name)
-{
-    return QStringLiteral(HEADROOM_REAL_TRACES_DIR "/") + QLatin1String(name);
-}
-
-/// A shown main window, loaded and analysed.
-struct Analysed {
-    MainWindow window;
-
-    explicit Analysed(const QString& path)
-    {
-        window.resize(1400, 900);
-        window.show();
-        QSignalSpy loaded(window.loadController(), &LoadController::traceLoaded);
-        QSignalSpy analysed(window.explorer(), &Explorer::dataAvailable);
-        window.openFile(path);
-        REQUIRE((loaded.count() > 0 || loaded.wait(kTimeoutMs)));
-        REQUIRE((analysed.count() > 0 || analysed.wait(kTimeoutMs)));
-        REQUIRE(window.explorer()->data());
-        QApplication::processEvents();
-    }
-
-    Explorer& explorer() { return *window.explorer(); }
-    const ExplorerData& data() { return *window.explorer()->data(); }
-    /// File ▸ Save As, waited for: the write runs in the background.
-    bool saveAs(const QString& path)
-    {
-        QSignalSpy saved(&window, &MainWindow::saved);
-        window.saveAs(path);
-        return saved.count() > 0 || saved.wait(kTimeoutMs);
-    }
-};
 
 } // namespace
 
@@ -948,64 +915,6 @@ TEST_CASE("the diagnosis's first move follows the what-if panel's ladder", "[wha
     panel->setConfig(c);
     panel->findChild<QPushButton*>(QStringLiteral("whatifFit"))->click();
     CHECK(firstMove().startsWith(QStringLiteral("First move: at the what-if panel's levers (micro_batch=2)")));
-}
-
-TEST_CASE("the Modules view: the recorder's module tree, its rows adding up to what is alive", "[modules]")
-{
-    Analysed a(QStringLiteral(HEADROOM_SOURCE_DIR "/tests/data/cpu/llama_base_shapes.pickle"));
-    a.explorer().showView(QStringLiteral("modules"));
-    QApplication::processEvents();
-    ModuleView* view = a.explorer().modules();
-    QTreeWidget* tree = view->tree();
-    REQUIRE(tree->topLevelItemCount() >= 2);
-    // The top-level rows (modules and what lies outside them) add up to the live total.
-    qlonglong sum = 0;
-    QTreeWidgetItem* blocks = nullptr;
-    for (int i = 0; i < tree->topLevelItemCount(); ++i) {
-        sum += tree->topLevelItem(i)->data(1, Qt::UserRole).toLongLong();
-        if (tree->topLevelItem(i)->text(0) == QStringLiteral("blocks"))
-            blocks = tree->topLevelItem(i);
-    }
-    const MemoryTimeline& tl = a.data().timeline();
-    CHECK(sum == tl.peakAllocated);
-    REQUIRE(blocks);
-    // A parent holds its children: blocks > blocks > 0 > self_attn.
-    REQUIRE(blocks->childCount() == 1);
-    QTreeWidgetItem* layers = blocks->child(0);
-    qlonglong children = 0;
-    for (int i = 0; i < layers->childCount(); ++i)
-        children += layers->child(i)->data(1, Qt::UserRole).toLongLong();
-    CHECK(children == layers->data(1, Qt::UserRole).toLongLong());
-    CHECK(view->headline().contains(QStringLiteral("names from the recorder")));
-
-    // Another event: the view follows the selection.
-    const int64_t early = tl.peakEventIndex / 4;
-    a.explorer().selection()->setEvent(early);
-    QApplication::processEvents();
-    CHECK(view->headline().contains(QStringLiteral("event %1").arg(early)));
-    if (qEnvironmentVariableIsSet("HEADROOM_SHOT_DIR")) {
-        a.explorer().selection()->setEvent(tl.peakEventIndex);
-        QApplication::processEvents();
-        a.window.grab().save(qEnvironmentVariable("HEADROOM_SHOT_DIR") + QStringLiteral("/modules-recorded.png"));
-    }
-}
-
-TEST_CASE("the Modules view without recorder names: each module is its forward frame", "[modules]")
-{
-    Analysed a(realTrace("pt27_kk_memory_ctx128_fullstep.pickle"));
-    a.explorer().showView(QStringLiteral("modules"));
-    QApplication::processEvents();
-    ModuleView* view = a.explorer().modules();
-    CHECK(view->headline().contains(QStringLiteral("no module names in the file")));
-    QTreeWidget* tree = view->tree();
-    qlonglong sum = 0;
-    bool forward = false;
-    for (int i = 0; i < tree->topLevelItemCount(); ++i) {
-        sum += tree->topLevelItem(i)->data(1, Qt::UserRole).toLongLong();
-        forward |= tree->topLevelItem(i)->text(0).endsWith(QStringLiteral("transformer.py:22:forward"));
-    }
-    CHECK(sum == a.data().timeline().peakAllocated);
-    CHECK(forward);
 }
 
 TEST_CASE("stacks: Python frames only by default; the toggle shows the C++ and clears the filter", "[stacks]")

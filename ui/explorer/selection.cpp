@@ -63,6 +63,15 @@ void Selection::setStackFilter(std::vector<uint32_t> frames)
     emitChanged(StackFilter);
 }
 
+void Selection::setModuleFilter(std::string key, std::string label)
+{
+    if (key == m_state.moduleFilter)
+        return;
+    m_state.moduleFilter = std::move(key);
+    m_state.moduleLabel = m_state.moduleFilter.empty() ? std::string() : std::move(label);
+    emitChanged(ModuleFilter);
+}
+
 void Selection::setPythonOnly(bool pythonOnly)
 {
     if (pythonOnly == m_state.pythonOnly)

@@ -4,6 +4,7 @@
 #include <QObject>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace headroom {
@@ -22,6 +23,10 @@ struct SelectionState {
     /// The stacks show their Python frames only (where a stack has any): the user's code
     /// first, the C++ between and below it a click away. The stack filter is in these terms.
     bool pythonOnly = true;
+    /// The module the views are filtered to (core/analysis/moduleof.h: ModuleOf::key() or
+    /// kOutsideModulesKey); empty: none. `moduleLabel` is how the module view names it.
+    std::string moduleFilter;
+    std::string moduleLabel;
 
     bool hasEvent() const { return event != kNone; }
     bool hasRange() const { return rangeFirst != kNone; }
@@ -40,7 +45,10 @@ public:
         Range = 4,
         Allocation = 8,
         StackFilter = 16,
-        All = 31,
+        ModuleFilter = 32,
+        All = 63,
+        /// Either filter: what the views that keep some allocations react to.
+        Filters = StackFilter | ModuleFilter,
     };
     Q_DECLARE_FLAGS(Fields, Field)
 
@@ -56,6 +64,8 @@ public:
     /// -1 clears it. The event stays: the table listing live allocations keeps its rows.
     void setAllocation(int64_t allocation);
     void setStackFilter(std::vector<uint32_t> frames);
+    /// Filters the views to one module's allocations; an empty key clears it.
+    void setModuleFilter(std::string key, std::string label);
     /// Python frames only, or every frame; clears the stack filter (its path is in the other terms).
     void setPythonOnly(bool pythonOnly);
 

@@ -59,6 +59,7 @@ bool writePostmortem(Explorer& explorer, const QString& directory, QString* erro
     const MemoryTimeline& tl = data->timeline();
     selection->clearRange();
     selection->setStackFilter({});
+    selection->setModuleFilter({}, {});
     selection->setAllocation(-1);
     selection->setEvent(tl.peakEventIndex);
     QApplication::processEvents();
@@ -85,6 +86,7 @@ bool writePostmortem(Explorer& explorer, const QString& directory, QString* erro
             written.waitForFinished();
     // Put the selection back (each setter is a no-op when nothing changes).
     selection->setStackFilter(saved.stackFilter);
+    selection->setModuleFilter(saved.moduleFilter, saved.moduleLabel);
     if (saved.hasEvent())
         selection->setEvent(saved.event);
     if (saved.hasRange())

@@ -58,7 +58,7 @@ TimelinePlotItems::TimelinePlotItems(QCustomPlot* plot, const QFont& font)
         m_categoryShown[size_t(c)] = true;
     }
 
-    m_filtered = addStepCurve(QObject::tr("stack filter"), QPen(kSelectionColor, 2));
+    m_filtered = addStepCurve(QObject::tr("filtered allocations"), QPen(kSelectionColor, 2));
     m_filtered->removeFromLegend();
     // Dashed and two pixels wide so that it stays apart from the recorded reserved curve
     // where the two coincide.
@@ -189,6 +189,15 @@ void TimelinePlotItems::setSimulatedReserved(const QString& label)
     m_simulated->setName(label);
     if (label.isEmpty())
         m_simulated->removeFromLegend();
+}
+
+void TimelinePlotItems::setFilterLabel(const QString& label)
+{
+    m_filtered->setName(label);
+    if (label.isEmpty())
+        m_filtered->removeFromLegend();
+    else if (!m_plot->legend->hasItemWithPlottable(m_filtered))
+        m_filtered->addToLegend();
 }
 
 void TimelinePlotItems::applyPalette(const QPalette& pal)

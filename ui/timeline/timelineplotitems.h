@@ -46,6 +46,8 @@ public:
     /// Names the simulated reserved curve in the legend; empty: no simulated curve, no
     /// legend entry (updateLegend puts the entry after the recorded reserved).
     void setSimulatedReserved(const QString& label);
+    /// The filter curve's legend entry ("in module blocks.0"); empty: none.
+    void setFilterLabel(const QString& label);
 
     /// Whether a category's area is drawn: present in the data and not toggled off.
     bool categoryDrawn(TensorCategory c) const

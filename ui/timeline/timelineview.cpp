@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "ui/timeline/timelineview.h"
 
+#include "ui/explorer/allocationfilter.h"
+
 #include "ui/timeline/timelinecurves.h"
 
 #include "core/io/loader.h"
@@ -171,7 +173,8 @@ void TimelineView::selectionChanged(const SelectionState& state, Selection::Fiel
     m_state.selection = state;
     // A new device or file resets every field; with no filter before or after there is
     // no curve to redo (the areas were just sampled for the new range).
-    if ((fields & Selection::StackFilter) && !(state.stackFilter.empty() && m_filterCurve.empty())) {
+    const bool filtered = !state.stackFilter.empty() || !state.moduleFilter.empty();
+    if ((fields & Selection::Filters) && !(!filtered && m_filterCurve.empty())) {
         rebuildFilterCurve();
         updateGraphs();
     }
@@ -181,16 +184,14 @@ void TimelineView::selectionChanged(const SelectionState& state, Selection::Fiel
 void TimelineView::rebuildFilterCurve()
 {
     m_filterCurve.clear();
-    if (!m_state.data || m_state.selection.stackFilter.empty())
+    m_items->setFilterLabel(QString());
+    if (!m_state.data)
         return;
-    const auto& path = m_state.selection.stackFilter;
-    const FrameTable& frames = m_state.data->frames();
-    const MemoryTimeline& tl = m_state.data->timeline();
-    m_filterCurve = filteredLiveBytes(tl, size_t(m_state.eventCount()),
-                                      [&](size_t i) {
-                                          return stackStartsWith(frames, tl.allocations[i].stack, path,
-                                                                 m_state.selection.pythonOnly);
-                                      });
+    const AllocationFilter filter(*m_state.data, m_state.selection);
+    if (!filter.active())
+        return;
+    m_items->setFilterLabel(filter.description().mid(2)); // without its leading ", "
+    m_filterCurve = filteredLiveBytes(m_state.data->timeline(), size_t(m_state.eventCount()), filter.predicate());
     m_filterPyramid = MinMaxPyramid(m_filterCurve);
 }
 
@@ -219,6 +220,11 @@ void TimelineView::clearSimulatedReserved()
 QCPGraph* TimelineView::simulatedReservedGraph() const
 {
     return m_items->simulatedReserved();
+}
+
+int64_t TimelineView::filterCurveAt(int64_t event) const
+{
+    return event >= 0 && size_t(event) < m_filterCurve.size() ? m_filterCurve[size_t(event)] : 0;
 }
 
 bool TimelineView::hasFilterCurve() const

@@ -123,6 +123,8 @@ public:
     int64_t highlightedAllocation() const { return m_state.selection.allocation; }
     /// The live bytes of the stack filter's allocations the plot holds (tests); empty: none.
     bool hasFilterCurve() const;
+    /// The filtered allocations' live bytes after `event`; 0 without a filter.
+    int64_t filterCurveAt(int64_t event) const;
     /// What the view shows and how events map to x keys.
     const TimelineState& state() const { return m_state; }
 
@@ -184,7 +186,7 @@ private:
     std::unique_ptr<TimelineControls> m_controls;
     int m_bandDetail = kDefaultBands;
 
-    std::vector<int64_t> m_filterCurve; ///< per event; empty without a stack filter
+    std::vector<int64_t> m_filterCurve; ///< per event; empty without a stack or module filter
     MinMaxPyramid m_filterPyramid; ///< fast downsampling of the stack filter's curve
     std::weak_ptr<const LoadedTrace> m_preparedTrace;
     std::vector<std::shared_ptr<const TimelineCurves>> m_prepared;

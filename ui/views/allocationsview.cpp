@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "ui/views/allocationsview.h"
 
+#include "ui/explorer/allocationfilter.h"
+
 #include "ui/plot/categorystyle.h"
 #include "ui/views/allocationsmodel.h"
 
@@ -37,11 +39,14 @@ AllocationsView::AllocationsView(Selection* selection, QWidget* parent)
     connect(m_filter, &QLineEdit::textChanged, m_proxy, &QSortFilterProxyModel::setFilterFixedString);
 
     auto* clearStack = new QToolButton(this);
-    clearStack->setText(tr("Clear stack filter"));
+    clearStack->setText(tr("Clear filters"));
+    clearStack->setToolTip(tr("Show every allocation again: clear the stack view's frame and the module view's module"));
     clearStack->setObjectName(QStringLiteral("clearStackFilter"));
     connect(clearStack, &QToolButton::clicked, this, [this] {
-        if (m_selection)
-            m_selection->setStackFilter({});
+        if (!m_selection)
+            return;
+        m_selection->setStackFilter({});
+        m_selection->setModuleFilter({}, {});
     });
 
     m_table->setModel(m_proxy);
@@ -93,7 +98,7 @@ void AllocationsView::setData(const ExplorerDataPtr& data)
 void AllocationsView::selectionChanged(const SelectionState& state, Selection::Fields fields)
 {
     m_state = state;
-    if (fields & (Selection::Event | Selection::Range | Selection::StackFilter | Selection::Device))
+    if (fields & (Selection::Event | Selection::Range | Selection::Filters | Selection::Device))
         rebuildRows();
     if (fields & Selection::Allocation) {
         const int row = m_model->rowOf(state.allocation);
@@ -129,11 +134,9 @@ void AllocationsView::rebuildRows()
         what = event == tl.peakEventIndex ? tr("live at the peak (event %1)").arg(event)
                                           : tr("live after event %1").arg(event);
     }
-    if (!m_state.stackFilter.empty()) {
-        std::erase_if(rows, [&](size_t i) {
-            return !stackStartsWith(m_data->frames(), tl.allocations[i].stack, m_state.stackFilter, m_state.pythonOnly);
-        });
-        what += tr(", under %1").arg(QString::fromStdString(m_data->frames().formatFrame(m_state.stackFilter.back())));
+    if (const AllocationFilter filter(*m_data, m_state); filter.active()) {
+        std::erase_if(rows, [&](size_t i) { return !filter.keeps(i); });
+        what += filter.description();
     }
     int64_t total = 0;
     for (size_t i : rows)

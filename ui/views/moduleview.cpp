@@ -2,6 +2,7 @@
 #include "ui/views/moduleview.h"
 
 #include "core/analysis/livegroups.h"
+#include "core/analysis/moduleof.h"
 #include "core/util/textlayout.h"
 #include "ui/explorer/deferredrebuild.h"
 #include "ui/plot/categorystyle.h"
@@ -9,6 +10,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QTreeWidget>
+#include <QTreeWidgetItemIterator>
 #include <QVBoxLayout>
 
 #include <map>
@@ -18,6 +20,7 @@ namespace headroom {
 namespace {
 
 constexpr int kTotalColumn = 1, kCountColumn = 2, kFirstCategoryColumn = 3;
+constexpr int kKeyRole = Qt::UserRole + 1; // on column 0: the row's module filter key
 constexpr size_t kAllModules = 100000;
 
 /// One row of the tree: its bytes, including those of the modules under it.
@@ -79,30 +82,44 @@ QTreeWidgetItem* addItem(QTreeWidgetItem* parent, QTreeWidget* tree, const QStri
     return item;
 }
 
-void addChildren(QTreeWidgetItem* item, const Node& n, const std::vector<TensorCategory>& shown)
+/// `path`: the qualified name of `n` ("" at the top), so each row knows its filter key.
+void addChildren(QTreeWidgetItem* item, const Node& n, const std::string& path, const std::vector<TensorCategory>& shown)
 {
-    for (const auto& [name, child] : n.children)
-        addChildren(addItem(item, nullptr, QString::fromStdString(name), child, shown), child, shown);
+    for (const auto& [name, child] : n.children) {
+        const std::string qualified = path.empty() ? name : path + "." + name;
+        QTreeWidgetItem* row = addItem(item, nullptr, QString::fromStdString(name), child, shown);
+        row->setData(0, kKeyRole, QString::fromStdString("n:" + qualified));
+        addChildren(row, child, qualified, shown);
+    }
 }
 
 } // namespace
 
 ModuleView::ModuleView(Selection* selection, QWidget* parent)
     : QWidget(parent)
+    , m_selection(selection)
     , m_header(new QLabel(this))
     , m_tree(new QTreeWidget(this))
 {
-    (void)selection; // read through selectionChanged
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
     m_header->setWordWrap(true);
     m_header->setTextFormat(Qt::PlainText);
     layout->addWidget(m_header);
+    m_filterNote = new QLabel(this);
+    m_filterNote->setObjectName(QStringLiteral("moduleFilterNote"));
+    m_filterNote->setWordWrap(true);
+    m_filterNote->setTextFormat(Qt::PlainText);
+    m_filterNote->setStyleSheet(QStringLiteral("font-weight: bold"));
+    m_filterNote->hide();
+    layout->addWidget(m_filterNote);
     layout->addWidget(m_tree, 1);
     m_tree->setObjectName(QStringLiteral("moduleTree"));
     m_tree->setSortingEnabled(true);
     m_tree->setUniformRowHeights(true);
     m_tree->header()->setStretchLastSection(false);
+    m_tree->setToolTip(tr("Click a module to filter the timeline, the allocations and the stacks to it; click it again to show all"));
+    connect(m_tree, &QTreeWidget::itemClicked, this, [this](QTreeWidgetItem* item) { toggleFilter(item); });
     m_rebuild = new DeferredRebuild(this, [this] { rebuild(); });
     m_rebuild->watch(m_tree->viewport());
     rebuild();
@@ -120,6 +137,11 @@ void ModuleView::setData(const ExplorerDataPtr& data)
 
 void ModuleView::selectionChanged(const SelectionState& state, Selection::Fields fields)
 {
+    if (fields & Selection::ModuleFilter) {
+        m_filter = state.moduleFilter;
+        m_filterLabel = state.moduleLabel;
+        markFiltered();
+    }
     if (!(fields & Selection::Event) || !m_data)
         return;
     const int64_t event = state.hasEvent() ? state.event : m_data->timeline().peakEventIndex;
@@ -128,6 +150,47 @@ void ModuleView::selectionChanged(const SelectionState& state, Selection::Fields
     m_followPeak = !state.hasEvent();
     m_event = event;
     m_rebuild->request();
+}
+
+QString ModuleView::filterKey(const QTreeWidgetItem* item)
+{
+    return item ? item->data(0, kKeyRole).toString() : QString();
+}
+
+void ModuleView::toggleFilter(QTreeWidgetItem* item)
+{
+    const QString key = filterKey(item);
+    if (!m_selection || key.isEmpty())
+        return;
+    if (key.toStdString() == m_filter) {
+        m_selection->setModuleFilter({}, {});
+        return;
+    }
+    // A recorded module by its qualified name; a row named by its forward frame by that.
+    const QString label = key.startsWith(QLatin1String("n:")) ? key.mid(2) : item->text(0);
+    m_selection->setModuleFilter(key.toStdString(), label.isEmpty() ? tr("(root module)").toStdString() : label.toStdString());
+}
+
+/// Bold for the row the views are filtered to, so the tree says what the others show.
+void ModuleView::markFiltered()
+{
+    if (m_data)
+        m_filterNote->setText(m_filter.empty() ? QString()
+                                               : tr("Filtered to %1: the timeline's line, the allocations and the stacks show "
+                                                    "its allocations alone. Click it again to show everything.")
+                                                     .arg(QString::fromStdString(m_filterLabel)));
+    m_filterNote->setVisible(!m_filter.empty());
+    for (QTreeWidgetItemIterator it(m_tree); *it; ++it) {
+        const bool on = !m_filter.empty() && filterKey(*it).toStdString() == m_filter;
+        QFont f = (*it)->font(0);
+        if (f.bold() != on) {
+            f.setBold(on);
+            for (int c = 0; c < m_tree->columnCount(); ++c)
+                (*it)->setFont(c, f);
+        }
+        if (on)
+            m_tree->setCurrentItem(*it);
+    }
 }
 
 QTreeWidget* ModuleView::tree() const
@@ -197,16 +260,18 @@ void ModuleView::fill(const LiveGroups& g)
         }
     }
     m_tree->setSortingEnabled(false);
-    addChildren(m_tree->invisibleRootItem(), named, shown);
+    addChildren(m_tree->invisibleRootItem(), named, std::string(), shown);
     for (const ModuleGroup* m : frames) {
         Node n;
         n.add(*m);
         QTreeWidgetItem* item = addItem(nullptr, m_tree, QString::fromStdString(compactFrame(m->forward)), n, shown);
+        item->setData(0, kKeyRole, QString::fromStdString(m->key));
         item->setToolTip(0, tr("No module name recorded: the module whose forward is %1")
                                 .arg(QString::fromStdString(m->forward)));
     }
     if (outside.bytes > 0) {
         QTreeWidgetItem* item = addItem(nullptr, m_tree, tr("(outside any module's forward)"), outside, shown);
+        item->setData(0, kKeyRole, QString::fromUtf8(kOutsideModulesKey.data(), int(kOutsideModulesKey.size())));
         item->setToolTip(0, tr("Allocated where no nn.Module forward was running: parameters, gradients, "
                                "optimizer state, the loss, the backward's temporaries"));
     }
@@ -222,8 +287,9 @@ void ModuleView::fill(const LiveGroups& g)
                          ? tr("names from the recorder for %1").arg(formatBytesQ(g.recordedModuleBytes))
                          : tr("no module names in the file: each module is the frame its forward was called from "
                               "(record with python/headroom_record.py for names)");
-    m_header->setText(tr("At %1: %2 of %3 alive under a module's forward; %4.")
+    m_header->setText(tr("At %1: %2 of %3 alive under a module's forward; %4. Click a module to filter the other views to it.")
                           .arg(at, formatBytesQ(g.moduleBytes), formatBytesQ(g.bytes), source));
+    markFiltered();
 }
 
 } // namespace headroom

@@ -7,6 +7,7 @@
 
 class QLabel;
 class QTreeWidget;
+class QTreeWidgetItem;
 
 namespace headroom {
 
@@ -33,15 +34,23 @@ public:
 
     QTreeWidget* tree() const;
     QString headline() const;
+    /// The key a row filters to (core/analysis/moduleof.h), as a click on it sets it.
+    static QString filterKey(const QTreeWidgetItem* item);
 
 private:
     void rebuild();
     void fill(const LiveGroups& groups);
+    void toggleFilter(QTreeWidgetItem* item);
+    void markFiltered();
 
+    Selection* m_selection;
+    std::string m_filter; ///< the selection's module filter
+    std::string m_filterLabel;
     ExplorerDataPtr m_data;
     int64_t m_event = -1;
     bool m_followPeak = true;
     QLabel* m_header;
+    QLabel* m_filterNote = nullptr; ///< which module the other views are filtered to
     QTreeWidget* m_tree;
     DeferredRebuild* m_rebuild = nullptr;
 };

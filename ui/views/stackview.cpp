@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "ui/views/stackview.h"
 
+#include "ui/explorer/allocationfilter.h"
+
 #include "core/analysis/timelinebands.h"
 #include "ui/explorer/deferredrebuild.h"
 #include "ui/plot/categorystyle.h"
@@ -76,7 +78,7 @@ void StackView::selectionChanged(const SelectionState& state, Selection::Fields 
         const QSignalBlocker block(m_pythonOnly);
         m_pythonOnly->setChecked(state.pythonOnly);
     }
-    if (fields & (Selection::Event | Selection::Range | Selection::Device | Selection::StackFilter | Selection::Allocation))
+    if (fields & (Selection::Event | Selection::Range | Selection::Device | Selection::Filters | Selection::Allocation))
         m_rebuild->request(); // the paths are recomputed from the tree
 }
 
@@ -103,7 +105,11 @@ void StackView::rebuild()
             m_event = maxEventInRange(tl, m_state.rangeFirst, m_state.rangeLast);
         else
             m_event = m_state.hasEvent() ? m_state.event : tl.peakEventIndex;
-        m_nodes = m_data->analysis.stackTreeAt(tl, m_data->frames(), m_event, m_state.pythonOnly);
+        // The module filter narrows the tree; the stack filter outlines a path in it.
+        SelectionState byModule = m_state;
+        byModule.stackFilter.clear();
+        const AllocationFilter filter(*m_data, byModule);
+        m_nodes = m_data->analysis.stackTreeAt(tl, m_data->frames(), m_event, m_state.pythonOnly, filter.predicate());
         m_children.resize(m_nodes.size());
         for (size_t i = 1; i < m_nodes.size(); ++i)
             m_children[size_t(m_nodes[i].parent)].push_back(int32_t(i));
@@ -214,11 +220,15 @@ void StackView::paintEvent(QPaintEvent*)
         return;
     }
     QString head = tr("Live memory by call stack at event %1").arg(m_event);
+    if (!m_state.moduleFilter.empty())
+        head += tr(", in module %1").arg(QString::fromStdString(m_state.moduleLabel));
     if (!m_state.stackFilter.empty())
         head += tr("  \u00B7  filtered to the outlined frame (click the top bar to clear)");
     else
         head += tr("  \u00B7  click a frame to filter the table and timeline");
-    p.drawText(headRect, Qt::AlignLeft | Qt::AlignVCenter, head);
+    // Elided short of the "Python frames only" box at the right, which it would run under.
+    const QRect textRect = headRect.adjusted(0, 0, -(m_pythonOnly->sizeHint().width() + 12), 0);
+    p.drawText(textRect, Qt::AlignLeft | Qt::AlignVCenter, p.fontMetrics().elidedText(head, Qt::ElideRight, textRect.width()));
     p.setFont(font());
     if (m_boxes.empty()) {
         p.drawText(rect().adjusted(0, top(), 0, 0), Qt::AlignCenter, tr("Nothing is live at this event."));
