@@ -12,6 +12,10 @@ uint32_t moduleForwardFrame(const FrameTable& ft, uint32_t stack)
     for (uint32_t f : frames) {
         if (!ft.isPythonFrame(f))
             continue;
+        // Compiled code: the FX node's own trace ends in the model's forward line, which is
+        // where dynamo's frames would otherwise leave only its wrapper.
+        if (const FxFrame* fx = ft.anyFx() ? ft.fx(f) : nullptr; fx && fx->hasSource)
+            return fx->sourceFrame;
         const std::string_view name = ft.strings().get(ft.frame(f).name);
         if (name == "_call_impl" || name == "_wrapped_call_impl")
             return inner;

@@ -18,7 +18,9 @@ namespace headroom {
 
 /// The Python frame Module._call_impl (or _wrapped_call_impl) called, innermost module
 /// first: the nearest Python frame inside the innermost such call (native interpreter frames
-/// may sit between them). UINT32_MAX when the stack has none.
+/// may sit between them). For torch.compile's generated code with FX information, the
+/// innermost frame of the node's original trace (the model's line the kernel came from),
+/// since the frame _call_impl called is dynamo's wrapper. UINT32_MAX when the stack has none.
 uint32_t moduleForwardFrame(const FrameTable& ft, uint32_t stack);
 
 struct ModuleOf {

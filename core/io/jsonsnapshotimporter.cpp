@@ -135,6 +135,11 @@ std::optional<uint32_t> JsonDictAccess::asStack(Import& imp, Value v, const std:
         const std::string_view file = stringField(&f, "filename").value_or("");
         const std::string_view name = stringField(&f, "name").value_or("");
         m_ids.push_back(frames.internFrame(file, imp.intField(&f, "line", fpath, 0), name));
+        const FxFrameText fx{stringField(&f, "fx_node_op").value_or(""), stringField(&f, "fx_node_name").value_or(""),
+                             stringField(&f, "fx_node_target").value_or(""),
+                             stringField(&f, "fx_original_trace").value_or("")};
+        if (!fx.empty())
+            frames.setFx(m_ids.back(), fx);
     }
     return frames.internStack(m_ids);
 }
@@ -175,6 +180,23 @@ void JsonDictAccess::importTrace(Import& imp, Value list, DeviceData& dev, const
         if (auto u = stringField(e, "user_metadata")) {
             m_compile = true;
             out.userMetadata.emplace_back(idx, strings.intern(*u));
+        }
+        if (const auto f = e->find("forward_frames"); f != e->end() && f->is_array()) {
+            std::string text;
+            for (const json& line : *f)
+                if (line.is_string()) {
+                    if (!text.empty() && text.back() != '\n')
+                        text += '\n';
+                    text += line.get_ref<const std::string&>();
+                }
+            if (!text.empty())
+                out.forwardFrames.emplace_back(idx, strings.intern(text));
+        }
+        if (const auto p = e->find("pool_id"); p != e->end() && p->is_array() && p->size() == 2
+                                                && (*p)[0].is_number_integer() && (*p)[1].is_number_integer()) {
+            const std::pair<int64_t, int64_t> id{(*p)[0].get<int64_t>(), (*p)[1].get<int64_t>()};
+            if (id != std::pair<int64_t, int64_t>{0, 0})
+                out.poolIds.emplace_back(idx, id);
         }
         if (const auto t = e->find("headroom_tensor"); t != e->end())
             if (auto rec = readRecordedTensor(JsonTensorDoc{}, &*t, strings))

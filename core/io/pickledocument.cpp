@@ -94,6 +94,36 @@ std::optional<bool> PickleDocument::asBool(Value v) const
     return std::nullopt;
 }
 
+std::optional<std::string> PickleDocument::joinedStrings(Value v) const
+{
+    v = resolve(v);
+    if (v.tag() != Tag::List && v.tag() != Tag::Tuple)
+        return std::nullopt;
+    std::string out;
+    for (Value item : items(v)) {
+        const auto s = asString(item);
+        if (!s)
+            return std::nullopt;
+        if (!out.empty() && out.back() != '\n')
+            out += '\n';
+        out += *s;
+    }
+    return out;
+}
+
+std::optional<std::pair<int64_t, int64_t>> PickleDocument::intPair(Value v) const
+{
+    if (!isList(v))
+        return std::nullopt;
+    const auto xs = items(v);
+    if (xs.size() != 2)
+        return std::nullopt;
+    const auto a = asInt(xs[0]), b = asInt(xs[1]);
+    if (!a || !b)
+        return std::nullopt;
+    return std::pair<int64_t, int64_t>{*a, *b};
+}
+
 std::optional<uint32_t> PickleDocument::asStack(Value v)
 {
     v = resolve(v);

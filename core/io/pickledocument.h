@@ -91,6 +91,12 @@ public:
     std::optional<int64_t> asInt(Value v) const; ///< also accepts bool and unsigned 64-bit bits
     std::optional<double> asNumber(Value v) const;
     std::optional<bool> asBool(Value v) const;
+    /// A list of strings as one text (PyTorch's `forward_frames`: pre-formatted lines, joined
+    /// as its viewer joins them, with a newline added where a line has none); nullopt for
+    /// anything else.
+    std::optional<std::string> joinedStrings(Value v) const;
+    /// A 2-tuple of integers (`pool_id`, `segment_pool_id`).
+    std::optional<std::pair<int64_t, int64_t>> intPair(Value v) const;
     /// A stack id for a frames value (Stack, or a list of frames or of C++ frame strings).
     std::optional<uint32_t> asStack(Value v);
     std::string toText(Value v, int depth = 0) const; ///< short rendering for messages and settings

@@ -42,7 +42,9 @@ Word classifyWord(std::string_view s)
         {"time_us", Word::TimeUs}, {"frames", Word::Frames}, {"cpp_frames", Word::CppFrames},
         {"device_free", Word::DeviceFree}, {"compile_context", Word::CompileContext},
         {"user_metadata", Word::UserMetadata}, {"headroom_tensor", Word::HeadroomTensor}, {"filename", Word::Filename}, {"line", Word::Line},
-        {"name", Word::Name},
+        {"name", Word::Name}, {"forward_frames", Word::ForwardFrames}, {"pool_id", Word::PoolId},
+        {"fx_node_op", Word::FxNodeOp}, {"fx_node_name", Word::FxNodeName}, {"fx_node_target", Word::FxNodeTarget},
+        {"fx_original_trace", Word::FxOriginalTrace},
     };
     auto it = kWords.find(s);
     return it == kWords.end() ? Word::Other : it->second;
@@ -185,6 +187,7 @@ uint32_t PickleParser::stackFor(const uint8_t* op, Value v)
 bool PickleParser::tryFrame(uint64_t container, const Value* kv, size_t n)
 {
     std::string_view file, name;
+    FxFrameText fx;
     int64_t line = 0;
     bool haveFile = false, haveName = false;
     for (size_t i = 0; i < n; i += 2) {
@@ -198,13 +201,20 @@ bool PickleParser::tryFrame(uint64_t container, const Value* kv, size_t n)
         case Word::Line:
             if (auto l = m_doc.asInt(kv[i + 1])) line = *l; else return false;
             break;
+        case Word::FxNodeOp: fx.op = m_doc.asString(kv[i + 1]).value_or(""); break;
+        case Word::FxNodeName: fx.node = m_doc.asString(kv[i + 1]).value_or(""); break;
+        case Word::FxNodeTarget: fx.target = m_doc.asString(kv[i + 1]).value_or(""); break;
+        case Word::FxOriginalTrace: fx.originalTrace = m_doc.asString(kv[i + 1]).value_or(""); break;
         default:
-            break; // fx_node_* and other extras: not needed for display
+            break; // fx_node_info and other extras: not shown
         }
     }
     if (!haveFile || !haveName)
         return false;
-    m_doc.m_slots[container] = {Tag::Frame, m_doc.m_frames->internFrame(file, line, name)};
+    const uint32_t id = m_doc.m_frames->internFrame(file, line, name);
+    if (!fx.empty())
+        m_doc.m_frames->setFx(id, fx);
+    m_doc.m_slots[container] = {Tag::Frame, id};
     return true;
 }
 
@@ -256,6 +266,14 @@ bool PickleParser::tryEvent(uint64_t container, const Value* kv, size_t n)
         case Word::UserMetadata:
             if (auto s = m_doc.asString(v); s && !s->empty())
                 ev.userMetadata.emplace_back(index, m_doc.m_frames->strings().intern(*s));
+            break;
+        case Word::ForwardFrames:
+            if (auto s = m_doc.joinedStrings(v); s && !s->empty())
+                ev.forwardFrames.emplace_back(index, m_doc.m_frames->strings().intern(*s));
+            break;
+        case Word::PoolId:
+            if (auto p = m_doc.intPair(v); p && *p != std::pair<int64_t, int64_t>{0, 0})
+                ev.poolIds.emplace_back(index, *p);
             break;
         case Word::HeadroomTensor:
             if (auto t = readRecordedTensor(m_doc, v, m_doc.m_frames->strings()))

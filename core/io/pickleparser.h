@@ -24,7 +24,7 @@ namespace headroom::detail {
 enum class Word : uint8_t {
     Unclassified, Other,
     Action, Addr, Size, Stream, TimeUs, Frames, CppFrames, DeviceFree, CompileContext, UserMetadata, HeadroomTensor,
-    Filename, Line, Name,
+    ForwardFrames, PoolId, Filename, Line, Name, FxNodeOp, FxNodeName, FxNodeTarget, FxOriginalTrace,
 };
 
 Word classifyWord(std::string_view s);

@@ -112,6 +112,8 @@ void PickleDictAccess::importTrace(Import& imp, Value list, DeviceData& dev, con
         remapSparse(all.deviceFree, out.deviceFree);
         remapSparse(all.compileContext, out.compileContext);
         remapSparse(all.userMetadata, out.userMetadata);
+        remapSparse(all.forwardFrames, out.forwardFrames);
+        remapSparse(all.poolIds, out.poolIds);
         remapSparse(all.tensors, out.tensors);
     }
     for (size_t i = 0; i < out.count(); ++i) {

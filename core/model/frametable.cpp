@@ -108,7 +108,61 @@ std::span<const uint32_t> FrameTable::stack(uint32_t id) const
     return {m_stackFrames.data() + m_stackOffsets[id], m_stackFrames.data() + m_stackOffsets[id + 1]};
 }
 
-std::string FrameTable::formatFrame(uint32_t id) const
+namespace {
+
+/// The innermost `File "PATH", line N, in NAME` of a Python traceback's text.
+bool innermostTracebackFrame(std::string_view trace, std::string_view& file, int64_t& line, std::string_view& name)
+{
+    bool found = false;
+    for (size_t at = trace.find("File \""); at != std::string_view::npos; at = trace.find("File \"", at + 1)) {
+        const size_t fileStart = at + 6;
+        const size_t fileEnd = trace.find('"', fileStart);
+        if (fileEnd == std::string_view::npos || trace.compare(fileEnd, 8, "\", line ") != 0)
+            continue;
+        size_t p = fileEnd + 8;
+        int64_t n = 0;
+        const size_t digits = p;
+        while (p < trace.size() && trace[p] >= '0' && trace[p] <= '9' && n < (int64_t(1) << 40))
+            n = n * 10 + (trace[p++] - '0');
+        if (p == digits || trace.compare(p, 5, ", in ") != 0)
+            continue;
+        const size_t nameStart = p + 5;
+        size_t nameEnd = trace.find_first_of("\r\n", nameStart);
+        if (nameEnd == std::string_view::npos)
+            nameEnd = trace.size();
+        file = trace.substr(fileStart, fileEnd - fileStart);
+        line = n;
+        name = trace.substr(nameStart, nameEnd - nameStart);
+        found = true;
+    }
+    return found;
+}
+
+} // namespace
+
+void FrameTable::setFx(uint32_t frame, const FxFrameText& text)
+{
+    if (m_fx.count(frame))
+        return;
+    FxFrame fx{m_strings.intern(text.op), m_strings.intern(text.node), m_strings.intern(text.target),
+               m_strings.intern(text.originalTrace)};
+    std::string_view file, name;
+    if (innermostTracebackFrame(text.originalTrace, file, fx.sourceLine, name)) {
+        fx.hasSource = true;
+        fx.sourceFile = m_strings.intern(file);
+        fx.sourceName = m_strings.intern(name);
+        fx.sourceFrame = internFrame(file, fx.sourceLine, name);
+    }
+    m_fx.emplace(frame, fx);
+}
+
+const FxFrame* FrameTable::fx(uint32_t frame) const
+{
+    const auto it = m_fx.find(frame);
+    return it == m_fx.end() ? nullptr : &it->second;
+}
+
+std::string FrameTable::formatRawFrame(uint32_t id) const
 {
     const Frame& f = m_frames[id];
     std::string s(m_strings.get(f.file));
@@ -117,6 +171,21 @@ std::string FrameTable::formatFrame(uint32_t id) const
     s += ':';
     s += m_strings.get(f.name);
     return s;
+}
+
+std::string FrameTable::formatFrame(uint32_t id) const
+{
+    const FxFrame* fx = m_fx.empty() ? nullptr : this->fx(id);
+    if (!fx)
+        return formatRawFrame(id);
+    const std::string_view node = m_strings.get(fx->node);
+    std::string compiled = " [compiled: " + std::string(node.empty() ? std::string_view("FX node") : node);
+    if (!fx->hasSource)
+        return formatRawFrame(id) + compiled + "]";
+    std::string s(m_strings.get(fx->sourceFile));
+    s += ':' + std::to_string(fx->sourceLine) + ':';
+    s += m_strings.get(fx->sourceName);
+    return s + compiled + " at " + formatRawFrame(id) + "]";
 }
 
 bool FrameTable::isNoiseFrame(uint32_t id) const

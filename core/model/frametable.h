@@ -17,6 +17,24 @@ struct Frame {
     int64_t line = 0;
 };
 
+/// What torch.compile's FX augmentation (`augment_with_fx_traces=True`) writes on a frame
+/// of generated code, as read: the graph node and the model's source behind it.
+struct FxFrameText {
+    std::string_view op, node, target, originalTrace;
+    bool empty() const { return op.empty() && node.empty() && target.empty() && originalTrace.empty(); }
+};
+
+/// The same, interned, with the model's source line taken from the node's stack trace.
+struct FxFrame {
+    uint32_t op = 0, node = 0, target = 0, originalTrace = 0; ///< StringPool ids ("" = 0)
+    /// The innermost `File "...", line N, in f` of originalTrace; hasSource false when the
+    /// trace has none.
+    bool hasSource = false;
+    uint32_t sourceFile = 0, sourceName = 0;
+    int64_t sourceLine = 0;
+    uint32_t sourceFrame = UINT32_MAX; ///< the source line as a frame of this table
+};
+
 /// Interned frames and call stacks. A stack is a sequence of frame ids, innermost
 /// first (as PyTorch writes them); stack id 0 is the empty stack. Equal frames and
 /// equal stacks get the same id however often the input repeats them, so a million
@@ -42,8 +60,18 @@ public:
     uint32_t frameCount() const { return static_cast<uint32_t>(m_frames.size()); }
     uint32_t stackCount() const { return static_cast<uint32_t>(m_stackOffsets.size() - 1); }
 
-    /// "file:line:name", as PyTorch's viewer prints a frame.
+    /// Records the FX node behind a frame of generated code (the first one given wins).
+    void setFx(uint32_t frame, const FxFrameText& fx);
+    /// Null for a frame without FX information.
+    const FxFrame* fx(uint32_t frame) const;
+    bool anyFx() const { return !m_fx.empty(); }
+
+    /// "file:line:name", as PyTorch's viewer prints a frame. A frame of torch.compile's
+    /// generated code with FX information reads as the model's source line with the kernel
+    /// beside it: "model.py:12:forward [compiled: addmm at /tmp/torchinductor/ab.py:30:call]".
     std::string formatFrame(uint32_t id) const;
+    /// "file:line:name" of the frame itself, never the FX source.
+    std::string formatRawFrame(uint32_t id) const;
     /// True for interpreter and allocator plumbing frames that the official viewer hides.
     bool isNoiseFrame(uint32_t id) const;
     bool isPythonFrame(uint32_t id) const;
@@ -58,6 +86,7 @@ public:
 private:
     StringPool m_strings;
     std::vector<Frame> m_frames;
+    std::unordered_map<uint32_t, FxFrame> m_fx; // few: the frames of compiled graphs
     std::unordered_map<uint64_t, uint32_t> m_frameIndex; // key hash -> first id (chained by probe)
     std::vector<uint32_t> m_stackFrames;
     std::vector<uint32_t> m_stackOffsets; // size stackCount()+1

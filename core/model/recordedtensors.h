@@ -2,13 +2,15 @@
 #pragma once
 
 // What the file records beside the allocation made at one event: the recorder's record
-// (TraceEvents::tensors) and PyTorch's sparse strings (user_metadata, compile_context), all
-// sorted by event: one lookup for the laws, the groupings and the views.
+// (TraceEvents::tensors) and PyTorch's sparse extras (user_metadata, compile_context,
+// forward_frames, pool_id), all sorted by event: one lookup for the laws, the groupings, the
+// replay and the views.
 
 #include "core/model/snapshotmodel.h"
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -36,6 +38,19 @@ inline std::string_view entryStringAt(const std::vector<std::pair<uint32_t, uint
     const auto it = std::lower_bound(entries.begin(), entries.end(), uint32_t(event),
                                      [](const auto& p, uint32_t e) { return p.first < e; });
     return it != entries.end() && it->first == uint32_t(event) ? strings.get(it->second) : std::string_view();
+}
+
+/// The private pool (`pool_id`) of the entry at `event`; nullopt for the default pool.
+inline std::optional<std::pair<int64_t, int64_t>>
+entryPoolAt(const std::vector<std::pair<uint32_t, std::pair<int64_t, int64_t>>>& pools, int64_t event)
+{
+    if (event < 0 || pools.empty())
+        return std::nullopt;
+    const auto it = std::lower_bound(pools.begin(), pools.end(), uint32_t(event),
+                                     [](const auto& p, uint32_t e) { return p.first < e; });
+    if (it == pools.end() || it->first != uint32_t(event))
+        return std::nullopt;
+    return it->second;
 }
 
 /// The recorder's names (docs/formats.md): "optimizer_state", "forward".

@@ -65,6 +65,11 @@ struct TraceEvents {
     std::vector<std::pair<uint32_t, int64_t>> deviceFree;     ///< oom entries
     std::vector<std::pair<uint32_t, uint32_t>> compileContext; ///< string id
     std::vector<std::pair<uint32_t, uint32_t>> userMetadata;   ///< string id
+    /// `forward_frames`: the forward's stack of a tensor the backward made, as PyTorch
+    /// formats it (its strings joined), string id.
+    std::vector<std::pair<uint32_t, uint32_t>> forwardFrames;
+    /// `pool_id` of the entries outside the default pool (0, 0): a CUDA graph's or a MemPool's.
+    std::vector<std::pair<uint32_t, std::pair<int64_t, int64_t>>> poolIds;
     std::vector<std::pair<uint32_t, RecordedTensor>> tensors;  ///< alloc entries a recorder described
     bool anyTime = false;
     /// Exact TensorCategory per event (profiler timelines, `_profile_to_snapshot` dicts);

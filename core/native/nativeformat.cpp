@@ -124,6 +124,12 @@ std::vector<uint8_t> deviceSection(const DeviceData& d)
                                int(t.phase), t.batchDims, t.seqDims});
         h["tensors"] = tensors;
     }
+    if (!d.trace.poolIds.empty()) {
+        json pools = json::array();
+        for (const auto& [ev, id] : d.trace.poolIds)
+            pools.push_back({ev, id.first, id.second});
+        h["pool_ids"] = pools;
+    }
     o.str(h.dump());
     const TraceEvents& t = d.trace;
     std::vector<uint8_t> actions(t.count());
@@ -144,6 +150,8 @@ std::vector<uint8_t> deviceSection(const DeviceData& d)
     pairColumn(o, "dfre", t.deviceFree);
     pairColumn(o, "cctx", t.compileContext);
     pairColumn(o, "umet", t.userMetadata);
+    if (!t.forwardFrames.empty())
+        pairColumn(o, "fwdf", t.forwardFrames);
     Out segs;
     for (const Segment& s : d.segments) {
         segs.put<int32_t>(s.device);
@@ -239,6 +247,24 @@ std::vector<uint8_t> NativeFormat::encode(const Snapshot& snap, const WriteOptio
         for (uint32_t f : snap.frames.stack(i))
             stks.put<uint32_t>(f);
     section(file, "STKS", stks.bytes, true, opt);
+
+    // torch.compile's FX nodes behind frames of generated code: optional, an older reader
+    // skips the section and shows the generated frames.
+    Out fxnd;
+    uint32_t fxCount = 0;
+    for (uint32_t i = 0; i < snap.frames.frameCount(); ++i)
+        if (const FxFrame* fx = snap.frames.fx(i)) {
+            fxnd.put<uint32_t>(i);
+            for (uint32_t s : {fx->op, fx->node, fx->target, fx->originalTrace})
+                fxnd.put<uint32_t>(s);
+            ++fxCount;
+        }
+    if (fxCount > 0) {
+        Out body;
+        body.put<uint32_t>(fxCount);
+        body.raw(fxnd.bytes.data(), fxnd.bytes.size());
+        section(file, "FXND", body.bytes, false, opt);
+    }
 
     for (const DeviceData& d : snap.devices)
         section(file, "DEVC", deviceSection(d), true, opt);

@@ -178,6 +178,26 @@ void readFrames(SectionReader& in, ReadState& st, Snapshot& snap)
     }
 }
 
+void readFxNodes(SectionReader& in, ReadState& st, Snapshot& snap)
+{
+    const uint32_t n = in.get<uint32_t>();
+    in.needCount(n, 20);
+    auto& pool = snap.frames.strings();
+    for (uint32_t i = 0; i < n; ++i) {
+        const uint32_t frame = in.get<uint32_t>();
+        std::string text[4];
+        for (std::string& s : text) {
+            const uint32_t id = in.get<uint32_t>();
+            if (id >= st.strRemap.size())
+                in.fail("FX node " + std::to_string(i) + ": string id out of range");
+            s = pool.get(st.strRemap[id]);
+        }
+        if (frame >= st.frameRemap.size())
+            in.fail("FX node " + std::to_string(i) + ": frame id out of range");
+        snap.frames.setFx(st.frameRemap[frame], {text[0], text[1], text[2], text[3]});
+    }
+}
+
 void readStacks(SectionReader& in, ReadState& st, Snapshot& snap)
 {
     const uint32_t n = in.get<uint32_t>();
@@ -234,6 +254,9 @@ void readDevice(SectionReader& in, const ReadState& st, Snapshot& snap)
             t.seqDims = r.at(7).get<uint32_t>();
             d.trace.tensors.emplace_back(r.at(0).get<uint32_t>(), std::move(t));
         }
+        for (const json& r : h.value("pool_ids", json::array()))
+            d.trace.poolIds.emplace_back(r.at(0).get<uint32_t>(),
+                                         std::pair<int64_t, int64_t>{r.at(1).get<int64_t>(), r.at(2).get<int64_t>()});
     } catch (const json::exception& e) {
         in.fail(std::string("expected the device header JSON (") + e.what() + ")");
     }
@@ -259,6 +282,7 @@ void readDevice(SectionReader& in, const ReadState& st, Snapshot& snap)
         else if (id == "dfre") readPairs(in, t.deviceFree, len, events, "dfre");
         else if (id == "cctx") readPairs(in, t.compileContext, len, events, "cctx");
         else if (id == "umet") readPairs(in, t.userMetadata, len, events, "umet");
+        else if (id == "fwdf") readPairs(in, t.forwardFrames, len, events, "fwdf");
         else if (id == "segs") {
             const std::vector<uint8_t> bytes = readRecords(in, len, kSegmentRecord, "segs");
             d.segments.reserve(bytes.size() / kSegmentRecord);
@@ -319,9 +343,12 @@ void readDevice(SectionReader& in, const ReadState& st, Snapshot& snap)
     for (Segment& s : d.segments)
         if (static_cast<uint64_t>(s.firstBlock) + s.blockCount > d.blocks.size())
             in.fail("segment blocks out of range");
-    for (auto* sparse : {&t.compileContext, &t.userMetadata})
+    for (auto* sparse : {&t.compileContext, &t.userMetadata, &t.forwardFrames})
         for (auto& [ev, sid] : *sparse)
             sid = sid < st.strRemap.size() ? st.strRemap[sid] : 0;
+    for (const auto& [ev, id] : t.poolIds)
+        if (ev >= events)
+            in.fail("device header: pool id at event " + std::to_string(ev) + " out of range");
     for (auto& [ev, rec] : t.tensors) {
         if (ev >= events)
             in.fail("device header: tensor record at event " + std::to_string(ev) + " out of range");
@@ -372,7 +399,7 @@ void NativeReader::read(const uint8_t* data, size_t size, const std::string& pat
         const uint8_t* payload = data + pos;
         size_t payloadSize = stored;
         pos += stored;
-        static const char* kKnown[] = {"META", "STRS", "FRMS", "STKS", "DEVC", "USER", "END "};
+        static const char* kKnown[] = {"META", "STRS", "FRMS", "STKS", "FXND", "DEVC", "USER", "END "};
         bool known = false;
         for (const char* k : kKnown)
             known = known || id == k;
@@ -403,6 +430,8 @@ void NativeReader::read(const uint8_t* data, size_t size, const std::string& pat
             readFrames(in, st, snap);
         } else if (id == "STKS") {
             readStacks(in, st, snap);
+        } else if (id == "FXND") {
+            readFxNodes(in, st, snap);
         } else if (id == "DEVC") {
             if (st.stackRemap.empty())
                 st.stackRemap.assign(1, 0);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "core/replay/allocatorhistory.h"
 
+#include "core/model/recordedtensors.h"
 #include "core/replay/addressmap.h"
 
 #include <algorithm>
@@ -44,12 +45,12 @@ void closeRange(std::map<uint64_t, size_t>& open, std::vector<AllocatorHistory::
         if (old.address < lo) {
             open[old.address] = spans.size();
             spans.push_back({old.address, int64_t(lo - old.address), old.stream, at, Allocation::kStillAlive,
-                             old.largePool, old.expandable});
+                             old.largePool, old.expandable, old.poolId});
         }
         if (oldEnd > hi) {
             open[hi] = spans.size();
             spans.push_back({hi, int64_t(oldEnd - hi), old.stream, at, Allocation::kStillAlive, old.largePool,
-                             old.expandable});
+                             old.expandable, old.poolId});
         }
         cursor = std::max(cursor, oldEnd);
     }
@@ -67,7 +68,7 @@ void mergeMappedRanges(std::vector<StateSegment>& segments)
         if (out > 0) {
             StateSegment& prev = segments[out - 1];
             const StateSegment& s = segments[i];
-            if (prev.expandable && s.expandable && prev.stream == s.stream &&
+            if (prev.expandable && s.expandable && prev.stream == s.stream && prev.poolId == s.poolId &&
                 prev.address + uint64_t(prev.size) == s.address) {
                 prev.size += s.size;
                 prev.beforeWindow = prev.beforeWindow && s.beforeWindow;
@@ -106,7 +107,7 @@ AllocatorHistory::AllocatorHistory(const DeviceData& dev, const MemoryTimeline& 
             open[addr] = m_spans.size();
             const bool mapped = a == TraceAction::SegmentMap;
             m_spans.push_back({addr, size, ev.stream[i], at, Allocation::kStillAlive, size != kSmallSegment,
-                               mapped});
+                               mapped, entryPoolAt(ev.poolIds, at).value_or(std::pair<int64_t, int64_t>{0, 0})});
             continue;
         }
         closeRange(open, m_spans, {addr, size, ev.stream[i], Allocation::kBeforeWindow, at, size != kSmallSegment,
@@ -120,17 +121,19 @@ AllocatorHistory::AllocatorHistory(const DeviceData& dev, const MemoryTimeline& 
         for (auto it = open.lower_bound(seg.address); it != open.end() && it->first < segEnd; ++it) {
             m_spans[it->second].largePool = seg.largePool;
             m_spans[it->second].expandable |= seg.expandable;
+            if (seg.poolId != std::pair<int64_t, int64_t>{0, 0})
+                m_spans[it->second].poolId = seg.poolId;
             // Copies: the push_back below may move m_spans (found by fuzz_snapshot).
             const uint64_t spanAddress = m_spans[it->second].address;
             const uint64_t spanEnd = spanAddress + uint64_t(m_spans[it->second].size);
             if (spanAddress > cursor)
                 m_spans.push_back({cursor, int64_t(spanAddress - cursor), seg.stream, Allocation::kBeforeWindow,
-                                   Allocation::kStillAlive, seg.largePool, seg.expandable});
+                                   Allocation::kStillAlive, seg.largePool, seg.expandable, seg.poolId});
             cursor = std::max(cursor, spanEnd);
         }
         if (cursor < segEnd)
             m_spans.push_back({cursor, int64_t(segEnd - cursor), seg.stream, Allocation::kBeforeWindow,
-                               Allocation::kStillAlive, seg.largePool, seg.expandable});
+                               Allocation::kStillAlive, seg.largePool, seg.expandable, seg.poolId});
     }
 
     // free_requested events: an allocation is pending free from there to its free_completed.
@@ -192,6 +195,7 @@ AllocatorState AllocatorHistory::stateAt(const MemoryTimeline& tl, int64_t event
             seg.largePool = s.largePool;
             seg.beforeWindow = s.start == Allocation::kBeforeWindow;
             seg.expandable = s.expandable;
+            seg.poolId = s.poolId;
             st.segments.push_back(seg);
             st.reserved += s.size;
         }

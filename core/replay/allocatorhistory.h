@@ -28,6 +28,7 @@ public:
         int64_t end = Allocation::kStillAlive;
         bool largePool = true;
         bool expandable = false; ///< pages of an expandable segment (segment_map)
+        std::pair<int64_t, int64_t> poolId{0, 0}; ///< a private pool's (CUDA graph, MemPool)
     };
 
     AllocatorHistory() = default;

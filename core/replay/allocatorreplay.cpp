@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "core/replay/allocatorreplay.h"
 
+#include "core/model/recordedtensors.h"
 #include "core/replay/addressmap.h"
 #include "core/replay/allocatorhistory.h"
 #include "core/replay/allocatorsim.h"
@@ -322,7 +323,10 @@ AllocatorReplayResult replayAllocator(const Snapshot& snap, const DeviceData& de
             ++r.requests;
             const bool isOom = a == TraceAction::Oom;
             const uint64_t addr = ev.addr[i];
-            const int privatePool = isOom ? 0 : poolAt(addr);
+            // The entry's own pool_id (2026 PyTorch) where the file has it: it also names a
+            // pool whose segments were gone by the snapshot. Else the final segments' ranges.
+            const auto entryPool = entryPoolAt(ev.poolIds, at);
+            const int privatePool = isOom ? 0 : entryPool ? privatePoolOf(*entryPool) : poolAt(addr);
             // Recorded releases before a request the cache can serve were an empty_cache().
             if (!group.empty() && isRelease(ev.action[group.front()]) &&
                 sim.servesFromCache(ev.size[i], ev.stream[i], privatePool))

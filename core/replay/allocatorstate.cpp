@@ -33,6 +33,7 @@ AllocatorState recordedAllocatorState(const DeviceData& dev)
         seg.size = s.totalSize;
         seg.stream = s.stream;
         seg.largePool = s.largePool;
+        seg.poolId = s.poolId;
         seg.firstBlock = static_cast<uint32_t>(st.blocks.size());
         st.reserved += s.totalSize;
         for (uint32_t b = s.firstBlock; b < s.firstBlock + s.blockCount && b < dev.blocks.size(); ++b) {
@@ -77,6 +78,24 @@ int64_t AllocatorState::unusableFor(int64_t request) const
         if (b.state == BlockState::Inactive && b.size < request)
             bytes += b.size;
     return bytes;
+}
+
+std::vector<AllocatorState::PoolShare> AllocatorState::privatePools() const
+{
+    std::vector<PoolShare> out;
+    for (const StateSegment& s : segments) {
+        if (!s.privatePool())
+            continue;
+        auto it = std::find_if(out.begin(), out.end(), [&](const PoolShare& p) { return p.poolId == s.poolId; });
+        if (it == out.end())
+            it = out.insert(std::upper_bound(out.begin(), out.end(), s.poolId,
+                                             [](const auto& id, const PoolShare& p) { return id < p.poolId; }),
+                            PoolShare{s.poolId});
+        ++it->segments;
+        it->reserved += s.size;
+        it->allocated += s.allocated;
+    }
+    return out;
 }
 
 } // namespace headroom

@@ -32,6 +32,9 @@ struct StateSegment {
     uint32_t firstBlock = 0;   ///< into AllocatorState::blocks
     uint32_t blockCount = 0;
     int64_t allocated = 0;     ///< bytes of allocated + pending-free blocks
+    /// The private pool it belongs to (a CUDA graph's, a MemPool's); (0, 0): the default pool.
+    std::pair<int64_t, int64_t> poolId{0, 0};
+    bool privatePool() const { return poolId != std::pair<int64_t, int64_t>{0, 0}; }
 };
 
 /// The caching allocator's segments and blocks after one event, with the fragmentation
@@ -57,6 +60,17 @@ struct AllocatorState {
     int64_t unusableFor(int64_t request) const;
     /// Cached free bytes outside the largest free block.
     int64_t externalFragmentation() const { return inactive - largestFree; }
+
+    /// One private pool's share of the state (the official viewer draws each apart).
+    struct PoolShare {
+        std::pair<int64_t, int64_t> poolId;
+        size_t segments = 0;
+        int64_t reserved = 0;
+        int64_t allocated = 0; ///< block bytes allocated or pending free
+    };
+    /// The private pools' shares, in the order of their ids; empty when every segment is
+    /// in the default pool.
+    std::vector<PoolShare> privatePools() const;
 };
 
 /// The snapshot's recorded segments and blocks (exact sizes and states), as an

@@ -31,6 +31,7 @@ std::shared_ptr<const ExplorerData> ExplorerData::compute(std::shared_ptr<const 
     data->calibrationError = std::move(report.calibrationError);
     throwIfCancelled(cancel);
     data->bands = bands.get();
+    data->privatePools = privatePoolCurves(data->device(), data->timeline());
     return data;
 }
 

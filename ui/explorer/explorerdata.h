@@ -3,6 +3,7 @@
 
 #include "core/analysis/diagnosis.h"
 #include "core/analysis/memoryanalysis.h"
+#include "core/analysis/privatepools.h"
 #include "core/analysis/timelinebands.h"
 #include "core/io/loader.h"
 #include "core/replay/allocationbands.h"
@@ -35,6 +36,9 @@ struct ExplorerData {
     /// the worker so that showing the analysis does not build them on the GUI thread.
     static constexpr int kDefaultBands = 2000;
     AllocationBands bands;
+    /// Live bytes of each CUDA-graph / MemPool private pool after every event (empty for a
+    /// file that names none): the timeline draws each apart.
+    PrivatePoolCurves privatePools;
 
     const DeviceData& device() const { return trace->snapshot.devices[deviceIndex]; }
     const MemoryTimeline& timeline() const { return trace->timelines[deviceIndex]; }

@@ -2,6 +2,7 @@
 #include "ui/timeline/timelineview.h"
 
 #include "ui/explorer/allocationfilter.h"
+#include "ui/timeline/poolcurveitems.h"
 
 #include "ui/timeline/timelinecurves.h"
 
@@ -57,6 +58,7 @@ TimelineView::TimelineView(Selection* selection, QWidget* parent)
     m_plot->setNoAntialiasingOnDrag(true);
     m_items = std::make_unique<TimelinePlotItems>(m_plot, font());
     m_projected = std::make_unique<ProjectedCurveItems>(m_plot);
+    m_pools = std::make_unique<PoolCurveItems>(m_plot);
 
     m_overlay = new TimelineOverlay(m_plot, m_state);
     m_areas = new CategoryAreaLayer(m_plot, m_state);
@@ -86,6 +88,7 @@ void TimelineView::setTrace(std::shared_ptr<const LoadedTrace> trace, int device
     const bool hadSimulated = hasSimulatedReserved();
     m_state.setDevice(std::move(trace), deviceIndex);
     m_projected->set(nullptr, QString());
+    m_pools->set(nullptr);
     m_filterCurve.clear();
     m_controls->deviceChanged(m_state);
     // Prepared by the load worker when it can be (adoptPreparedCurves), else here.
@@ -111,6 +114,7 @@ void TimelineView::adoptPreparedCurves(const std::shared_ptr<const LoadedTrace>&
 void TimelineView::setData(const ExplorerDataPtr& data)
 {
     if (!data) {
+        m_pools->set(nullptr);
         m_state.data.reset();
         updateLegend();
         onRangeChanged(m_plot->xAxis->range());
@@ -119,6 +123,7 @@ void TimelineView::setData(const ExplorerDataPtr& data)
     if (data->trace != m_state.trace || static_cast<int>(data->deviceIndex) != m_state.deviceIndex)
         setTrace(data->trace, static_cast<int>(data->deviceIndex));
     m_state.data = data;
+    m_pools->set(&data->privatePools);
     m_state.bands = m_bandDetail == ExplorerData::kDefaultBands ? data->bands
                                                                 : AllocationBands(data->timeline(), size_t(m_bandDetail));
     m_bandLayer->invalidate();
@@ -237,6 +242,7 @@ void TimelineView::clearData()
     const bool hadSimulated = hasSimulatedReserved();
     m_state.clear();
     m_projected->set(nullptr, QString());
+    m_pools->set(nullptr);
     m_filterCurve.clear();
     m_controls->deviceChanged(m_state);
     m_items->setSimulatedReserved(QString());
@@ -484,6 +490,7 @@ void TimelineView::updateGraphs()
                      tl.initialReserved, simulatedKeys, simulated);
     m_items->simulatedReserved()->setData(simulatedKeys, simulated, true);
     m_projected->update(sampler, m_state, tl.initialAllocated);
+    m_pools->update(sampler);
 
     m_bandLayer->invalidate();
     if (!m_state.byAllocation && m_state.areaTotalOnly) {

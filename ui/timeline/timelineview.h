@@ -27,6 +27,7 @@ class TimelineMinimap;
 class TimelineControls;
 class TimelineInteraction;
 class TimelinePlotItems;
+class PoolCurveItems;
 class ProjectedCurveItems;
 struct ProjectedTimeline;
 
@@ -145,6 +146,7 @@ public:
     bool hasProjected() const { return m_state.projected != nullptr; }
     /// The projected curve's items (tests).
     const ProjectedCurveItems& projectedItems() const { return *m_projected; }
+    const PoolCurveItems& poolItems() const { return *m_pools; }
 
 signals:
     void xAxisModeChanged(headroom::TimelineView::XAxisMode mode);
@@ -176,6 +178,7 @@ private:
     std::unique_ptr<TimelinePlotItems> m_items;
     /// The what-if's projected run over the measured curves.
     std::unique_ptr<ProjectedCurveItems> m_projected;
+    std::unique_ptr<PoolCurveItems> m_pools; ///< each private pool's line
     /// Mouse clicks, drags and hover tooltips on the plot; zooming and panning.
     TimelineInteraction* m_interaction = nullptr;
     TimelineOverlay* m_overlay;

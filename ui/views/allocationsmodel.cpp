@@ -106,10 +106,29 @@ QString AllocationsModel::stackText(int64_t allocation) const
         return QString();
     const FrameTable& frames = m_data->frames();
     QStringList lines;
-    for (uint32_t f : frames.stack(m_data->timeline().allocations[size_t(allocation)].stack))
-        if (!frames.isNoiseFrame(f))
-            lines << QString::fromStdString(frames.formatFrame(f));
-    return lines.isEmpty() ? tr("(no frames recorded)") : lines.join(QLatin1Char('\n'));
+    const StringPool& strings = frames.strings();
+    auto text = [&](uint32_t id) {
+        const std::string_view s = strings.get(id);
+        return QString::fromUtf8(s.data(), qsizetype(s.size()));
+    };
+    for (uint32_t f : frames.stack(m_data->timeline().allocations[size_t(allocation)].stack)) {
+        if (frames.isNoiseFrame(f))
+            continue;
+        lines << QString::fromStdString(frames.formatFrame(f));
+        // torch.compile's node behind generated code: the model's line is above, the node here.
+        if (const FxFrame* fx = frames.fx(f))
+            lines << tr("    FX node %1: %2 %3").arg(text(fx->node), text(fx->op), text(fx->target)).trimmed();
+    }
+    QString out = lines.isEmpty() ? tr("(no frames recorded)") : lines.join(QLatin1Char('\n'));
+    const int64_t start = m_data->timeline().allocations[size_t(allocation)].start;
+    if (const std::string_view fwd = entryStringAt(m_data->device().trace.forwardFrames, strings, start); !fwd.empty())
+    {
+        QString text = QString::fromUtf8(fwd.data(), qsizetype(fwd.size()));
+        while (text.endsWith(QLatin1Char('\n')) || text.endsWith(QLatin1Char(' ')))
+            text.chop(1); // PyTorch's lines keep their indentation; only the end is trimmed
+        out += tr("\n\nallocated for the backward of:\n") + text;
+    }
+    return out;
 }
 
 QString AllocationsModel::recordText(int64_t allocation) const
@@ -124,6 +143,10 @@ QString AllocationsModel::recordText(int64_t allocation) const
         lines << tr("user_metadata: %1").arg(QString::fromUtf8(m.data(), qsizetype(m.size())));
     if (const std::string_view c = entryStringAt(events.compileContext, strings, a.start); !c.empty())
         lines << tr("compile context: %1").arg(QString::fromUtf8(c.data(), qsizetype(c.size())));
+    if (const auto pool = entryPoolAt(events.poolIds, a.start))
+        lines << tr("private pool (%1, %2): a CUDA graph's or a MemPool's memory, apart from the default pool")
+                     .arg(pool->first)
+                     .arg(pool->second);
     if (const RecordedTensor* t = recordedTensorAt(events.tensors, a.start)) {
         QStringList dims;
         for (int64_t d : t->shape)

@@ -184,6 +184,17 @@ void AllocatorView::updateSummary()
                  swatch(BlockState::ActivePendingFree))
             .arg(formatBytesQ(st.pendingFree), swatch(BlockState::Inactive), formatBytesQ(st.inactive),
                  QLocale().toString(qlonglong(st.inactiveBlocks)), formatBytesQ(st.largestFree), formatBytesQ(st.internal));
+    if (const auto pools = st.privatePools(); !pools.empty()) {
+        QStringList parts;
+        for (const AllocatorState::PoolShare& p : pools)
+            parts << tr("(%1, %2): %3 reserved in %4, %5 allocated")
+                         .arg(p.poolId.first)
+                         .arg(p.poolId.second)
+                         .arg(formatBytesQ(p.reserved),
+                              p.segments == 1 ? tr("1 segment") : tr("%1 segments").arg(p.segments),
+                              formatBytesQ(p.allocated));
+        text += tr("<br>Private pools (CUDA graphs, MemPool), apart from the default pool: %1").arg(parts.join(QStringLiteral("; ")));
+    }
     if (st.unplacedCount > 0)
         text += tr("<br><span style='color:#b00'>%1 live allocations (%2) lie in no known segment: the trace lost "
                    "events.</span>")

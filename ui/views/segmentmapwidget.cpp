@@ -108,7 +108,9 @@ void SegmentMapWidget::paintEvent(QPaintEvent*)
         const int y = 4 + int(row) * kRowHeight;
         p.setPen(text);
         p.drawText(QRect(4, y, kLabelWidth - 8, kRowHeight), Qt::AlignRight | Qt::AlignVCenter,
-                   QStringLiteral("%1 %2").arg(formatBytesQ(s.size), s.largePool ? QString() : tr("(small)")));
+                   QStringLiteral("%1 %2%3").arg(formatBytesQ(s.size), s.largePool ? QString() : tr("(small)"),
+                                                 s.privatePool() ? tr("pool %1,%2").arg(s.poolId.first).arg(s.poolId.second)
+                                                                 : QString()));
         p.fillRect(QRectF(x0, y + 1, std::max(1.0, double(s.size) * sc), kRowHeight - 3), stateColor(BlockState::Inactive));
         for (uint32_t b = s.firstBlock; b < s.firstBlock + s.blockCount; ++b) {
             const StateBlock& block = m_state.blocks[b];
