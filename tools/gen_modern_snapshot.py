@@ -113,9 +113,10 @@ class Recorder:
         self.entry("alloc", addr, size, frames, pool, **extra)
         return addr
 
-    def free(self, addr):
+    def free(self, addr, frames):
+        """`frames`: where the tensor was released (PyTorch records the freeing stack)."""
         seg = self.live.pop(addr)
-        size, frames = seg["blocks"].pop(addr)
+        size, _ = seg["blocks"].pop(addr)
         self.entry("free_requested", addr, size, frames, seg["pool"])
         self.entry("free_completed", addr, size, frames, seg["pool"])
         holes = seg["holes"]
@@ -182,11 +183,11 @@ def record(features):
         forward = ['  File "%s", line 40, in train_step\n    loss = model(x).sum()\n' % TRAIN,
                    '  File "%s", line 22, in forward\n    b = self.relu(a)\n' % MODEL]
         g = r.alloc(3 * MiB, backward, module=module + ".backward", forward=forward)
-        r.free(b)
-        r.free(a)
+        r.free(b, backward)
+        r.free(a, backward)
         grads.append(g)
     for g in grads:
-        r.free(g)
+        r.free(g, [frame(TORCH + "optim/optimizer.py", 980, "zero_grad"), frame(TRAIN, 46, "train_step")])
     # Optimizer state, outside any module.
     for _ in params:
         r.alloc(4 * MiB, [frame(TORCH + "optim/adam.py", 110, "_init_group"), frame(TORCH + "optim/adam.py", 220, "step"),

@@ -117,7 +117,7 @@ QString AllocationsModel::stackText(int64_t allocation) const
         lines << QString::fromStdString(frames.formatFrame(f));
         // torch.compile's node behind generated code: the model's line is above, the node here.
         if (const FxFrame* fx = frames.fx(f))
-            lines << tr("    FX node %1: %2 %3").arg(text(fx->node), text(fx->op), text(fx->target)).trimmed();
+            lines << QStringLiteral("    ") + tr("FX node %1: %2 %3").arg(text(fx->node), text(fx->op), text(fx->target)).trimmed();
     }
     QString out = lines.isEmpty() ? tr("(no frames recorded)") : lines.join(QLatin1Char('\n'));
     const int64_t start = m_data->timeline().allocations[size_t(allocation)].start;

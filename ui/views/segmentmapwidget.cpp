@@ -135,6 +135,11 @@ void SegmentMapWidget::paintEvent(QPaintEvent*)
                 p.drawRect(r);
             }
         }
+        if (s.privatePool()) { // a CUDA graph's or MemPool's segment: outlined, apart from the default pool
+            p.setPen(QPen(text, 1, Qt::DashLine));
+            p.setBrush(Qt::NoBrush);
+            p.drawRect(QRectF(x0 - 1, y, std::max(1.0, double(s.size) * sc) + 2, kRowHeight - 1));
+        }
     }
 }
 
