@@ -2,11 +2,14 @@
 // Settings ▸ Your Categories (issue 30): the rules dialog tests the rules on the open file and
 // refuses a bad one, naming the rule; accepted, the Breakdown's third column shows what each
 // rule claims at the selected event, adding up to what is alive.
+#include "analysedwindow.h"
+
 #include <catch2/catch.hpp>
 
 #include "core/io/loader.h"
 #include "ui/explorer/explorerdata.h"
 #include "ui/shell/usercategoriesdialog.h"
+#include "ui/shell/usercategorystore.h"
 #include "ui/views/allocationsmodel.h"
 #include "ui/views/breakdownview.h"
 
@@ -144,4 +147,40 @@ TEST_CASE("An allocation's details show its user_metadata and the recorder's rec
     AllocationsModel plain;
     plain.resetData(sample(), {0});
     CHECK(plain.recordText(0).isEmpty());
+}
+
+TEST_CASE("Your Categories are remembered for one file or as the default", "[categories]")
+{
+    const QString a = QStringLiteral(HEADROOM_REAL_TRACES_DIR "/pt27_kk_memory_ctx128_fullstep.pickle");
+    const QString b = QStringLiteral(HEADROOM_SOURCE_DIR "/tests/data/cpu/llama_base_shapes.pickle");
+    UserCategoryStore::save(a, QString(), false); // no default, and a forgets its own
+    UserCategoryStore::save(a, QString::fromUtf8(kRules), true);
+    CHECK(UserCategoryStore::hasFileRules(a));
+    CHECK_FALSE(UserCategoryStore::hasFileRules(b));
+    CHECK(UserCategoryStore::rulesFor(a) == QString::fromUtf8(kRules));
+    CHECK(UserCategoryStore::rulesFor(b).isEmpty());
+
+    // The window applies a file's own rules when that file opens, and the default for another.
+    Analysed window(a);
+    const UserCategories* rules = window.explorer().breakdown()->userCategoryRules();
+    REQUIRE(rules);
+    CHECK(rules->rules().front().name == "optimizer step");
+    {
+        QSignalSpy analysed(window.window.explorer(), &Explorer::dataAvailable);
+        window.window.openFile(b);
+        REQUIRE(analysed.wait(kTimeoutMs));
+    }
+    CHECK_FALSE(window.explorer().breakdown()->userCategoryRules());
+
+    // The dialog starts with the box ticked for a file with its own rules.
+    UserCategoriesDialog own(UserCategoryStore::rulesFor(a), sample(), nullptr, UserCategoryStore::hasFileRules(a));
+    CHECK(own.forThisFileOnly());
+    UserCategoriesDialog noFile(QString(), nullptr, nullptr, true);
+    CHECK_FALSE(noFile.forThisFileOnly()); // nothing open: the rules can only be the default
+
+    // Saved as the default: the file's own are forgotten, every file gets them.
+    UserCategoryStore::save(a, QString::fromUtf8(kRules), false);
+    CHECK_FALSE(UserCategoryStore::hasFileRules(a));
+    CHECK(UserCategoryStore::rulesFor(b) == QString::fromUtf8(kRules));
+    UserCategoryStore::save(a, QString(), false);
 }

@@ -20,6 +20,7 @@
 #include "ui/shell/shortcutsdialog.h"
 #include "ui/shell/startpage.h"
 #include "ui/shell/usercategoriesdialog.h"
+#include "ui/shell/usercategorystore.h"
 #include "ui/views/breakdownview.h"
 #include "ui/timeline/timelineview.h"
 
@@ -70,7 +71,7 @@ MainWindow::MainWindow(QWidget* parent)
     m_explorer->analysis()->setDefaultCapacity(m_prefs.defaultCapacity);
     createActions();
     m_explorer->restoreLayout();
-    applyUserCategories(QSettings().value(QStringLiteral("categories/rules")).toString());
+    applyUserCategories(UserCategoryStore::rulesFor(QString()));
     m_startPage = new StartPage(m_recent, this);
     connect(m_startPage, &StartPage::openRequested, this, &MainWindow::showOpenDialog);
     connect(m_startPage, &StartPage::fileRequested, this, &MainWindow::openFile);
@@ -287,12 +288,13 @@ void MainWindow::showPreferences()
 
 void MainWindow::showUserCategories()
 {
-    auto* dialog = new UserCategoriesDialog(QSettings().value(QStringLiteral("categories/rules")).toString(),
-                                            m_explorer->data(), this);
+    const QString path = m_trace ? m_path : QString();
+    auto* dialog = new UserCategoriesDialog(UserCategoryStore::rulesFor(path), m_explorer->data(), this,
+                                            UserCategoryStore::hasFileRules(path));
     dialog->setAttribute(Qt::WA_DeleteOnClose);
-    connect(dialog, &QDialog::accepted, this, [this, dialog] {
-        // Remembered as the default for every file (headroom-cli takes the same text as --categories).
-        QSettings().setValue(QStringLiteral("categories/rules"), dialog->rulesText());
+    connect(dialog, &QDialog::accepted, this, [this, dialog, path] {
+        // Remembered for this file or as the default (headroom-cli takes the same text as --categories).
+        UserCategoryStore::save(path, dialog->rulesText(), dialog->forThisFileOnly());
         m_explorer->breakdown()->setUserCategories(dialog->rules());
     });
     dialog->open();
@@ -362,7 +364,10 @@ void MainWindow::setTrace(const QString& path, std::shared_ptr<const LoadedTrace
     setLoading(false);
     statusBar()->clearMessage();
     m_trace = std::move(trace);
+    const bool otherFile = QFileInfo(path).absoluteFilePath() != QFileInfo(m_path).absoluteFilePath();
     m_path = path;
+    if (otherFile) // a file's own rules, or the default again
+        applyUserCategories(UserCategoryStore::rulesFor(path));
     int64_t peak = 0;
     for (const MemoryTimeline& tl : m_trace->timelines)
         peak = std::max(peak, tl.peakAllocated);

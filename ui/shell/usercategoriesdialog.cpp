@@ -4,6 +4,7 @@
 #include "core/analysis/livegroups.h"
 #include "ui/plot/categorystyle.h"
 
+#include <QCheckBox>
 #include <QDialogButtonBox>
 #include <QFile>
 #include <QFileDialog>
@@ -28,7 +29,8 @@ const char* const kExample = R"({"categories": [
 
 } // namespace
 
-UserCategoriesDialog::UserCategoriesDialog(const QString& rulesText, ExplorerDataPtr data, QWidget* parent)
+UserCategoriesDialog::UserCategoriesDialog(const QString& rulesText, ExplorerDataPtr data, QWidget* parent,
+                                           bool fileOnly)
     : QDialog(parent)
     , m_data(std::move(data))
     , m_text(new QPlainTextEdit(this))
@@ -58,6 +60,11 @@ UserCategoriesDialog::UserCategoriesDialog(const QString& rulesText, ExplorerDat
     m_table->verticalHeader()->hide();
     m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
     layout->addWidget(m_table, 1);
+    m_fileOnly = new QCheckBox(tr("Only for this file (the default rules stay for every other file)"), this);
+    m_fileOnly->setObjectName(QStringLiteral("categoriesFileOnly"));
+    m_fileOnly->setChecked(fileOnly && m_data);
+    m_fileOnly->setEnabled(m_data != nullptr);
+    layout->addWidget(m_fileOnly);
 
     auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this);
     QPushButton* testButton = buttons->addButton(tr("&Test on the Open File"), QDialogButtonBox::ActionRole);
@@ -153,6 +160,11 @@ bool UserCategoriesDialog::saveFile(const QString& path)
     }
     m_status->setText(tr("Saved to %1.").arg(path.toHtmlEscaped()));
     return true;
+}
+
+bool UserCategoriesDialog::forThisFileOnly() const
+{
+    return m_fileOnly->isEnabled() && m_fileOnly->isChecked();
 }
 
 void UserCategoriesDialog::accept()

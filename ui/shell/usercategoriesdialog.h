@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 
+class QCheckBox;
 class QLabel;
 class QPlainTextEdit;
 class QTableWidget;
@@ -22,7 +23,10 @@ namespace headroom {
 class UserCategoriesDialog : public QDialog {
     Q_OBJECT
 public:
-    UserCategoriesDialog(const QString& rulesText, ExplorerDataPtr data, QWidget* parent = nullptr);
+    /// `fileOnly`: the rules shown are the open file's own (the "only for this file" box starts
+    /// ticked); without an open file the box is disabled.
+    UserCategoriesDialog(const QString& rulesText, ExplorerDataPtr data, QWidget* parent = nullptr,
+                         bool fileOnly = false);
 
     /// The rules as written; empty: none.
     QString rulesText() const;
@@ -35,6 +39,9 @@ public:
     bool openFile(const QString& path);
     bool saveFile(const QString& path);
 
+    /// Whether the rules are to be the open file's own rather than the default.
+    bool forThisFileOnly() const;
+
     void accept() override;
 
 private:
@@ -44,6 +51,7 @@ private:
     QPlainTextEdit* m_text;
     QLabel* m_status;
     QTableWidget* m_table;
+    QCheckBox* m_fileOnly;
     std::shared_ptr<const UserCategories> m_rules;
 };
 

@@ -37,6 +37,7 @@ public:
     void setUserCategories(std::shared_ptr<const UserCategories> rules);
     /// What the third column shows (tests): empty without rules.
     const std::vector<UserCategoryGroup>& userCategories() const { return m_userGroups; }
+    const UserCategories* userCategoryRules() const { return m_rules.get(); }
 
     /// What the bars show (tests).
     const Breakdown& breakdown() const { return m_breakdown; }
