@@ -85,6 +85,7 @@ LiveGroups LiveGroups::at(const LoadedTrace& trace, size_t deviceIndex, const De
             ModuleGroup& mg = modules[key];
             if (mg.count == 0) {
                 mg.key = std::move(key);
+                mg.source = moduleSourceKey(m);
                 mg.name = m.named && m.name.empty() ? "(root module)" : std::string(m.name);
                 if (m.forwardFrame != UINT32_MAX)
                     mg.forward = ft.formatFrame(m.forwardFrame);
@@ -93,7 +94,9 @@ LiveGroups LiveGroups::at(const LoadedTrace& trace, size_t deviceIndex, const De
             mg.bytes += a.size;
             mg.byCategory[size_t(c.category)] += a.size;
             out.moduleBytes += a.size;
-            if (m.named)
+            if (m.fromMetadata)
+                out.metadataModuleBytes += a.size;
+            else if (m.named)
                 out.recordedModuleBytes += a.size;
         }
     }

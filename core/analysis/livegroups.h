@@ -38,6 +38,7 @@ struct ModuleGroup {
     std::string name;    ///< "blocks.3.attn" from the recorder; empty: named by its forward frame
     std::string forward; ///< "model.py:88:forward"; empty for a recorded name without module frames
     std::string key;     ///< ModuleOf::key(): what a module filter names (core/analysis/moduleof.h)
+    std::string source;  ///< moduleSourceKey(): "recorded", "user_metadata" or "stack"
     int64_t count = 0, bytes = 0;
     std::array<int64_t, kTensorCategoryCount> byCategory{};
 };
@@ -72,6 +73,7 @@ struct LiveGroups {
     std::vector<ModuleGroup> byModule; ///< largest first, at most `top`; empty without module frames
     int64_t moduleBytes = 0;           ///< alive under some module's forward
     int64_t recordedModuleBytes = 0;   ///< of which named by a recorder
+    int64_t metadataModuleBytes = 0;   ///< of which named by user_metadata (no recorder name)
     /// One per rule of the categories file, in its order (empty without one); what no rule
     /// claims is `unclaimedBytes`.
     std::vector<UserCategoryGroup> byUserCategory;

@@ -31,12 +31,35 @@ std::string ModuleOf::key() const
     return forwardFrame == UINT32_MAX ? std::string() : "f:" + std::to_string(forwardFrame);
 }
 
+bool isQualifiedModuleName(std::string_view text)
+{
+    if (text.empty() || text.size() > 512 || text.front() == '.' || text.back() == '.')
+        return false;
+    char previous = 0;
+    for (char c : text) {
+        const bool word = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+        if (!word && !(c == '.' && previous != '.'))
+            return false;
+        previous = c;
+    }
+    return true;
+}
+
+std::string_view moduleSourceKey(const ModuleOf& m)
+{
+    return m.fromMetadata ? "user_metadata" : m.named ? "recorded" : "stack";
+}
+
 ModuleOf moduleOfForward(const FrameTable& ft, const TraceEvents& events, int64_t event, uint32_t forwardFrame)
 {
     ModuleOf m;
     if (const RecordedTensor* rec = recordedTensorAt(events.tensors, event); rec && rec->hasModule) {
         m.named = true;
         m.name = ft.strings().get(rec->module);
+    } else if (const std::string_view meta = entryStringAt(events.userMetadata, ft.strings(), event);
+               isQualifiedModuleName(meta)) {
+        m.named = m.fromMetadata = true;
+        m.name = meta;
     }
     m.forwardFrame = forwardFrame;
     return m;

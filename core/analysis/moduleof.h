@@ -2,9 +2,10 @@
 #pragma once
 
 // Which nn.Module made one allocation, most exact first: the qualified name a Headroom
-// recorder wrote on the entry (`headroom_tensor.module`), else the frame Module._call_impl
-// called, which is what a plain snapshot's stacks tell (the module's class, by the file and
-// line of its forward). One answer for the module view, its filter, `analyze --by-module` and
+// recorder wrote on the entry (`headroom_tensor.module`); else the entry's `user_metadata` when
+// it reads as a qualified name ("layers.0.attn": what PyTorch's component tracker sets through
+// `_set_memory_metadata`); else the frame Module._call_impl called, which is what a plain
+// snapshot's stacks tell (the module's class, by the file and line of its forward). One answer for the module view, its filter, `analyze --by-module` and
 // `classify`, so that they cannot disagree.
 
 #include "core/model/frametable.h"
@@ -24,7 +25,8 @@ namespace headroom {
 uint32_t moduleForwardFrame(const FrameTable& ft, uint32_t stack);
 
 struct ModuleOf {
-    bool named = false;                 ///< the recorder named it (`name`, "" is the root module)
+    bool named = false;                 ///< the recorder or user_metadata named it (`name`, "" is the root module)
+    bool fromMetadata = false;          ///< named by user_metadata, not by the recorder
     std::string_view name;              ///< valid while the trace is
     uint32_t forwardFrame = UINT32_MAX; ///< from the stack; UINT32_MAX: no module frames
     bool any() const { return named || forwardFrame != UINT32_MAX; }
@@ -38,6 +40,14 @@ ModuleOf moduleOf(const FrameTable& ft, const TraceEvents& events, int64_t event
 /// The same, with the stack's moduleForwardFrame() already known (a caller that caches it
 /// per stack id).
 ModuleOf moduleOfForward(const FrameTable& ft, const TraceEvents& events, int64_t event, uint32_t forwardFrame);
+
+/// Whether `user_metadata` reads as a module's qualified name: dotted parts of letters, digits
+/// and underscores ("layers.0.attn", "encoder"), nothing else ("step 3", "kv cache: layer 3").
+bool isQualifiedModuleName(std::string_view text);
+
+/// "recorded", "user_metadata" or "stack": where the module's name came from, as the JSON
+/// output words it.
+std::string_view moduleSourceKey(const ModuleOf& m);
 
 /// The key of what no module's forward made (parameters, gradients, the loss...): the module
 /// view's "(outside any module's forward)" row.

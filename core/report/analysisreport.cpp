@@ -55,10 +55,13 @@ void printModules(std::ostream& os, const nlohmann::json& g)
 {
     const int64_t under = g["module_bytes"].get<int64_t>(), named = g["recorded_module_bytes"].get<int64_t>();
     os << "\n  alive at the peak by module: " << formatBytes(under) << " of " << formatBytes(g["bytes"].get<int64_t>())
-       << " under a module's forward";
+       << " attributed to a module";
+    const int64_t tagged = g.value("metadata_module_bytes", int64_t(0));
     if (named > 0)
         os << ", " << formatBytes(named) << " named by the recorder";
-    os << (under > named ? (named > 0 ? ", the rest by the frame Module._call_impl called" : ", by the frame Module._call_impl called (no recorder names in the file)") : "")
+    if (tagged > 0)
+        os << ", " << formatBytes(tagged) << " by user_metadata";
+    os << (under > named + tagged ? (named + tagged > 0 ? ", the rest by the frame Module._call_impl called" : ", by the frame Module._call_impl called (no recorder names in the file)") : "")
        << ":\n";
     if (g["by_module"].empty())
         os << "    (no module frames and no recorded module names)\n";
@@ -138,7 +141,7 @@ nlohmann::json liveGroupsJson(const LiveGroups& g)
     for (const ModuleGroup& m : g.byModule) {
         modules.push_back({{"name", m.name},
                            {"forward", m.forward},
-                           {"source", m.name.empty() ? "stack" : "recorded"},
+                           {"source", m.source},
                            {"count", m.count},
                            {"bytes", m.bytes},
                            {"by_category", categoryBytesJson(m.byCategory)}});
@@ -152,7 +155,8 @@ nlohmann::json liveGroupsJson(const LiveGroups& g)
                           {"stack_groups", g.stackGroups},
                           {"by_module", std::move(modules)},
                           {"module_bytes", g.moduleBytes},
-                          {"recorded_module_bytes", g.recordedModuleBytes}};
+                          {"recorded_module_bytes", g.recordedModuleBytes},
+                          {"metadata_module_bytes", g.metadataModuleBytes}};
     if (!g.byUserCategory.empty())
         out["by_user_category"] = userCategoriesJson(g);
     return out;

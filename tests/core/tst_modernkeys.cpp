@@ -130,3 +130,29 @@ TEST_CASE("The newest keys survive a save as .hrt", "[modern][hrt]")
           t->snapshot.frames.formatFrame(t->snapshot.frames.stack(a.stack[size_t(compiled)]).front()));
     CHECK(privatePoolCurves(back->snapshot.devices[0], back->timelines[0]).ids.size() == 2);
 }
+
+TEST_CASE("user_metadata that reads as a qualified name names the module; other text does not", "[modern][modules]")
+{
+    CHECK(isQualifiedModuleName("layers.0.attn"));
+    CHECK(isQualifiedModuleName("encoder"));
+    CHECK_FALSE(isQualifiedModuleName(""));
+    CHECK_FALSE(isQualifiedModuleName("step 3"));
+    CHECK_FALSE(isQualifiedModuleName("kv_cache: layer3"));
+    CHECK_FALSE(isQualifiedModuleName("layers..0"));
+    CHECK_FALSE(isQualifiedModuleName(".layers"));
+
+    const auto t = modern();
+    const TraceEvents& ev = t->snapshot.devices[0].trace;
+    const FrameTable& ft = t->snapshot.frames;
+    const int64_t compiled = firstCompiledAlloc(*t);
+    const ModuleOf m = moduleOf(ft, ev, compiled, ev.stack[size_t(compiled)]);
+    CHECK(m.named);
+    CHECK(m.fromMetadata);
+    CHECK(m.name == "layers.0");
+    CHECK(moduleSourceKey(m) == "user_metadata");
+    CHECK(m.forwardFrame != UINT32_MAX); // the stack's answer is kept beside it
+    CHECK(moduleUnder(m, "n:layers"));
+    CHECK_FALSE(moduleUnder(m, "n:layers.1"));
+    // The parameters carry no metadata: no module.
+    CHECK_FALSE(moduleOf(ft, ev, 1, ev.stack[1]).any());
+}

@@ -283,11 +283,16 @@ void ModuleView::fill(const LiveGroups& g)
 
     const QString at = g.event == m_data->timeline().peakEventIndex ? tr("the peak (event %1)").arg(g.event)
                                                                       : tr("event %1").arg(g.event);
-    QString source = g.recordedModuleBytes > 0
-                         ? tr("names from the recorder for %1").arg(formatBytesQ(g.recordedModuleBytes))
+    QStringList names;
+    if (g.recordedModuleBytes > 0)
+        names << tr("names from the recorder for %1").arg(formatBytesQ(g.recordedModuleBytes));
+    if (g.metadataModuleBytes > 0)
+        names << tr("from user_metadata for %1").arg(formatBytesQ(g.metadataModuleBytes));
+    const QString source =
+        !names.isEmpty() ? names.join(QStringLiteral(", "))
                          : tr("no module names in the file: each module is the frame its forward was called from "
                               "(record with python/headroom_record.py for names)");
-    m_header->setText(tr("At %1: %2 of %3 alive under a module's forward; %4. Click a module to filter the other views to it.")
+    m_header->setText(tr("At %1: %2 of %3 alive attributed to a module; %4. Click a module to filter the other views to it.")
                           .arg(at, formatBytesQ(g.moduleBytes), formatBytesQ(g.bytes), source));
     markFiltered();
 }
