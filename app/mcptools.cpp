@@ -8,6 +8,7 @@
 #include "app/cliwhatif.h"
 #include "app/toolargs.h"
 #include "core/analysis/livegroups.h"
+#include "core/analysis/moduleforward.h"
 #include "core/analysis/summary.h"
 #include "core/report/analysisreport.h"
 #include "core/util/units.h"
@@ -139,9 +140,9 @@ CommandOutput peakTool(const json& arguments, TraceCache& cache)
     if (event < -1 || event >= std::max<int64_t>(events, 0))
         throw CommandError("peak: argument 'event': expected -1 .. " + std::to_string(events - 1) + ", got " +
                            std::to_string(event));
-    const LiveGroups g =
-        LiveGroups::at(*trace, index, *cache.analysis(file, index), event, size_t(a.integer("top").value_or(10)));
-    json j = liveGroupsJson(g);
+    const DeviceAnalysis& analysis = *cache.analysis(file, index);
+    const LiveGroups g = LiveGroups::at(*trace, index, analysis, event, size_t(a.integer("top").value_or(10)));
+    json j = liveGroupsJson(g, moduleForwardWindows(*trace, index, analysis, event));
     j["file"] = trace->snapshot.path;
     j["device"] = trace->snapshot.devices[index].device;
     j["at_peak"] = event == tl.peakEventIndex;

@@ -3,6 +3,7 @@
 
 #include "core/analysis/diagnosis.h"
 #include "core/analysis/memoryanalysis.h"
+#include "core/analysis/moduleforward.h"
 #include "core/analysis/summary.h"
 #include "core/report/devicereport.h"
 #include "core/report/postmortemmarkdown.h"
@@ -72,7 +73,11 @@ void printModules(std::ostream& os, const nlohmann::json& g)
         std::string cats;
         for (auto& [k, v] : m["by_category"].items())
             cats += (cats.empty() ? "" : ", ") + k + " " + formatBytes(v.get<int64_t>());
-        os << "  (" << cats << ")\n";
+        os << "  (" << cats << ")";
+        if (const auto& f = m["forward_moments"]; f.is_object())
+            os << "  forward: before " << formatBytes(f["before_bytes"].get<int64_t>()) << ", peak "
+               << formatBytes(f["peak_bytes"].get<int64_t>()) << ", after " << formatBytes(f["after_bytes"].get<int64_t>());
+        os << "\n";
     }
 }
 
@@ -126,7 +131,15 @@ std::string liveGroupRowsText(const nlohmann::json& g)
     return os.str();
 }
 
-nlohmann::json liveGroupsJson(const LiveGroups& g)
+nlohmann::json forwardMomentsJson(const ModuleForwardWindow* w)
+{
+    if (!w)
+        return nullptr;
+    return {{"first_event", w->firstEvent}, {"last_event", w->lastEvent}, {"peak_event", w->peakEvent},
+            {"before_bytes", w->beforeBytes}, {"peak_bytes", w->peakBytes}, {"after_bytes", w->afterBytes}};
+}
+
+nlohmann::json liveGroupsJson(const LiveGroups& g, const ModuleForwardWindows& windows)
 {
     nlohmann::json stacks = nlohmann::json::array();
     for (const LiveGroup& row : g.byStack)
@@ -144,7 +157,8 @@ nlohmann::json liveGroupsJson(const LiveGroups& g)
                            {"source", m.source},
                            {"count", m.count},
                            {"bytes", m.bytes},
-                           {"by_category", categoryBytesJson(m.byCategory)}});
+                           {"by_category", categoryBytesJson(m.byCategory)},
+                           {"forward_moments", forwardMomentsJson(windows.find(m.key))}});
     }
     nlohmann::json out = {{"event_index", g.event},
                           {"bytes", g.bytes},
@@ -156,7 +170,8 @@ nlohmann::json liveGroupsJson(const LiveGroups& g)
                           {"by_module", std::move(modules)},
                           {"module_bytes", g.moduleBytes},
                           {"recorded_module_bytes", g.recordedModuleBytes},
-                          {"metadata_module_bytes", g.metadataModuleBytes}};
+                          {"metadata_module_bytes", g.metadataModuleBytes},
+                          {"forward_iteration", windows.iteration}};
     if (!g.byUserCategory.empty())
         out["by_user_category"] = userCategoriesJson(g);
     return out;
@@ -210,7 +225,8 @@ nlohmann::json analysisJson(const LoadedTrace& trace, std::optional<int64_t> cap
                                {"frames", snap.frames.topFrameLines(al.stack, 3)}});
         }
         j["top_at_peak"] = topRows;
-        j["groups_at_peak"] = liveGroupsJson(LiveGroups::at(trace, d, a, tl.peakEventIndex, top, 3, categories));
+        j["groups_at_peak"] = liveGroupsJson(LiveGroups::at(trace, d, a, tl.peakEventIndex, top, 3, categories),
+                                             moduleForwardWindows(trace, d, a, tl.peakEventIndex));
         nlohmann::json iters = nlohmann::json::array();
         for (const IterationPeak& p : a.iterationPeaks)
             iters.push_back({{"iteration", p.iteration},

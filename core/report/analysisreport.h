@@ -2,6 +2,7 @@
 #pragma once
 
 #include "core/analysis/livegroups.h"
+#include "core/analysis/moduleforward.h"
 #include "core/replay/loadedtrace.h"
 
 #include <nlohmann/json.hpp>
@@ -26,8 +27,9 @@ std::string analysisText(const LoadedTrace& trace, std::optional<int64_t> capaci
 std::string analysisMarkdown(const LoadedTrace& trace, std::optional<int64_t> capacity, size_t top = 10);
 
 /// `groups`' allocations by stack and by module, as `analyze` and MCP's `peak` write them
-/// (and by the user's categories, when `groups` has them).
-nlohmann::json liveGroupsJson(const LiveGroups& groups);
+/// (and by the user's categories, when `groups` has them), with each `by_module` row's
+/// MemTracker forward moments from `windows` (core/analysis/moduleforward.h).
+nlohmann::json liveGroupsJson(const LiveGroups& groups, const ModuleForwardWindows& windows);
 /// `{"rules": [{name, color, count, bytes, by_category}], "unclaimed_bytes", "unclaimed_count"}`.
 nlohmann::json userCategoriesJson(const LiveGroups& groups);
 /// The rows of liveGroupsJson's `by_stack` as text: "    96 x 100.00 MiB = 9.38 GiB  gradients,

@@ -33,7 +33,8 @@ void clickRow(QTreeWidget* tree, QTreeWidgetItem* item)
 {
     tree->scrollToItem(item);
     QApplication::processEvents();
-    QTest::mouseClick(tree->viewport(), Qt::LeftButton, {}, tree->visualItemRect(item).center());
+    const QRect r = tree->visualItemRect(item);
+    QTest::mouseClick(tree->viewport(), Qt::LeftButton, {}, QPoint(std::max(r.left(), 0) + 40, r.center().y()));
     QApplication::processEvents();
 }
 
@@ -84,6 +85,14 @@ TEST_CASE("the Modules view: the recorder's module tree, its rows adding up to w
         children += layers->child(i)->data(1, Qt::UserRole).toLongLong();
     CHECK(children == layers->data(1, Qt::UserRole).toLongLong());
     CHECK(view->headline().contains(QStringLiteral("names from the recorder")));
+    // MemTracker's forward moments: before, peak and after the layer's forward (columns 3-5).
+    REQUIRE(tree->headerItem()->text(4) == QStringLiteral("Peak in its forward"));
+    QTreeWidgetItem* layer0 = layers->child(0);
+    const qlonglong before = layer0->data(3, Qt::UserRole).toLongLong(), peak = layer0->data(4, Qt::UserRole).toLongLong();
+    CHECK(before > 0);
+    CHECK(peak > before);
+    CHECK(layer0->data(5, Qt::UserRole).toLongLong() <= peak);
+    CHECK(view->headline().contains(QStringLiteral("Before / peak / after its forward")));
 
     // Another event: the view follows the selection.
     const int64_t early = tl.peakEventIndex / 4;

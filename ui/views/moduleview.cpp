@@ -2,6 +2,7 @@
 #include "ui/views/moduleview.h"
 
 #include "core/analysis/livegroups.h"
+#include "core/analysis/moduleforward.h"
 #include "core/analysis/moduleof.h"
 #include "core/util/textlayout.h"
 #include "ui/explorer/deferredrebuild.h"
@@ -19,7 +20,8 @@ namespace headroom {
 
 namespace {
 
-constexpr int kTotalColumn = 1, kCountColumn = 2, kFirstCategoryColumn = 3;
+constexpr int kTotalColumn = 1, kCountColumn = 2, kBeforeColumn = 3, kPeakColumn = 4, kAfterColumn = 5,
+              kFirstCategoryColumn = 6;
 constexpr int kKeyRole = Qt::UserRole + 1; // on column 0: the row's module filter key
 constexpr size_t kAllModules = 100000;
 
@@ -68,6 +70,24 @@ void setBytes(QTreeWidgetItem* item, int column, int64_t bytes)
     item->setTextAlignment(column, Qt::AlignRight | Qt::AlignVCenter);
 }
 
+/// MemTracker's forward moments of the row's module (core/analysis/moduleforward.h).
+void setForwardStates(QTreeWidgetItem* item, const ModuleForwardWindow* w)
+{
+    if (!w)
+        return;
+    setBytes(item, kBeforeColumn, w->beforeBytes);
+    setBytes(item, kPeakColumn, w->peakBytes);
+    setBytes(item, kAfterColumn, w->afterBytes);
+    const QString events = QObject::tr("its forward's allocations: events %1 to %2 (%3 allocations); the peak between them "
+                                       "at event %4")
+                               .arg(w->firstEvent)
+                               .arg(w->lastEvent)
+                               .arg(w->count)
+                               .arg(w->peakEvent);
+    for (int c : {kBeforeColumn, kPeakColumn, kAfterColumn})
+        item->setToolTip(c, events);
+}
+
 QTreeWidgetItem* addItem(QTreeWidgetItem* parent, QTreeWidget* tree, const QString& name, const Node& n,
                          const std::vector<TensorCategory>& shown)
 {
@@ -83,13 +103,15 @@ QTreeWidgetItem* addItem(QTreeWidgetItem* parent, QTreeWidget* tree, const QStri
 }
 
 /// `path`: the qualified name of `n` ("" at the top), so each row knows its filter key.
-void addChildren(QTreeWidgetItem* item, const Node& n, const std::string& path, const std::vector<TensorCategory>& shown)
+void addChildren(QTreeWidgetItem* item, const Node& n, const std::string& path, const std::vector<TensorCategory>& shown,
+                 const ModuleForwardWindows& windows)
 {
     for (const auto& [name, child] : n.children) {
         const std::string qualified = path.empty() ? name : path + "." + name;
         QTreeWidgetItem* row = addItem(item, nullptr, QString::fromStdString(name), child, shown);
         row->setData(0, kKeyRole, QString::fromStdString("n:" + qualified));
-        addChildren(row, child, qualified, shown);
+        setForwardStates(row, windows.find("n:" + qualified));
+        addChildren(row, child, qualified, shown, windows);
     }
 }
 
@@ -218,10 +240,11 @@ void ModuleView::rebuild()
         m_header->setText(tr("Memory by module appears here once a file is open and analysed."));
         return;
     }
-    fill(LiveGroups::at(*m_data->trace, m_data->deviceIndex, m_data->analysis, m_event, kAllModules, 1));
+    fill(LiveGroups::at(*m_data->trace, m_data->deviceIndex, m_data->analysis, m_event, kAllModules, 1),
+         moduleForwardWindows(*m_data->trace, m_data->deviceIndex, m_data->analysis, m_event));
 }
 
-void ModuleView::fill(const LiveGroups& g)
+void ModuleView::fill(const LiveGroups& g, const ModuleForwardWindows& windows)
 {
     // What no module's forward made (parameters, gradients, optimizer state, the loss): one
     // row, so that the rows add up to everything alive.
@@ -240,7 +263,8 @@ void ModuleView::fill(const LiveGroups& g)
     for (TensorCategory c : categoryStackOrder())
         if (g.breakdown.byCategory[size_t(c)] > 0)
             shown.push_back(c);
-    QStringList headers{tr("Module"), tr("Total"), tr("Count")};
+    QStringList headers{tr("Module"), tr("Total"), tr("Count"), tr("Before its forward"), tr("Peak in its forward"),
+                        tr("After its forward")};
     for (TensorCategory c : shown)
         headers << categoryDisplayName(c);
     m_tree->setColumnCount(headers.size());
@@ -260,12 +284,13 @@ void ModuleView::fill(const LiveGroups& g)
         }
     }
     m_tree->setSortingEnabled(false);
-    addChildren(m_tree->invisibleRootItem(), named, std::string(), shown);
+    addChildren(m_tree->invisibleRootItem(), named, std::string(), shown, windows);
     for (const ModuleGroup* m : frames) {
         Node n;
         n.add(*m);
         QTreeWidgetItem* item = addItem(nullptr, m_tree, QString::fromStdString(compactFrame(m->forward)), n, shown);
         item->setData(0, kKeyRole, QString::fromStdString(m->key));
+        setForwardStates(item, windows.find(m->key));
         item->setToolTip(0, tr("No module name recorded: the module whose forward is %1")
                                 .arg(QString::fromStdString(m->forward)));
     }
@@ -292,8 +317,15 @@ void ModuleView::fill(const LiveGroups& g)
         !names.isEmpty() ? names.join(QStringLiteral(", "))
                          : tr("no module names in the file: each module is the frame its forward was called from "
                               "(record with python/headroom_record.py for names)");
-    m_header->setText(tr("At %1: %2 of %3 alive attributed to a module; %4. Click a module to filter the other views to it.")
-                          .arg(at, formatBytesQ(g.moduleBytes), formatBytesQ(g.bytes), source));
+    // MemTracker's forward moments, of the iteration that holds the event.
+    const QString moments =
+        windows.byKey.empty()
+            ? tr("No module allocated in the forward of this iteration, so its forward moments are not known.")
+            : tr("Before / peak / after its forward: the memory alive around the module's allocations in iteration "
+                 "%1's forward (the backward's allocations name no module).")
+                  .arg(windows.iteration + 1);
+    m_header->setText(tr("At %1: %2 of %3 alive attributed to a module; %4. %5 Click a module to filter the other views to it.")
+                          .arg(at, formatBytesQ(g.moduleBytes), formatBytesQ(g.bytes), source, moments));
     markFiltered();
 }
 

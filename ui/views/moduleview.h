@@ -13,6 +13,7 @@ namespace headroom {
 
 class DeferredRebuild;
 struct LiveGroups;
+struct ModuleForwardWindows;
 
 /// What is alive at the selected event (the peak until one is selected) by module, with its
 /// bytes per tensor category, as PyTorch's MemTracker tabulates it. Module names come from a
@@ -39,7 +40,7 @@ public:
 
 private:
     void rebuild();
-    void fill(const LiveGroups& groups);
+    void fill(const LiveGroups& groups, const ModuleForwardWindows& windows);
     void toggleFilter(QTreeWidgetItem* item);
     void markFiltered();
 
