@@ -93,6 +93,17 @@ def main():
                         d['traceEvents'] = other[:n // 4] + mem[:n]
                         put(dirs['json'], '%s.slice%d.json' % (name[:-8], n), json.dumps(d).encode())
 
+    # What the newest PyTorch records (user_metadata, forward_frames, FX frames, pool ids),
+    # as a pickle and as the JSON form, so that the fuzzers mutate those keys too.
+    modern = os.path.join(src, 'tests', 'data', 'modern', 'pt210_all_keys.pickle')
+    if os.path.exists(modern):
+        data = read(modern)
+        put(dirs['pickle_reader'], 'pt210_all_keys.pickle', data)
+        put(dirs['snapshot'], 'pt210_all_keys.pickle', data)
+        hrt_sources.append(modern)
+        import pickle
+        put(dirs['json'], 'pt210_all_keys.json', json.dumps(pickle.loads(data)).encode())  # our own file
+
     gen = os.path.join(src, 'tools', 'gen_snapshot.py')
     tmp = tempfile.mkdtemp()
     try:
