@@ -12,7 +12,7 @@
 
 namespace headroom::cli {
 
-inline constexpr int kJsonSchemaVersion = 1;
+inline constexpr int kJsonSchemaVersion = 2;
 
 /// Adds schema_version to `j` (an object) and prints it as every subcommand does.
 inline void printJson(nlohmann::json j)

@@ -4,6 +4,7 @@
 #include "app/clicheck.h"
 #include "app/clicompare.h"
 #include "app/clidoctor.h"
+#include "app/clijson.h"
 #include "app/clireplay.h"
 #include "app/cliwhatif.h"
 #include "app/toolargs.h"
@@ -27,7 +28,7 @@ const json kCapacity = schema::text("Device capacity, e.g. 80GiB, 24GB or a byte
 /// A result schema: an object with schema_version and these typed keys, others allowed.
 json result(json properties, std::vector<std::string> required)
 {
-    properties["schema_version"] = {{"type", "integer"}, {"const", 1}};
+    properties["schema_version"] = {{"type", "integer"}, {"const", kJsonSchemaVersion}};
     required.push_back("schema_version");
     return {{"type", "object"}, {"properties", std::move(properties)}, {"required", std::move(required)}};
 }

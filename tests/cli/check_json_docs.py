@@ -5,7 +5,7 @@
 
 Runs every subcommand's --json on the bundled sample snapshots (several invocations per
 section where keys appear only sometimes, e.g. `measured` or the `growth` check) and checks:
-  * every output is one JSON object with "schema_version": 1;
+  * every output is one JSON object with "schema_version": 2;
   * every top-level key an output has is listed in its section's `| key | type | meaning |`
     table, and every key the table lists appears in some output of that section;
   * every subcommand whose --help offers --json has a section (so a new one cannot ship
@@ -128,8 +128,8 @@ def main():
             if not isinstance(out, dict):
                 problems.append("`%s` printed a %s, not an object" % (" ".join(argv), type(out).__name__))
                 continue
-            if out.get("schema_version") != 1:
-                problems.append("`%s`: schema_version is %r, expected 1" % (" ".join(argv), out.get("schema_version")))
+            if out.get("schema_version") != 2:
+                problems.append("`%s`: schema_version is %r, expected 2" % (" ".join(argv), out.get("schema_version")))
             for k in out:
                 if k not in documented[section]:
                     problems.append("`%s` outputs top-level key `%s`, not in docs/cli-json.md section `%s`"

@@ -102,7 +102,7 @@ def main():
     try:
         j = json.loads(r.stdout)
         g = [c for c in j["checks"] if c["name"] == "growth"][0]
-        if j["schema_version"] != 1 or j["passed"] or g["passed"]:
+        if j["schema_version"] != 2 or j["passed"] or g["passed"]:
             problems.append("growth --json: passed/schema_version wrong: %r" % j)
         if not g["by_category"]["activation"]["delta_bytes"] > 0 or g["by_category"]["parameter"]["delta_bytes"]:
             problems.append("growth --json: activation must grow and parameters not: %r" % g["by_category"])

@@ -149,7 +149,7 @@ def main():
         for f in out["findings"]:
             if not f["message"] or "\n" in f["message"] or not f["fix"]:
                 problems.append("%s: %s needs a one-line message and a fix" % (name, f["kind"]))
-        if out.get("schema_version") != 1:
+        if out.get("schema_version") != 2:
             problems.append("%s: schema_version %r" % (name, out.get("schema_version")))
 
     # The figures behind the ring_wrapped finding (tests/tools/make_fixtures.py scen_ring):

@@ -293,7 +293,7 @@ async function sdkSection() {
     }
     const sc = r.structuredContent;
     if (!sc || typeof sc !== 'object' || Array.isArray(sc)) problems.push(`structuredContent missing or not an object (${show(sc, 100)})`);
-    else if (sc.schema_version !== 1) problems.push(`structuredContent.schema_version=${show(sc.schema_version)}, want 1`);
+    else if (sc.schema_version !== 2) problems.push(`structuredContent.schema_version=${show(sc.schema_version)}, want 2`);
     if (!Array.isArray(r.content) || !r.content.some(c => c?.type === 'text' && typeof c.text === 'string'))
       problems.push(`content has no {type:"text"} item (${show(r.content, 200)})`);
     const v = validators.get(name);
@@ -356,7 +356,7 @@ async function sdkSection() {
     info(`summary{A} twice: first ${first.ms.toFixed(1)} ms, second ${second.ms.toFixed(1)} ms`);
     check(
       'summary{A} called twice: both answer',
-      !first.e && !second.e && first.r?.isError !== true && second.r?.isError !== true && second.r?.structuredContent?.schema_version === 1,
+      !first.e && !second.e && first.r?.isError !== true && second.r?.isError !== true && second.r?.structuredContent?.schema_version === 2,
       first.e ? `first threw ${errText(first.e)}` : second.e ? `second threw ${errText(second.e)}` : `second=${show(second.r)}`,
     );
   }
@@ -421,7 +421,7 @@ async function sdkSection() {
   await expectError('summary{file:package.json} (not a snapshot)', 'summary', { file: NOT_A_SNAPSHOT }, [NOT_A_SNAPSHOT, path.basename(NOT_A_SNAPSHOT)]);
   {
     const { r, e } = await call('summary', { file: A });
-    check('after the bad requests a valid call still works', !e && r?.structuredContent?.schema_version === 1, e ? errText(e) : show(r));
+    check('after the bad requests a valid call still works', !e && r?.structuredContent?.schema_version === 2, e ? errText(e) : show(r));
   }
 
   await client.close();
