@@ -105,7 +105,7 @@ for i, e in enumerate(snap["device_traces"][0]):
     elif e["action"] == "free_completed":
         open_.pop(e["addr"])["end_event"] = i
         live -= e["size"]
-print(json.dumps({"schema_version": 1, "devices": [
+print(json.dumps({"schema_version": 2, "devices": [
     {"device": 0, "peak_event": peak_event, "allocations": rows}]}))
 '''
 
