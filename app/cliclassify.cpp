@@ -13,9 +13,10 @@ namespace headroom::cli {
 
 namespace {
 
-nlohmann::json allocationRow(const FrameTable& ft, const TraceEvents& ev, const Allocation& a, const AllocationClass& c)
+nlohmann::json allocationRow(const FrameTable& ft, const TraceEvents& ev, const Allocation& a, const AllocationClass& c,
+                             ModuleResolver& moduleOfAllocation)
 {
-    const ModuleOf m = moduleOf(ft, ev, a.start, a.stack);
+    const ModuleOf m = moduleOfAllocation(a.start, a.stack);
     nlohmann::json time = nullptr;
     if (a.start >= 0 && static_cast<size_t>(a.start) < ev.timeUs.size() && ev.timeUs[a.start] != TraceEvents::kNoTime)
         time = ev.timeUs[a.start];
@@ -36,8 +37,9 @@ nlohmann::json deviceJson(const LoadedTrace& trace, size_t index, const DeviceAn
     const MemoryTimeline& tl = trace.timelines[index];
     const TraceEvents& ev = trace.snapshot.devices[index].trace;
     nlohmann::json rows = nlohmann::json::array();
+    ModuleResolver moduleOfAllocation(trace.snapshot.frames, ev);
     for (size_t i = 0; i < tl.allocations.size(); ++i)
-        rows.push_back(allocationRow(trace.snapshot.frames, ev, tl.allocations[i], da.classes[i]));
+        rows.push_back(allocationRow(trace.snapshot.frames, ev, tl.allocations[i], da.classes[i], moduleOfAllocation));
     return {{"device", tl.device}, {"peak_event", tl.peakEventIndex}, {"allocations", std::move(rows)}};
 }
 

@@ -59,6 +59,7 @@ LiveGroups LiveGroups::at(const LoadedTrace& trace, size_t deviceIndex, const De
     std::unordered_map<uint32_t, std::vector<uint32_t>> siteOfStack;
     std::map<StackKey, Accumulated> groups;
     std::map<std::string, ModuleGroup> modules; // ordered: equal sizes list the same way every run
+    ModuleResolver moduleOfAllocation(ft, events);
     for (size_t i : analysis.liveAt(tl, event)) {
         const Allocation& a = tl.allocations[i];
         const AllocationClass& c = analysis.classes[i];
@@ -79,7 +80,7 @@ LiveGroups LiveGroups::at(const LoadedTrace& trace, size_t deviceIndex, const De
         ++g.group.count;
         g.group.bytes += a.size;
         g.byPhase[size_t(c.birthPhase)] += a.size;
-        const ModuleOf m = moduleOf(ft, events, a.start, a.stack);
+        const ModuleOf m = moduleOfAllocation(a.start, a.stack);
         if (m.any()) {
             std::string key = m.key();
             ModuleGroup& mg = modules[key];

@@ -57,16 +57,13 @@ ModuleForwardWindows moduleForwardWindows(const LoadedTrace& trace, size_t devic
     const MemoryTimeline& tl = trace.timelines[deviceIndex];
     const FrameTable& ft = trace.snapshot.frames;
     const TraceEvents& events = trace.snapshot.devices[deviceIndex].trace;
-    std::unordered_map<uint32_t, uint32_t> forwardOfStack;
+    ModuleResolver moduleOfAllocation(ft, events);
     std::vector<std::string> keys;
     for (size_t i : bornInRange(tl, it.startEvent, it.endEvent)) {
         const Allocation& a = tl.allocations[i];
         if (analysis.classes[i].birthPhase != Phase::Forward)
             continue;
-        auto f = forwardOfStack.find(a.stack);
-        if (f == forwardOfStack.end())
-            f = forwardOfStack.emplace(a.stack, moduleForwardFrame(ft, a.stack)).first;
-        const ModuleOf m = moduleOfForward(ft, events, a.start, f->second);
+        const ModuleOf m = moduleOfAllocation(a.start, a.stack);
         if (!m.any())
             continue;
         keysOf(m, keys);

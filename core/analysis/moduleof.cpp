@@ -50,6 +50,8 @@ std::string_view moduleSourceKey(const ModuleOf& m)
     return m.fromMetadata ? "user_metadata" : m.named ? "recorded" : "stack";
 }
 
+namespace {
+
 ModuleOf moduleOfForward(const FrameTable& ft, const TraceEvents& events, int64_t event, uint32_t forwardFrame)
 {
     ModuleOf m;
@@ -65,9 +67,19 @@ ModuleOf moduleOfForward(const FrameTable& ft, const TraceEvents& events, int64_
     return m;
 }
 
+} // namespace
+
 ModuleOf moduleOf(const FrameTable& ft, const TraceEvents& events, int64_t event, uint32_t stack)
 {
     return moduleOfForward(ft, events, event, moduleForwardFrame(ft, stack));
+}
+
+ModuleOf ModuleResolver::operator()(int64_t event, uint32_t stack)
+{
+    auto it = m_forwardOfStack.find(stack);
+    if (it == m_forwardOfStack.end())
+        it = m_forwardOfStack.emplace(stack, moduleForwardFrame(m_ft, stack)).first;
+    return moduleOfForward(m_ft, m_events, event, it->second);
 }
 
 bool moduleUnder(const ModuleOf& m, std::string_view key)

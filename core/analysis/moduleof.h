@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 namespace headroom {
 
@@ -37,9 +38,19 @@ struct ModuleOf {
 
 /// The module that made the allocation born at `event` with `stack`.
 ModuleOf moduleOf(const FrameTable& ft, const TraceEvents& events, int64_t event, uint32_t stack);
-/// The same, with the stack's moduleForwardFrame() already known (a caller that caches it
-/// per stack id).
-ModuleOf moduleOfForward(const FrameTable& ft, const TraceEvents& events, int64_t event, uint32_t forwardFrame);
+
+/// moduleOf() for many allocations of one device: the stack walk is done once per stack id
+/// (a million allocations share a few thousand stacks). Holds references to the trace.
+class ModuleResolver {
+public:
+    ModuleResolver(const FrameTable& ft, const TraceEvents& events) : m_ft(ft), m_events(events) {}
+    ModuleOf operator()(int64_t event, uint32_t stack);
+
+private:
+    const FrameTable& m_ft;
+    const TraceEvents& m_events;
+    std::unordered_map<uint32_t, uint32_t> m_forwardOfStack;
+};
 
 /// Whether `user_metadata` reads as a module's qualified name: dotted parts of letters, digits
 /// and underscores ("layers.0.attn", "encoder"), nothing else ("step 3", "kv cache: layer 3").

@@ -17,15 +17,23 @@
 
 namespace headroom {
 
+/// The entry of a sparse per-event list (sorted by event) for `event`; null when it has none
+/// (or is before the trace). One lookup for every sparse extra below.
+template <typename T>
+const T* sparseAt(const std::vector<std::pair<uint32_t, T>>& entries, int64_t event)
+{
+    if (event < 0 || entries.empty())
+        return nullptr;
+    const auto it = std::lower_bound(entries.begin(), entries.end(), uint32_t(event),
+                                     [](const auto& p, uint32_t e) { return p.first < e; });
+    return it != entries.end() && it->first == uint32_t(event) ? &it->second : nullptr;
+}
+
 /// Null when the event has none (or is before the trace).
 inline const RecordedTensor* recordedTensorAt(const std::vector<std::pair<uint32_t, RecordedTensor>>& tensors,
                                               int64_t event)
 {
-    if (event < 0 || tensors.empty())
-        return nullptr;
-    const auto it = std::lower_bound(tensors.begin(), tensors.end(), uint32_t(event),
-                                     [](const auto& p, uint32_t e) { return p.first < e; });
-    return it != tensors.end() && it->first == uint32_t(event) ? &it->second : nullptr;
+    return sparseAt(tensors, event);
 }
 
 /// The string a sparse per-entry list (TraceEvents::userMetadata, compileContext) holds for
@@ -33,24 +41,16 @@ inline const RecordedTensor* recordedTensorAt(const std::vector<std::pair<uint32
 inline std::string_view entryStringAt(const std::vector<std::pair<uint32_t, uint32_t>>& entries,
                                       const StringPool& strings, int64_t event)
 {
-    if (event < 0 || entries.empty())
-        return {};
-    const auto it = std::lower_bound(entries.begin(), entries.end(), uint32_t(event),
-                                     [](const auto& p, uint32_t e) { return p.first < e; });
-    return it != entries.end() && it->first == uint32_t(event) ? strings.get(it->second) : std::string_view();
+    const uint32_t* id = sparseAt(entries, event);
+    return id ? strings.get(*id) : std::string_view();
 }
 
 /// The private pool (`pool_id`) of the entry at `event`; nullopt for the default pool.
 inline std::optional<std::pair<int64_t, int64_t>>
 entryPoolAt(const std::vector<std::pair<uint32_t, std::pair<int64_t, int64_t>>>& pools, int64_t event)
 {
-    if (event < 0 || pools.empty())
-        return std::nullopt;
-    const auto it = std::lower_bound(pools.begin(), pools.end(), uint32_t(event),
-                                     [](const auto& p, uint32_t e) { return p.first < e; });
-    if (it == pools.end() || it->first != uint32_t(event))
-        return std::nullopt;
-    return it->second;
+    const auto* id = sparseAt(pools, event);
+    return id ? std::optional(*id) : std::nullopt;
 }
 
 /// The recorder's names (docs/formats.md): "optimizer_state", "forward".

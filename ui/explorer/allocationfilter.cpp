@@ -10,6 +10,7 @@ AllocationFilter::AllocationFilter(const ExplorerData& data, const SelectionStat
     , m_state(state)
     , m_byStack(!state.stackFilter.empty())
     , m_byModule(!state.moduleFilter.empty())
+    , m_moduleOf(data.frames(), data.device().trace)
 {
 }
 
@@ -21,10 +22,7 @@ bool AllocationFilter::keeps(size_t allocation) const
         return false;
     if (!m_byModule)
         return true;
-    auto it = m_forwardOfStack.find(a.stack);
-    if (it == m_forwardOfStack.end())
-        it = m_forwardOfStack.emplace(a.stack, moduleForwardFrame(ft, a.stack)).first;
-    return moduleUnder(moduleOfForward(ft, m_data.device().trace, a.start, it->second), m_state.moduleFilter);
+    return moduleUnder(m_moduleOf(a.start, a.stack), m_state.moduleFilter);
 }
 
 std::function<bool(size_t)> AllocationFilter::predicate() const

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include "core/analysis/moduleof.h"
 #include "ui/explorer/explorerdata.h"
 #include "ui/explorer/selection.h"
 
 #include <QString>
 
 #include <functional>
-#include <unordered_map>
 
 namespace headroom {
 
@@ -29,8 +29,7 @@ private:
     const ExplorerData& m_data;
     const SelectionState& m_state;
     bool m_byStack = false, m_byModule = false;
-    // moduleForwardFrame() walks the stack: once per stack id, not per allocation.
-    mutable std::unordered_map<uint32_t, uint32_t> m_forwardOfStack;
+    mutable ModuleResolver m_moduleOf;
 };
 
 } // namespace headroom
