@@ -5,6 +5,7 @@
 #include "core/replay/addressmap.h"
 #include "core/replay/allocatorhistory.h"
 #include "core/replay/allocatorsim.h"
+#include "core/replay/privatepoolranges.h"
 #include "core/util/units.h"
 
 #include <algorithm>
@@ -101,11 +102,6 @@ std::string describe(TraceAction a, uint64_t addr, int64_t size)
     return buf + formatBytes(size);
 }
 
-struct PoolRange {
-    uint64_t begin, end;
-    int pool;
-};
-
 } // namespace
 
 AllocatorReplayResult replayAllocator(const Snapshot& snap, const DeviceData& dev, const MemoryTimeline& tl,
@@ -125,8 +121,8 @@ AllocatorReplayResult replayAllocator(const Snapshot& snap, const DeviceData& de
     memory.followRecording = !options.config;
     AllocatorSim sim(r.config, memory);
 
-    // Private pools (CUDA graphs, MemPool) by address: requests landing in them stay there.
-    std::vector<PoolRange> privateRanges;
+    // Private pools (CUDA graphs, MemPool), numbered from 1 for the simulation (0: default);
+    // by address where the entries name none: requests landing in them stay there.
     std::vector<std::pair<int64_t, int64_t>> poolIds;
     auto privatePoolOf = [&](std::pair<int64_t, int64_t> id) {
         if (id == std::pair<int64_t, int64_t>{0, 0})
@@ -138,18 +134,8 @@ AllocatorReplayResult replayAllocator(const Snapshot& snap, const DeviceData& de
         }
         return int(it - poolIds.begin()) + 1;
     };
-    for (const Segment& s : dev.segments)
-        if (s.poolId != std::pair<int64_t, int64_t>{0, 0})
-            privateRanges.push_back({s.address, s.address + uint64_t(std::max<int64_t>(0, s.totalSize)), privatePoolOf(s.poolId)});
-    std::sort(privateRanges.begin(), privateRanges.end(), [](auto& a, auto& b) { return a.begin < b.begin; });
-    auto poolAt = [&](uint64_t addr) {
-        auto it = std::upper_bound(privateRanges.begin(), privateRanges.end(), addr,
-                                   [](uint64_t a, const PoolRange& p) { return a < p.begin; });
-        if (it == privateRanges.begin())
-            return 0;
-        --it;
-        return addr < it->end ? it->pool : 0;
-    };
+    const PrivatePoolRanges privateRanges(dev);
+    auto poolAt = [&](uint64_t addr) { return privatePoolOf(privateRanges.poolAt(addr)); };
 
     // The recorded address of each live allocation -> its simulated block.
     AddressMap live;
