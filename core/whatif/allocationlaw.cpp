@@ -114,6 +114,15 @@ std::string_view sizeLawName(SizeLaw l)
     return "?";
 }
 
+std::string sizeLawName(SizeLaw l, int offset)
+{
+    std::string name(sizeLawName(l));
+    if (offset <= 0 || lawExponents(l).seq == 0)
+        return name;
+    const size_t at = name.find('s');
+    return name.replace(at, 1, "(s+" + std::to_string(offset) + ")");
+}
+
 std::string_view lawEvidenceName(LawEvidence e)
 {
     switch (e) {
@@ -215,6 +224,7 @@ AllocationLaws AllocationLaws::fromSnapshot(const MemoryTimeline& tl, const std:
         out.readCasts(tl, classes, iterations);
     out.readMirror(tl, classes);
     out.readShapes(tl, tensors, b0, s0);
+    out.readWidths(tl, classes, tensors, frames.strings(), tokens);
     out.collectAmbiguities(tl, frames);
     out.m_iterations = std::max<size_t>(1, iterations.size());
     out.hashLines(tl, frames);
@@ -236,18 +246,19 @@ void AllocationLaws::readSoftmax(const MemoryTimeline& tl, const std::vector<All
             m = std::max(m, tl.allocations[i].size);
         }
     // One whose size is no multiple of b*s^2 may still be scores over s plus a few tokens
-    // (a ViT's class token): b*s^2 stays possible, not read.
-    auto readQuadratic = [&](size_t i, bool exact) {
+    // (a ViT's class token): b*s^2 stays possible, not read (the recorded shapes read it).
+    auto readQuadratic = [&](size_t i) {
         AllocationLaw& law = m_laws[i];
+        const int64_t z = tl.allocations[i].size;
         if (!(law.allowed & bit(SizeLaw::TokensBySeq)))
-            m_quadPossible += tl.allocations[i].size;
+            m_quadPossible += z;
         law.allowed |= bit(SizeLaw::TokensBySeq);
-        if (exact)
-            setCentral(i, SizeLaw::TokensBySeq, LawEvidence::Stack, tl.allocations[i].size);
+        if (fitsUnit(z, quadUnit))
+            setCentral(i, SizeLaw::TokensBySeq, LawEvidence::Stack, z);
     };
     for (size_t i = 0; i < m_laws.size(); ++i)
         if (softmaxMade[i] && tl.allocations[i].size == largest[callerOf[i]])
-            readQuadratic(i, fitsUnit(tl.allocations[i].size, quadUnit));
+            readQuadratic(i);
 
     // Scores, masked scores and their copies are made in the call that takes their softmax,
     // at the softmax's size. Not when that size per token is one or three of a parameter's
@@ -285,7 +296,7 @@ void AllocationLaws::readSoftmax(const MemoryTimeline& tl, const std::vector<All
         for (const std::string& key : it->second) {
             auto m = softmaxSizes.find(key);
             if (m != softmaxSizes.end() && m->second.count(tl.allocations[i].size)) {
-                readQuadratic(i, fitsUnit(tl.allocations[i].size, quadUnit));
+                readQuadratic(i);
                 break;
             }
             if (softmaxCalls.count(key) && boolMask(tl.allocations[i].size)) {
@@ -350,6 +361,9 @@ void AllocationLaws::readShapes(const MemoryTimeline& tl, const std::vector<std:
     if (tensors.empty())
         return;
     using K = RecordedTensor::Kind;
+    // Scores over s0 + c tokens in the shapes say how many tokens there are.
+    if (const int c = shapeTokenOffset(tensors, s0))
+        m_tokenOffset = c;
     for (size_t i = 0; i < m_laws.size(); ++i) {
         const Allocation& a = tl.allocations[i];
         const RecordedTensor* rec = recordedTensorAt(tensors, a.start);
@@ -359,11 +373,17 @@ void AllocationLaws::readShapes(const MemoryTimeline& tl, const std::vector<std:
         if (t.kind == K::Parameter || t.kind == K::Buffer || t.kind == K::Gradient || t.kind == K::OptimizerState)
             continue; // constant by its category already
         AllocationLaw& law = m_laws[i];
-        // Narrows what the size and the stack allow; a shape at odds with them (a mark by
-        // coincidence, an unmarked s0 + 1) tells nothing.
-        const uint8_t allowed = shapeLaws(t, b0, s0) & law.allowed;
+        // A shape over s0 + c tokens: the sizes were factored by s0, so the shape alone reads it.
+        const bool over = m_tokenOffset && offsetDims(t, s0, m_tokenOffset);
+        // Else it narrows what the size and the stack allow; a shape at odds with them (a mark
+        // by coincidence) tells nothing.
+        const uint8_t allowed =
+            over ? offsetShapeLaws(t, b0, s0, m_tokenOffset) : uint8_t(shapeLaws(t, b0, s0) & law.allowed);
         if (!allowed)
             continue;
+        if (over)
+            law.allowed = allowed;
+        law.offset = over;
         SizeLaw central = law.central;
         if (!(allowed & bit(central))) { // the other evidence's reading is out: the highest growth left
             double most = -1;
@@ -376,6 +396,28 @@ void AllocationLaws::readShapes(const MemoryTimeline& tl, const std::vector<std:
         setCentral(i, central, LawEvidence::Shape, a.size);
         law.allowed = allowed;
         ++m_shapeRead;
+    }
+}
+
+void AllocationLaws::readWidths(const MemoryTimeline& tl, const std::vector<AllocationClass>& classes,
+                                const std::vector<std::pair<uint32_t, RecordedTensor>>& tensors,
+                                const StringPool& strings, int64_t tokens)
+{
+    for (size_t i = 0; i < m_laws.size(); ++i) {
+        const Allocation& a = tl.allocations[i];
+        const RecordedTensor* rec = tensors.empty() ? nullptr : recordedTensorAt(tensors, a.start);
+        const AllocationClass c = i < classes.size() ? classes[i] : AllocationClass{};
+        const WidthClass w = widthOf(a, c, rec, strings, tokens);
+        m_laws[i].width = w;
+        const bool recorded = rec && rec->dtype != 0;
+        if (w == WidthClass::Fixed)
+            ++m_widths.fixedRead;
+        else if (w == WidthClass::Float)
+            ++(recorded ? m_widths.floatRead : m_widths.floatAssumed);
+        else {
+            ++m_widths.either;
+            m_widths.eitherBytes += a.size;
+        }
     }
 }
 
@@ -465,19 +507,20 @@ void AllocationLaws::hashLines(const MemoryTimeline& tl, const FrameTable& frame
 
 void AllocationLaws::collectAmbiguities(const MemoryTimeline& tl, const FrameTable& frames)
 {
-    std::map<std::tuple<int64_t, uint32_t, uint8_t, uint8_t, uint8_t>, size_t> index;
+    std::map<std::tuple<int64_t, uint32_t, uint8_t, uint8_t, uint8_t, bool>, size_t> index;
     for (size_t i = 0; i < m_laws.size(); ++i) {
         AllocationLaw& law = m_laws[i];
         if (!law.ambiguous())
             continue;
         const auto key = std::make_tuple(tl.allocations[i].size, tl.allocations[i].stack, uint8_t(law.central), law.allowed,
-                                         uint8_t(law.evidence));
+                                         uint8_t(law.evidence), law.offset);
         auto it = index.find(key);
         if (it == index.end()) {
             if (m_ambiguities.size() >= kMaxAmbiguities)
                 continue;
             it = index.emplace(key, m_ambiguities.size()).first;
-            m_ambiguities.push_back({law.central, law.allowed, law.evidence, tl.allocations[i].size, 0, tl.allocations[i].stack, {}});
+            m_ambiguities.push_back(
+                {law.central, law.allowed, law.evidence, law.offset, tl.allocations[i].size, 0, tl.allocations[i].stack, {}});
         }
         ++m_ambiguities[it->second].count;
         law.group = uint16_t(it->second + 1);

@@ -9,6 +9,7 @@
 #include "core/analysis/phaseclassifier.h"
 #include "core/model/frametable.h"
 #include "core/replay/replay.h"
+#include "core/whatif/widthlaw.h"
 
 #include <array>
 #include <cstdint>
@@ -31,6 +32,8 @@ struct LawExponents {
 double lawFactor(SizeLaw l, double rb, double rs);
 LawExponents lawExponents(SizeLaw l); ///< StepBlock: {1, 1}, its growth once past the block
 std::string_view sizeLawName(SizeLaw l); ///< "constant", "b", "s", "b*s", "b*s^2", "s^2", "s*max(1,b/2)"
+/// The name over s + `offset` tokens: "b*(s+1)^2"; sizeLawName's where offset is 0.
+std::string sizeLawName(SizeLaw l, int offset);
 
 /// Why an allocation has its law, least trusted last.
 enum class LawEvidence : uint8_t {
@@ -49,6 +52,10 @@ struct AllocationLaw {
     uint8_t allowed = 1; ///< bit per SizeLaw the evidence allows; holds `central`
     LawEvidence evidence = LawEvidence::Size;
     uint16_t group = 0; ///< 1-based index into AllocationLaws::ambiguities(); 0 = not ambiguous
+    /// Its sequence is the tokens s + AllocationLaws::tokenOffset() (scores over a ViT's
+    /// patches and its class token): the law's s/s0 is (s + c)/(s0 + c).
+    bool offset = false;
+    WidthClass width = WidthClass::Float; ///< how its bytes follow a precision change
 
     bool ambiguous() const { return (allowed & ~(1u << unsigned(central))) != 0; }
 };
@@ -58,6 +65,7 @@ struct LawAmbiguity {
     SizeLaw central = SizeLaw::Tokens;
     uint8_t allowed = 0;
     LawEvidence evidence = LawEvidence::Size;
+    bool offset = false; ///< over s + tokenOffset() tokens
     int64_t sizeEach = 0;
     int64_t count = 0;
     uint32_t stack = 0; ///< one representative stack
@@ -76,6 +84,11 @@ public:
                                        const FrameTable& frames, int b0, int s0, bool autocast,
                                        const std::vector<Iteration>& iterations = {},
                                        const std::vector<std::pair<uint32_t, RecordedTensor>>& tensors = {});
+    /// Tokens beyond the stated sequence that the attention scores are taken over (a class
+    /// token: scores of b*h*(s0+1)^2), read from the recorded shapes; 0: none seen.
+    int tokenOffset() const { return m_tokenOffset; }
+    /// How the allocations' element widths were read (docs/whatif-model.md, "Precision").
+    const WidthReadings& widths() const { return m_widths; }
     /// Allocations whose law a recorded shape decided.
     size_t shapeRead() const { return m_shapeRead; }
 
@@ -110,6 +123,10 @@ private:
     /// the weight's 16-bit cast.
     void readCasts(const MemoryTimeline& timeline, const std::vector<AllocationClass>& classes,
                    const std::vector<Iteration>& iterations);
+    /// Floating point or integer, by the recorded dtype where there is one.
+    void readWidths(const MemoryTimeline& timeline, const std::vector<AllocationClass>& classes,
+                    const std::vector<std::pair<uint32_t, RecordedTensor>>& tensors, const StringPool& strings,
+                    int64_t tokens);
     void setCentral(size_t i, SizeLaw l, LawEvidence e, int64_t size);
     /// Groups the ambiguous allocations by size, line and readings, and names each group's line.
     void collectAmbiguities(const MemoryTimeline& timeline, const FrameTable& frames);
@@ -122,6 +139,8 @@ private:
     std::array<int64_t, kSizeLawCount> m_bytes{};
     int64_t m_quadPossible = 0;
     size_t m_shapeRead = 0;
+    int m_tokenOffset = 0;
+    WidthReadings m_widths;
 };
 
 } // namespace headroom

@@ -40,14 +40,14 @@ private:
 
 } // namespace
 
-ProjectedAllocatorRun simulateProjected(const TraceProjector& tp, double b, double s, const AllocatorConfig& config,
-                                        int64_t capacity, bool checkpointed)
+ProjectedAllocatorRun simulateProjected(const TraceProjector& tp, const ReplayTarget& target,
+                                        const AllocatorConfig& config, int64_t capacity)
 {
     ProjectedAllocatorRun run;
     CapacityMemory memory(capacity);
     AllocatorSim sim(config, memory);
     std::vector<int32_t> block(tp.sizes().size(), AllocatorSim::kNone);
-    tp.visit(b, s, [&](int64_t event, uint32_t alloc, bool end, double bytes) {
+    tp.visit(target, [&](int64_t event, uint32_t alloc, bool end, double bytes) {
         if (run.oom)
             return; // the run stopped at its first out-of-memory request
         if (end) {
@@ -67,7 +67,7 @@ ProjectedAllocatorRun simulateProjected(const TraceProjector& tp, double b, doub
             run.reservedPeak = sim.reserved();
             run.reservedPeakEvent = event;
         }
-    }, checkpointed);
+    });
     return run;
 }
 
@@ -78,8 +78,7 @@ void simulateReserved(Projection& p, const WhatIfBaseline& base, const Allocator
     AllocatorConfig config = recorded;
     config.expandableSegments = p.config.expandableSegments;
     const int64_t capacity = p.capacity > 0 ? int64_t(p.capacity - std::max(base.context, base.contextHigh)) : 0;
-    const ProjectedAllocatorRun run = simulateProjected(*base.trace, p.config.microBatch, p.config.seq, config, capacity,
-                                                         p.replayCheckpointedBlocks > 0);
+    const ProjectedAllocatorRun run = simulateProjected(*base.trace, p.replayTarget, config, capacity);
     SimulatedReserved r;
     r.peak = run.reservedPeak;
     r.peakEvent = run.reservedPeakEvent;

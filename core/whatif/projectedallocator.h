@@ -27,10 +27,9 @@ struct ProjectedAllocatorRun {
     int64_t requests = 0;
 };
 
-/// The central reading at micro-batch `b` and sequence `s`, on one stream. `capacity` 0: unlimited.
-/// `checkpointed`: with the projector's checkpoint plan.
-ProjectedAllocatorRun simulateProjected(const TraceProjector& tp, double b, double s, const AllocatorConfig& config,
-                                        int64_t capacity, bool checkpointed = false);
+/// The central reading at the target, on one stream. `capacity` 0: unlimited.
+ProjectedAllocatorRun simulateProjected(const TraceProjector& tp, const ReplayTarget& target,
+                                        const AllocatorConfig& config, int64_t capacity);
 
 /// Fills `p.simulated` for a replayed projection: the target's expandable_segments over the
 /// file's other allocator settings, against the capacity less the high estimate of memory

@@ -16,7 +16,7 @@ ProjectedTimeline projectTimeline(const WhatIfBaseline& base, const Projection& 
     out.changes = p.config.differences(base.config, base.microBatchUnits);
     if (!p.replayed || !base.trace)
         return out;
-    out.allocated = base.trace->curve(p.config.microBatch, p.config.seq, events, p.replayCheckpointedBlocks > 0);
+    out.allocated = base.trace->curve(p.replayTarget, events);
     out.peakEvent = p.replayPeakEvent;
     Projection withReserved = p;
     simulateReserved(withReserved, base, recorded);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "core/whatif/shapelaw.h"
 
+#include <array>
 #include <bit>
 #include <vector>
 
@@ -64,6 +65,41 @@ uint8_t shapeLaws(const RecordedTensor& t, int b0, int s0)
             found |= uint8_t(1u << unsigned(l));
     }
     return found;
+}
+
+uint32_t offsetDims(const RecordedTensor& t, int s0, int c)
+{
+    uint32_t dims = 0;
+    for (size_t d = 0; d < t.shape.size() && d < 32; ++d)
+        if (t.shape[d] == int64_t(s0) + c)
+            dims |= 1u << d;
+    return dims;
+}
+
+int shapeTokenOffset(const std::vector<std::pair<uint32_t, RecordedTensor>>& tensors, int s0)
+{
+    using K = RecordedTensor::Kind;
+    std::array<int, kMaxShapeOffset + 1> votes{};
+    for (const auto& [event, t] : tensors) {
+        if (t.kind != K::Activation && t.kind != K::Temporary && t.kind != K::Unknown)
+            continue;
+        for (int c = 1; c <= kMaxShapeOffset; ++c)
+            if (std::popcount(offsetDims(t, s0, c)) == 2)
+                ++votes[size_t(c)];
+    }
+    int best = 0;
+    for (int c = 1; c <= kMaxShapeOffset; ++c)
+        if (votes[size_t(c)] > votes[size_t(best)])
+            best = c;
+    return best;
+}
+
+uint8_t offsetShapeLaws(const RecordedTensor& t, int b0, int s0, int c)
+{
+    RecordedTensor over = t;
+    over.seqDims = offsetDims(t, s0, c);
+    over.batchDims &= ~over.seqDims;
+    return shapeLaws(over, b0, s0);
 }
 
 } // namespace headroom

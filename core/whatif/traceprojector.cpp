@@ -24,10 +24,25 @@ double allocatorSize(double bytes, double factor)
 } // namespace
 
 /// Per call: the factor of each law, and the lowest and highest factor of each set of
-/// allowed laws (a bit mask over kSizeLawCount laws).
+/// allowed laws (a bit mask over kSizeLawCount laws); the second set for the allocations over
+/// s + tokenOffset() tokens.
 struct TraceProjector::Factors {
-    std::array<double, kSizeLawCount> law{};
-    std::array<double, 1u << kSizeLawCount> low{}, high{};
+    struct Set {
+        std::array<double, kSizeLawCount> law{};
+        std::array<double, 1u << kSizeLawCount> low{}, high{};
+    };
+    std::array<Set, 2> set;
+    std::array<WidthFactors, kWidthClassCount> width;
+    const Set& of(const AllocationLaw& l) const { return set[l.offset]; }
+    /// An allocation's bytes at the target: central, lowest and highest reading.
+    void sizes(const AllocationLaw& law, double z, double& zc, double& zl, double& zh) const
+    {
+        const Set& f = of(law);
+        const WidthFactors& w = width[size_t(law.width)];
+        zc = allocatorSize(z, f.law[size_t(law.central)] * w.central);
+        zl = allocatorSize(z, f.low[law.allowed] * w.low);
+        zh = allocatorSize(z, f.high[law.allowed] * w.high);
+    }
 };
 
 TraceProjector::TraceProjector(const MemoryTimeline& tl, AllocationLaws laws, int b0, int s0, int64_t stoppedAt)
@@ -47,7 +62,7 @@ TraceProjector::TraceProjector(const MemoryTimeline& tl, AllocationLaws laws, in
     }
     std::stable_sort(m_boundaries.begin(), m_boundaries.end(),
                      [](const Boundary& x, const Boundary& y) { return x.event < y.event; });
-    const TraceReplayPeak measured = replay(factors(m_b0, m_s0), false);
+    const TraceReplayPeak measured = replay(factors(ReplayTarget{double(m_b0), double(m_s0)}), false);
     m_measuredPeak = measured.central;
     m_measuredPeakEvent = measured.centralEvent;
 }
@@ -59,23 +74,29 @@ TraceProjector::TraceProjector(const TraceProjector& from, AllocationLaws laws)
 {
 }
 
-TraceProjector::Factors TraceProjector::factors(double b, double s) const
+TraceProjector::Factors TraceProjector::factors(const ReplayTarget& t) const
 {
-    Factors f;
-    const double rb = b / m_b0, rs = s / m_s0;
-    for (size_t l = 0; l < kSizeLawCount; ++l)
-        f.law[l] = lawFactor(SizeLaw(l), rb, rs);
-    for (size_t mask = 1; mask < f.low.size(); ++mask) {
-        double lo = 1e300, hi = 0;
+    Factors out;
+    const double rb = t.microBatch / m_b0, c = m_laws.tokenOffset(), s = t.seq;
+    const std::array<double, 2> rs{s / m_s0, (s + c) / (m_s0 + c)};
+    for (size_t w = 0; w < kWidthClassCount; ++w)
+        out.width[w] = widthFactors(WidthClass(w), t.floatWidth);
+    for (size_t k = 0; k < 2; ++k) {
+        Factors::Set& f = out.set[k];
         for (size_t l = 0; l < kSizeLawCount; ++l)
-            if (mask & (1u << l)) {
-                lo = std::min(lo, f.law[l]);
-                hi = std::max(hi, f.law[l]);
-            }
-        f.low[mask] = lo;
-        f.high[mask] = hi;
+            f.law[l] = lawFactor(SizeLaw(l), rb, rs[k]);
+        for (size_t mask = 1; mask < f.low.size(); ++mask) {
+            double lo = 1e300, hi = 0;
+            for (size_t l = 0; l < kSizeLawCount; ++l)
+                if (mask & (1u << l)) {
+                    lo = std::min(lo, f.law[l]);
+                    hi = std::max(hi, f.law[l]);
+                }
+            f.low[mask] = lo;
+            f.high[mask] = hi;
+        }
     }
-    return f;
+    return out;
 }
 
 template <class F>
@@ -107,17 +128,11 @@ void TraceProjector::walk(bool checkpointed, F&& f) const
     }
 }
 
-TraceReplayPeak TraceProjector::replay(const Factors& f, bool checkpointed) const
+TraceReplayPeak TraceProjector::replay(const Factors& fs, bool checkpointed) const
 {
     const auto& laws = m_laws.laws();
     double c = 0, lo = 0, hi = 0;
-    auto sizes = [&](uint32_t i, double& zc, double& zl, double& zh) {
-        const AllocationLaw& law = laws[i];
-        const double z = double(m_size[i]);
-        zc = allocatorSize(z, f.law[size_t(law.central)]);
-        zl = allocatorSize(z, f.low[law.allowed]);
-        zh = allocatorSize(z, f.high[law.allowed]);
-    };
+    auto sizes = [&](uint32_t i, double& zc, double& zl, double& zh) { fs.sizes(laws[i], double(m_size[i]), zc, zl, zh); };
     for (uint32_t i : m_initial) {
         double zc, zl, zh;
         sizes(i, zc, zl, zh);
@@ -140,30 +155,31 @@ TraceReplayPeak TraceProjector::replay(const Factors& f, bool checkpointed) cons
     return p;
 }
 
-void TraceProjector::visit(double b, double s,
-                           const std::function<void(int64_t event, uint32_t alloc, bool end, double bytes)>& f,
-                           bool checkpointed) const
+void TraceProjector::visit(const ReplayTarget& t,
+                           const std::function<void(int64_t event, uint32_t alloc, bool end, double bytes)>& f) const
 {
-    const Factors fs = factors(b, s);
+    const Factors fs = factors(t);
     const auto& laws = m_laws.laws();
-    auto bytes = [&](uint32_t i) { return double(m_size[i]) * fs.law[size_t(laws[i].central)]; };
+    auto bytes = [&](uint32_t i) {
+        const AllocationLaw& law = laws[i];
+        return double(m_size[i]) * fs.of(law).law[size_t(law.central)] * fs.width[size_t(law.width)].central;
+    };
+    const bool checkpointed = t.checkpointed && !m_plan.empty();
     for (uint32_t i : m_initial)
         f(-1, i, false, bytes(i));
     walk(checkpointed, [&](int64_t event, uint32_t alloc, bool end, bool) { f(event, alloc, end, bytes(alloc)); });
 }
 
-TraceProjector::Curve TraceProjector::curve(double b, double s, size_t events, bool checkpointed) const
+TraceProjector::Curve TraceProjector::curve(const ReplayTarget& t, size_t events) const
 {
-    checkpointed = checkpointed && !m_plan.empty();
-    const Factors f = factors(b, s);
+    const bool checkpointed = t.checkpointed && !m_plan.empty();
+    const Factors fs = factors(t);
     const auto& laws = m_laws.laws();
     double c = 0, lo = 0, hi = 0;
     auto add = [&](uint32_t i, double sign) {
-        const AllocationLaw& law = laws[i];
-        const double z = double(m_size[i]);
-        c += sign * allocatorSize(z, f.law[size_t(law.central)]);
-        lo += sign * allocatorSize(z, f.low[law.allowed]);
-        hi += sign * allocatorSize(z, f.high[law.allowed]);
+        double zc, zl, zh;
+        fs.sizes(laws[i], double(m_size[i]), zc, zl, zh);
+        c += sign * zc, lo += sign * zl, hi += sign * zh;
     };
     for (uint32_t i : m_initial)
         add(i, 1);
@@ -187,32 +203,33 @@ TraceProjector::Curve TraceProjector::curve(double b, double s, size_t events, b
     return out;
 }
 
-TraceReplayPeak TraceProjector::project(double b, double s, bool checkpointed) const
+TraceReplayPeak TraceProjector::project(const ReplayTarget& t) const
 {
-    return replay(factors(b, s), checkpointed && !m_plan.empty());
+    return replay(factors(t), t.checkpointed && !m_plan.empty());
 }
 
-std::vector<AmbiguityWorth> TraceProjector::worth(double b, double s, size_t count, const TraceReplayPeak* at,
-                                                  bool checkpointed) const
+std::vector<AmbiguityWorth> TraceProjector::worth(const ReplayTarget& t, size_t count, const TraceReplayPeak* at) const
 {
-    checkpointed = checkpointed && !m_plan.empty();
+    const bool checkpointed = t.checkpointed && !m_plan.empty();
     // What each group holds at the central peak, read its other ways: the peak moves at least
     // that much (more where the group's own peak is elsewhere).
-    const Factors f = factors(b, s);
-    const TraceReplayPeak p = at ? *at : replay(f, checkpointed);
+    const Factors fs = factors(t);
+    const TraceReplayPeak p = at ? *at : replay(fs, checkpointed);
     const auto& laws = m_laws.laws();
     std::vector<double> live(m_laws.ambiguities().size() + 1, 0.0);
+    auto widthBytes = [&](uint32_t i) { return double(m_size[i]) * fs.width[size_t(laws[i].width)].central; };
     for (uint32_t i : m_initial)
-        live[laws[i].group] += double(m_size[i]);
+        live[laws[i].group] += widthBytes(i);
     bool past = false;
     walk(checkpointed, [&](int64_t event, uint32_t alloc, bool end, bool) {
         past = past || event > p.centralEvent;
         if (!past)
-            live[laws[alloc].group] += (end ? -1.0 : 1.0) * double(m_size[alloc]);
+            live[laws[alloc].group] += (end ? -1.0 : 1.0) * widthBytes(alloc);
     });
     std::vector<AmbiguityWorth> out;
     for (size_t g = 0; g < m_laws.ambiguities().size(); ++g) {
         const LawAmbiguity& a = m_laws.ambiguities()[g];
+        const Factors::Set& f = fs.set[a.offset];
         const double up = live[g + 1] * (f.high[a.allowed] - f.law[size_t(a.central)]);
         const double down = live[g + 1] * (f.law[size_t(a.central)] - f.low[a.allowed]);
         if (up + down > 0.001 * p.central)

@@ -7,6 +7,7 @@
 
 #include "core/whatif/allocationlaw.h"
 #include "core/whatif/checkpointplan.h"
+#include "core/whatif/replaytarget.h"
 
 #include <cstdint>
 #include <functional>
@@ -35,25 +36,31 @@ public:
     /// The same history under other laws (the laws of `from`, refined by more evidence).
     TraceProjector(const TraceProjector& from, AllocationLaws laws);
 
-    /// The peak at micro-batch `b` and sequence `s` (per device). `checkpointed`: with the
-    /// checkpoint plan's moves, the peak taken over the plan's iteration (the steady state).
-    TraceReplayPeak project(double b, double s, bool checkpointed = false) const;
-    /// The ambiguities that move the peak at (b, s), largest first, at most `count`; `at` is
-    /// project(b, s, checkpointed) when the caller has it.
-    std::vector<AmbiguityWorth> worth(double b, double s, size_t count, const TraceReplayPeak* at = nullptr,
-                                      bool checkpointed = false) const;
+    /// The peak at the target (per device). `checkpointed`: with the checkpoint plan's moves,
+    /// the peak taken over the plan's iteration (the steady state).
+    TraceReplayPeak project(const ReplayTarget& t) const;
+    TraceReplayPeak project(double b, double s, bool checkpointed = false) const
+    {
+        return project(ReplayTarget{b, s, checkpointed});
+    }
+    /// The ambiguities that move the peak at the target, largest first, at most `count`; `at`
+    /// is project(t) when the caller has it.
+    std::vector<AmbiguityWorth> worth(const ReplayTarget& t, size_t count, const TraceReplayPeak* at = nullptr) const;
 
     /// Every request and release of the projected run in the trace's order, the central reading
-    /// at (b, s): `event` -1 for allocations alive before the trace; `bytes` as requested.
-    void visit(double b, double s, const std::function<void(int64_t event, uint32_t alloc, bool end, double bytes)>& f,
-               bool checkpointed = false) const;
+    /// at the target: `event` -1 for allocations alive before the trace; `bytes` as requested.
+    void visit(const ReplayTarget& t, const std::function<void(int64_t event, uint32_t alloc, bool end, double bytes)>& f) const;
 
     /// The projected run's allocated bytes after each of the first `events` events of the
     /// measured trace, under the central, lowest and highest readings (a timeline to draw).
     struct Curve {
         std::vector<int64_t> central, low, high;
     };
-    Curve curve(double b, double s, size_t events, bool checkpointed = false) const;
+    Curve curve(const ReplayTarget& t, size_t events) const;
+    Curve curve(double b, double s, size_t events, bool checkpointed = false) const
+    {
+        return curve(ReplayTarget{b, s, checkpointed}, events);
+    }
 
     /// Activation checkpointing of every repeated block, as moves of the history.
     void setCheckpointPlan(CheckpointPlan plan) { m_plan = std::move(plan); }
@@ -77,7 +84,7 @@ private:
         bool end;
     };
     struct Factors;
-    Factors factors(double b, double s) const;
+    Factors factors(const ReplayTarget& t) const;
     /// One pass over the history.
     TraceReplayPeak replay(const Factors& f, bool checkpointed) const;
     /// The history's boundaries in order, with the plan's moves when `checkpointed`:

@@ -73,11 +73,11 @@ std::string settleText(const ProjectedAmbiguity& a)
 
 bool settledBySequence(const ProjectedAmbiguity& a)
 {
-    // A quadratic reading (scores, masks) is what a second sequence length tells apart.
+    // A quadratic reading (scores, masks: "b*s^2", "b*(s+1)^2", "s^2") is what a second
+    // sequence length tells apart.
     for (const auto& r : a.readings)
-        for (size_t l = 0; l < kSizeLawCount; ++l)
-            if (sizeLawName(SizeLaw(l)) == r && lawExponents(SizeLaw(l)).seq == 2)
-                return true;
+        if (r.size() > 2 && r.compare(r.size() - 2, 2, "^2") == 0)
+            return true;
     return false;
 }
 

@@ -256,6 +256,8 @@ const std::vector<WhatIfConstants::Entry>& WhatIfConstants::entries()
         {"offload_bucket_elems", "offload gradient bucket", &C::offloadBucketElems, "elements", false,
          "DeepSpeed reduce_bucket_size"},
         {"foreach_time_factor", "foreach optimizer time factor", &C::foreachTimeFactor, "x", true, "a guess, docs/whatif-model.md (up to 2x)"},
+        {"unseen_upcast_share", "fp32 ops a precision replay cannot see", &C::unseenUpcastShare, "", true,
+         "CPU matrix llama bf16 (RMSNorm in fp32): +7.0%; nine other families 0.0% (docs/whatif-model.md)"},
     };
     return k;
 }

@@ -5,6 +5,8 @@
 // levers a user can move, model and device descriptions, the editable constants and the
 // projected result (components per phase, each with provenance and uncertainty).
 
+#include "core/whatif/replaytarget.h"
+
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -126,6 +128,9 @@ struct WhatIfConstants {
     double flashSpeedup = 2.0;      ///< attention FLOPs run this much faster with FlashAttention [G]
     double offloadBucketElems = 5e8; ///< DeepSpeed reduce_bucket_size [S]
     double foreachTimeFactor = 1.0;  ///< foreach optimizer bytes moved vs fused [G]
+    /// A pure-precision replay to fewer bytes: share of its peak that ops computing in fp32
+    /// inside the 16-bit model (and their casts) may add, which the wider trace cannot show [G]
+    double unseenUpcastShare = 0.08;
 
     struct Entry {
         const char* key;
@@ -214,6 +219,7 @@ struct Projection {
     int64_t measuredPeakEvent = -1; ///< the event of the replayed measured peak
     /// Activation checkpointing replayed as moves of the history over this many blocks (0: not).
     int replayCheckpointedBlocks = 0;
+    ReplayTarget replayTarget; ///< what the replay projected (when `replayed`)
     std::vector<ProjectedAmbiguity> ambiguities;
     std::optional<SimulatedReserved> simulated; ///< filled on request (simulateReserved)
 

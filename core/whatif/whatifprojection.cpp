@@ -6,6 +6,7 @@
 #include "core/whatif/whatiflevers.h"
 
 #include <algorithm>
+#include <optional>
 #include <cmath>
 
 namespace headroom {
@@ -385,34 +386,69 @@ Projection evaluateReadings(const WhatIfBaseline& base, const LeverConfig& targe
     return pr;
 }
 
-/// Whether the replay projects `t`: it moves nothing but the micro-batch and the sequence of
-/// `c0`, and perhaps checkpoints every block of a run measured without checkpointing, where the
-/// trace's blocks were found (`checkpointed` says so).
-bool replayable(const LeverConfig& t, const LeverConfig& c0, const TraceProjector& tp, bool& checkpointed)
+/// Bytes of a floating-point element at a pure precision (every tensor in it); 0 for mixed
+/// precision, whose casts and fp32 ops the trace does not tell apart.
+double pureElementBytes(Precision p)
 {
+    return p == Precision::Fp32 ? 4 : p == Precision::Bf16 ? 2 : 0;
+}
+
+/// What the replay projects `t` to, when it can: `t` moves nothing but the micro-batch and
+/// the sequence of the measured run, and perhaps checkpoints every block of a run measured
+/// without checkpointing where the trace's blocks were found, and perhaps moves between pure
+/// precisions from a measured precision that is known (docs/whatif-model.md, "Precision").
+std::optional<ReplayTarget> replayTargetFor(const LeverConfig& t, const WhatIfBaseline& base)
+{
+    const LeverConfig& c0 = base.config;
+    const TraceProjector& tp = *base.trace;
+    if (t.microBatch <= 0 || t.seq <= 0)
+        return std::nullopt;
     LeverConfig u = t;
     u.microBatch = c0.microBatch;
     u.seq = c0.seq;
-    checkpointed = !tp.checkpointPlan().empty() && tp.checkpointPlan().coverage >= kMinCheckpointCoverage &&
-                   c0.checkpoint == Checkpointing::None && t.checkpoint == Checkpointing::Full;
-    if (checkpointed) {
+    ReplayTarget r{double(t.microBatch), double(t.seq)};
+    r.checkpointed = !tp.checkpointPlan().empty() && tp.checkpointPlan().coverage >= kMinCheckpointCoverage &&
+                     c0.checkpoint == Checkpointing::None && t.checkpoint == Checkpointing::Full;
+    if (r.checkpointed) {
         u.checkpoint = c0.checkpoint;
         u.checkpointEvery = c0.checkpointEvery;
     }
-    return u == c0;
+    const double from = pureElementBytes(c0.precision), to = pureElementBytes(t.precision);
+    if (t.precision != c0.precision && from > 0 && to > 0 && base.precisionAlternatives.empty()) {
+        r.floatWidth = to / from;
+        u.precision = c0.precision;
+    }
+    if (!(u == c0))
+        return std::nullopt;
+    return r;
 }
 
-std::vector<ProjectedAmbiguity> ambiguitiesAt(const TraceProjector& tp, const LeverConfig& t, const TraceReplayPeak& at,
-                                              bool checkpointed)
+/// "precision replayed: ..." with what the dtypes were read from.
+std::string widthNote(const AllocationLaws& laws, const ReplayTarget& r)
+{
+    const WidthReadings& w = laws.widths();
+    std::string note = "precision replayed: every floating-point tensor of the trace at " +
+                       std::string(r.floatWidth < 1 ? "half" : "twice") + " its bytes (" +
+                       std::to_string(w.floatRead) + " by their recorded dtype, " + std::to_string(w.floatAssumed) +
+                       " assumed where none was recorded); " + std::to_string(w.fixedRead) +
+                       " integer or bool tensors by their recorded dtype keep their size";
+    if (w.either > 0)
+        note += "; " + std::to_string(w.either) + " model inputs (" + formatBytes(w.eitherBytes) +
+                ") may be token ids or features: both readings are in the band (record with shapes to settle it)";
+    return note;
+}
+
+std::vector<ProjectedAmbiguity> ambiguitiesAt(const TraceProjector& tp, const ReplayTarget& t, const TraceReplayPeak& at)
 {
     std::vector<ProjectedAmbiguity> out;
-    for (const AmbiguityWorth& w : tp.worth(t.microBatch, t.seq, 5, &at, checkpointed)) {
+    for (const AmbiguityWorth& w : tp.worth(t, 5, &at)) {
         const LawAmbiguity& a = tp.laws().ambiguities()[w.group];
-        ProjectedAmbiguity p{a.where, a.sizeEach, a.count, std::string(sizeLawName(a.central)), {},
+        const int offset = a.offset ? tp.laws().tokenOffset() : 0;
+        ProjectedAmbiguity p{a.where, a.sizeEach, a.count, sizeLawName(a.central, offset), {},
                              std::string(lawEvidenceName(a.evidence)), w.low, w.high};
         for (size_t l = 0; l < kSizeLawCount; ++l)
             if (a.allowed & (1u << l))
-                p.readings.emplace_back(sizeLawName(SizeLaw(l)));
+                p.readings.push_back(sizeLawName(SizeLaw(l), offset));
         out.push_back(std::move(p));
     }
     return out;
@@ -420,13 +456,14 @@ std::vector<ProjectedAmbiguity> ambiguitiesAt(const TraceProjector& tp, const Le
 
 /// The allocated peak and its band from the replay of every allocation (docs/whatif-model.md,
 /// "Replay"); fragmentation and memory outside the allocator stay the terms' own.
-void replayPeak(Projection& pr, const WhatIfBaseline& base, const LeverConfig& t)
+void replayPeak(Projection& pr, const WhatIfBaseline& base, const LeverConfig& t, const WhatIfConstants& k)
 {
-    bool checkpointed = false;
-    if (!base.trace || !replayable(t, base.config, *base.trace, checkpointed) || t.microBatch <= 0 || t.seq <= 0)
+    const std::optional<ReplayTarget> target = base.trace ? replayTargetFor(t, base) : std::nullopt;
+    if (!target)
         return;
     const TraceProjector& tp = *base.trace;
-    const TraceReplayPeak r = tp.project(t.microBatch, t.seq, checkpointed);
+    const bool checkpointed = target->checkpointed;
+    const TraceReplayPeak r = tp.project(*target);
     const double over = pr.peak - pr.peakAllocated;
     const double overLow = pr.peakLow - pr.peakAllocatedLow, overHigh = pr.peakHigh - pr.peakAllocatedHigh;
     pr.peakAllocated = r.central;
@@ -438,7 +475,23 @@ void replayPeak(Projection& pr, const WhatIfBaseline& base, const LeverConfig& t
     pr.replayed = true;
     pr.replayPeakEvent = r.centralEvent;
     pr.measuredPeakEvent = tp.measuredPeakEvent();
-    pr.ambiguities = ambiguitiesAt(tp, t, r, checkpointed);
+    pr.replayTarget = *target;
+    pr.ambiguities = ambiguitiesAt(tp, *target, r);
+    if (target->floatWidth != 1) {
+        // A 16-bit model may compute some ops in fp32 (an RMSNorm's x.float()): their casts
+        // and wide results are in the 16-bit run only. The band allows them, on the far side.
+        const double unseen = k.unseenUpcastShare * r.central;
+        if (target->floatWidth < 1) {
+            pr.peakAllocatedHigh += unseen;
+            pr.peakHigh += unseen;
+        } else {
+            pr.peakAllocatedLow -= unseen;
+            pr.peakLow -= unseen;
+        }
+        pr.notes.push_back(widthNote(tp.laws(), *target) + "; ops a 16-bit model computes in fp32 (an RMSNorm's "
+                           "x.float()) are not in the wider trace: the band allows " + formatBytes(int64_t(unseen)) +
+                           " for them (a run at the target precision settles it)");
+    }
     if (checkpointed) {
         const CheckpointPlan& plan = tp.checkpointPlan();
         pr.replayCheckpointedBlocks = plan.blocks;
@@ -493,7 +546,7 @@ Projection project(const WhatIfBaseline& base, const LeverConfig& target, const 
                            std::string(precisionName(alt)) + " the run projects " + formatBytes(int64_t(other.peak)) +
                            ", which the band holds (give the measured precision to narrow it)");
     }
-    replayPeak(pr, base, target);
+    replayPeak(pr, base, target, k);
     if (!base.precisionAlternatives.empty() || pr.replayed)
         judge(pr, std::max(base.context, base.contextHigh));
     const Projection b0 = evaluateReadings(base, base.config, k, device);

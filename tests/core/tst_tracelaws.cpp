@@ -234,7 +234,7 @@ TEST_CASE("Re-projecting after a lever move", "[.benchmark][laws]")
                 each * 1e9 / double(std::max<size_t>(1, t->snapshot.devices[0].trace.count())), each / load, load);
     std::printf("what-if replay: %.2f ms per whole projection (terms, replay, ambiguities)\n", whole * 1e3);
     const auto t5 = std::chrono::steady_clock::now();
-    const ProjectedAllocatorRun sim = simulateProjected(tp, 8, 256, AllocatorConfig{}, 0);
+    const ProjectedAllocatorRun sim = simulateProjected(tp, ReplayTarget{8, 256}, AllocatorConfig{}, 0);
     const double simulated = std::chrono::duration<double>(std::chrono::steady_clock::now() - t5).count();
     std::printf("what-if replay: %.0f ms for the projected run's reserved memory (%lld requests through the allocator model)\n",
                 simulated * 1e3, (long long)sim.requests);
@@ -278,7 +278,7 @@ TEST_CASE("The projected run's requests through the allocator model give its res
     REQUIRE(p.simulated);
     CHECK(double(p.simulated->peak) == Approx(double(t1024->timelines[0].peakReserved)).epsilon(0.02));
 
-    const ProjectedAllocatorRun small = simulateProjected(*cal.baseline.trace, 8, 1024, AllocatorConfig{}, int64_t(1) << 30);
+    const ProjectedAllocatorRun small = simulateProjected(*cal.baseline.trace, ReplayTarget{8, 1024}, AllocatorConfig{}, int64_t(1) << 30);
     REQUIRE(small.oom);
     CHECK(small.oom->event >= 0);
     CHECK(small.oom->reserved + small.oom->size > int64_t(1) << 30);

@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: MIT
+// Levers the replay takes beyond the micro-batch and the sequence (docs/whatif-model.md,
+// "Precision" and "Laws": tokens beyond the stated sequence): a pure precision as the element
+// width of every floating-point allocation, and scores over a ViT's class token. Each checked
+// against a CPU recording of real PyTorch at the target setting (tests/data/cpu/README.md).
+#include "core/analysis/memoryanalysis.h"
+#include "core/io/loader.h"
+#include "core/whatif/shapelaw.h"
+#include "core/whatif/traceprojector.h"
+#include "core/whatif/whatifcalibration.h"
+#include "core/whatif/whatifprojection.h"
+#include "core/whatif/widthlaw.h"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+using namespace headroom;
+
+namespace {
+
+std::shared_ptr<const LoadedTrace> cpuFile(const std::string& name)
+{
+    return Loader::load(std::string(HEADROOM_SOURCE_DIR) + "/tests/data/cpu/" + name);
+}
+
+/// The file's own configuration (the recorder's headroom_config), as whatif reads it.
+Calibration calibrated(const LoadedTrace& t) { return calibrate(t, 0, analyzeDevice(t, 0), {}); }
+
+Projection projectTo(const Calibration& cal, void (*move)(LeverConfig&))
+{
+    LeverConfig t = cal.baseline.config;
+    move(t);
+    return project(cal.baseline, t, WhatIfConstants{}, *devicePreset("80gib"));
+}
+
+double measuredPeak(const LoadedTrace& t) { return double(t.timelines[0].peakAllocated); }
+
+bool hasNote(const Projection& p, std::string_view text)
+{
+    return std::any_of(p.notes.begin(), p.notes.end(), [&](const std::string& n) { return n.find(text) != n.npos; });
+}
+
+RecordedTensor activation(std::vector<int64_t> shape, uint32_t batch, uint32_t seq)
+{
+    RecordedTensor t;
+    t.shape = std::move(shape);
+    t.batchDims = batch;
+    t.seqDims = seq;
+    t.kind = RecordedTensor::Kind::Activation;
+    return t;
+}
+
+uint8_t bit(SizeLaw l) { return uint8_t(1u << unsigned(l)); }
+
+} // namespace
+
+TEST_CASE("A recorded dtype says which tensors take the precision's width", "[whatif][precision]")
+{
+    CHECK(floatingDtype("float32"));
+    CHECK(floatingDtype("torch.bfloat16"));
+    CHECK(floatingDtype("float16"));
+    CHECK(floatingDtype("half"));
+    CHECK_FALSE(floatingDtype("int64"));
+    CHECK_FALSE(floatingDtype("torch.bool"));
+    CHECK_FALSE(floatingDtype("uint8"));
+    // A class read both ways spans both widths; one read once keeps its own.
+    CHECK(widthFactors(WidthClass::Float, 0.5).high == 0.5);
+    CHECK(widthFactors(WidthClass::Fixed, 0.5).low == 1);
+    const WidthFactors either = widthFactors(WidthClass::MaybeFloat, 0.5);
+    CHECK(either.central == 1);
+    CHECK(either.low == 0.5);
+    CHECK(either.high == 1);
+}
+
+TEST_CASE("fp32 to pure bf16 replays every floating-point allocation at half its bytes", "[whatif][precision][cpu]")
+{
+    // The CPU decoder, recorded with dtypes, and the same job run in bf16 (model.to(bfloat16)).
+    auto base = cpuFile("decoder_base_shapes.pickle");
+    auto bf16 = cpuFile("decoder_bf16.pickle");
+    const Calibration cal = calibrated(*base);
+    REQUIRE(cal.baseline.trace);
+    REQUIRE(cal.baseline.config.precision == Precision::Fp32);
+    const WidthReadings& w = cal.baseline.trace->laws().widths();
+    CHECK(w.floatRead > 0);
+    CHECK(w.fixedRead > 0); // the token ids, the targets, the loss's indices
+    const Projection p = projectTo(cal, [](LeverConfig& t) { t.precision = Precision::Bf16; });
+    REQUIRE(p.replayed);
+    CHECK(p.replayTarget.floatWidth == 0.5);
+    CHECK(hasNote(p, "precision replayed"));
+    const double measured = measuredPeak(*bf16);
+    CHECK(p.peakAllocated == Approx(measured).epsilon(0.01));
+    CHECK(p.peakAllocatedLow <= measured);
+    CHECK(p.peakAllocatedHigh >= measured);
+    // Mixed precision is not a width the trace can replay: its casts and fp32 ops are the terms'.
+    const Projection amp = projectTo(cal, [](LeverConfig& t) { t.precision = Precision::AmpBf16; });
+    CHECK_FALSE(amp.replayed);
+}
+
+TEST_CASE("Ops a bf16 model computes in fp32 are in the band, not the central reading", "[whatif][precision][cpu]")
+{
+    // The CPU llama's RMSNorm computes in fp32 (x.to(float32)), so its bf16 run holds casts
+    // and fp32 results its fp32 trace has no allocation for: the halved replay is under the
+    // measurement, which the band's allowance for them holds. Without recorded dtypes every
+    // tensor is assumed floating point, and the token ids (8 bytes per token) keep both readings.
+    auto base = cpuFile("llama_base.pickle");
+    auto bf16 = cpuFile("llama_bf16.pickle");
+    const Calibration cal = calibrated(*base);
+    REQUIRE(cal.baseline.trace);
+    const WidthReadings& w = cal.baseline.trace->laws().widths();
+    CHECK(w.floatRead == 0);
+    CHECK(w.floatAssumed > 0);
+    CHECK(w.either > 0);
+    const Projection p = projectTo(cal, [](LeverConfig& t) { t.precision = Precision::Bf16; });
+    REQUIRE(p.replayed);
+    CHECK(hasNote(p, "assumed where none was recorded"));
+    CHECK(hasNote(p, "may be token ids or features"));
+    const double measured = measuredPeak(*bf16);
+    CHECK(p.peakAllocated < measured);
+    CHECK(p.peakAllocated == Approx(measured).epsilon(0.08));
+    CHECK(p.peakAllocatedHigh >= measured);
+    CHECK(p.peakAllocatedLow <= p.peakAllocated);
+}
+
+TEST_CASE("Shapes over the stated sequence plus a class token give the tokens their laws", "[whatif][shapes]")
+{
+    // s0 = 64 patches and a class token: scores [b, h, 65, 65], activations [b, 65, d].
+    std::vector<std::pair<uint32_t, RecordedTensor>> tensors;
+    tensors.push_back({1, activation({2, 4, 65, 65}, 0b1, 0)});
+    tensors.push_back({2, activation({2, 65, 64}, 0b1, 0b100)}); // d = 64 marked as s0 by coincidence
+    CHECK(shapeTokenOffset(tensors, 64) == 1);
+    CHECK(offsetShapeLaws(tensors[0].second, 2, 64, 1) == bit(SizeLaw::TokensBySeq));
+    CHECK(offsetShapeLaws(tensors[1].second, 2, 64, 1) == bit(SizeLaw::Tokens));
+    CHECK(sizeLawName(SizeLaw::TokensBySeq, 1) == "b*(s+1)^2");
+    CHECK(sizeLawName(SizeLaw::Constant, 1) == "constant");
+    // No square over s0 + c: no offset (a width of 65 alone says nothing of the tokens).
+    tensors.erase(tensors.begin());
+    CHECK(shapeTokenOffset(tensors, 64) == 0);
+}
+
+TEST_CASE("A ViT's scores over its class token project to four times the patches", "[whatif][shapes][cpu]")
+{
+    // The CPU ViT at 64 patches (65 tokens with the class token) and the same job at 256
+    // patches: its scores grow as (s+1)^2, not (s)^2, and not as b*s, the reading of their
+    // sizes alone (b*h*65^2*4 bytes is no multiple of b*64^2).
+    auto base = cpuFile("vit_base.pickle");
+    auto seq4 = cpuFile("vit_seq4.pickle");
+    const Calibration cal = calibrated(*base);
+    REQUIRE(cal.baseline.trace);
+    CHECK(cal.baseline.trace->laws().tokenOffset() == 1);
+    const Projection p = projectTo(cal, [](LeverConfig& t) { t.seq *= 4; });
+    REQUIRE(p.replayed);
+    const double measured = measuredPeak(*seq4);
+    CHECK(p.peakAllocated == Approx(measured).epsilon(0.02));
+    CHECK(p.peakAllocatedLow <= measured);
+    CHECK(p.peakAllocatedHigh >= measured);
+}
