@@ -272,16 +272,19 @@ void AllocationLaws::readSoftmax(const MemoryTimeline& tl, const std::vector<All
         return paramSizes.count(perToken) || (perToken % 3 == 0 && paramSizes.count(perToken / 3));
     };
     std::map<std::string, std::set<int64_t>> softmaxSizes;
-    std::set<std::string> softmaxCalls;
     for (const auto& [key, size] : largest)
-        if (!key.empty()) {
-            softmaxCalls.insert(key);
-            if (!coincides(size) && size > kMinBlock)
-                softmaxSizes[key].insert(size);
-        }
+        if (!key.empty() && !coincides(size) && size > kMinBlock)
+            softmaxSizes[key].insert(size);
+    // And an s x s tensor of one byte per element made in that call, or in the call of the
+    // function that called it (an attention module's forward that builds the mask and passes
+    // it on), is its causal mask.
+    std::set<std::string> softmaxCalls;
+    for (size_t i = 0; i < m_laws.size(); ++i)
+        if (softmaxMade[i])
+            for (std::string& key : softmaxCallers(frames, tl.allocations[i].stack, 2))
+                softmaxCalls.insert(std::move(key));
     if (softmaxCalls.empty())
         return;
-    // And an s x s tensor of one byte per element in that call is its causal mask.
     const int64_t s0 = quadUnit / std::max<int64_t>(1, tokens);
     auto boolMask = [&](int64_t z) { return s0 > 1 && fitsUnit(z, s0 * s0) && z < s0 * s0 + kMinBlock; };
     std::map<uint32_t, std::vector<std::string>> keysOf; // per stack: the call of each Python frame

@@ -92,11 +92,12 @@ bool torchLayerMade(const FrameTable& frames, uint32_t stack)
     return false;
 }
 
-std::string softmaxCaller(const FrameTable& frames, uint32_t stackId)
+std::vector<std::string> softmaxCallers(const FrameTable& frames, uint32_t stackId, size_t count)
 {
     const auto stack = frames.stack(stackId);
+    std::vector<std::string> out;
     bool insideSoftmax = false;
-    for (size_t k = 0; k < stack.size(); ++k) {
+    for (size_t k = 0; k < stack.size() && out.size() < count; ++k) {
         if (!frames.isPythonFrame(stack[k]))
             continue;
         const std::string name = pythonName(frames, stack[k]);
@@ -105,10 +106,16 @@ std::string softmaxCaller(const FrameTable& frames, uint32_t stackId)
             continue;
         }
         if (name == "_call_impl" || name == "_wrapped_call_impl")
-            continue; // a Softmax module's call: its caller is further out
-        return callKey(frames, stack, k);
+            continue; // a module's call: its caller is further out
+        out.push_back(callKey(frames, stack, k));
     }
-    return {};
+    return out;
+}
+
+std::string softmaxCaller(const FrameTable& frames, uint32_t stackId)
+{
+    const auto callers = softmaxCallers(frames, stackId, 1);
+    return callers.empty() ? std::string() : callers.front();
 }
 
 std::vector<std::string> callKeys(const FrameTable& frames, uint32_t stackId)

@@ -25,6 +25,9 @@ bool attentionContext(const FrameTable& frames, uint32_t stack);
 bool torchLayerMade(const FrameTable& frames, uint32_t stack);
 /// The call a softmax was made from (see callKeys); empty when the stack has no Python frame.
 std::string softmaxCaller(const FrameTable& frames, uint32_t stack);
+/// The calls out from a softmax, innermost first, at most `count`: the function that took it,
+/// the one that called that function (an attention module's forward), ...
+std::vector<std::string> softmaxCallers(const FrameTable& frames, uint32_t stack, size_t count);
 /// For each Python frame of a stack, innermost first, the call it names: the function (file and
 /// name, not the line) and the Python frames that called it. Allocations made in one call of an
 /// attention function share one; an MLP's do not.

@@ -336,3 +336,30 @@ TEST_CASE("A replay of a history an OOM cut says so", "[whatif][laws][cpu]")
     CHECK(std::any_of(p.notes.begin(), p.notes.end(),
                       [](const std::string& n) { return n.find("stopped at an OOM") != std::string::npos; }));
 }
+
+TEST_CASE("The causal-mask clause on a family it was not written from", "[whatif][laws][cpu]")
+{
+    // Written from decoder_infer (whose attention code the decoder and moe share). The CPU
+    // llama builds its mask in LlamaAttention.forward (cpu_models_more.py:124,
+    // torch.ones(t, t, dtype=torch.bool).tril()) and passes it to a user-written attention of
+    // einsums with a user-written softmax, one frame further in: its s x s bool masks.
+    const std::string dir = std::string(HEADROOM_SOURCE_DIR) + "/tests/data/cpu/";
+    auto base = Loader::load(dir + "llama_base.pickle");
+    const Calibration cal = calibrate(*base, 0, analyzeDevice(*base, 0), {});
+    REQUIRE(cal.baseline.trace);
+    const MemoryTimeline& tl = base->timelines[0];
+    const FrameTable& frames = base->snapshot.frames;
+    const auto& laws = cal.baseline.trace->laws().laws();
+    int masks = 0, readS2 = 0;
+    for (size_t i = 0; i < tl.allocations.size(); ++i) {
+        const auto lines = frames.topFrameLines(tl.allocations[i].stack, 1);
+        if (lines.empty() || lines.front().find("cpu_models_more.py:124:") == std::string::npos)
+            continue;
+        ++masks;
+        readS2 += laws[i].central == SizeLaw::SeqSquared;
+        UNSCOPED_INFO(tl.allocations[i].size << " " << sizeLawName(laws[i].central) << " by "
+                                             << lawEvidenceName(laws[i].evidence));
+    }
+    REQUIRE(masks > 0);
+    CHECK(readS2 == masks);
+}
