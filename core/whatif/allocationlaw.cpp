@@ -412,6 +412,14 @@ void AllocationLaws::readWidths(const MemoryTimeline& tl, const std::vector<Allo
         const AllocationClass c = i < classes.size() ? classes[i] : AllocationClass{};
         const WidthClass w = widthOf(a, c, rec, strings, tokens);
         m_laws[i].width = w;
+        // The optimizer's own allocations: its state by category, and what its step makes
+        // beside parameters and gradients (a foreach AdamW's parameter-shaped temporaries).
+        const StateRole role = c.category == TensorCategory::OptimizerState ? StateRole::OptimizerState
+                               : optimizerMade(c) && !keptState(c.category) ? StateRole::OptimizerTemp
+                                                                            : StateRole::Other;
+        m_laws[i].role = role;
+        m_roleBytes[size_t(role)] += a.size;
+        ++m_roleCount[size_t(role)];
         const bool recorded = rec && rec->dtype != 0;
         if (w == WidthClass::Fixed)
             ++m_widths.fixedRead;

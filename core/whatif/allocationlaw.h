@@ -47,6 +47,11 @@ enum class LawEvidence : uint8_t {
 };
 std::string_view lawEvidenceName(LawEvidence e); ///< "shape", "runs", "category", "stack", "size"
 
+/// What an optimizer change does to an allocation (docs/whatif-model.md, "Optimizer"):
+/// its state and the step's parameter-shaped temporaries take the new optimizer's bytes.
+enum class StateRole : uint8_t { Other, OptimizerState, OptimizerTemp };
+inline constexpr size_t kStateRoleCount = 3;
+
 struct AllocationLaw {
     SizeLaw central = SizeLaw::Constant;
     uint8_t allowed = 1; ///< bit per SizeLaw the evidence allows; holds `central`
@@ -56,6 +61,7 @@ struct AllocationLaw {
     /// patches and its class token): the law's s/s0 is (s + c)/(s0 + c).
     bool offset = false;
     WidthClass width = WidthClass::Float; ///< how its bytes follow a precision change
+    StateRole role = StateRole::Other;    ///< how its bytes follow an optimizer change
 
     bool ambiguous() const { return (allowed & ~(1u << unsigned(central))) != 0; }
 };
@@ -89,6 +95,9 @@ public:
     int tokenOffset() const { return m_tokenOffset; }
     /// How the allocations' element widths were read (docs/whatif-model.md, "Precision").
     const WidthReadings& widths() const { return m_widths; }
+    /// Measured bytes and allocations per StateRole.
+    int64_t roleBytes(StateRole r) const { return m_roleBytes[size_t(r)]; }
+    int64_t roleCount(StateRole r) const { return m_roleCount[size_t(r)]; }
     /// Allocations whose law a recorded shape decided.
     size_t shapeRead() const { return m_shapeRead; }
 
@@ -141,6 +150,7 @@ private:
     size_t m_shapeRead = 0;
     int m_tokenOffset = 0;
     WidthReadings m_widths;
+    std::array<int64_t, kStateRoleCount> m_roleBytes{}, m_roleCount{};
 };
 
 } // namespace headroom

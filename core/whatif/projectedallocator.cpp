@@ -56,6 +56,8 @@ ProjectedAllocatorRun simulateProjected(const TraceProjector& tp, const ReplayTa
             block[alloc] = AllocatorSim::kNone;
             return;
         }
+        if (bytes < 0.5)
+            return; // the target makes no such allocation (an optimizer without this state)
         ++run.requests;
         const int64_t requested = std::max<int64_t>(1, int64_t(bytes + 0.5));
         block[alloc] = sim.malloc(requested, 0);

@@ -3,7 +3,8 @@
 
 // What the replay of the measured history projects to (docs/whatif-model.md, "Replay" and
 // "Precision"): the micro-batch and sequence each law is taken at, whether the checkpoint
-// plan's moves apply, and the element width of the floating-point tensors.
+// plan's moves apply, the element width of the floating-point tensors, and the optimizer's
+// bytes.
 
 namespace headroom {
 
@@ -13,6 +14,9 @@ struct ReplayTarget {
     /// Bytes of a floating-point element at the target over those of the measured run: 0.5
     /// from fp32 to pure bf16. Integer and bool tensors keep their size.
     double floatWidth = 1;
+    /// An optimizer change: its state's bytes and its step's temporaries' over the measured
+    /// optimizer's, at the measured precision (0: the new one has none).
+    double optimizerState = 1, optimizerTemp = 1;
 };
 
 } // namespace headroom

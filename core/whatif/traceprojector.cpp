@@ -33,15 +33,20 @@ struct TraceProjector::Factors {
     };
     std::array<Set, 2> set;
     std::array<WidthFactors, kWidthClassCount> width;
+    std::array<double, kStateRoleCount> role{1, 1, 1};
     const Set& of(const AllocationLaw& l) const { return set[l.offset]; }
+    /// What the levers other than the laws' make of an allocation: its width and its role.
+    double levers(const AllocationLaw& l, double WidthFactors::* reading) const
+    {
+        return width[size_t(l.width)].*reading * role[size_t(l.role)];
+    }
     /// An allocation's bytes at the target: central, lowest and highest reading.
     void sizes(const AllocationLaw& law, double z, double& zc, double& zl, double& zh) const
     {
         const Set& f = of(law);
-        const WidthFactors& w = width[size_t(law.width)];
-        zc = allocatorSize(z, f.law[size_t(law.central)] * w.central);
-        zl = allocatorSize(z, f.low[law.allowed] * w.low);
-        zh = allocatorSize(z, f.high[law.allowed] * w.high);
+        zc = allocatorSize(z, f.law[size_t(law.central)] * levers(law, &WidthFactors::central));
+        zl = allocatorSize(z, f.low[law.allowed] * levers(law, &WidthFactors::low));
+        zh = allocatorSize(z, f.high[law.allowed] * levers(law, &WidthFactors::high));
     }
 };
 
@@ -81,6 +86,7 @@ TraceProjector::Factors TraceProjector::factors(const ReplayTarget& t) const
     const std::array<double, 2> rs{s / m_s0, (s + c) / (m_s0 + c)};
     for (size_t w = 0; w < kWidthClassCount; ++w)
         out.width[w] = widthFactors(WidthClass(w), t.floatWidth);
+    out.role = {1, t.optimizerState, t.optimizerTemp};
     for (size_t k = 0; k < 2; ++k) {
         Factors::Set& f = out.set[k];
         for (size_t l = 0; l < kSizeLawCount; ++l)
@@ -162,7 +168,7 @@ void TraceProjector::visit(const ReplayTarget& t,
     const auto& laws = m_laws.laws();
     auto bytes = [&](uint32_t i) {
         const AllocationLaw& law = laws[i];
-        return double(m_size[i]) * fs.of(law).law[size_t(law.central)] * fs.width[size_t(law.width)].central;
+        return double(m_size[i]) * fs.of(law).law[size_t(law.central)] * fs.levers(law, &WidthFactors::central);
     };
     const bool checkpointed = t.checkpointed && !m_plan.empty();
     for (uint32_t i : m_initial)
@@ -217,7 +223,7 @@ std::vector<AmbiguityWorth> TraceProjector::worth(const ReplayTarget& t, size_t 
     const TraceReplayPeak p = at ? *at : replay(fs, checkpointed);
     const auto& laws = m_laws.laws();
     std::vector<double> live(m_laws.ambiguities().size() + 1, 0.0);
-    auto widthBytes = [&](uint32_t i) { return double(m_size[i]) * fs.width[size_t(laws[i].width)].central; };
+    auto widthBytes = [&](uint32_t i) { return double(m_size[i]) * fs.levers(laws[i], &WidthFactors::central); };
     for (uint32_t i : m_initial)
         live[laws[i].group] += widthBytes(i);
     bool past = false;

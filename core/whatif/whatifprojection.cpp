@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <optional>
 #include <cmath>
+#include <cstdio>
 
 namespace headroom {
 
@@ -393,6 +394,23 @@ double pureElementBytes(Precision p)
     return p == Precision::Fp32 ? 4 : p == Precision::Bf16 ? 2 : 0;
 }
 
+/// The state's and the step temporaries' bytes of optimizer `o` over the measured one's, at
+/// the measured precision (a pure precision change scales them with the floats). False when
+/// `o` needs what the trace does not have: state or temporaries where the measured step had none.
+bool optimizerRatios(const WhatIfBaseline& base, OptimizerKind o, ReplayTarget& r)
+{
+    const TraceProjector& tp = *base.trace;
+    const StateBytes from = base.table(base.config.precision, base.config.optimizer);
+    const StateBytes to = base.table(base.config.precision, o);
+    auto ratio = [](double a, double b, int64_t measured, double& out) {
+        if (a > 0 && measured > 0)
+            return out = b / a, true;
+        return b == 0 ? (out = 1, true) : false; // nothing to scale, and none wanted
+    };
+    return ratio(from.optimizer, to.optimizer, tp.laws().roleBytes(StateRole::OptimizerState), r.optimizerState) &&
+           ratio(from.optimizerTemp, to.optimizerTemp, tp.laws().roleBytes(StateRole::OptimizerTemp), r.optimizerTemp);
+}
+
 /// What the replay projects `t` to, when it can: `t` moves nothing but the micro-batch and
 /// the sequence of the measured run, and perhaps checkpoints every block of a run measured
 /// without checkpointing where the trace's blocks were found, and perhaps moves between pure
@@ -418,9 +436,24 @@ std::optional<ReplayTarget> replayTargetFor(const LeverConfig& t, const WhatIfBa
         r.floatWidth = to / from;
         u.precision = c0.precision;
     }
+    if (t.optimizer != c0.optimizer && base.precisionAlternatives.empty() && optimizerRatios(base, t.optimizer, r))
+        u.optimizer = c0.optimizer;
     if (!(u == c0))
         return std::nullopt;
     return r;
+}
+
+/// "optimizer replayed: ..." with what it resized.
+std::string optimizerNote(const AllocationLaws& laws, const ReplayTarget& r)
+{
+    auto part = [&](StateRole role, double factor) {
+        char x[32];
+        std::snprintf(x, sizeof x, "x%.2f", factor);
+        return "(" + std::to_string(laws.roleCount(role)) + " allocations, " + formatBytes(laws.roleBytes(role)) +
+               " measured) at " + x + " of its bytes";
+    };
+    return "optimizer replayed: its state " + part(StateRole::OptimizerState, r.optimizerState) +
+           ", the step's temporaries " + part(StateRole::OptimizerTemp, r.optimizerTemp);
 }
 
 /// "precision replayed: ..." with what the dtypes were read from.
@@ -477,6 +510,8 @@ void replayPeak(Projection& pr, const WhatIfBaseline& base, const LeverConfig& t
     pr.measuredPeakEvent = tp.measuredPeakEvent();
     pr.replayTarget = *target;
     pr.ambiguities = ambiguitiesAt(tp, *target, r);
+    if (target->optimizerState != 1 || target->optimizerTemp != 1)
+        pr.notes.push_back(optimizerNote(tp.laws(), *target));
     if (target->floatWidth != 1) {
         // A 16-bit model may compute some ops in fp32 (an RMSNorm's x.float()): their casts
         // and wide results are in the 16-bit run only. The band allows them, on the far side.

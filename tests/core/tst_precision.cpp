@@ -102,7 +102,11 @@ TEST_CASE("An unknown precision is carried into the band, not assumed", "[whatif
     t16.optimizer = OptimizerKind::Adam8bit;
     const Projection p16 = project(bf16.baseline, t16, {}, dev);
     CHECK(p16.peak > p32.peak + 1.0 * kGiB); // the readings differ by gigabytes on this run
-    CHECK(p.peak == Approx(p32.peak));
+    // The stated fp32 reading replays the trace with the state at a quarter; the open one is
+    // the terms' (its two readings give the state two ratios), within 1% of it.
+    CHECK(p32.replayed);
+    CHECK_FALSE(p.replayed);
+    CHECK(p.peak == Approx(p32.peak).epsilon(0.01));
     CHECK(p.peakLow <= std::min(p32.peakLow, p16.peakLow));
     CHECK(p.peakHigh >= std::max(p32.peakHigh, p16.peakHigh));
     CHECK(std::any_of(p.notes.begin(), p.notes.end(),

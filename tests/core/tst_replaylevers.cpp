@@ -155,3 +155,44 @@ TEST_CASE("A ViT's scores over its class token project to four times the patches
     CHECK(p.peakAllocatedLow <= measured);
     CHECK(p.peakAllocatedHigh >= measured);
 }
+
+TEST_CASE("An optimizer change replays the optimizer's state and its step's temporaries", "[whatif][optimizer][cpu]")
+{
+    // The CPU llama trained by a for-each AdamW, and the same job trained by plain SGD (no
+    // state, no temporaries): the replay drops both and keeps every other allocation.
+    auto base = cpuFile("llama_base.pickle");
+    auto sgd = cpuFile("llama_sgd.pickle");
+    const Calibration cal = calibrated(*base);
+    REQUIRE(cal.baseline.trace);
+    REQUIRE(cal.baseline.config.optimizer == OptimizerKind::AdamW);
+    const AllocationLaws& laws = cal.baseline.trace->laws();
+    CHECK(laws.roleBytes(StateRole::OptimizerState) > 0);
+    CHECK(laws.roleBytes(StateRole::OptimizerTemp) > 0);
+    const Projection p = projectTo(cal, [](LeverConfig& t) { t.optimizer = OptimizerKind::Sgd; });
+    REQUIRE(p.replayed);
+    CHECK(p.replayTarget.optimizerState == 0);
+    CHECK(hasNote(p, "optimizer replayed"));
+    const double measured = measuredPeak(*sgd);
+    CHECK(p.peakAllocated == Approx(measured).epsilon(0.005));
+    CHECK(p.peakAllocatedLow <= measured);
+    CHECK(p.peakAllocatedHigh >= measured);
+
+    // 8-bit Adam keeps 2 bytes of state per parameter against AdamW's 8; with a larger
+    // micro-batch it is still one replay (before, any second lever sent all to the terms).
+    const Projection q = projectTo(cal, [](LeverConfig& t) {
+        t.optimizer = OptimizerKind::Adam8bit;
+        t.microBatch *= 4;
+    });
+    REQUIRE(q.replayed);
+    CHECK(q.replayTarget.optimizerState == Approx(0.25));
+    // A fused AdamW makes no step temporaries: a for-each AdamW's cannot be made from a run
+    // read as fused, so the terms price that move.
+    const Projection fusedBack = [&] {
+        WhatIfBaseline b = cal.baseline;
+        b.config.optimizer = OptimizerKind::AdamWFused;
+        LeverConfig t = b.config;
+        t.optimizer = OptimizerKind::AdamW;
+        return project(b, t, WhatIfConstants{}, *devicePreset("80gib"));
+    }();
+    CHECK_FALSE(fusedBack.replayed);
+}
