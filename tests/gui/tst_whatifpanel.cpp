@@ -409,6 +409,42 @@ TEST_CASE("A sequence move in the panel is the CLI's replay, with its ambiguitie
     }
 }
 
+TEST_CASE("What the file says fills the unstated measured fields; pure bf16 is the CLI's replay", "[gui][whatif]")
+{
+    // The CPU decoder with its headroom_config (micro-batch 2, sequence 128, fp32): the
+    // "Measured at" fields say what was read instead of "unknown", and a move to pure bf16
+    // shows what the core (and headroom-cli whatif) projects: the replay of element widths.
+    auto trace = Loader::load(std::string(HEADROOM_SOURCE_DIR) + "/tests/data/cpu/decoder_base_shapes.pickle");
+    WhatIfPanel panel;
+    panel.resize(1100, 720);
+    panel.setTrace(trace, 0);
+    panel.finishCalibration();
+    REQUIRE(panel.calibrationError().isEmpty());
+    auto* measuredB = panel.findChild<QSpinBox*>(QStringLiteral("measuredMicroBatch"));
+    auto* measuredP = panel.findChild<QComboBox*>(QStringLiteral("measuredPrecision"));
+    REQUIRE(measuredB);
+    REQUIRE(measuredP);
+    CHECK(measuredB->value() == 0); // not stated: the file's value is used
+    CHECK(measuredB->specialValueText() == QStringLiteral("2 (read)"));
+    CHECK(measuredP->itemText(0) == QStringLiteral("fp32 (read)"));
+
+    LeverConfig c = panel.config();
+    c.precision = Precision::Bf16;
+    panel.setConfig(c);
+    const Projection& shown = panel.projection();
+    REQUIRE(shown.replayed);
+    const Calibration cal = calibrate(*trace, 0, analyzeDevice(*trace, 0), {});
+    LeverConfig t = cal.baseline.config;
+    t.precision = Precision::Bf16;
+    const Projection cli = project(cal.baseline, t, WhatIfConstants{}, panel.device());
+    CHECK(shown.peakAllocated == Approx(cli.peakAllocated).epsilon(1e-12));
+    CHECK(shown.peakAllocatedHigh == Approx(cli.peakAllocatedHigh).epsilon(1e-12));
+    CHECK(shown.peak == Approx(cli.peak).epsilon(1e-12));
+    QLabel* notes = panel.findChild<QLabel*>(QStringLiteral("whatifNotes"));
+    REQUIRE(notes);
+    CHECK(notes->text().contains(QStringLiteral("precision replayed")));
+}
+
 TEST_CASE("Scrolling over the panel changes no setting; a focused control takes the wheel", "[gui][whatif]")
 {
     std::unique_ptr<WhatIfPanel> panel(section7Panel());

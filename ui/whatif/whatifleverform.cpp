@@ -131,6 +131,7 @@ QGroupBox* WhatIfLeverForm::buildMeasured()
     m_measuredS = unknownSpin("measuredSeq", 1 << 20);
     m_measuredD = unknownSpin("measuredDevices", 65536);
     m_measuredP = new QComboBox(measuredBox);
+    m_measuredP->setObjectName(QStringLiteral("measuredPrecision"));
     m_measuredP->addItem(tr("unknown"));
     for (const char* c : {"fp32", "amp-bf16", "amp-fp16", "bf16"})
         m_measuredP->addItem(QString::fromLatin1(c));
@@ -329,6 +330,20 @@ void WhatIfLeverForm::showStated(const StatedConfig& s, bool haveTrace)
 }
 
 void WhatIfLeverForm::setMeasuredInfo(const QString& html) { m_measuredInfo->setText(html); }
+
+void WhatIfLeverForm::showUnstated(const std::vector<MeasuredItem>& measured)
+{
+    auto textFor = [&](const char* key) {
+        for (const MeasuredItem& m : measured)
+            if (m.key == key && !m.value.empty() && m.how != "unknown")
+                return tr("%1 (%2)").arg(QString::fromStdString(m.value), QString::fromStdString(m.how));
+        return tr("unknown");
+    };
+    m_measuredB->setSpecialValueText(textFor("micro_batch"));
+    m_measuredS->setSpecialValueText(textFor("seq"));
+    m_measuredD->setSpecialValueText(textFor("devices"));
+    m_measuredP->setItemText(0, textFor("precision"));
+}
 
 int WhatIfLeverForm::capacityGiB() const { return m_capacity->currentData().toInt(); }
 

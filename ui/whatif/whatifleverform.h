@@ -41,6 +41,9 @@ public:
     StatedConfig stated(const StatedConfig& base) const;
     void showStated(const StatedConfig& stated, bool haveTrace);
     void setMeasuredInfo(const QString& html);
+    /// What the calibration made of each measured value the user left unstated: the field
+    /// shows it ("2 (read)", "fp32 (assumed)") instead of "unknown".
+    void showUnstated(const std::vector<MeasuredItem>& measured);
 
     /// The chosen capacity in GiB (the combo's whole number).
     int capacityGiB() const;

@@ -358,6 +358,7 @@ void WhatIfPanel::applyCalibration(const CalibrationJob::Outcome& out)
         if (!m_runsText.isEmpty())
             lines << m_runsText;
         m_levers->setMeasuredInfo(lines.join(QStringLiteral("<br>")));
+        m_levers->showUnstated(m_cal->measured);
     }
     m_pendingConfig.reset();
     writeControls();
