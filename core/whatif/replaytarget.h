@@ -11,6 +11,9 @@ namespace headroom {
 struct ReplayTarget {
     double microBatch = 1, seq = 1;
     bool checkpointed = false;
+    /// Several micro-steps per optimizer step: the history of a later one (every gradient alive
+    /// through its forward), from a run measured at one.
+    bool accumulated = false;
     /// Bytes of a floating-point element at the target over those of the measured run: 0.5
     /// from fp32 to pure bf16. Integer and bool tensors keep their size.
     double floatWidth = 1;

@@ -67,7 +67,8 @@ TraceProjector::TraceProjector(const MemoryTimeline& tl, AllocationLaws laws, in
     }
     std::stable_sort(m_boundaries.begin(), m_boundaries.end(),
                      [](const Boundary& x, const Boundary& y) { return x.event < y.event; });
-    const TraceReplayPeak measured = replay(factors(ReplayTarget{double(m_b0), double(m_s0)}), false);
+    const ReplayTarget atMeasured{double(m_b0), double(m_s0)};
+    const TraceReplayPeak measured = replay(factors(atMeasured), atMeasured);
     m_measuredPeak = measured.central;
     m_measuredPeakEvent = measured.centralEvent;
 }
@@ -105,12 +106,26 @@ TraceProjector::Factors TraceProjector::factors(const ReplayTarget& t) const
     return out;
 }
 
-template <class F>
-void TraceProjector::walk(bool checkpointed, F&& f) const
+std::vector<CheckpointPlan::Move> TraceProjector::movesFor(const ReplayTarget& t) const
 {
-    static const std::vector<CheckpointPlan::Move> kNone;
-    const auto& moves = checkpointed ? m_plan.moves : kNone;
-    // At one event: the plan's releases, the recorded boundaries, then the plan's re-allocations.
+    std::vector<CheckpointPlan::Move> moves;
+    if (t.checkpointed)
+        moves = m_plan.moves;
+    if (t.accumulated) {
+        const auto& more = m_accumulation.moves;
+        const size_t mid = moves.size();
+        moves.insert(moves.end(), more.begin(), more.end());
+        std::inplace_merge(moves.begin(), moves.begin() + ptrdiff_t(mid), moves.end(),
+                           [](const CheckpointPlan::Move& x, const CheckpointPlan::Move& y) { return x.event < y.event; });
+    }
+    return moves;
+}
+
+template <class F>
+void TraceProjector::walk(const ReplayTarget& t, F&& f) const
+{
+    const std::vector<CheckpointPlan::Move> moves = movesFor(t);
+    // At one event: the moves' releases, the recorded boundaries, then the moves' allocations.
     auto rank = [](bool extra, bool end) { return extra ? (end ? 0 : 2) : 1; };
     size_t i = 0, j = 0;
     while (i < m_boundaries.size() || j < moves.size()) {
@@ -134,7 +149,7 @@ void TraceProjector::walk(bool checkpointed, F&& f) const
     }
 }
 
-TraceReplayPeak TraceProjector::replay(const Factors& fs, bool checkpointed) const
+TraceReplayPeak TraceProjector::replay(const Factors& fs, const ReplayTarget& t) const
 {
     const auto& laws = m_laws.laws();
     double c = 0, lo = 0, hi = 0;
@@ -145,14 +160,14 @@ TraceReplayPeak TraceProjector::replay(const Factors& fs, bool checkpointed) con
         c += zc, lo += zl, hi += zh;
     }
     TraceReplayPeak p{c, lo, hi, -1, -1, -1};
-    if (checkpointed)
+    if (t.checkpointed)
         p = {0, 0, 0, -1, -1, -1};
-    walk(checkpointed, [&](int64_t event, uint32_t alloc, bool end, bool last) {
+    walk(t, [&](int64_t event, uint32_t alloc, bool end, bool last) {
         double zc, zl, zh;
         sizes(alloc, zc, zl, zh);
         const double sign = end ? -1 : 1;
         c += sign * zc, lo += sign * zl, hi += sign * zh;
-        if (!last || !counts(event, checkpointed))
+        if (!last || !counts(event, t.checkpointed))
             return; // the event's other boundaries first
         if (c > p.central) p.central = c, p.centralEvent = event;
         if (lo > p.low) p.low = lo, p.lowEvent = event;
@@ -170,15 +185,14 @@ void TraceProjector::visit(const ReplayTarget& t,
         const AllocationLaw& law = laws[i];
         return double(m_size[i]) * fs.of(law).law[size_t(law.central)] * fs.levers(law, &WidthFactors::central);
     };
-    const bool checkpointed = t.checkpointed && !m_plan.empty();
     for (uint32_t i : m_initial)
         f(-1, i, false, bytes(i));
-    walk(checkpointed, [&](int64_t event, uint32_t alloc, bool end, bool) { f(event, alloc, end, bytes(alloc)); });
+    walk(effective(t), [&](int64_t event, uint32_t alloc, bool end, bool) { f(event, alloc, end, bytes(alloc)); });
 }
 
 TraceProjector::Curve TraceProjector::curve(const ReplayTarget& t, size_t events) const
 {
-    const bool checkpointed = t.checkpointed && !m_plan.empty();
+    const ReplayTarget e = effective(t);
     const Factors fs = factors(t);
     const auto& laws = m_laws.laws();
     double c = 0, lo = 0, hi = 0;
@@ -201,7 +215,7 @@ TraceProjector::Curve TraceProjector::curve(const ReplayTarget& t, size_t events
             out.high.push_back(int64_t(hi));
         }
     };
-    walk(checkpointed, [&](int64_t event, uint32_t alloc, bool end, bool) {
+    walk(e, [&](int64_t event, uint32_t alloc, bool end, bool) {
         fillTo(size_t(event));
         add(alloc, end ? -1 : 1);
     });
@@ -211,23 +225,23 @@ TraceProjector::Curve TraceProjector::curve(const ReplayTarget& t, size_t events
 
 TraceReplayPeak TraceProjector::project(const ReplayTarget& t) const
 {
-    return replay(factors(t), t.checkpointed && !m_plan.empty());
+    return replay(factors(t), effective(t));
 }
 
 std::vector<AmbiguityWorth> TraceProjector::worth(const ReplayTarget& t, size_t count, const TraceReplayPeak* at) const
 {
-    const bool checkpointed = t.checkpointed && !m_plan.empty();
+    const ReplayTarget e = effective(t);
     // What each group holds at the central peak, read its other ways: the peak moves at least
     // that much (more where the group's own peak is elsewhere).
     const Factors fs = factors(t);
-    const TraceReplayPeak p = at ? *at : replay(fs, checkpointed);
+    const TraceReplayPeak p = at ? *at : replay(fs, e);
     const auto& laws = m_laws.laws();
     std::vector<double> live(m_laws.ambiguities().size() + 1, 0.0);
     auto widthBytes = [&](uint32_t i) { return double(m_size[i]) * fs.levers(laws[i], &WidthFactors::central); };
     for (uint32_t i : m_initial)
         live[laws[i].group] += widthBytes(i);
     bool past = false;
-    walk(checkpointed, [&](int64_t event, uint32_t alloc, bool end, bool) {
+    walk(e, [&](int64_t event, uint32_t alloc, bool end, bool) {
         past = past || event > p.centralEvent;
         if (!past)
             live[laws[alloc].group] += (end ? -1.0 : 1.0) * widthBytes(alloc);

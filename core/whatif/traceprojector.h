@@ -5,6 +5,7 @@
 // resized by its law at the target micro-batch and sequence, the whole history summed again,
 // and the peak taken over every event, wherever it moves.
 
+#include "core/whatif/accumulationplan.h"
 #include "core/whatif/allocationlaw.h"
 #include "core/whatif/checkpointplan.h"
 #include "core/whatif/replaytarget.h"
@@ -65,6 +66,9 @@ public:
     /// Activation checkpointing of every repeated block, as moves of the history.
     void setCheckpointPlan(CheckpointPlan plan) { m_plan = std::move(plan); }
     const CheckpointPlan& checkpointPlan() const { return m_plan; }
+    /// Gradient accumulation, as moves of the history.
+    void setAccumulationPlan(AccumulationPlan plan) { m_accumulation = std::move(plan); }
+    const AccumulationPlan& accumulationPlan() const { return m_accumulation; }
 
     const AllocationLaws& laws() const { return m_laws; }
     /// Each allocation's measured bytes.
@@ -86,11 +90,20 @@ private:
     struct Factors;
     Factors factors(const ReplayTarget& t) const;
     /// One pass over the history.
-    TraceReplayPeak replay(const Factors& f, bool checkpointed) const;
-    /// The history's boundaries in order, with the plan's moves when `checkpointed`:
+    TraceReplayPeak replay(const Factors& f, const ReplayTarget& t) const;
+    /// The target with the transformations this history has no plan for left out.
+    ReplayTarget effective(ReplayTarget t) const
+    {
+        t.checkpointed = t.checkpointed && !m_plan.empty();
+        t.accumulated = t.accumulated && !m_accumulation.empty();
+        return t;
+    }
+    /// The moves the target's transformations add to the history, by event.
+    std::vector<CheckpointPlan::Move> movesFor(const ReplayTarget& t) const;
+    /// The history's boundaries in order, with the target's moves:
     /// f(event, alloc, end, last of its event).
     template <class F>
-    void walk(bool checkpointed, F&& f) const;
+    void walk(const ReplayTarget& t, F&& f) const;
     /// Whether the peak may be taken at `event`.
     bool counts(int64_t event, bool checkpointed) const
     {
@@ -106,6 +119,7 @@ private:
     int64_t m_measuredPeakEvent = -1;
     int64_t m_stoppedAt = -1;
     CheckpointPlan m_plan;
+    AccumulationPlan m_accumulation;
 };
 
 } // namespace headroom

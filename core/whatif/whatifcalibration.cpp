@@ -521,6 +521,7 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
         const Live atBoundary = boundaryPoint >= 0 ? liveAt(tl, a, boundaryPoint) : Live{};
         tp->setCheckpointPlan(
             planCheckpointing(tl, activations(boundaryPoint >= 0 ? atBoundary : L1), it.startEvent, it.endEvent));
+        tp->setAccumulationPlan(planAccumulation(tl, a.classes, a.phases, Iteration{it.iteration, it.startEvent, it.endEvent}));
         s.trace = std::move(tp);
     }
     s.actLin = measured(lin);

@@ -438,6 +438,10 @@ std::optional<ReplayTarget> replayTargetFor(const LeverConfig& t, const WhatIfBa
     }
     if (t.optimizer != c0.optimizer && base.precisionAlternatives.empty() && optimizerRatios(base, t.optimizer, r))
         u.optimizer = c0.optimizer;
+    // Accumulation from a run measured at one micro-step: a later micro-step's history.
+    r.accumulated = c0.accum == 1 && t.accum > 1 && !tp.accumulationPlan().empty();
+    if (r.accumulated)
+        u.accum = c0.accum;
     if (!(u == c0))
         return std::nullopt;
     return r;
@@ -510,6 +514,13 @@ void replayPeak(Projection& pr, const WhatIfBaseline& base, const LeverConfig& t
     pr.measuredPeakEvent = tp.measuredPeakEvent();
     pr.replayTarget = *target;
     pr.ambiguities = ambiguitiesAt(tp, *target, r);
+    if (target->accumulated) {
+        const AccumulationPlan& plan = tp.accumulationPlan();
+        pr.notes.push_back("accumulation replayed: from the second micro-step on, the " + std::to_string(plan.gradients) +
+                           " gradients the backward makes (" + formatBytes(plan.gradientBytes) +
+                           " measured) are alive through the forward, and what the backward makes of each is "
+                           "added into it and freed");
+    }
     if (target->optimizerState != 1 || target->optimizerTemp != 1)
         pr.notes.push_back(optimizerNote(tp.laws(), *target));
     if (target->floatWidth != 1) {

@@ -196,3 +196,28 @@ TEST_CASE("An optimizer change replays the optimizer's state and its step's temp
     }();
     CHECK_FALSE(fusedBack.replayed);
 }
+
+TEST_CASE("Accumulation replays a later micro-step: every gradient alive through its forward", "[whatif][accum][cpu]")
+{
+    // The CPU convnet at one micro-step per optimizer step (zero_grad with set_to_none), and
+    // the same job at four: from the second micro-step on, the gradients of the first are alive
+    // while the forward runs, and the backward's own are added into them and freed.
+    auto base = cpuFile("convnet_base.pickle");
+    auto accum4 = cpuFile("convnet_accum4.pickle");
+    const Calibration cal = calibrated(*base);
+    REQUIRE(cal.baseline.trace);
+    const AccumulationPlan& plan = cal.baseline.trace->accumulationPlan();
+    REQUIRE_FALSE(plan.empty());
+    CHECK(plan.gradients > 0);
+    const Projection p = projectTo(cal, [](LeverConfig& t) { t.accum = 4; });
+    REQUIRE(p.replayed);
+    CHECK(p.replayTarget.accumulated);
+    CHECK(hasNote(p, "accumulation replayed"));
+    const double measured = measuredPeak(*accum4);
+    CHECK(p.peakAllocated == Approx(measured).epsilon(0.005));
+    CHECK(p.peakAllocatedLow <= measured);
+    CHECK(p.peakAllocatedHigh >= measured);
+    // The gradients add to the forward: more than the measured peak, by at most all of them.
+    CHECK(p.peakAllocated > cal.baseline.trace->measuredPeak());
+    CHECK(p.peakAllocated <= cal.baseline.trace->measuredPeak() + double(plan.gradientBytes) + 1);
+}
