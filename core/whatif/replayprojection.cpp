@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: MIT
+#include "core/whatif/replayprojection.h"
+
+#include "core/util/units.h"
+#include "core/whatif/traceprojector.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <optional>
+#include <string>
+
+namespace headroom {
+
+namespace {
+
+/// The replay's own error on its readings: sizes rounded to the allocator's 512 bytes, small
+/// tensors read as constant (docs/whatif-model.md, "Band").
+constexpr double kReplayResidual = 0.01;
+
+/// Bytes of a floating-point element at a pure precision (every tensor in it); 0 for mixed
+/// precision, whose casts and fp32 ops the trace does not tell apart.
+double pureElementBytes(Precision p)
+{
+    return p == Precision::Fp32 ? 4 : p == Precision::Bf16 ? 2 : 0;
+}
+
+/// The state's and the step temporaries' bytes of optimizer `o` over the measured one's, at
+/// the measured precision (a pure precision change scales them with the floats). False when
+/// `o` needs what the trace does not have: state or temporaries where the measured step had none.
+bool optimizerRatios(const WhatIfBaseline& base, OptimizerKind o, ReplayTarget& r)
+{
+    const TraceProjector& tp = *base.trace;
+    const StateBytes from = base.table(base.config.precision, base.config.optimizer);
+    const StateBytes to = base.table(base.config.precision, o);
+    auto ratio = [](double a, double b, int64_t measured, double& out) {
+        if (a > 0 && measured > 0)
+            return out = b / a, true;
+        return b == 0 ? (out = 1, true) : false; // nothing to scale, and none wanted
+    };
+    return ratio(from.optimizer, to.optimizer, tp.laws().roleBytes(StateRole::OptimizerState), r.optimizerState) &&
+           ratio(from.optimizerTemp, to.optimizerTemp, tp.laws().roleBytes(StateRole::OptimizerTemp), r.optimizerTemp);
+}
+
+/// What the replay projects `t` to, when it can: `t` moves nothing but the micro-batch and
+/// the sequence of the measured run, and perhaps checkpoints every block of a run measured
+/// without checkpointing where the trace's blocks were found, and perhaps moves between pure
+/// precisions from a measured precision that is known (docs/whatif-model.md, "Precision").
+std::optional<ReplayTarget> replayTargetFor(const LeverConfig& t, const WhatIfBaseline& base)
+{
+    const LeverConfig& c0 = base.config;
+    const TraceProjector& tp = *base.trace;
+    if (t.microBatch <= 0 || t.seq <= 0)
+        return std::nullopt;
+    LeverConfig u = t;
+    u.microBatch = c0.microBatch;
+    u.seq = c0.seq;
+    ReplayTarget r{double(t.microBatch), double(t.seq)};
+    r.checkpointed = !tp.checkpointPlan().empty() && tp.checkpointPlan().coverage >= kMinCheckpointCoverage &&
+                     c0.checkpoint == Checkpointing::None && t.checkpoint == Checkpointing::Full;
+    if (r.checkpointed) {
+        u.checkpoint = c0.checkpoint;
+        u.checkpointEvery = c0.checkpointEvery;
+    }
+    const double from = pureElementBytes(c0.precision), to = pureElementBytes(t.precision);
+    if (t.precision != c0.precision && from > 0 && to > 0 && base.precisionAlternatives.empty()) {
+        r.floatWidth = to / from;
+        u.precision = c0.precision;
+    }
+    if (t.optimizer != c0.optimizer && base.precisionAlternatives.empty() && optimizerRatios(base, t.optimizer, r))
+        u.optimizer = c0.optimizer;
+    // Accumulation from a run measured at one micro-step: a later micro-step's history.
+    r.accumulated = c0.accum == 1 && t.accum > 1 && !tp.accumulationPlan().empty();
+    if (r.accumulated)
+        u.accum = c0.accum;
+    if (!(u == c0))
+        return std::nullopt;
+    return r;
+}
+
+/// "optimizer replayed: ..." with what it resized.
+std::string optimizerNote(const AllocationLaws& laws, const ReplayTarget& r)
+{
+    auto part = [&](StateRole role, double factor) {
+        char text[160];
+        std::snprintf(text, sizeof text, "(%lld allocations, %s measured) at x%.2f of its bytes",
+                      static_cast<long long>(laws.roleCount(role)), formatBytes(laws.roleBytes(role)).c_str(), factor);
+        return std::string(text);
+    };
+    return "optimizer replayed: its state " + part(StateRole::OptimizerState, r.optimizerState) +
+           ", the step's temporaries " + part(StateRole::OptimizerTemp, r.optimizerTemp);
+}
+
+/// "precision replayed: ..." with what the dtypes were read from.
+std::string widthNote(const AllocationLaws& laws, const ReplayTarget& r)
+{
+    const WidthReadings& w = laws.widths();
+    std::string note = "precision replayed: every floating-point tensor of the trace at " +
+                       std::string(r.floatWidth < 1 ? "half" : "twice") + " its bytes (" +
+                       std::to_string(w.floatRead) + " by their recorded dtype, " + std::to_string(w.floatAssumed) +
+                       " assumed where none was recorded); " + std::to_string(w.fixedRead) +
+                       " integer or bool tensors by their recorded dtype keep their size";
+    if (w.either > 0)
+        note += "; " + std::to_string(w.either) + " model inputs (" + formatBytes(w.eitherBytes) +
+                ") may be token ids or features: both readings are in the band (record with shapes to settle it)";
+    return note;
+}
+
+std::vector<ProjectedAmbiguity> ambiguitiesAt(const TraceProjector& tp, const ReplayTarget& t, const TraceReplayPeak& at)
+{
+    std::vector<ProjectedAmbiguity> out;
+    for (const AmbiguityWorth& w : tp.worth(t, 5, &at)) {
+        const LawAmbiguity& a = tp.laws().ambiguities()[w.group];
+        const int offset = a.offset ? tp.laws().tokenOffset() : 0;
+        ProjectedAmbiguity p{a.where, a.sizeEach, a.count, sizeLawName(a.central, offset), {},
+                             std::string(lawEvidenceName(a.evidence)), w.low, w.high};
+        for (size_t l = 0; l < kSizeLawCount; ++l)
+            if (a.allowed & (1u << l))
+                p.readings.push_back(sizeLawName(SizeLaw(l), offset));
+        out.push_back(std::move(p));
+    }
+    return out;
+}
+
+} // namespace
+
+void applyReplay(Projection& pr, const WhatIfBaseline& base, const LeverConfig& t, const WhatIfConstants& k)
+{
+    const std::optional<ReplayTarget> target = base.trace ? replayTargetFor(t, base) : std::nullopt;
+    if (!target)
+        return;
+    const TraceProjector& tp = *base.trace;
+    const bool checkpointed = target->checkpointed;
+    const TraceReplayPeak r = tp.project(*target);
+    const double over = pr.peak - pr.peakAllocated;
+    const double overLow = pr.peakLow - pr.peakAllocatedLow, overHigh = pr.peakHigh - pr.peakAllocatedHigh;
+    pr.peakAllocated = r.central;
+    pr.peakAllocatedLow = std::min(r.low, r.central) * (1 - kReplayResidual);
+    pr.peakAllocatedHigh = std::max(r.high, r.central) * (1 + kReplayResidual);
+    pr.peak = pr.peakAllocated + over;
+    pr.peakLow = pr.peakAllocatedLow + overLow;
+    pr.peakHigh = pr.peakAllocatedHigh + overHigh;
+    pr.replayed = true;
+    pr.replayPeakEvent = r.centralEvent;
+    pr.measuredPeakEvent = tp.measuredPeakEvent();
+    pr.replayTarget = *target;
+    pr.ambiguities = ambiguitiesAt(tp, *target, r);
+    if (target->accumulated) {
+        const AccumulationPlan& plan = tp.accumulationPlan();
+        pr.notes.push_back("accumulation replayed: from the second micro-step on, the " + std::to_string(plan.gradients) +
+                           " gradients the backward makes (" + formatBytes(plan.gradientBytes) +
+                           " measured) are alive through the forward, and what the backward makes of each is "
+                           "added into it and freed");
+    }
+    if (target->optimizerState != 1 || target->optimizerTemp != 1)
+        pr.notes.push_back(optimizerNote(tp.laws(), *target));
+    if (target->floatWidth != 1) {
+        // A 16-bit model may compute some ops in fp32 (an RMSNorm's x.float()): their casts
+        // and wide results are in the 16-bit run only. The band allows them, on the far side.
+        const double unseen = k.unseenUpcastShare * r.central;
+        if (target->floatWidth < 1) {
+            pr.peakAllocatedHigh += unseen;
+            pr.peakHigh += unseen;
+        } else {
+            pr.peakAllocatedLow -= unseen;
+            pr.peakLow -= unseen;
+        }
+        pr.notes.push_back(widthNote(tp.laws(), *target) + "; ops a 16-bit model computes in fp32 (an RMSNorm's "
+                           "x.float()) are not in the wider trace: the band allows " + formatBytes(int64_t(unseen)) +
+                           " for them (a run at the target precision settles it)");
+    }
+    if (checkpointed) {
+        const CheckpointPlan& plan = tp.checkpointPlan();
+        pr.replayCheckpointedBlocks = plan.blocks;
+        // The recompute re-runs a block's forward beside its saved tensors: its temporaries
+        // may add to the peak (the replay re-makes the saved tensors only). Each block keeps
+        // its output, which the checkpointed run may hold for less long than the recorded one.
+        const double tokens = lawFactor(SizeLaw::Tokens, t.microBatch / double(tp.measuredMicroBatch()),
+                                        t.seq / double(tp.measuredSeq()));
+        const double up = double(plan.recomputeTransient) * tokens, down = double(plan.largestOutput) * tokens;
+        pr.peakAllocatedHigh += up;
+        pr.peakHigh += up;
+        pr.peakAllocatedLow -= down;
+        pr.peakLow -= down;
+        pr.notes.push_back("checkpointing replayed: each of the " + std::to_string(plan.blocks) +
+                           " repeated blocks of the forward (" + std::to_string(plan.runs) +
+                           (plan.runs == 1 ? " run" : " runs") + " of layers) keeps its output, frees its other saved "
+                           "tensors when its forward ends and makes them again when the backward reaches it");
+    }
+    // Never a silent partial result: an OOM cut the history the replay resizes.
+    if (tp.stoppedAt() >= 0)
+        pr.notes.push_back("the measured run stopped at an OOM (event " + std::to_string(tp.stoppedAt()) +
+                           "): the replay projects the history as far as it was recorded, so a step cut there "
+                           "needs more than this peak (the diagnosis bounds the whole step)");
+}
+
+
+} // namespace headroom
