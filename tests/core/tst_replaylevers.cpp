@@ -5,7 +5,6 @@
 // against a CPU recording of real PyTorch at the target setting (tests/data/cpu/README.md).
 #include "core/analysis/memoryanalysis.h"
 #include "core/io/loader.h"
-#include "core/whatif/shapelaw.h"
 #include "core/whatif/traceprojector.h"
 #include "core/whatif/whatifcalibration.h"
 #include "core/whatif/whatifprojection.h"
@@ -41,17 +40,13 @@ bool hasNote(const Projection& p, std::string_view text)
     return std::any_of(p.notes.begin(), p.notes.end(), [&](const std::string& n) { return n.find(text) != n.npos; });
 }
 
-RecordedTensor activation(std::vector<int64_t> shape, uint32_t batch, uint32_t seq)
+/// The projection against the recording at its target: central within `eps`, band around it.
+void checkAgainst(const Projection& p, double measured, double eps)
 {
-    RecordedTensor t;
-    t.shape = std::move(shape);
-    t.batchDims = batch;
-    t.seqDims = seq;
-    t.kind = RecordedTensor::Kind::Activation;
-    return t;
+    CHECK(p.peakAllocated == Approx(measured).epsilon(eps));
+    CHECK(p.peakAllocatedLow <= measured);
+    CHECK(p.peakAllocatedHigh >= measured);
 }
-
-uint8_t bit(SizeLaw l) { return uint8_t(1u << unsigned(l)); }
 
 } // namespace
 
@@ -89,9 +84,7 @@ TEST_CASE("fp32 to pure bf16 replays every floating-point allocation at half its
     CHECK(p.replayTarget.floatWidth == 0.5);
     CHECK(hasNote(p, "precision replayed"));
     const double measured = measuredPeak(*bf16);
-    CHECK(p.peakAllocated == Approx(measured).epsilon(0.01));
-    CHECK(p.peakAllocatedLow <= measured);
-    CHECK(p.peakAllocatedHigh >= measured);
+    checkAgainst(p, measured, 0.01);
     // Mixed precision is not a width the trace can replay: its casts and fp32 ops are the terms'.
     const Projection amp = projectTo(cal, [](LeverConfig& t) { t.precision = Precision::AmpBf16; });
     CHECK_FALSE(amp.replayed);
@@ -122,22 +115,6 @@ TEST_CASE("Ops a bf16 model computes in fp32 are in the band, not the central re
     CHECK(p.peakAllocatedLow <= p.peakAllocated);
 }
 
-TEST_CASE("Shapes over the stated sequence plus a class token give the tokens their laws", "[whatif][shapes]")
-{
-    // s0 = 64 patches and a class token: scores [b, h, 65, 65], activations [b, 65, d].
-    std::vector<std::pair<uint32_t, RecordedTensor>> tensors;
-    tensors.push_back({1, activation({2, 4, 65, 65}, 0b1, 0)});
-    tensors.push_back({2, activation({2, 65, 64}, 0b1, 0b100)}); // d = 64 marked as s0 by coincidence
-    CHECK(shapeTokenOffset(tensors, 64) == 1);
-    CHECK(offsetShapeLaws(tensors[0].second, 2, 64, 1) == bit(SizeLaw::TokensBySeq));
-    CHECK(offsetShapeLaws(tensors[1].second, 2, 64, 1) == bit(SizeLaw::Tokens));
-    CHECK(sizeLawName(SizeLaw::TokensBySeq, 1) == "b*(s+1)^2");
-    CHECK(sizeLawName(SizeLaw::Constant, 1) == "constant");
-    // No square over s0 + c: no offset (a width of 65 alone says nothing of the tokens).
-    tensors.erase(tensors.begin());
-    CHECK(shapeTokenOffset(tensors, 64) == 0);
-}
-
 TEST_CASE("A ViT's scores over its class token project to four times the patches", "[whatif][shapes][cpu]")
 {
     // The CPU ViT at 64 patches (65 tokens with the class token) and the same job at 256
@@ -151,9 +128,7 @@ TEST_CASE("A ViT's scores over its class token project to four times the patches
     const Projection p = projectTo(cal, [](LeverConfig& t) { t.seq *= 4; });
     REQUIRE(p.replayed);
     const double measured = measuredPeak(*seq4);
-    CHECK(p.peakAllocated == Approx(measured).epsilon(0.02));
-    CHECK(p.peakAllocatedLow <= measured);
-    CHECK(p.peakAllocatedHigh >= measured);
+    checkAgainst(p, measured, 0.02);
 }
 
 TEST_CASE("An optimizer change replays the optimizer's state and its step's temporaries", "[whatif][optimizer][cpu]")
@@ -173,9 +148,7 @@ TEST_CASE("An optimizer change replays the optimizer's state and its step's temp
     CHECK(p.replayTarget.optimizerState == 0);
     CHECK(hasNote(p, "optimizer replayed"));
     const double measured = measuredPeak(*sgd);
-    CHECK(p.peakAllocated == Approx(measured).epsilon(0.005));
-    CHECK(p.peakAllocatedLow <= measured);
-    CHECK(p.peakAllocatedHigh >= measured);
+    checkAgainst(p, measured, 0.005);
 
     // 8-bit Adam keeps 2 bytes of state per parameter against AdamW's 8; with a larger
     // micro-batch it is still one replay (before, any second lever sent all to the terms).
@@ -214,9 +187,7 @@ TEST_CASE("Accumulation replays a later micro-step: every gradient alive through
     CHECK(p.replayTarget.accumulated);
     CHECK(hasNote(p, "accumulation replayed"));
     const double measured = measuredPeak(*accum4);
-    CHECK(p.peakAllocated == Approx(measured).epsilon(0.005));
-    CHECK(p.peakAllocatedLow <= measured);
-    CHECK(p.peakAllocatedHigh >= measured);
+    checkAgainst(p, measured, 0.005);
     // The gradients add to the forward: more than the measured peak, by at most all of them.
     CHECK(p.peakAllocated > cal.baseline.trace->measuredPeak());
     CHECK(p.peakAllocated <= cal.baseline.trace->measuredPeak() + double(plan.gradientBytes) + 1);

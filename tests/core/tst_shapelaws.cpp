@@ -3,6 +3,7 @@
 // the recorder writes, what they allow, and a CPU recording of real PyTorch with them.
 #include "core/analysis/memoryanalysis.h"
 #include "core/io/loader.h"
+#include "core/whatif/allocationlaw.h"
 #include "core/whatif/shapelaw.h"
 #include "core/whatif/traceprojector.h"
 #include "core/whatif/whatifcalibration.h"
@@ -72,4 +73,20 @@ TEST_CASE("Recorded shapes narrow the laws of a CPU recording and keep its proje
     CHECK(a.peakAllocatedLow <= measured);
     CHECK(a.peakAllocatedHigh >= measured);
     CHECK(a.peakAllocatedHigh - a.peakAllocatedLow <= b.peakAllocatedHigh - b.peakAllocatedLow);
+}
+
+TEST_CASE("Shapes over the stated sequence plus a class token give the tokens their laws", "[whatif][shapes]")
+{
+    // s0 = 64 patches and a class token: scores [b, h, 65, 65], activations [b, 65, d].
+    std::vector<std::pair<uint32_t, RecordedTensor>> tensors;
+    tensors.push_back({1, tensor({2, 4, 65, 65}, 0b1, 0)});
+    tensors.push_back({2, tensor({2, 65, 64}, 0b1, 0b100)}); // d = 64 marked as s0 by coincidence
+    CHECK(shapeTokenOffset(tensors, 64) == 1);
+    CHECK(offsetShapeLaws(tensors[0].second, 2, 64, 1) == bit(SizeLaw::TokensBySeq));
+    CHECK(offsetShapeLaws(tensors[1].second, 2, 64, 1) == bit(SizeLaw::Tokens));
+    CHECK(sizeLawName(SizeLaw::TokensBySeq, 1) == "b*(s+1)^2");
+    CHECK(sizeLawName(SizeLaw::Constant, 1) == "constant");
+    // No square over s0 + c: no offset (a width of 65 alone says nothing of the tokens).
+    tensors.erase(tensors.begin());
+    CHECK(shapeTokenOffset(tensors, 64) == 0);
 }

@@ -45,6 +45,14 @@ StatedConfig statedOneDevice(int microBatch, int seq, Precision precision)
     return st;
 }
 
+/// The panel shows what the core (and so headroom-cli whatif) projects for the same levers.
+void checkSameNumbers(const Projection& shown, const Projection& cli)
+{
+    CHECK(shown.peakAllocated == Approx(cli.peakAllocated).epsilon(1e-12));
+    CHECK(shown.peakAllocatedHigh == Approx(cli.peakAllocatedHigh).epsilon(1e-12));
+    CHECK(shown.peak == Approx(cli.peak).epsilon(1e-12));
+}
+
 } // namespace
 
 namespace {
@@ -394,9 +402,7 @@ TEST_CASE("A sequence move in the panel is the CLI's replay, with its ambiguitie
     LeverConfig t = cal.baseline.config;
     t.seq = 256;
     const Projection cli = project(cal.baseline, t, WhatIfConstants{}, panel.device());
-    CHECK(shown.peakAllocated == Approx(cli.peakAllocated).epsilon(1e-12));
-    CHECK(shown.peakAllocatedHigh == Approx(cli.peakAllocatedHigh).epsilon(1e-12));
-    CHECK(shown.peak == Approx(cli.peak).epsilon(1e-12));
+    checkSameNumbers(shown, cli);
 
     QLabel* notes = panel.findChild<QLabel*>(QStringLiteral("whatifNotes"));
     REQUIRE(notes);
@@ -437,9 +443,7 @@ TEST_CASE("What the file says fills the unstated measured fields; pure bf16 is t
     LeverConfig t = cal.baseline.config;
     t.precision = Precision::Bf16;
     const Projection cli = project(cal.baseline, t, WhatIfConstants{}, panel.device());
-    CHECK(shown.peakAllocated == Approx(cli.peakAllocated).epsilon(1e-12));
-    CHECK(shown.peakAllocatedHigh == Approx(cli.peakAllocatedHigh).epsilon(1e-12));
-    CHECK(shown.peak == Approx(cli.peak).epsilon(1e-12));
+    checkSameNumbers(shown, cli);
     QLabel* notes = panel.findChild<QLabel*>(QStringLiteral("whatifNotes"));
     REQUIRE(notes);
     CHECK(notes->text().contains(QStringLiteral("precision replayed")));
