@@ -433,6 +433,9 @@ TEST_CASE("What the file says fills the unstated measured fields; pure bf16 is t
     CHECK(measuredB->value() == 0); // not stated: the file's value is used
     CHECK(measuredB->specialValueText() == QStringLiteral("2 (read)"));
     CHECK(measuredP->itemText(0) == QStringLiteral("fp32 (read)"));
+    auto* info = panel.findChild<QLabel*>(QStringLiteral("measuredInfo"));
+    REQUIRE(info);
+    CHECK(info->text().contains(QStringLiteral("micro_batch = 2 <i>(read)</i>")));
 
     LeverConfig c = panel.config();
     c.precision = Precision::Bf16;

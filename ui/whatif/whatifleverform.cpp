@@ -329,10 +329,19 @@ void WhatIfLeverForm::showStated(const StatedConfig& s, bool haveTrace)
     m_updating = false;
 }
 
-void WhatIfLeverForm::setMeasuredInfo(const QString& html) { m_measuredInfo->setText(html); }
-
-void WhatIfLeverForm::showUnstated(const std::vector<MeasuredItem>& measured)
+void WhatIfLeverForm::showMeasured(const std::vector<MeasuredItem>& measured, const QString& runsText)
 {
+    QStringList lines;
+    for (const auto& m : measured)
+        if (m.key != "optimizer_bytes")
+            lines << (m.value.empty() ? tr("%1 <i>unknown</i>").arg(QString::fromStdString(m.key))
+                                      : QStringLiteral("%1 = %2 <i>(%3)</i>")
+                                            .arg(QString::fromStdString(m.key), QString::fromStdString(m.value),
+                                                 QString::fromStdString(m.how)));
+    if (!runsText.isEmpty())
+        lines << runsText;
+    m_measuredInfo->setText(lines.join(QStringLiteral("<br>")));
+
     auto textFor = [&](const char* key) {
         for (const MeasuredItem& m : measured)
             if (m.key == key && !m.value.empty() && m.how != "unknown")

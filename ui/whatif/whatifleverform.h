@@ -40,10 +40,10 @@ public:
     /// What the user set under "Measured at", over `base`.
     StatedConfig stated(const StatedConfig& base) const;
     void showStated(const StatedConfig& stated, bool haveTrace);
-    void setMeasuredInfo(const QString& html);
-    /// What the calibration made of each measured value the user left unstated: the field
-    /// shows it ("2 (read)", "fp32 (assumed)") instead of "unknown".
-    void showUnstated(const std::vector<MeasuredItem>& measured);
+    /// How each measured value is known (the folded list, with `runsText` about added
+    /// calibration runs), and in each field the user left unstated what the calibration made
+    /// of it ("2 (read)", "fp32 (assumed)") instead of "unknown".
+    void showMeasured(const std::vector<MeasuredItem>& measured, const QString& runsText);
 
     /// The chosen capacity in GiB (the combo's whole number).
     int capacityGiB() const;

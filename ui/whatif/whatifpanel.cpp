@@ -348,17 +348,7 @@ void WhatIfPanel::applyCalibration(const CalibrationJob::Outcome& out)
                                                    m_base.config)
                                    : m_base.config;
         lockUnknown(m_config);
-        QStringList lines;
-        for (const auto& m : m_cal->measured)
-            if (m.key != "optimizer_bytes")
-                lines << (m.value.empty() ? tr("%1 <i>unknown</i>").arg(QString::fromStdString(m.key))
-                                          : QStringLiteral("%1 = %2 <i>(%3)</i>")
-                                                .arg(QString::fromStdString(m.key), QString::fromStdString(m.value),
-                                                     QString::fromStdString(m.how)));
-        if (!m_runsText.isEmpty())
-            lines << m_runsText;
-        m_levers->setMeasuredInfo(lines.join(QStringLiteral("<br>")));
-        m_levers->showUnstated(m_cal->measured);
+        m_levers->showMeasured(m_cal->measured, m_runsText);
     }
     m_pendingConfig.reset();
     writeControls();
