@@ -5,32 +5,20 @@
 
 namespace headroom {
 
-namespace {
-
-/// The first event of `want` in [from, to] (-1: none), or the last with `last`.
-int64_t phaseEdge(const std::vector<Phase>& phase, int64_t from, int64_t to, Phase want, bool last)
-{
-    to = std::min<int64_t>(to, int64_t(phase.size()) - 1);
-    if (last) {
-        for (int64_t e = to; e >= from; --e)
-            if (phase[size_t(e)] == want)
-                return e;
-    } else {
-        for (int64_t e = std::max<int64_t>(0, from); e <= to; ++e)
-            if (phase[size_t(e)] == want)
-                return e;
-    }
-    return -1;
-}
-
-} // namespace
-
 AccumulationPlan planAccumulation(const MemoryTimeline& tl, const std::vector<AllocationClass>& classes,
                                   const PhaseAnalysis& phases, const Iteration& it)
 {
     AccumulationPlan plan;
-    const int64_t forward = phaseEdge(phases.eventPhase, it.startEvent, it.endEvent, Phase::Forward, false);
-    const int64_t backwardEnd = phaseEdge(phases.eventPhase, it.startEvent, it.endEvent, Phase::Backward, true);
+    // The iteration's first forward event and its last backward one, from the phase spans.
+    int64_t forward = -1, backwardEnd = -1;
+    for (const PhaseSpan& span : phases.spans) {
+        if (span.endEvent < it.startEvent || span.startEvent > it.endEvent)
+            continue;
+        if (span.phase == Phase::Forward && forward < 0)
+            forward = std::max(span.startEvent, it.startEvent);
+        if (span.phase == Phase::Backward)
+            backwardEnd = std::min(span.endEvent, it.endEvent);
+    }
     if (forward < 0 || backwardEnd < forward)
         return plan;
     plan.forwardStart = forward;

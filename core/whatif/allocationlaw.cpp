@@ -225,6 +225,7 @@ AllocationLaws AllocationLaws::fromSnapshot(const MemoryTimeline& tl, const std:
     out.readMirror(tl, classes);
     out.readShapes(tl, tensors, b0, s0);
     out.readWidths(tl, classes, tensors, frames.strings(), tokens);
+    out.readRoles(tl, classes);
     out.collectAmbiguities(tl, frames);
     out.m_iterations = std::max<size_t>(1, iterations.size());
     out.hashLines(tl, frames);
@@ -412,14 +413,6 @@ void AllocationLaws::readWidths(const MemoryTimeline& tl, const std::vector<Allo
         const AllocationClass c = i < classes.size() ? classes[i] : AllocationClass{};
         const WidthClass w = widthOf(a, c, rec, strings, tokens);
         m_laws[i].width = w;
-        // The optimizer's own allocations: its state by category, and what its step makes
-        // beside parameters and gradients (a foreach AdamW's parameter-shaped temporaries).
-        const StateRole role = c.category == TensorCategory::OptimizerState ? StateRole::OptimizerState
-                               : optimizerMade(c) && !keptState(c.category) ? StateRole::OptimizerTemp
-                                                                            : StateRole::Other;
-        m_laws[i].role = role;
-        m_roleBytes[size_t(role)] += a.size;
-        ++m_roleCount[size_t(role)];
         const bool recorded = rec && rec->dtype != 0;
         if (w == WidthClass::Fixed)
             ++m_widths.fixedRead;
@@ -429,6 +422,21 @@ void AllocationLaws::readWidths(const MemoryTimeline& tl, const std::vector<Allo
             ++m_widths.either;
             m_widths.eitherBytes += a.size;
         }
+    }
+}
+
+void AllocationLaws::readRoles(const MemoryTimeline& tl, const std::vector<AllocationClass>& classes)
+{
+    for (size_t i = 0; i < m_laws.size(); ++i) {
+        const AllocationClass c = i < classes.size() ? classes[i] : AllocationClass{};
+        // The optimizer's own allocations: its state by category, and what its step makes
+        // beside parameters and gradients (a foreach AdamW's parameter-shaped temporaries).
+        const StateRole role = c.category == TensorCategory::OptimizerState ? StateRole::OptimizerState
+                               : optimizerMade(c) && !keptState(c.category) ? StateRole::OptimizerTemp
+                                                                            : StateRole::Other;
+        m_laws[i].role = role;
+        m_roleBytes[size_t(role)] += tl.allocations[i].size;
+        ++m_roleCount[size_t(role)];
     }
 }
 

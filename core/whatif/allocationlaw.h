@@ -136,6 +136,8 @@ private:
     void readWidths(const MemoryTimeline& timeline, const std::vector<AllocationClass>& classes,
                     const std::vector<std::pair<uint32_t, RecordedTensor>>& tensors, const StringPool& strings,
                     int64_t tokens);
+    /// The optimizer's state and its step's temporaries, by category and phase.
+    void readRoles(const MemoryTimeline& timeline, const std::vector<AllocationClass>& classes);
     void setCentral(size_t i, SizeLaw l, LawEvidence e, int64_t size);
     /// Groups the ambiguous allocations by size, line and readings, and names each group's line.
     void collectAmbiguities(const MemoryTimeline& timeline, const FrameTable& frames);

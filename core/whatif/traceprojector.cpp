@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <iterator>
 
 namespace headroom {
 
@@ -106,25 +107,26 @@ TraceProjector::Factors TraceProjector::factors(const ReplayTarget& t) const
     return out;
 }
 
-std::vector<CheckpointPlan::Move> TraceProjector::movesFor(const ReplayTarget& t) const
+const std::vector<CheckpointPlan::Move>& TraceProjector::movesFor(const ReplayTarget& t,
+                                                                  std::vector<CheckpointPlan::Move>& merged) const
 {
-    std::vector<CheckpointPlan::Move> moves;
-    if (t.checkpointed)
-        moves = m_plan.moves;
-    if (t.accumulated) {
-        const auto& more = m_accumulation.moves;
-        const size_t mid = moves.size();
-        moves.insert(moves.end(), more.begin(), more.end());
-        std::inplace_merge(moves.begin(), moves.begin() + ptrdiff_t(mid), moves.end(),
-                           [](const CheckpointPlan::Move& x, const CheckpointPlan::Move& y) { return x.event < y.event; });
-    }
-    return moves;
+    static const std::vector<CheckpointPlan::Move> kNone;
+    if (!t.accumulated)
+        return t.checkpointed ? m_plan.moves : kNone;
+    if (!t.checkpointed)
+        return m_accumulation.moves;
+    merged.clear();
+    std::merge(m_plan.moves.begin(), m_plan.moves.end(), m_accumulation.moves.begin(), m_accumulation.moves.end(),
+               std::back_inserter(merged),
+               [](const CheckpointPlan::Move& x, const CheckpointPlan::Move& y) { return x.event < y.event; });
+    return merged;
 }
 
 template <class F>
 void TraceProjector::walk(const ReplayTarget& t, F&& f) const
 {
-    const std::vector<CheckpointPlan::Move> moves = movesFor(t);
+    std::vector<CheckpointPlan::Move> merged;
+    const std::vector<CheckpointPlan::Move>& moves = movesFor(t, merged);
     // At one event: the moves' releases, the recorded boundaries, then the moves' allocations.
     auto rank = [](bool extra, bool end) { return extra ? (end ? 0 : 2) : 1; };
     size_t i = 0, j = 0;

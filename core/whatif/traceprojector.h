@@ -98,8 +98,9 @@ private:
         t.accumulated = t.accumulated && !m_accumulation.empty();
         return t;
     }
-    /// The moves the target's transformations add to the history, by event.
-    std::vector<CheckpointPlan::Move> movesFor(const ReplayTarget& t) const;
+    /// The moves the target's transformations add to the history, by event: one plan's own,
+    /// or both merged into `merged`.
+    const std::vector<CheckpointPlan::Move>& movesFor(const ReplayTarget& t, std::vector<CheckpointPlan::Move>& merged) const;
     /// The history's boundaries in order, with the target's moves:
     /// f(event, alloc, end, last of its event).
     template <class F>
