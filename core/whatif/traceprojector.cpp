@@ -77,7 +77,7 @@ TraceProjector::TraceProjector(const MemoryTimeline& tl, AllocationLaws laws, in
 TraceProjector::TraceProjector(const TraceProjector& from, AllocationLaws laws)
     : m_laws(std::move(laws)), m_size(from.m_size), m_initial(from.m_initial), m_boundaries(from.m_boundaries),
       m_b0(from.m_b0), m_s0(from.m_s0), m_measuredPeak(from.m_measuredPeak), m_measuredPeakEvent(from.m_measuredPeakEvent),
-      m_stoppedAt(from.m_stoppedAt), m_plan(from.m_plan)
+      m_stoppedAt(from.m_stoppedAt), m_plan(from.m_plan), m_accumulation(from.m_accumulation)
 {
 }
 

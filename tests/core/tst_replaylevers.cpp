@@ -191,4 +191,8 @@ TEST_CASE("Accumulation replays a later micro-step: every gradient alive through
     // The gradients add to the forward: more than the measured peak, by at most all of them.
     CHECK(p.peakAllocated > cal.baseline.trace->measuredPeak());
     CHECK(p.peakAllocated <= cal.baseline.trace->measuredPeak() + double(plan.gradientBytes) + 1);
+    // A history refined by more evidence (other laws, as several runs give) keeps its plans.
+    const TraceProjector refined(*cal.baseline.trace, cal.baseline.trace->laws());
+    CHECK(refined.accumulationPlan().gradients == plan.gradients);
+    CHECK(refined.checkpointPlan().moves.size() == cal.baseline.trace->checkpointPlan().moves.size());
 }
