@@ -2,40 +2,83 @@
 #include "core/analysis/timelinebands.h"
 
 #include "core/analysis/categoryclassifier.h"
-#include "core/util/countingsort.h"
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 
 namespace headroom {
 
 GroupedSeries::GroupedSeries(const MemoryTimeline& tl, const std::function<int(size_t)>& groupOf)
 {
-    m_steps.reserve(tl.allocations.size() * 2);
+    // A counting sort without a second copy of the steps: count each event's steps, turn the
+    // counts into where each event's steps begin, then place every step at its event.
+    std::vector<uint8_t> groups(tl.allocations.size(), kNoGroup);
+    int64_t lastEvent = -1;
     for (size_t i = 0; i < tl.allocations.size(); ++i) {
-        const Allocation& a = tl.allocations[i];
         const int g = groupOf(i);
         if (g < 0 || g >= static_cast<int>(kGroups))
             continue;
-        const auto group = static_cast<uint8_t>(g);
-        // Alive after event e when start <= e and (end == -1 or end > e): a step up at
-        // its start, a step down at its end.
+        groups[i] = static_cast<uint8_t>(g);
+        const Allocation& a = tl.allocations[i];
+        lastEvent = std::max({lastEvent, a.start, a.end});
+    }
+    m_before.assign(size_t(lastEvent + 2), 0);
+    size_t steps = 0;
+    for (size_t i = 0; i < tl.allocations.size(); ++i) {
+        if (groups[i] == kNoGroup)
+            continue;
+        const Allocation& a = tl.allocations[i];
+        // Alive after event e when start <= e and (end == -1 or end > e): a step up at its
+        // start, a step down at its end.
         if (a.start == Allocation::kBeforeWindow) {
-            m_initial[group] += a.size;
+            m_initial[groups[i]] += a.size;
             m_initialTotal += a.size;
         } else {
-            m_steps.push_back({a.start, a.size, group});
+            ++m_before[size_t(a.start) + 1];
+            ++steps;
         }
-        if (a.end != Allocation::kStillAlive)
-            m_steps.push_back({a.end, -a.size, group});
+        if (a.end != Allocation::kStillAlive) {
+            ++m_before[size_t(a.end) + 1];
+            ++steps;
+        }
     }
-    countingSortByKey(m_steps, static_cast<int64_t>(tl.allocated.size()) + 1, [](const Step& s) { return s.event; });
+    if (steps >= (size_t(1) << 32))
+        throw std::length_error("the category series takes at most 2^32 steps; this trace has " + std::to_string(steps));
+    for (size_t k = 1; k < m_before.size(); ++k)
+        m_before[k] += m_before[k - 1];
+    m_steps.resize(steps);
+    // m_before[e] is the next free place of event e's steps while placing; afterwards the
+    // place after its last, which is where event e + 1 began: shifted back by one below.
+    auto place = [&](int64_t event, int64_t delta, uint8_t group) {
+        m_steps[m_before[size_t(event)]++] = int64_t(uint64_t(delta) << 8) | group;
+    };
+    for (size_t i = 0; i < tl.allocations.size(); ++i) {
+        if (groups[i] == kNoGroup)
+            continue;
+        const Allocation& a = tl.allocations[i];
+        if (a.start != Allocation::kBeforeWindow)
+            place(a.start, a.size, groups[i]);
+        if (a.end != Allocation::kStillAlive)
+            place(a.end, -a.size, groups[i]);
+    }
+    for (size_t k = m_before.size() - 1; k > 0; --k)
+        m_before[k] = m_before[k - 1];
+    m_before[0] = 0;
     Values v = m_initial;
     m_checkpoints.reserve(m_steps.size() / kCheckpoint + 1);
     for (size_t k = 0; k < m_steps.size(); ++k) {
         if (k % kCheckpoint == 0)
             m_checkpoints.push_back(v);
-        v[m_steps[k].group] += m_steps[k].delta;
+        apply(m_steps[k], v);
     }
+}
+
+size_t GroupedSeries::stepsUpTo(int64_t event) const
+{
+    if (m_before.empty() || event < 0)
+        return 0;
+    return m_before[std::min(size_t(event) + 1, m_before.size() - 1)];
 }
 
 std::vector<GroupedSeries::Values> GroupedSeries::valuesAt(const std::vector<int64_t>& events) const
@@ -45,17 +88,16 @@ std::vector<GroupedSeries::Values> GroupedSeries::valuesAt(const std::vector<int
     if (events.empty())
         return out;
     // Start from the checkpoint before the first event's steps, then sweep forward.
-    const auto firstAfter = std::upper_bound(m_steps.begin(), m_steps.end(), events.front(),
-                                             [](int64_t e, const Step& s) { return e < s.event; });
-    size_t k = static_cast<size_t>(firstAfter - m_steps.begin());
-    size_t c = k / kCheckpoint;
-    Values v = m_checkpoints.empty() ? m_initial : m_checkpoints[std::min(c, m_checkpoints.size() - 1)];
-    size_t at = m_checkpoints.empty() ? 0 : std::min(c, m_checkpoints.size() - 1) * kCheckpoint;
+    size_t at = 0;
+    Values v = m_initial;
+    if (!m_checkpoints.empty()) {
+        const size_t c = std::min(stepsUpTo(events.front()) / kCheckpoint, m_checkpoints.size() - 1);
+        v = m_checkpoints[c];
+        at = c * kCheckpoint;
+    }
     for (int64_t e : events) {
-        while (at < m_steps.size() && m_steps[at].event <= e) {
-            v[m_steps[at].group] += m_steps[at].delta;
-            ++at;
-        }
+        for (const size_t upTo = stepsUpTo(e); at < upTo; ++at)
+            apply(m_steps[at], v);
         out.push_back(v);
     }
     return out;

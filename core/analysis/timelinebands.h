@@ -35,16 +35,19 @@ public:
     bool empty() const { return m_steps.empty() && m_initialTotal == 0; }
 
 private:
-    struct Step {
-        int64_t event;
-        int64_t delta;
-        uint8_t group;
-    };
     static constexpr size_t kCheckpoint = 4096;
+    static constexpr uint8_t kNoGroup = 0xff;
+    /// How many steps happen at or before `event`.
+    size_t stepsUpTo(int64_t event) const;
+    void apply(int64_t step, Values& v) const { v[size_t(step & 0xff)] += step >> 8; }
 
     Values m_initial{};
     int64_t m_initialTotal = 0;
-    std::vector<Step> m_steps;         ///< sorted by event
+    /// The steps with an event before k, for every k: where each event's steps begin. With it a
+    /// step needs no event of its own: 8 bytes a step, not 24 (a 10M-event trace has about as
+    /// many steps, docs/performance.md).
+    std::vector<uint32_t> m_before;
+    std::vector<int64_t> m_steps;      ///< delta << 8 | group, by event
     std::vector<Values> m_checkpoints; ///< values before step k * kCheckpoint
 };
 

@@ -5,6 +5,8 @@
 #include <array>
 #include <cmath>
 #include <iterator>
+#include <stdexcept>
+#include <string>
 
 namespace headroom {
 
@@ -54,6 +56,9 @@ struct TraceProjector::Factors {
 TraceProjector::TraceProjector(const MemoryTimeline& tl, AllocationLaws laws, int b0, int s0, int64_t stoppedAt)
     : m_laws(std::move(laws)), m_b0(std::max(1, b0)), m_s0(std::max(1, s0)), m_stoppedAt(stoppedAt)
 {
+    if (tl.allocations.size() >= (size_t(1) << 31) || tl.allocated.size() >= (size_t(1) << 32))
+        throw std::length_error("the replay takes at most 2^31 allocations and 2^32 events; this trace has " +
+                                std::to_string(tl.allocations.size()) + " and " + std::to_string(tl.allocated.size()));
     m_size.reserve(tl.allocations.size());
     m_boundaries.reserve(2 * tl.allocations.size());
     for (size_t i = 0; i < tl.allocations.size(); ++i) {
@@ -62,9 +67,9 @@ TraceProjector::TraceProjector(const MemoryTimeline& tl, AllocationLaws laws, in
         if (a.start == Allocation::kBeforeWindow)
             m_initial.push_back(uint32_t(i));
         else
-            m_boundaries.push_back({a.start, uint32_t(i), false});
+            m_boundaries.push_back({uint32_t(a.start), uint32_t(i) << 1});
         if (a.end != Allocation::kStillAlive)
-            m_boundaries.push_back({a.end, uint32_t(i), true});
+            m_boundaries.push_back({uint32_t(a.end), uint32_t(i) << 1 | 1u});
     }
     std::stable_sort(m_boundaries.begin(), m_boundaries.end(),
                      [](const Boundary& x, const Boundary& y) { return x.event < y.event; });
@@ -138,14 +143,14 @@ void TraceProjector::walk(const ReplayTarget& t, F&& f) const
             else {
                 const Boundary& b = m_boundaries[i];
                 const CheckpointPlan::Move& m = moves[j];
-                takeMove = m.event != b.event ? m.event < b.event : rank(true, m.end) < rank(false, b.end);
+                takeMove = m.event != int64_t(b.event) ? m.event < int64_t(b.event) : rank(true, m.end) < rank(false, b.end());
             }
         }
-        const int64_t event = takeMove ? moves[j].event : m_boundaries[i].event;
-        const uint32_t alloc = takeMove ? moves[j].alloc : m_boundaries[i].alloc;
-        const bool end = takeMove ? moves[j].end : m_boundaries[i].end;
+        const int64_t event = takeMove ? moves[j].event : int64_t(m_boundaries[i].event);
+        const uint32_t alloc = takeMove ? moves[j].alloc : m_boundaries[i].alloc();
+        const bool end = takeMove ? moves[j].end : m_boundaries[i].end();
         takeMove ? ++j : ++i;
-        const bool last = (i == m_boundaries.size() || m_boundaries[i].event != event) &&
+        const bool last = (i == m_boundaries.size() || int64_t(m_boundaries[i].event) != event) &&
                           (j == moves.size() || moves[j].event != event);
         f(event, alloc, end, last);
     }
@@ -213,8 +218,8 @@ TraceProjector::Curve TraceProjector::curve(const ReplayTarget& t, size_t events
     auto fillTo = [&](size_t n) {
         while (out.central.size() < std::min(n, events)) {
             out.central.push_back(int64_t(c));
-            out.low.push_back(int64_t(lo));
-            out.high.push_back(int64_t(hi));
+            out.low.push_back(float(lo));
+            out.high.push_back(float(hi));
         }
     };
     walk(e, [&](int64_t event, uint32_t alloc, bool end, bool) {

@@ -18,8 +18,9 @@ namespace {
 
 constexpr int64_t MiB = 1024 * 1024;
 
-/// Five events, the fourth without a time: keys 0, 0, 150, 150, 300 (µs, the span is short).
-DeviceData smallDevice()
+/// Five events, the fourth without a time (or, `allTimed`, at 150 µs): keys 0, 0, 150, 150,
+/// 300 either way (µs, the span is short).
+DeviceData smallDevice(bool allTimed = false)
 {
     DeviceData dev;
     auto add = [&](TraceAction a, uint64_t addr, int64_t size, int64_t t) {
@@ -28,18 +29,20 @@ DeviceData smallDevice()
     add(TraceAction::SegmentAlloc, 0x1000000, 2 * MiB, 100);
     add(TraceAction::Alloc, 0x1000000, 1 * MiB, 100);
     add(TraceAction::Alloc, 0x1100000, MiB / 2, 250);
-    add(TraceAction::FreeCompleted, 0x1000000, 1 * MiB, TraceEvents::kNoTime);
+    add(TraceAction::FreeCompleted, 0x1000000, 1 * MiB, allTimed ? 250 : TraceEvents::kNoTime);
     add(TraceAction::FreeCompleted, 0x1100000, MiB / 2, 400);
     dev.trace.anyTime = true;
     return dev;
 }
 
 struct SmallState {
-    DeviceData device = smallDevice();
-    MemoryTimeline timeline = replayDevice(device);
+    DeviceData device;
+    MemoryTimeline timeline;
     TimelineState state;
 
-    SmallState()
+    explicit SmallState(bool allTimed = false)
+        : device(smallDevice(allTimed))
+        , timeline(replayDevice(device))
     {
         state.device = &device;
         state.timeline = &timeline;
@@ -61,15 +64,9 @@ TEST_CASE("TimelineState: no device maps nothing", "[timelinestate]")
     CHECK(s.simulatedReservedAt(0) == -1);
 }
 
-TEST_CASE("TimelineState: time keys, with repeated times and an event without one", "[timelinestate]")
+/// The keys of smallDevice(), either way they are known.
+static void checkSmallKeys(const TimelineState& s)
 {
-    SmallState f;
-    const TimelineState& s = f.state;
-    REQUIRE(s.eventCount() == 5);
-    REQUIRE(s.hasTime());
-    REQUIRE_FALSE(s.eventIndexAxis());
-    REQUIRE(s.curves->timeUnitUs == 1.0);
-
     // keyOf: the time since the first event; the state before the first event sits at 0,
     // an event without a time keeps the key before it, and past the end is the last event.
     CHECK(s.keyOf(-1) == 0.0);
@@ -97,6 +94,28 @@ TEST_CASE("TimelineState: time keys, with repeated times and an event without on
     CHECK(s.firstEventAtOrAfterKey(150.5) == 4);
     CHECK(s.firstEventAtOrAfterKey(300.0) == 4);
     CHECK(s.firstEventAtOrAfterKey(300.5) == 5);
+}
+
+TEST_CASE("TimelineState: time keys, with repeated times and an event without one", "[timelinestate]")
+{
+    SmallState f;
+    const TimelineState& s = f.state;
+    REQUIRE(s.eventCount() == 5);
+    REQUIRE(s.hasTime());
+    REQUIRE_FALSE(s.eventIndexAxis());
+    REQUIRE(s.curves->timeUnitUs == 1.0);
+
+    checkSmallKeys(s);
+}
+
+TEST_CASE("TimelineState: time keys read from a trace whose every event has a time, in order", "[timelinestate]")
+{
+    // Then the keys are computed from time_us rather than stored (docs/performance.md): the
+    // same keys, and the same searches, as the stored ones above.
+    SmallState f(true);
+    REQUIRE(f.state.hasTime());
+    REQUIRE(f.state.curves->keyCount() == 5);
+    checkSmallKeys(f.state);
 }
 
 TEST_CASE("TimelineState: event-index keys", "[timelinestate]")

@@ -36,15 +36,28 @@ std::vector<int64_t> TimelineSampler::events(const std::vector<int64_t>& values,
     return events;
 }
 
-void TimelineSampler::fill(const std::vector<int64_t>& events, const std::vector<int64_t>& values, int64_t initial,
-                           QVector<double>& keys, QVector<double>& out) const
+template <class Value>
+void TimelineSampler::fillFrom(const std::vector<int64_t>& events, const std::vector<Value>& values, int64_t initial,
+                               QVector<double>& keys, QVector<double>& out) const
 {
     keys.reserve(static_cast<qsizetype>(events.size()));
     out.reserve(keys.capacity());
     for (int64_t e : events) {
         keys.push_back(m_state.keyOf(e));
-        out.push_back(static_cast<double>(e < 0 ? initial : values[size_t(e)]));
+        out.push_back(e < 0 ? static_cast<double>(initial) : static_cast<double>(values[size_t(e)]));
     }
+}
+
+void TimelineSampler::fill(const std::vector<int64_t>& events, const std::vector<int64_t>& values, int64_t initial,
+                           QVector<double>& keys, QVector<double>& out) const
+{
+    fillFrom(events, values, initial, keys, out);
+}
+
+void TimelineSampler::fill(const std::vector<int64_t>& events, const std::vector<float>& values, int64_t initial,
+                           QVector<double>& keys, QVector<double>& out) const
+{
+    fillFrom(events, values, initial, keys, out);
 }
 
 void TimelineSampler::stackCategories(const std::vector<int64_t>& events, const QVector<double>& keys,

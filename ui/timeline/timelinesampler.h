@@ -33,6 +33,8 @@ public:
     /// The keys and values of `events`; `initial` is the value before the first event.
     void fill(const std::vector<int64_t>& events, const std::vector<int64_t>& values, int64_t initial,
               QVector<double>& keys, QVector<double>& out) const;
+    void fill(const std::vector<int64_t>& events, const std::vector<float>& values, int64_t initial,
+              QVector<double>& keys, QVector<double>& out) const;
     /// The category areas at `events` (keyed `keys`): cumulative tops by stack position of
     /// the categories `drawn` says are drawn.
     void stackCategories(const std::vector<int64_t>& events, const QVector<double>& keys,
@@ -43,6 +45,10 @@ public:
     size_t last() const { return m_last; }
 
 private:
+    template <class Value>
+    void fillFrom(const std::vector<int64_t>& events, const std::vector<Value>& values, int64_t initial,
+                  QVector<double>& keys, QVector<double>& out) const;
+
     const TimelineState& m_state;
     size_t m_first = 0; ///< the first event in view
     size_t m_last = 0;  ///< one past the last

@@ -50,7 +50,7 @@ int64_t TimelineState::eventCount() const
 
 bool TimelineState::hasTime() const
 {
-    return !curves->timeKeys.empty();
+    return curves->hasTime();
 }
 
 double TimelineState::keyOf(int64_t event) const
@@ -59,7 +59,7 @@ double TimelineState::keyOf(int64_t event) const
         return static_cast<double>(event);
     if (event < 0)
         return 0.0;
-    return curves->timeKeys[static_cast<size_t>(std::min(event, eventCount() - 1))];
+    return curves->keyAt(static_cast<size_t>(std::min(event, eventCount() - 1)));
 }
 
 int64_t TimelineState::eventAtKey(double key) const
@@ -71,8 +71,7 @@ int64_t TimelineState::eventAtKey(double key) const
     if (eventIndexAxis()) {
         i = static_cast<int64_t>(std::floor(key));
     } else {
-        const auto& keys = curves->timeKeys;
-        i = std::upper_bound(keys.begin(), keys.end(), key) - keys.begin() - 1;
+        i = static_cast<int64_t>(curves->firstAbove(key)) - 1;
     }
     return std::clamp<int64_t>(i, 0, n - 1);
 }
@@ -82,8 +81,7 @@ int64_t TimelineState::firstEventAtOrAfterKey(double key) const
     const int64_t n = eventCount();
     if (eventIndexAxis())
         return std::clamp<int64_t>(int64_t(std::ceil(key)), 0, n);
-    const auto& keys = curves->timeKeys;
-    return std::lower_bound(keys.begin(), keys.end(), key) - keys.begin();
+    return static_cast<int64_t>(curves->firstAtOrAbove(key));
 }
 
 int64_t TimelineState::simulatedReservedAt(int64_t event) const
