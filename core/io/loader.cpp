@@ -147,6 +147,8 @@ std::shared_ptr<const LoadedTrace> loadFromBuffer(const InputBuffer& in, const L
     if (options.cancel && options.cancel->load())
         throw LoadCancelled();
     checkRanges(snap, in.path());
+    for (DeviceData& dev : snap.devices)
+        dev.trace.compactStreams();
     // Replay notes are derived, not stored twice: a reopened .hrt already carries them.
     auto addNote = [&snap](std::string note) {
         if (std::find(snap.notes.begin(), snap.notes.end(), note) == snap.notes.end())

@@ -106,7 +106,7 @@ void PickleDictAccess::importTrace(Import& imp, Value list, DeviceData& dev, con
         };
         out.reserve(idx.size());
         for (uint32_t i : idx)
-            out.append({all.action[i], all.addr[i], all.size[i], all.stream[i], all.timeUs[i], all.stack[i]});
+            out.append({all.action[i], all.addr[i], all.size[i], all.streamAt(i), all.timeUs[i], all.stack[i]});
         out.anyTime = std::any_of(out.timeUs.begin(), out.timeUs.end(),
                                   [](int64_t t) { return t != TraceEvents::kNoTime; });
         remapSparse(all.deviceFree, out.deviceFree);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "core/model/snapshotmodel.h"
 
+#include <algorithm>
+
 namespace headroom {
 
 const char* actionName(TraceAction a)
@@ -47,6 +49,19 @@ BlockState blockStateFromName(std::string_view s)
     if (s == "inactive")
         return BlockState::Inactive;
     return BlockState::Unknown;
+}
+
+void TraceEvents::compactStreams()
+{
+    if (stream.empty() || std::any_of(stream.begin(), stream.end(), [&](int64_t s) { return s != stream.front(); }))
+        return;
+    uniformStream = stream.front();
+    std::vector<int64_t>().swap(stream);
+}
+
+std::vector<int64_t> TraceEvents::streams() const
+{
+    return stream.empty() ? std::vector<int64_t>(count(), uniformStream) : stream;
 }
 
 void TraceEvents::reserve(size_t n)

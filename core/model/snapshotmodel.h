@@ -58,6 +58,9 @@ struct TraceEvents {
     std::vector<TraceAction> action;
     std::vector<uint64_t> addr;
     std::vector<int64_t> size;
+    /// Each event's stream; empty when every event is on `uniformStream` (compactStreams():
+    /// most traces have one stream, and a 10M-event trace then holds 80 MB less). Read it with
+    /// streamAt().
     std::vector<int64_t> stream;
     std::vector<int64_t> timeUs; ///< kNoTime where the entry has none
     std::vector<uint32_t> stack; ///< FrameTable stack id; 0 = no frames
@@ -91,12 +94,21 @@ struct TraceEvents {
         uint32_t stack = 0;
     };
 
+    int64_t uniformStream = 0;
+
     size_t count() const { return action.size(); }
+    int64_t streamAt(size_t i) const { return stream.empty() ? uniformStream : stream[i]; }
+    /// Drops the stream column when every event has the same stream (after a load).
+    void compactStreams();
+    /// The stream column, one per event, whether or not it was dropped.
+    std::vector<int64_t> streams() const;
     /// Appends one event to the parallel arrays, so they cannot go out of step; the sparse
     /// extras, `category` and the totals stay the caller's (most sources have none). Inline:
     /// the pickle reader calls it once per trace entry.
     void append(const Entry& e)
     {
+        if (stream.empty() && !action.empty()) [[unlikely]]
+            stream.assign(action.size(), uniformStream); // appended to after compactStreams()
         action.push_back(e.action);
         addr.push_back(e.addr);
         size.push_back(e.size);

@@ -138,7 +138,8 @@ std::vector<uint8_t> deviceSection(const DeviceData& d)
     column(o, "actn", actions, false);
     column(o, "addr", t.addr, true);
     column(o, "size", t.size, false);
-    column(o, "strm", t.stream, false);
+    const std::vector<int64_t> uniform = t.stream.empty() ? t.streams() : std::vector<int64_t>{}; // compactStreams()
+    column(o, "strm", t.stream.empty() ? uniform : t.stream, false);
     column(o, "time", t.timeUs, true);
     column(o, "stck", t.stack, false);
     if (!t.category.empty())

@@ -106,11 +106,11 @@ AllocatorHistory::AllocatorHistory(const DeviceData& dev, const MemoryTimeline& 
             }
             open[addr] = m_spans.size();
             const bool mapped = a == TraceAction::SegmentMap;
-            m_spans.push_back({addr, size, ev.stream[i], at, Allocation::kStillAlive, size != kSmallSegment,
+            m_spans.push_back({addr, size, ev.streamAt(i), at, Allocation::kStillAlive, size != kSmallSegment,
                                mapped, entryPoolAt(ev.poolIds, at).value_or(std::pair<int64_t, int64_t>{0, 0})});
             continue;
         }
-        closeRange(open, m_spans, {addr, size, ev.stream[i], Allocation::kBeforeWindow, at, size != kSmallSegment,
+        closeRange(open, m_spans, {addr, size, ev.streamAt(i), Allocation::kBeforeWindow, at, size != kSmallSegment,
                                    a == TraceAction::SegmentUnmap});
     }
     // Final segments not (fully) covered by ranges reserved in the window were reserved

@@ -315,11 +315,11 @@ AllocatorReplayResult replayAllocator(const Snapshot& snap, const DeviceData& de
             const int privatePool = isOom ? 0 : entryPool ? privatePoolOf(*entryPool) : poolAt(addr);
             // Recorded releases before a request the cache can serve were an empty_cache().
             if (!group.empty() && isRelease(ev.action[group.front()]) &&
-                sim.servesFromCache(ev.size[i], ev.stream[i], privatePool))
+                sim.servesFromCache(ev.size[i], ev.streamAt(i), privatePool))
                 sim.emptyCache();
             memory.cursor = 0;
             memory.requestIsOom = isOom;
-            int32_t b = sim.malloc(ev.size[i], ev.stream[i], privatePool);
+            int32_t b = sim.malloc(ev.size[i], ev.streamAt(i), privatePool);
             if (b == AllocatorSim::kNone && !memory.followRecording) {
                 const auto state = oomState(at, sim.roundSize(ev.size[i]));
                 if (!r.firstSimulatedOom)
@@ -329,7 +329,7 @@ AllocatorReplayResult replayAllocator(const Snapshot& snap, const DeviceData& de
                 // Go on past it as if the device were larger, so later frees still match.
                 memory.capacity = 0;
                 if (!isOom)
-                    b = sim.malloc(ev.size[i], ev.stream[i], privatePool);
+                    b = sim.malloc(ev.size[i], ev.streamAt(i), privatePool);
             } else if (isOom && !memory.followRecording && !r.atRecordedOom) {
                 r.atRecordedOom = oomState(at, sim.roundSize(ev.size[i]));
             }
@@ -368,11 +368,11 @@ AllocatorReplayResult replayAllocator(const Snapshot& snap, const DeviceData& de
                 for (uint32_t g : group)
                     if (ev.action[g] == TraceAction::SegmentAlloc &&
                         std::none_of(simEvents.begin(), simEvents.end(), [&](const auto& e) { return e.addr == ev.addr[g]; }))
-                        sim.addSegment(ev.addr[g], ev.stream[g], ev.size[g] == AllocatorSim::kSmallBuffer, privatePool,
+                        sim.addSegment(ev.addr[g], ev.streamAt(g), ev.size[g] == AllocatorSim::kSmallBuffer, privatePool,
                                        {{ev.addr[g], ev.size[g], false, 0}});
-                b = sim.allocateAt(addr, ev.size[i], ev.stream[i]);
+                b = sim.allocateAt(addr, ev.size[i], ev.streamAt(i));
                 if (b == AllocatorSim::kNone)
-                    b = sim.addDetached(addr, sim.roundSize(ev.size[i]), ev.size[i], ev.stream[i]);
+                    b = sim.addDetached(addr, sim.roundSize(ev.size[i]), ev.size[i], ev.streamAt(i));
                 sim.events().clear();
             }
             group.clear();

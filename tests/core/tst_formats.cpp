@@ -301,7 +301,7 @@ void requireSameModel(const Snapshot& a, const Snapshot& b)
         CHECK(e.action == f.action);
         CHECK(e.addr == f.addr);
         CHECK(e.size == f.size);
-        CHECK(e.stream == f.stream);
+        CHECK(e.streams() == f.streams());
         CHECK(e.timeUs == f.timeUs);
         CHECK(e.anyTime == f.anyTime);
         CHECK(e.deviceFree == f.deviceFree);

@@ -201,7 +201,7 @@ TEST_CASE("JsonSnapshotImporter: bare segment lists, empty documents, JSON bools
 
     Snapshot bools; // a Python bool is an int: json.dump writes it as true/false
     JsonSnapshotImporter::import(json::parse(R"({"device_traces": [[{"action": "alloc", "stream": true}]]})"), bools);
-    CHECK(bools.devices.at(0).trace.stream[0] == 1);
+    CHECK(bools.devices.at(0).trace.streamAt(0) == 1);
 }
 
 TEST_CASE("JsonSnapshotImporter: bad input names the JSON path and what was expected", "[importers]")

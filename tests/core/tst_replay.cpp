@@ -187,3 +187,24 @@ TEST_CASE("Pending frees: the forward count equals the definition", "[replay]")
         CHECK(replayDevice(d).pendingFreeCount == reference(d.trace));
     }
 }
+
+TEST_CASE("One stream for every event is kept as a value, not a column", "[replay][model]")
+{
+    TraceEvents one;
+    one.append({TraceAction::Alloc, 0x100, 512, 7, TraceEvents::kNoTime, 0});
+    one.append({TraceAction::FreeCompleted, 0x100, 512, 7, TraceEvents::kNoTime, 0});
+    one.compactStreams();
+    CHECK(one.stream.empty());
+    CHECK(one.streamAt(1) == 7);
+    CHECK(one.streams() == std::vector<int64_t>{7, 7});
+    // Appending after the compaction brings the column back, with every earlier stream.
+    one.append({TraceAction::Alloc, 0x200, 512, 9, TraceEvents::kNoTime, 0});
+    CHECK(one.stream == std::vector<int64_t>{7, 7, 9});
+    CHECK(one.streamAt(2) == 9);
+
+    TraceEvents two;
+    two.append({TraceAction::Alloc, 0x100, 512, 0, TraceEvents::kNoTime, 0});
+    two.append({TraceAction::Alloc, 0x200, 512, 3, TraceEvents::kNoTime, 0});
+    two.compactStreams(); // two streams: the column stays
+    CHECK(two.stream == std::vector<int64_t>{0, 3});
+}

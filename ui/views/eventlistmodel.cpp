@@ -53,7 +53,7 @@ QVariant EventListModel::data(const QModelIndex& index, int role) const
         case ActionColumn: return QString::fromLatin1(actionName(t.action[i]));
         case AddressColumn: return QString(QStringLiteral("0x") + QString::number(t.addr[i], 16));
         case SizeColumn: return formatBytesQ(t.size[i]);
-        case StreamColumn: return QString::number(t.stream[i]);
+        case StreamColumn: return QString::number(t.streamAt(i));
         case CodeColumn: {
             // The innermost telling frame: for an OOM row, the code whose request failed.
             // The file name only (the tooltip has the path): the column is narrow.
