@@ -5,8 +5,8 @@
 
 namespace headroom {
 
-std::vector<size_t> downsampleMinMax(const std::vector<int64_t>& values, size_t first, size_t last,
-                                     size_t buckets)
+template <class T>
+std::vector<size_t> downsampleMinMax(const std::vector<T>& values, size_t first, size_t last, size_t buckets)
 {
     std::vector<size_t> out;
     last = std::min(last, values.size());
@@ -43,5 +43,8 @@ std::vector<size_t> downsampleMinMax(const std::vector<int64_t>& values, size_t 
         out.push_back(last - 1);
     return out;
 }
+
+template std::vector<size_t> downsampleMinMax(const std::vector<int64_t>&, size_t, size_t, size_t);
+template std::vector<size_t> downsampleMinMax(const std::vector<float>&, size_t, size_t, size_t);
 
 } // namespace headroom

@@ -7,12 +7,13 @@
 
 namespace headroom {
 
-MinMaxPyramid::MinMaxPyramid(const std::vector<int64_t>& values)
+template <class T>
+MinMaxPyramid::MinMaxPyramid(const std::vector<T>& values)
     : m_size(values.size())
 {
     if (values.size() >= UINT32_MAX)
         return; // indices would not fit: downsample() falls back to a full pass
-    const std::vector<int64_t>& v = values;
+    const std::vector<T>& v = values;
     size_t block = 8;
     for (int l = 0; l < 5 && block <= values.size(); ++l, block *= 8) {
         Level level;
@@ -45,7 +46,8 @@ MinMaxPyramid::MinMaxPyramid(const std::vector<int64_t>& values)
     }
 }
 
-void MinMaxPyramid::minMax(const std::vector<int64_t>& v, size_t lo, size_t hi, size_t& iMin, size_t& iMax) const
+template <class T>
+void MinMaxPyramid::minMax(const std::vector<T>& v, size_t lo, size_t hi, size_t& iMin, size_t& iMax) const
 {
     iMin = iMax = lo;
     auto take = [&](size_t a, size_t b) { // indices of a min and a max candidate
@@ -69,7 +71,8 @@ void MinMaxPyramid::minMax(const std::vector<int64_t>& v, size_t lo, size_t hi, 
     }
 }
 
-std::vector<size_t> MinMaxPyramid::downsample(const std::vector<int64_t>& values, size_t first, size_t last,
+template <class T>
+std::vector<size_t> MinMaxPyramid::downsample(const std::vector<T>& values, size_t first, size_t last,
                                               size_t buckets) const
 {
     last = std::min(last, values.size());
@@ -101,5 +104,12 @@ std::vector<size_t> MinMaxPyramid::downsample(const std::vector<int64_t>& values
         out.push_back(last - 1);
     return out;
 }
+
+template MinMaxPyramid::MinMaxPyramid(const std::vector<int64_t>&);
+template MinMaxPyramid::MinMaxPyramid(const std::vector<float>&);
+template std::vector<size_t> MinMaxPyramid::downsample(const std::vector<int64_t>&, size_t, size_t, size_t) const;
+template std::vector<size_t> MinMaxPyramid::downsample(const std::vector<float>&, size_t, size_t, size_t) const;
+template void MinMaxPyramid::minMax(const std::vector<int64_t>&, size_t, size_t, size_t&, size_t&) const;
+template void MinMaxPyramid::minMax(const std::vector<float>&, size_t, size_t, size_t&, size_t&) const;
 
 } // namespace headroom

@@ -17,12 +17,15 @@ namespace headroom {
 class MinMaxPyramid {
 public:
     MinMaxPyramid() = default;
-    explicit MinMaxPyramid(const std::vector<int64_t>& values);
+    /// For int64_t series (the measured curves) and float ones (the projected curve).
+    template <class T>
+    explicit MinMaxPyramid(const std::vector<T>& values);
 
-    std::vector<size_t> downsample(const std::vector<int64_t>& values, size_t first, size_t last,
-                                   size_t buckets) const;
+    template <class T>
+    std::vector<size_t> downsample(const std::vector<T>& values, size_t first, size_t last, size_t buckets) const;
     /// Indices of the minimum and maximum of values[lo, hi) (lo < hi).
-    void minMax(const std::vector<int64_t>& values, size_t lo, size_t hi, size_t& iMin, size_t& iMax) const;
+    template <class T>
+    void minMax(const std::vector<T>& values, size_t lo, size_t hi, size_t& iMin, size_t& iMax) const;
     size_t size() const { return m_size; }
 
 private:

@@ -212,14 +212,20 @@ TraceProjector::Curve TraceProjector::curve(const ReplayTarget& t, size_t events
         add(i, 1);
     Curve out;
     out.central.reserve(events);
-    out.low.reserve(events);
-    out.high.reserve(events);
+    out.low.reserve(events / Curve::kBandBlock + 1);
+    out.high.reserve(events / Curve::kBandBlock + 1);
     // Events without a boundary keep the bytes after the one before them.
     auto fillTo = [&](size_t n) {
         while (out.central.size() < std::min(n, events)) {
-            out.central.push_back(int64_t(c));
-            out.low.push_back(float(lo));
-            out.high.push_back(float(hi));
+            const bool opensBlock = out.central.size() % Curve::kBandBlock == 0;
+            out.central.push_back(float(c));
+            if (opensBlock) {
+                out.low.push_back(float(lo));
+                out.high.push_back(float(hi));
+            } else {
+                out.low.back() = std::min(out.low.back(), float(lo));
+                out.high.back() = std::max(out.high.back(), float(hi));
+            }
         }
     };
     walk(e, [&](int64_t event, uint32_t alloc, bool end, bool) {

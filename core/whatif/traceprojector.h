@@ -54,11 +54,16 @@ public:
 
     /// The projected run's allocated bytes after each of the first `events` events of the
     /// measured trace, under the central, lowest and highest readings (a timeline to draw).
+    /// Floats, 4 bytes an event rather than 8: drawn and shown, never summed, and 24 bits place
+    /// a 16 GiB value within 1 KiB. The band's edges per block of kBandBlock events, the lowest
+    /// low and the highest high in it: never narrower than the readings' band, at an eighth of
+    /// the memory (docs/performance.md: 70 MB less on a 10M-event trace).
     struct Curve {
-        std::vector<int64_t> central;
-        /// The band's edges as floats, 4 bytes an event rather than 8 (80 MB less on a
-        /// 10M-event trace): drawn only, and 24 bits place a 16 GiB edge within 2 KiB.
-        std::vector<float> low, high;
+        static constexpr size_t kBandBlock = 8;
+        std::vector<float> central;
+        std::vector<float> low, high; ///< per block of kBandBlock events
+        float lowAt(size_t event) const { return low[event / kBandBlock]; }
+        float highAt(size_t event) const { return high[event / kBandBlock]; }
     };
     Curve curve(const ReplayTarget& t, size_t events) const;
     Curve curve(double b, double s, size_t events, bool checkpointed = false) const

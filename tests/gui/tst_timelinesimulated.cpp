@@ -235,7 +235,7 @@ TEST_CASE("projected run: a lever move draws it over the measured timeline; the 
     CHECK(line->name() == label);
     CHECK(inLegend(view, label));
     // The downsampling keeps the projected peak, which is the panel's.
-    const int64_t top = *std::max_element(p.allocated.central.begin(), p.allocated.central.end());
+    const float top = *std::max_element(p.allocated.central.begin(), p.allocated.central.end());
     CHECK(graphMax(line) == double(top));
     CHECK(double(top) == Approx(panel->projection().peakAllocated).epsilon(1e-6));
     CHECK(view->plot()->yAxis->range().upper >= p.peakHigh);

@@ -91,7 +91,7 @@ void ProjectedCurveItems::update(const TimelineSampler& sampler, const TimelineS
     for (auto [curve, graph] : {std::pair{&c.low, m_low}, std::pair{&c.high, m_high}}) {
         keys.clear();
         values.clear();
-        sampler.fill(events, *curve, initial, keys, values);
+        sampler.fillBlocks(events, *curve, TraceProjector::Curve::kBandBlock, initial, keys, values);
         graph->setData(keys, values, true);
     }
     const int64_t oom = m_projection->oomEvent;

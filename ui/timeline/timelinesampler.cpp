@@ -20,7 +20,8 @@ TimelineSampler::TimelineSampler(const TimelineState& state, double lower, doubl
     m_last = static_cast<size_t>(std::min<int64_t>(n, state.eventAtKey(upper) + 2));
 }
 
-std::vector<int64_t> TimelineSampler::events(const std::vector<int64_t>& values, const MinMaxPyramid& pyramid) const
+template <class Value>
+std::vector<int64_t> TimelineSampler::eventsOf(const std::vector<Value>& values, const MinMaxPyramid& pyramid) const
 {
     std::vector<int64_t> events;
     if (m_last <= m_first)
@@ -36,28 +37,44 @@ std::vector<int64_t> TimelineSampler::events(const std::vector<int64_t>& values,
     return events;
 }
 
-template <class Value>
-void TimelineSampler::fillFrom(const std::vector<int64_t>& events, const std::vector<Value>& values, int64_t initial,
-                               QVector<double>& keys, QVector<double>& out) const
+std::vector<int64_t> TimelineSampler::events(const std::vector<int64_t>& values, const MinMaxPyramid& pyramid) const
+{
+    return eventsOf(values, pyramid);
+}
+
+std::vector<int64_t> TimelineSampler::events(const std::vector<float>& values, const MinMaxPyramid& pyramid) const
+{
+    return eventsOf(values, pyramid);
+}
+
+template <class ValueAt>
+void TimelineSampler::fillWith(const std::vector<int64_t>& events, int64_t initial, QVector<double>& keys,
+                               QVector<double>& out, ValueAt valueAt) const
 {
     keys.reserve(static_cast<qsizetype>(events.size()));
     out.reserve(keys.capacity());
     for (int64_t e : events) {
         keys.push_back(m_state.keyOf(e));
-        out.push_back(e < 0 ? static_cast<double>(initial) : static_cast<double>(values[size_t(e)]));
+        out.push_back(e < 0 ? static_cast<double>(initial) : static_cast<double>(valueAt(size_t(e))));
     }
 }
 
 void TimelineSampler::fill(const std::vector<int64_t>& events, const std::vector<int64_t>& values, int64_t initial,
                            QVector<double>& keys, QVector<double>& out) const
 {
-    fillFrom(events, values, initial, keys, out);
+    fillWith(events, initial, keys, out, [&](size_t e) { return values[e]; });
 }
 
 void TimelineSampler::fill(const std::vector<int64_t>& events, const std::vector<float>& values, int64_t initial,
                            QVector<double>& keys, QVector<double>& out) const
 {
-    fillFrom(events, values, initial, keys, out);
+    fillWith(events, initial, keys, out, [&](size_t e) { return values[e]; });
+}
+
+void TimelineSampler::fillBlocks(const std::vector<int64_t>& events, const std::vector<float>& blocks, size_t block,
+                                 int64_t initial, QVector<double>& keys, QVector<double>& out) const
+{
+    fillWith(events, initial, keys, out, [&](size_t e) { return blocks[e / block]; });
 }
 
 void TimelineSampler::stackCategories(const std::vector<int64_t>& events, const QVector<double>& keys,

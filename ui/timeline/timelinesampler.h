@@ -30,11 +30,15 @@ public:
     /// event when the view starts there, then the first event in view and every bucket's
     /// extremes.
     std::vector<int64_t> events(const std::vector<int64_t>& values, const MinMaxPyramid& pyramid) const;
+    std::vector<int64_t> events(const std::vector<float>& values, const MinMaxPyramid& pyramid) const;
     /// The keys and values of `events`; `initial` is the value before the first event.
     void fill(const std::vector<int64_t>& events, const std::vector<int64_t>& values, int64_t initial,
               QVector<double>& keys, QVector<double>& out) const;
     void fill(const std::vector<int64_t>& events, const std::vector<float>& values, int64_t initial,
               QVector<double>& keys, QVector<double>& out) const;
+    /// The same from a series held per block of `block` events (the projected band's edges).
+    void fillBlocks(const std::vector<int64_t>& events, const std::vector<float>& blocks, size_t block,
+                    int64_t initial, QVector<double>& keys, QVector<double>& out) const;
     /// The category areas at `events` (keyed `keys`): cumulative tops by stack position of
     /// the categories `drawn` says are drawn.
     void stackCategories(const std::vector<int64_t>& events, const QVector<double>& keys,
@@ -46,8 +50,11 @@ public:
 
 private:
     template <class Value>
-    void fillFrom(const std::vector<int64_t>& events, const std::vector<Value>& values, int64_t initial,
-                  QVector<double>& keys, QVector<double>& out) const;
+    std::vector<int64_t> eventsOf(const std::vector<Value>& values, const MinMaxPyramid& pyramid) const;
+    /// `valueAt(event)` for every event of `events` but -1, which takes `initial`.
+    template <class ValueAt>
+    void fillWith(const std::vector<int64_t>& events, int64_t initial, QVector<double>& keys, QVector<double>& out,
+                  ValueAt valueAt) const;
 
     const TimelineState& m_state;
     size_t m_first = 0; ///< the first event in view

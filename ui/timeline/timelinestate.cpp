@@ -100,7 +100,7 @@ int64_t TimelineState::projectedAt(int64_t event) const
     if (event < 0)
         return timeline->initialAllocated;
     const auto& c = projected->allocated.central;
-    return size_t(event) < c.size() ? c[size_t(event)] : -1;
+    return size_t(event) < c.size() ? int64_t(c[size_t(event)]) : -1;
 }
 
 } // namespace headroom
