@@ -4,6 +4,7 @@
 #include "core/analysis/categoryclassifier.h"
 
 #include <algorithm>
+#include <bit>
 #include <stdexcept>
 #include <string>
 
@@ -11,8 +12,9 @@ namespace headroom {
 
 GroupedSeries::GroupedSeries(const MemoryTimeline& tl, const std::function<int(size_t)>& groupOf)
 {
-    // A counting sort without a second copy of the steps: count each event's steps, turn the
-    // counts into where each event's steps begin, then place every step at its event.
+    // A counting sort without a second copy of the steps: mark each event's groups, turn the
+    // marks into where each event's steps begin, then add every boundary into its event's
+    // step of its group (one step per event and group).
     std::vector<uint8_t> groups(tl.allocations.size(), kNoGroup);
     int64_t lastEvent = -1;
     for (size_t i = 0; i < tl.allocations.size(); ++i) {
@@ -21,10 +23,10 @@ GroupedSeries::GroupedSeries(const MemoryTimeline& tl, const std::function<int(s
             continue;
         groups[i] = static_cast<uint8_t>(g);
         const Allocation& a = tl.allocations[i];
-        lastEvent = std::max({lastEvent, a.start, a.end});
+        lastEvent = std::max<int64_t>({lastEvent, a.start, a.end});
     }
-    m_before.assign(size_t(lastEvent + 2), 0);
-    size_t steps = 0;
+    static_assert(kGroups <= 8, "a group mask per event is a byte");
+    std::vector<uint8_t> marks(size_t(lastEvent + 1), 0);
     for (size_t i = 0; i < tl.allocations.size(); ++i) {
         if (groups[i] == kNoGroup)
             continue;
@@ -35,36 +37,27 @@ GroupedSeries::GroupedSeries(const MemoryTimeline& tl, const std::function<int(s
             m_initial[groups[i]] += a.size;
             m_initialTotal += a.size;
         } else {
-            ++m_before[size_t(a.start) + 1];
-            ++steps;
+            marks[size_t(a.start)] |= uint8_t(1u << groups[i]);
         }
-        if (a.end != Allocation::kStillAlive) {
-            ++m_before[size_t(a.end) + 1];
-            ++steps;
-        }
+        if (a.end != Allocation::kStillAlive)
+            marks[size_t(a.end)] |= uint8_t(1u << groups[i]);
     }
-    if (steps >= (size_t(1) << 32))
-        throw std::length_error("the category series takes at most 2^32 steps; this trace has " + std::to_string(steps));
-    for (size_t k = 1; k < m_before.size(); ++k)
-        m_before[k] += m_before[k - 1];
-    m_steps.resize(steps);
-    // m_before[e] is the next free place of event e's steps while placing; afterwards the
-    // place after its last, which is where event e + 1 began: shifted back by one below.
-    auto place = [&](int64_t event, int64_t delta, uint8_t group) {
-        m_steps[m_before[size_t(event)]++] = int64_t(uint64_t(delta) << 8) | group;
+    const std::vector<uint32_t> before = countSteps(marks);
+    m_steps.assign(before.back(), 0);
+    auto add = [&](int64_t event, int64_t delta, uint8_t group) {
+        const uint8_t m = marks[size_t(event)];
+        int64_t& step = m_steps[before[size_t(event)] + size_t(std::popcount(unsigned(m & ((1u << group) - 1u))))];
+        step = int64_t(uint64_t((step >> 8) + delta) << 8) | group;
     };
     for (size_t i = 0; i < tl.allocations.size(); ++i) {
         if (groups[i] == kNoGroup)
             continue;
         const Allocation& a = tl.allocations[i];
         if (a.start != Allocation::kBeforeWindow)
-            place(a.start, a.size, groups[i]);
+            add(a.start, a.size, groups[i]);
         if (a.end != Allocation::kStillAlive)
-            place(a.end, -a.size, groups[i]);
+            add(a.end, -a.size, groups[i]);
     }
-    for (size_t k = m_before.size() - 1; k > 0; --k)
-        m_before[k] = m_before[k - 1];
-    m_before[0] = 0;
     Values v = m_initial;
     m_checkpoints.reserve(m_steps.size() / kCheckpoint + 1);
     for (size_t k = 0; k < m_steps.size(); ++k) {
@@ -74,11 +67,36 @@ GroupedSeries::GroupedSeries(const MemoryTimeline& tl, const std::function<int(s
     }
 }
 
+std::vector<uint32_t> GroupedSeries::countSteps(const std::vector<uint8_t>& marks)
+{
+    // Each event's steps (its groups, at most kGroups) and, per block of kBlock events, the
+    // steps before it; plus, for the placing only, where every event's steps begin.
+    std::vector<uint32_t> before(marks.size() + 1, 0);
+    m_count.resize(marks.size());
+    m_blockBefore.reserve(marks.size() / kBlock + 1);
+    uint64_t steps = 0;
+    for (size_t e = 0; e < marks.size(); ++e) {
+        if (e % kBlock == 0)
+            m_blockBefore.push_back(uint32_t(steps));
+        before[e] = uint32_t(steps);
+        m_count[e] = uint8_t(std::popcount(unsigned(marks[e])));
+        steps += m_count[e];
+        if (steps >= (uint64_t(1) << 32))
+            throw std::length_error("the category series takes at most 2^32 steps; this trace has more");
+    }
+    before.back() = uint32_t(steps);
+    return before;
+}
+
 size_t GroupedSeries::stepsUpTo(int64_t event) const
 {
-    if (m_before.empty() || event < 0)
+    if (m_count.empty() || event < 0)
         return 0;
-    return m_before[std::min(size_t(event) + 1, m_before.size() - 1)];
+    const size_t e = std::min(size_t(event), m_count.size() - 1), block = e / kBlock;
+    size_t n = m_blockBefore[block];
+    for (size_t k = block * kBlock; k <= e; ++k)
+        n += m_count[k];
+    return n;
 }
 
 std::vector<GroupedSeries::Values> GroupedSeries::valuesAt(const std::vector<int64_t>& events) const

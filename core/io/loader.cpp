@@ -30,6 +30,9 @@ void checkRanges(const Snapshot& snap, const std::string& path)
     for (const DeviceData& dev : snap.devices) {
         const std::string dn = "device " + std::to_string(dev.device);
         const TraceEvents& ev = dev.trace;
+        if (int64_t(ev.count()) > Allocation::kMaxEvents)
+            throw LoadError(path, LoadError::kNoOffset,
+                            dn + ": " + std::to_string(ev.count()) + " trace entries (expected at most 2^31 - 1 per device)");
         uint64_t total = 0;
         auto bytes = [&](const std::string& where, const char* what, int64_t v) {
             if (mag(v) > uint64_t(kMaxBytes))

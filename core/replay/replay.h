@@ -13,10 +13,14 @@ struct Allocation {
     static constexpr int64_t kBeforeWindow = -1; ///< start: alive when the trace began
     static constexpr int64_t kStillAlive = -1;   ///< end: alive when the snapshot was taken
 
+    /// The most events a device's trace may have: events are held as 32-bit indices here
+    /// (32 bytes an allocation, not 40: a 10M-event trace holds 5M, docs/performance.md).
+    static constexpr int64_t kMaxEvents = int64_t(INT32_MAX);
+
     uint64_t addr = 0;
     int64_t size = 0;
-    int64_t start = kBeforeWindow;
-    int64_t end = kStillAlive;
+    int32_t start = int32_t(kBeforeWindow);
+    int32_t end = int32_t(kStillAlive);
     uint32_t stack = 0;
 
     /// Alive after `event` (-1: before the first event): born by then, not yet freed.

@@ -52,7 +52,7 @@ SavedBlock makeBlock(const MemoryTimeline& tl, const SavedSequence& seq, size_t 
     b.forwardEnd = tl.allocations[b.output].start;
     for (uint32_t i : b.allocs)
         if (i != b.output && tl.allocations[i].end != Allocation::kStillAlive)
-            b.firstFree = std::min(b.firstFree, tl.allocations[i].end);
+            b.firstFree = std::min<int64_t>(b.firstFree, tl.allocations[i].end);
     return b;
 }
 
@@ -64,7 +64,7 @@ int64_t recomputeEvent(const MemoryTimeline& tl, const SavedBlock& b, const std:
     for (uint32_t i : saved) {
         const Allocation& a = tl.allocations[i];
         if (a.start > b.forwardEnd && a.end != Allocation::kStillAlive && a.end <= b.firstFree)
-            at = std::max(at, a.end);
+            at = std::max<int64_t>(at, a.end);
     }
     return at >= 0 ? at : b.firstFree;
 }
@@ -75,7 +75,7 @@ int64_t forwardTransient(const MemoryTimeline& tl, const SavedBlock& b)
 {
     int64_t first = b.forwardEnd, saved = 0;
     for (uint32_t i : b.allocs) {
-        first = std::min(first, tl.allocations[i].start);
+        first = std::min<int64_t>(first, tl.allocations[i].start);
         saved += tl.allocations[i].size;
     }
     const int64_t before = first > 0 ? tl.allocated[size_t(first - 1)] : tl.initialAllocated;
@@ -99,7 +99,7 @@ void moveBlock(const MemoryTimeline& tl, const SavedBlock& b, const std::vector<
         plan.moves.push_back({b.forwardEnd, i, true});
         // Made again at the recompute, or, when the recorded backward had already freed it by
         // then, at its own release (the two boundaries cancel).
-        plan.moves.push_back({std::min(again, a.end), i, false});
+        plan.moves.push_back({std::min<int64_t>(again, a.end), i, false});
     }
 }
 
