@@ -514,12 +514,15 @@ void AllocationLaws::readMirror(const MemoryTimeline& tl, const std::vector<Allo
 void AllocationLaws::hashLines(const MemoryTimeline& tl, const FrameTable& frames)
 {
     m_lines.resize(tl.allocations.size());
-    std::map<uint32_t, uint64_t> lineOf;
+    m_lineHashes.assign(1, 0); // index 0: no stack
+    std::map<uint32_t, uint32_t> indexOf{{0, 0}};
     for (size_t i = 0; i < tl.allocations.size(); ++i) {
         const uint32_t sid = tl.allocations[i].stack;
-        auto it = lineOf.find(sid);
-        if (it == lineOf.end())
-            it = lineOf.emplace(sid, sid ? lineHash(frames, sid) : 0).first;
+        auto it = indexOf.find(sid);
+        if (it == indexOf.end()) {
+            it = indexOf.emplace(sid, uint32_t(m_lineHashes.size())).first;
+            m_lineHashes.push_back(lineHash(frames, sid));
+        }
         m_lines[i] = it->second;
     }
 }

@@ -107,9 +107,10 @@ public:
     int64_t bytesWith(SizeLaw l) const { return m_bytes[size_t(l)]; }
     /// Allocations that may be b*s^2 (attention scores) by their size and stack.
     int64_t quadraticPossible() const { return m_quadPossible; }
-    /// Per allocation, its line of code in a form two files of one job share: a hash of its
-    /// stack's six innermost Python frames as text (every frame where it has none).
-    const std::vector<uint64_t>& lines() const { return m_lines; }
+    /// Allocation i's line of code in a form two files of one job share: a hash of its
+    /// stack's six innermost Python frames as text (every frame where it has none); 0: none.
+    uint64_t lineOf(size_t i) const { return m_lineHashes[m_lines[i]]; }
+    size_t count() const { return m_laws.size(); }
     size_t iterations() const { return m_iterations; }
     /// Another run of the job measured the exponent of one lever (`batch`: b, else s) for
     /// allocation i: readings that disagree are dropped, and the central law follows.
@@ -145,7 +146,10 @@ private:
 
     std::vector<AllocationLaw> m_laws;
     std::vector<LawAmbiguity> m_ambiguities;
-    std::vector<uint64_t> m_lines;
+    /// Per allocation, an index into m_lineHashes: 4 bytes an allocation, not 8 (a job has
+    /// a few thousand lines; a 10M-event trace 5M allocations, docs/performance.md).
+    std::vector<uint32_t> m_lines;
+    std::vector<uint64_t> m_lineHashes;
     size_t m_iterations = 1;
     std::array<int64_t, kSizeLawCount> m_bytes{};
     int64_t m_quadPossible = 0;

@@ -23,11 +23,12 @@ struct Line {
 std::unordered_map<uint64_t, Line> linesOf(const TraceProjector& tp)
 {
     std::unordered_map<uint64_t, Line> out;
-    const auto& lines = tp.laws().lines();
-    for (size_t i = 0; i < lines.size(); ++i) {
-        if (!lines[i])
+    const AllocationLaws& laws = tp.laws();
+    for (size_t i = 0; i < laws.count(); ++i) {
+        const uint64_t line = laws.lineOf(i);
+        if (!line)
             continue;
-        Line& l = out[lines[i]];
+        Line& l = out[line];
         l.allocs.push_back(uint32_t(i));
         ++l.sizes[tp.sizes()[i]];
     }
@@ -109,11 +110,11 @@ RunLawsFit fitLawsAcrossRuns(const TraceProjector& first, const std::vector<cons
                                  : double(o.measuredMicroBatch()) / first.measuredMicroBatch();
         const auto exps = fitLines(first, o, ratio);
         int64_t settledHere = 0;
-        for (size_t i = 0; i < laws.lines().size(); ++i) {
+        for (size_t i = 0; i < laws.count(); ++i) {
             if (exps[i] < 0)
                 continue;
             laws.settle(i, batch, exps[i]);
-            matched.insert(laws.lines()[i]);
+            matched.insert(laws.lineOf(i));
             ++settledHere;
         }
         fit.settled += settledHere;

@@ -7,6 +7,7 @@
 
 #include "core/whatif/accumulationplan.h"
 #include "core/whatif/allocationlaw.h"
+#include "core/whatif/allocationsizes.h"
 #include "core/whatif/checkpointplan.h"
 #include "core/whatif/replaytarget.h"
 
@@ -80,7 +81,7 @@ public:
 
     const AllocationLaws& laws() const { return m_laws; }
     /// Each allocation's measured bytes.
-    const std::vector<int64_t>& sizes() const { return m_size; }
+    const AllocationSizes& sizes() const { return m_size; }
     int measuredMicroBatch() const { return m_b0; }
     int measuredSeq() const { return m_s0; }
     /// The measured peak (the replay at b0, s0): the timeline's own.
@@ -122,7 +123,7 @@ private:
     }
 
     AllocationLaws m_laws;
-    std::vector<int64_t> m_size;
+    AllocationSizes m_size;
     std::vector<uint32_t> m_initial; ///< alive before the first event
     std::vector<Boundary> m_boundaries; ///< by event
     int m_b0 = 1, m_s0 = 1;

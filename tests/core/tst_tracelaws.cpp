@@ -5,6 +5,7 @@
 #include "core/analysis/memoryanalysis.h"
 #include "core/io/loader.h"
 #include "core/whatif/allocationlaw.h"
+#include "core/whatif/allocationsizes.h"
 #include "core/whatif/projectedallocator.h"
 #include "core/whatif/projectedtimeline.h"
 #include "core/whatif/runlaws.h"
@@ -370,4 +371,15 @@ TEST_CASE("The causal-mask clause on a family it was not written from", "[whatif
     }
     REQUIRE(masks > 0);
     CHECK(readS2 == masks);
+}
+
+TEST_CASE("The replay's sizes: 4 bytes for the allocator's blocks, any other size kept exact", "[whatif][laws]")
+{
+    AllocationSizes sizes;
+    const std::vector<int64_t> given = {512, 0, 300, int64_t(1) << 40, (int64_t(1) << 41) + 512, 1024, -512, 7};
+    for (int64_t z : given)
+        sizes.push_back(z);
+    REQUIRE(sizes.size() == given.size());
+    for (size_t i = 0; i < given.size(); ++i)
+        CHECK(sizes[i] == given[i]); // 300, 2 TiB + 512, -512 and 7 go through the side table
 }
