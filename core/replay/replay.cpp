@@ -32,7 +32,6 @@ MemoryTimeline replayDevice(const DeviceData& dev)
     }
 
     reserveHuge(t.allocated, n); // filled by push_back below: each page is written once, not zeroed first
-    reserveHuge(t.reserved, n);
     AddressMap open; // addr -> allocation index
     reserveHuge(t.allocations, n / 2 + 16);
     int64_t running = 0;     // allocated delta since the start
@@ -152,20 +151,20 @@ MemoryTimeline replayDevice(const DeviceData& dev)
     }
     if (ev.totalReserved.size() == n) {
         t.initialReserved = ev.totalReserved[0];
+        t.reserved = StepCurve();
         for (size_t i = 0; i < n; ++i)
-            t.reserved[i] = ev.totalReserved[i] - t.initialReserved;
+            t.reserved.push_back(ev.totalReserved[i] - t.initialReserved);
     }
+    t.reserved.offset(t.initialReserved);
     t.peakAllocated = initial;
     t.peakEventIndex = -1;
-    t.peakReserved = t.initialReserved;
+    t.peakReserved = std::max(t.initialReserved, t.reserved.max(t.initialReserved));
     for (size_t i = 0; i < n; ++i) {
         t.allocated[i] += initial;
-        t.reserved[i] += t.initialReserved;
         if (t.allocated[i] > t.peakAllocated) {
             t.peakAllocated = t.allocated[i];
             t.peakEventIndex = static_cast<int64_t>(i);
         }
-        t.peakReserved = std::max(t.peakReserved, t.reserved[i]);
     }
     return t;
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "core/model/snapshotmodel.h"
+#include "core/replay/stepcurve.h"
 
 #include <cstdint>
 #include <vector>
@@ -38,7 +39,7 @@ struct Allocation {
 struct MemoryTimeline {
     int device = 0;
     std::vector<int64_t> allocated; ///< allocated bytes after event i
-    std::vector<int64_t> reserved;  ///< reserved bytes after event i
+    StepCurve reserved;             ///< reserved bytes after event i
     int64_t initialAllocated = 0;   ///< before event 0
     int64_t initialReserved = 0;
     int64_t peakAllocated = 0;

@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <random>
 #include <tuple>
 #include <unordered_map>
@@ -207,4 +208,41 @@ TEST_CASE("One stream for every event is kept as a value, not a column", "[repla
     two.append({TraceAction::Alloc, 0x200, 512, 3, TraceEvents::kNoTime, 0});
     two.compactStreams(); // two streams: the column stays
     CHECK(two.stream == std::vector<int64_t>{0, 3});
+}
+
+TEST_CASE("Reserved memory is kept where it changes, read back event by event", "[replay][model]")
+{
+    StepCurve c;
+    for (int64_t v : {5, 5, 7, 7, 7, 3, 3, 9})
+        c.push_back(v);
+    CHECK(c.size() == 8);
+    CHECK(c.changeEvents() == std::vector<uint32_t>{0, 2, 5, 7});
+    CHECK(c.dense() == std::vector<int64_t>{5, 5, 7, 7, 7, 3, 3, 9});
+    CHECK(c[4] == 7);
+    CHECK(c[5] == 3);
+    CHECK(c.changeAt(6) == 2);
+    CHECK(c.max(0) == 9);
+    c.offset(10);
+    CHECK(c[7] == 19);
+    CHECK(StepCurve().max(-1) == -1);
+
+    // The replay's reserved curve against a sum over the segment events.
+    DeviceData d;
+    const std::vector<std::pair<TraceAction, int64_t>> events = {
+        {TraceAction::SegmentAlloc, 2 << 20}, {TraceAction::Alloc, 512}, {TraceAction::Alloc, 1024},
+        {TraceAction::SegmentAlloc, 20 << 20}, {TraceAction::FreeCompleted, 512}, {TraceAction::SegmentFree, 2 << 20}};
+    uint64_t addr = 0x1000;
+    for (const auto& [a, size] : events)
+        d.trace.append({a, addr += 0x100000, size, 0, TraceEvents::kNoTime, 0});
+    d.trace.addr[4] = d.trace.addr[1]; // the free of the first alloc
+    const MemoryTimeline tl = replayDevice(d);
+    int64_t sum = 0;
+    std::vector<int64_t> expected;
+    for (const auto& [a, size] : events) {
+        sum += a == TraceAction::SegmentAlloc ? size : a == TraceAction::SegmentFree ? -size : 0;
+        expected.push_back(tl.initialReserved + sum);
+    }
+    CHECK(tl.reserved.dense() == expected);
+    CHECK(tl.reserved.changeEvents().size() == 3);
+    CHECK(tl.peakReserved == *std::max_element(expected.begin(), expected.end()));
 }

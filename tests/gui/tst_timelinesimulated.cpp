@@ -102,7 +102,7 @@ TEST_CASE("simulated reserved: set, drawn with its legend entry and tooltip, cle
     CHECK(graph->data()->isEmpty());
 
     // Half the recorded reserved, so that it is told apart from the recorded curve.
-    std::vector<int64_t> curve = tl.reserved;
+    std::vector<int64_t> curve = tl.reserved.dense();
     for (int64_t& v : curve)
         v /= 2;
     const int64_t peak = *std::max_element(curve.begin(), curve.end());

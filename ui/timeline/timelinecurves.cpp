@@ -12,7 +12,7 @@ std::shared_ptr<const TimelineCurves> TimelineCurves::compute(const DeviceData* 
     auto c = std::make_shared<TimelineCurves>();
     if (timeline) {
         c->allocated = MinMaxPyramid(timeline->allocated);
-        c->reserved = MinMaxPyramid(timeline->reserved);
+        c->reserved = MinMaxPyramid(timeline->reserved.changeValues());
     }
     if (device && device->trace.anyTime) {
         const std::vector<int64_t>& t = device->trace.timeUs;

@@ -47,6 +47,27 @@ std::vector<int64_t> TimelineSampler::events(const std::vector<float>& values, c
     return eventsOf(values, pyramid);
 }
 
+std::vector<int64_t> TimelineSampler::events(const StepCurve& curve, const MinMaxPyramid& changes) const
+{
+    std::vector<int64_t> events;
+    if (m_last <= m_first || curve.size() < m_last)
+        return events;
+    const size_t from = curve.changeAt(m_first), to = curve.changeAt(m_last - 1) + 1;
+    const std::vector<size_t> idx = changes.downsample(curve.changeValues(), from, to, m_buckets);
+    events.reserve(idx.size() + 3);
+    if (m_first == 0)
+        events.push_back(-1);
+    events.push_back(static_cast<int64_t>(m_first));
+    for (size_t k : idx) {
+        const int64_t e = std::max<int64_t>(curve.changeEvents()[k], static_cast<int64_t>(m_first));
+        if (e > events.back())
+            events.push_back(e);
+    }
+    if (events.back() != static_cast<int64_t>(m_last - 1))
+        events.push_back(static_cast<int64_t>(m_last - 1));
+    return events;
+}
+
 template <class ValueAt>
 void TimelineSampler::fillWith(const std::vector<int64_t>& events, int64_t initial, QVector<double>& keys,
                                QVector<double>& out, ValueAt valueAt) const
@@ -66,6 +87,12 @@ void TimelineSampler::fill(const std::vector<int64_t>& events, const std::vector
 }
 
 void TimelineSampler::fill(const std::vector<int64_t>& events, const std::vector<float>& values, int64_t initial,
+                           QVector<double>& keys, QVector<double>& out) const
+{
+    fillWith(events, initial, keys, out, [&](size_t e) { return values[e]; });
+}
+
+void TimelineSampler::fill(const std::vector<int64_t>& events, const StepCurve& values, int64_t initial,
                            QVector<double>& keys, QVector<double>& out) const
 {
     fillWith(events, initial, keys, out, [&](size_t e) { return values[e]; });

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "core/model/tensorcategory.h"
+#include "core/replay/stepcurve.h"
 #include "core/util/minmaxpyramid.h"
 
 #include <QVector>
@@ -31,11 +32,16 @@ public:
     /// extremes.
     std::vector<int64_t> events(const std::vector<int64_t>& values, const MinMaxPyramid& pyramid) const;
     std::vector<int64_t> events(const std::vector<float>& values, const MinMaxPyramid& pyramid) const;
+    /// The same for a curve stored where it changes, `changes` built on its changeValues():
+    /// every change in view, or each bucket's extremes where they are more than the buckets.
+    std::vector<int64_t> events(const StepCurve& curve, const MinMaxPyramid& changes) const;
     /// The keys and values of `events`; `initial` is the value before the first event.
     void fill(const std::vector<int64_t>& events, const std::vector<int64_t>& values, int64_t initial,
               QVector<double>& keys, QVector<double>& out) const;
     void fill(const std::vector<int64_t>& events, const std::vector<float>& values, int64_t initial,
               QVector<double>& keys, QVector<double>& out) const;
+    void fill(const std::vector<int64_t>& events, const StepCurve& values, int64_t initial, QVector<double>& keys,
+              QVector<double>& out) const;
     /// The same from a series held per block of `block` events (the projected band's edges).
     void fillBlocks(const std::vector<int64_t>& events, const std::vector<float>& blocks, size_t block,
                     int64_t initial, QVector<double>& keys, QVector<double>& out) const;
