@@ -34,14 +34,15 @@ import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint as _checkpoint
 
 FAMILIES = ("decoder", "encoder", "convnet", "lstm", "llama", "gpt2fused", "encdec", "vit", "moe",
-            "decoder_infer")
+            "decoder_infer", "llama_infer")
 # the sequence length at "seq x1": the image side for convnet, the number of patch tokens for
 # vit. llama's 64 makes query heads * seq = dim (2 * 64 = 128): its b*h*s^2 score tensors have
 # the byte size of a b*s*d activation (see cpu_models_more.py for the others' ratios)
 BASE_SEQ = {"decoder": 128, "encoder": 128, "convnet": 32, "lstm": 64, "llama": 64,
-            "gpt2fused": 128, "encdec": 64, "vit": 64, "moe": 128, "decoder_infer": 128}
+            "gpt2fused": 128, "encdec": 64, "vit": 64, "moe": 128, "decoder_infer": 128,
+            "llama_infer": 64}
 # families recorded forward-only (infer): no backward, no optimizer
-INFERENCE = ("decoder_infer",)
+INFERENCE = ("decoder_infer", "llama_infer")
 
 
 def _ckpt(fn, *args):
@@ -294,6 +295,7 @@ BUILDERS = {"decoder": build_decoder, "encoder": build_encoder,
             "convnet": build_convnet, "lstm": build_lstm, "decoder_infer": build_decoder}
 import cpu_models_more  # noqa: E402  (it reads the helpers above at call time only)
 BUILDERS.update(cpu_models_more.BUILDERS)
+BUILDERS["llama_infer"] = BUILDERS["llama"]
 
 
 def build(family, micro_batch=2, seq=None, precision="fp32", checkpoint="none", seed=0):

@@ -6,7 +6,7 @@ Usage: /usr/bin/python3 tools/cpu_matrix.py --out DIR [--families decoder,encode
 
 Needs PyTorch (Debian 12: python3-torch 1.13.1, interpreter /usr/bin/python3). For each
 family of python/cpu_models.py (by default decoder, encoder, convnet, lstm; --families also
-takes llama, gpt2fused, encdec, vit, moe and decoder_infer, or all) it records one base point
+takes llama, gpt2fused, encdec, vit, moe, decoder_infer and llama_infer, or all) it records one base point
 (micro-batch 2, sequence x1, fp32, no checkpointing, AdamW, accumulation 1, 2 iterations)
 and one-lever-at-a-time variations, each with python/headroom_cpu.py, into
 DIR/<family>/<point>.pickle, and writes DIR/matrix.json:
@@ -24,8 +24,8 @@ must equal recorded_peak_rounded_bytes (the recorder's peak with the 512-byte ro
 Exit status 77 when torch cannot be imported (for ctest's SKIP_RETURN_CODE).
 
 Points that do not apply to a family are not recorded (SKIPPED, printed with the reason):
-decoder_infer runs forward only under torch.no_grad(), so it has no accum4, ckpt, sgd or adam
-point, and its optimizer lever is "none".
+decoder_infer and llama_infer run forward only under torch.no_grad(), so they have no accum4, ckpt, sgd or adam
+point, and their optimizer lever is "none".
 
 Cache: a point is skipped when its pickle exists and the hash of (this script,
 cpu_models.py, cpu_models_more.py, headroom_cpu.py, the point's levers, the torch version)
@@ -51,10 +51,10 @@ TOLERANCE = 0.01
 # recorded by default (CI, ctest cpu_matrix)
 FAMILIES = ("decoder", "encoder", "convnet", "lstm")
 # recorded when --families names them (or "all"): python/cpu_models_more.py and decoder_infer
-MORE_FAMILIES = ("llama", "gpt2fused", "encdec", "vit", "moe", "decoder_infer")
+MORE_FAMILIES = ("llama", "gpt2fused", "encdec", "vit", "moe", "decoder_infer", "llama_infer")
 ALL_FAMILIES = FAMILIES + MORE_FAMILIES
 # cpu_models.INFERENCE: forward only under torch.no_grad(), no optimizer
-INFERENCE = ("decoder_infer",)
+INFERENCE = ("decoder_infer", "llama_infer")
 _NO_BACKWARD = "forward only under torch.no_grad(): no backward, "
 SKIPPED = {fam: {"accum4": _NO_BACKWARD + "no gradients to accumulate",
                  "ckpt": _NO_BACKWARD + "nothing saved for a backward to recompute",

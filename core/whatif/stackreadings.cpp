@@ -92,6 +92,19 @@ bool torchLayerMade(const FrameTable& frames, uint32_t stack)
     return false;
 }
 
+bool weightLayerMade(const FrameTable& frames, uint32_t stack)
+{
+    for (uint32_t id : frames.stack(stack)) {
+        if (!frames.isPythonFrame(id))
+            continue;
+        const Frame& f = frames.frame(id);
+        const std::string_view file = frames.strings().get(f.file);
+        return frames.strings().get(f.name) == "forward" &&
+               (file.ends_with("torch/nn/modules/linear.py") || file.ends_with("torch/nn/modules/conv.py"));
+    }
+    return false;
+}
+
 std::vector<std::string> softmaxCallers(const FrameTable& frames, uint32_t stackId, size_t count)
 {
     const auto stack = frames.stack(stackId);

@@ -23,6 +23,9 @@ bool softmaxStack(const FrameTable& frames, uint32_t stack);
 bool attentionContext(const FrameTable& frames, uint32_t stack);
 /// Made by one of torch's own layers (`torch/nn/modules/`): a weight, never a mask.
 bool torchLayerMade(const FrameTable& frames, uint32_t stack);
+/// Made in the forward of one of torch's weight layers (`torch/nn/modules/linear.py` or
+/// `conv.py` is the innermost Python frame): one use of a weight that autocast casts.
+bool weightLayerMade(const FrameTable& frames, uint32_t stack);
 /// The call a softmax was made from (see callKeys); empty when the stack has no Python frame.
 std::string softmaxCaller(const FrameTable& frames, uint32_t stack);
 /// The calls out from a softmax, innermost first, at most `count`: the function that took it,

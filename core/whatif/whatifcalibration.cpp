@@ -4,6 +4,7 @@
 #include "core/analysis/categorychecks.h"
 #include "core/util/units.h"
 #include "core/whatif/allocationlaw.h"
+#include "core/whatif/autocastcache.h"
 #include "core/whatif/precisionevidence.h"
 #include "core/whatif/traceprojector.h"
 #include "core/whatif/checkpointplan.h"
@@ -203,6 +204,9 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
     cal.iteration = it.iteration;
     cal.measuredPeak = double(it.peakBytes);
     s.forwardOnly = !chosen.bwd && !chosen.opt;
+    if (s.forwardOnly)
+        s.forwardWeightUses =
+            weightUsesBefore(tl, trace.snapshot.frames, it.startEvent, it.endEvent, it.peakEvent).value_or(-1.0);
 
     // 2. The three measured points.
     int64_t e1 = -1, e2 = -1, e3 = -1;

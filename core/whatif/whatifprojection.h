@@ -44,6 +44,9 @@ struct WhatIfState {
     double gradFwdFraction = 0; ///< share of G alive at the start of backward when accum == 1
     double backwardDone = 0;    ///< share of G that the backward holding the start-of-backward
                                 ///< reading had allocated by then (0: read before the backward)
+    /// A forward-only trace: the share of its weight uses made by its peak (autocastcache.h);
+    /// -1 unknown.
+    double forwardWeightUses = -1;
     Term actLin;        ///< saved activations linear in b*s (incl. logits kept for backward)
     Term actQuad;       ///< attention scores, masks, softmax: b*s^2 (0 with FlashAttention measured)
     Term actSmall;      ///< saved activations in the allocator's smallest block (512 B): one per

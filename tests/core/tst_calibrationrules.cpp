@@ -83,3 +83,24 @@ TEST_CASE("An optimizer outside torch.optim: its unclassified state does not gro
     const double measured = double(after->timelines[0].peakAllocated);
     CHECK(std::abs(projected - measured) / measured < 0.01);
 }
+
+TEST_CASE("A forward under no_grad holds the casts of the weights it has used", "[whatif][rules]")
+{
+    // The CPU decoder's forward under no_grad, fp32 and under bf16 autocast. At the fp32
+    // peak (the second block's scores) the forward has made five of its nine Linear calls
+    // (the first block's four, the second's qkv); autocast caches those weights' casts with
+    // grad off too. Counted as none, the projection was -10.3%.
+    const std::string dir = std::string(HEADROOM_SOURCE_DIR) + "/tests/data/cpu/";
+    const auto fp32 = Loader::load(dir + "decoder_infer_base.pickle");
+    const auto amp = Loader::load(dir + "decoder_infer_amp_bf16.pickle");
+    const Calibration cal = calibrate(*fp32, 0, analyzeDevice(*fp32, 0), {});
+    REQUIRE(cal.baseline.forwardOnly);
+    CHECK(cal.baseline.forwardWeightUses == Approx(5.0 / 9.0));
+    LeverConfig t = cal.baseline.config;
+    t.precision = Precision::AmpBf16;
+    const Projection p = project(cal.baseline, t, {}, deviceForCapacity(0));
+    const double measured = double(amp->timelines[0].peakAllocated);
+    CHECK(std::abs(p.peakAllocated - measured) / measured < 0.03);
+    CHECK(p.peakAllocatedLow <= measured);
+    CHECK(p.peakAllocatedHigh >= measured);
+}

@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+// How many of the weights' 16-bit casts autocast holds at a forward's peak (docs/whatif-model.md,
+// "Precision"): PyTorch caches the cast of every fp32 weight that requires grad (a leaf) until
+// the autocast region ends, whether grad is on or off (1.13's cached_cast tests the tensor's
+// requires_grad, not the grad mode), so a forward under no_grad holds the casts of the weights
+// it has used so far.
+
+#include "core/model/frametable.h"
+#include "core/replay/replay.h"
+
+#include <cstdint>
+#include <optional>
+
+namespace headroom {
+
+/// The share of a forward's weight uses made by event `at`: the outputs of torch's Linear and
+/// Conv layers allocated in [from, to] by then, over all of them (each call allocates one);
+/// nullopt when the span has none (a model of its own matmuls: no frame says which op used a
+/// weight).
+std::optional<double> weightUsesBefore(const MemoryTimeline& timeline, const FrameTable& frames, int64_t from,
+                                       int64_t to, int64_t at);
+
+} // namespace headroom
