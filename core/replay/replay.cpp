@@ -79,7 +79,7 @@ MemoryTimeline replayDevice(const DeviceData& dev)
                 requested[prev] = 0;
             }
             open.set(ev.addr[i], static_cast<uint32_t>(t.allocations.size()));
-            t.allocations.push_back({ev.addr[i], size, static_cast<int64_t>(i), Allocation::kStillAlive, ev.stack[i]});
+            t.allocations.push_back({ev.addr[i], size, static_cast<int32_t>(i), int32_t(Allocation::kStillAlive), ev.stack[i]});
             requested.push_back(0);
             running += size;
             break;
@@ -98,7 +98,7 @@ MemoryTimeline replayDevice(const DeviceData& dev)
                 // Freed but never allocated in the window: alive since before it.
                 initial += size;
                 running -= size;
-                t.allocations.push_back({ev.addr[i], size, Allocation::kBeforeWindow, static_cast<int64_t>(i), ev.stack[i]});
+                t.allocations.push_back({ev.addr[i], size, int32_t(Allocation::kBeforeWindow), static_cast<int32_t>(i), ev.stack[i]});
                 requested.push_back(0);
                 ++t.initialAllocationCount;
             }
