@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include <QApplication>
+#include <QFile>
 #include <QSignalSpy>
 #include <QString>
 
@@ -46,6 +47,15 @@ struct Analysed {
         QSignalSpy saved(&window, &MainWindow::saved);
         window.saveAs(path);
         return saved.count() > 0 || saved.wait(kTimeoutMs);
+    }
+    /// File ▸ Export Postmortem into `dir`: its report.md.
+    QString postmortemReport(const QString& dir)
+    {
+        QString error;
+        REQUIRE(window.exportPostmortem(dir, &error));
+        QFile md(dir + QStringLiteral("/report.md"));
+        REQUIRE(md.open(QIODevice::ReadOnly));
+        return QString::fromUtf8(md.readAll());
     }
 };
 

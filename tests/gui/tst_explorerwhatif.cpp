@@ -152,12 +152,7 @@ TEST_CASE("what-if: docked, calibrated on the analysis, settings saved with the 
     CHECK(projected > 0);
 
     QTemporaryDir dir;
-    QString error;
-    const QString report = dir.filePath(QStringLiteral("pm"));
-    REQUIRE(a.window.exportPostmortem(report, &error));
-    QFile md(report + QStringLiteral("/report.md"));
-    REQUIRE(md.open(QIODevice::ReadOnly));
-    const QString text = QString::fromUtf8(md.readAll());
+    const QString text = a.postmortemReport(dir.filePath(QStringLiteral("pm")));
     CHECK(text.contains(QStringLiteral("micro-batch 3, accumulation 5")));
     CHECK(text.contains(QStringLiteral("Projected peak")));
 
