@@ -111,20 +111,16 @@ WhatIfState withPrecision(WhatIfState s, Precision p)
         // (the share of the gradients this backward had not yet allocated): a small convnet,
         // read with 72% of its gradients allocated, kept 40 KiB of its 87 KiB of casts there
         // under autocast.
+        // A forward under no_grad holds the casts of the weights it has used by its peak:
+        // autocast caches the cast of a weight that requires grad whether grad is on or off
+        // (autocastcache.h; the CPU decoder_infer's autocast peak holds those of its first
+        // block and the next qkv). The share of the layers' calls made by the peak where
+        // torch's layers show it, else half; from none (weights frozen, nothing cached) to
+        // twice that.
         const double ahead = 1.0 - std::clamp(s.backwardDone, 0.0, 1.0);
-        s.autocastCache.bytes = amp1 ? 2.0 * P * ahead : 0.0;
-        s.autocastCache.relErr = 0.2;
-        if (gradOff) {
-            // A forward under no_grad holds the casts of the weights it has used by its peak:
-            // autocast caches the cast of a weight that requires grad whether grad is on or
-            // off (autocastcache.h; the CPU decoder_infer's autocast peak holds those of its
-            // first block and the next qkv). The share of the layers' calls made by the peak
-            // where torch's layers show it, else half; from none (weights frozen, nothing
-            // cached) to twice that.
-            const double used = s.forwardWeightUses >= 0 ? s.forwardWeightUses : 0.5;
-            s.autocastCache.bytes = amp1 ? 2.0 * P * used : 0.0;
-            s.autocastCache.relErr = 1.0;
-        }
+        const double used = s.forwardWeightUses >= 0 ? s.forwardWeightUses : 0.5;
+        s.autocastCache.bytes = amp1 ? 2.0 * P * (gradOff ? used : ahead) : 0.0;
+        s.autocastCache.relErr = gradOff ? 1.0 : 0.2;
         s.autocastCache.provenance = Provenance::Modelled;
     }
     s.config.precision = p;
