@@ -64,6 +64,7 @@ std::optional<ReplayTarget> replayTargetFor(const LeverConfig& t, const WhatIfBa
     const double from = pureElementBytes(c0.precision), to = pureElementBytes(t.precision);
     if (t.precision != c0.precision && from > 0 && to > 0 && base.precisionAlternatives.empty()) {
         r.floatWidth = to / from;
+        r.castAfterBuild = r.floatWidth < 1; // the central reading where the trace shows the build
         u.precision = c0.precision;
     }
     if (t.optimizer != c0.optimizer && base.precisionAlternatives.empty() && optimizerRatios(base, t.optimizer, r))
@@ -103,6 +104,26 @@ std::string widthNote(const AllocationLaws& laws, const ReplayTarget& r)
         note += "; " + std::to_string(w.either) + " model inputs (" + formatBytes(w.eitherBytes) +
                 ") may be token ids or features: both readings are in the band (record with shapes to settle it)";
     return note;
+}
+
+/// "ambiguous: ..." where the cast after the build moves the peak: both readings and their peaks.
+std::optional<std::string> castNote(const TraceProjector& tp, const ReplayTarget& t, const TraceReplayPeak& at,
+                                    Precision from, Precision to)
+{
+    ReplayTarget built = t;
+    built.castAfterBuild = false;
+    const double narrow = tp.project(built).central;
+    if (!t.castAfterBuild || tp.castPlan().empty() || at.central <= narrow * 1.001)
+        return std::nullopt;
+    const CastPlan& plan = tp.castPlan();
+    const std::string f(precisionName(from)), w(precisionName(to));
+    return "ambiguous: how the model reaches " + w + ". The trace shows it built on this device in " + f + " (" +
+           std::to_string(plan.parameters) + " parameters, " + formatBytes(plan.parameterBytes) + ", and " +
+           std::to_string(int64_t(plan.cast.size()) - plan.parameters) + " other tensors alive after the build). "
+           "Cast after the build (model.to(torch.bfloat16)), every " + f + " tensor of it is alive at once: " +
+           formatBytes(int64_t(at.central)) + " allocated at event " + std::to_string(at.centralEvent) +
+           " (taken). Built in " + w + " (dtype= at construction, or cast before it reaches the device): " +
+           formatBytes(int64_t(narrow)) + " (the band's low edge). A run at the target precision settles it";
 }
 
 std::vector<ProjectedAmbiguity> ambiguitiesAt(const TraceProjector& tp, const ReplayTarget& t, const TraceReplayPeak& at)
@@ -153,6 +174,8 @@ void applyReplay(Projection& pr, const WhatIfBaseline& base, const LeverConfig& 
     }
     if (target->optimizerState != 1 || target->optimizerTemp != 1)
         pr.notes.push_back(optimizerNote(tp.laws(), *target));
+    if (const auto note = castNote(tp, *target, r, base.config.precision, t.precision))
+        pr.notes.push_back(*note);
     if (target->floatWidth != 1) {
         // A 16-bit model may compute some ops in fp32 (an RMSNorm's x.float()): their casts
         // and wide results are in the 16-bit run only. The band allows them, on the far side.

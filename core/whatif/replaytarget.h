@@ -17,6 +17,9 @@ struct ReplayTarget {
     /// Bytes of a floating-point element at the target over those of the measured run: 0.5
     /// from fp32 to pure bf16. Integer and bool tensors keep their size.
     double floatWidth = 1;
+    /// Below 1: the build runs at the measured width and the model is cast after it (the cast
+    /// plan's reading, docs/whatif-model.md); the band's low edge is the model built narrow.
+    bool castAfterBuild = false;
     /// An optimizer change: its state's bytes and its step's temporaries' over the measured
     /// optimizer's, at the measured precision (0: the new one has none).
     double optimizerState = 1, optimizerTemp = 1;

@@ -39,17 +39,18 @@ struct TraceProjector::Factors {
     std::array<double, kStateRoleCount> role{1, 1, 1};
     const Set& of(const AllocationLaw& l) const { return set[l.offset]; }
     /// What the levers other than the laws' make of an allocation: its width and its role.
-    double levers(const AllocationLaw& l, double WidthFactors::* reading) const
+    /// `measured`: at the measured width (the build before a cast).
+    double levers(const AllocationLaw& l, double WidthFactors::* reading, bool measured = false) const
     {
-        return width[size_t(l.width)].*reading * role[size_t(l.role)];
+        return (measured ? 1.0 : width[size_t(l.width)].*reading) * role[size_t(l.role)];
     }
     /// An allocation's bytes at the target: central, lowest and highest reading.
-    void sizes(const AllocationLaw& law, double z, double& zc, double& zl, double& zh) const
+    void sizes(const AllocationLaw& law, double z, bool measured, double& zc, double& zl, double& zh) const
     {
         const Set& f = of(law);
-        zc = allocatorSize(z, f.law[size_t(law.central)] * levers(law, &WidthFactors::central));
-        zl = allocatorSize(z, f.low[law.allowed] * levers(law, &WidthFactors::low));
-        zh = allocatorSize(z, f.high[law.allowed] * levers(law, &WidthFactors::high));
+        zc = allocatorSize(z, f.law[size_t(law.central)] * levers(law, &WidthFactors::central, measured));
+        zl = allocatorSize(z, f.low[law.allowed] * levers(law, &WidthFactors::low, measured));
+        zh = allocatorSize(z, f.high[law.allowed] * levers(law, &WidthFactors::high, measured));
     }
 };
 
@@ -82,7 +83,7 @@ TraceProjector::TraceProjector(const MemoryTimeline& tl, AllocationLaws laws, in
 TraceProjector::TraceProjector(const TraceProjector& from, AllocationLaws laws)
     : m_laws(std::move(laws)), m_size(from.m_size), m_initial(from.m_initial), m_boundaries(from.m_boundaries),
       m_b0(from.m_b0), m_s0(from.m_s0), m_measuredPeak(from.m_measuredPeak), m_measuredPeakEvent(from.m_measuredPeakEvent),
-      m_stoppedAt(from.m_stoppedAt), m_plan(from.m_plan), m_accumulation(from.m_accumulation)
+      m_stoppedAt(from.m_stoppedAt), m_plan(from.m_plan), m_accumulation(from.m_accumulation), m_cast(from.m_cast)
 {
 }
 
@@ -132,6 +133,15 @@ void TraceProjector::walk(const ReplayTarget& t, F&& f) const
 {
     std::vector<CheckpointPlan::Move> merged;
     const std::vector<CheckpointPlan::Move>& moves = movesFor(t, merged);
+    const int64_t castAt = t.castAfterBuild ? m_cast.event : -1;
+    bool castPending = castAt >= 0;
+    auto cast = [&] {
+        castPending = false;
+        for (uint32_t alloc : m_cast.cast) {
+            f(castAt, alloc, false, true, false); // its copy at the target width
+            f(castAt, alloc, true, true, true);   // the original freed
+        }
+    };
     // At one event: the moves' releases, the recorded boundaries, then the moves' allocations.
     auto rank = [](bool extra, bool end) { return extra ? (end ? 0 : 2) : 1; };
     size_t i = 0, j = 0;
@@ -147,31 +157,37 @@ void TraceProjector::walk(const ReplayTarget& t, F&& f) const
             }
         }
         const int64_t event = takeMove ? moves[j].event : int64_t(m_boundaries[i].event);
+        if (castPending && event >= castAt)
+            cast();
         const uint32_t alloc = takeMove ? moves[j].alloc : m_boundaries[i].alloc();
         const bool end = takeMove ? moves[j].end : m_boundaries[i].end();
         takeMove ? ++j : ++i;
         const bool last = (i == m_boundaries.size() || int64_t(m_boundaries[i].event) != event) &&
                           (j == moves.size() || moves[j].event != event);
-        f(event, alloc, end, last);
+        f(event, alloc, end, last, !takeMove && event < castAt && m_cast.builtBefore(alloc));
     }
+    if (castPending)
+        cast();
 }
 
 TraceReplayPeak TraceProjector::replay(const Factors& fs, const ReplayTarget& t) const
 {
     const auto& laws = m_laws.laws();
     double c = 0, lo = 0, hi = 0;
-    auto sizes = [&](uint32_t i, double& zc, double& zl, double& zh) { fs.sizes(laws[i], double(m_size[i]), zc, zl, zh); };
+    auto sizes = [&](uint32_t i, bool measured, double& zc, double& zl, double& zh) {
+        fs.sizes(laws[i], double(m_size[i]), measured, zc, zl, zh);
+    };
     for (uint32_t i : m_initial) {
         double zc, zl, zh;
-        sizes(i, zc, zl, zh);
+        sizes(i, false, zc, zl, zh);
         c += zc, lo += zl, hi += zh;
     }
     TraceReplayPeak p{c, lo, hi, -1, -1, -1};
     if (t.checkpointed)
         p = {0, 0, 0, -1, -1, -1};
-    walk(t, [&](int64_t event, uint32_t alloc, bool end, bool last) {
+    walk(t, [&](int64_t event, uint32_t alloc, bool end, bool last, bool measured) {
         double zc, zl, zh;
-        sizes(alloc, zc, zl, zh);
+        sizes(alloc, measured, zc, zl, zh);
         const double sign = end ? -1 : 1;
         c += sign * zc, lo += sign * zl, hi += sign * zh;
         if (!last || !counts(event, t.checkpointed))
@@ -188,28 +204,41 @@ void TraceProjector::visit(const ReplayTarget& t,
 {
     const Factors fs = factors(t);
     const auto& laws = m_laws.laws();
-    auto bytes = [&](uint32_t i) {
+    auto bytes = [&](uint32_t i, bool measured) {
         const AllocationLaw& law = laws[i];
-        return double(m_size[i]) * fs.of(law).law[size_t(law.central)] * fs.levers(law, &WidthFactors::central);
+        return double(m_size[i]) * fs.of(law).law[size_t(law.central)] * fs.levers(law, &WidthFactors::central, measured);
     };
     for (uint32_t i : m_initial)
-        f(-1, i, false, bytes(i));
-    walk(effective(t), [&](int64_t event, uint32_t alloc, bool end, bool) { f(event, alloc, end, bytes(alloc)); });
+        f(-1, i, false, bytes(i, false));
+    walk(effective(t), [&](int64_t event, uint32_t alloc, bool end, bool, bool measured) {
+        f(event, alloc, end, bytes(alloc, measured));
+    });
 }
 
 TraceProjector::Curve TraceProjector::curve(const ReplayTarget& t, size_t events) const
 {
     const ReplayTarget e = effective(t);
     const Factors fs = factors(t);
+    Curve out = curveOf(fs, e, events);
+    if (e.castAfterBuild) { // the band's low edge: the model built at the target width
+        ReplayTarget built = e;
+        built.castAfterBuild = false;
+        out.low = curveOf(fs, built, events).low;
+    }
+    return out;
+}
+
+TraceProjector::Curve TraceProjector::curveOf(const Factors& fs, const ReplayTarget& e, size_t events) const
+{
     const auto& laws = m_laws.laws();
     double c = 0, lo = 0, hi = 0;
-    auto add = [&](uint32_t i, double sign) {
+    auto add = [&](uint32_t i, double sign, bool measured) {
         double zc, zl, zh;
-        fs.sizes(laws[i], double(m_size[i]), zc, zl, zh);
+        fs.sizes(laws[i], double(m_size[i]), measured, zc, zl, zh);
         c += sign * zc, lo += sign * zl, hi += sign * zh;
     };
     for (uint32_t i : m_initial)
-        add(i, 1);
+        add(i, 1, false);
     Curve out;
     out.central.reserve(events);
     out.low.reserve(events / Curve::kBandBlock + 1);
@@ -228,9 +257,9 @@ TraceProjector::Curve TraceProjector::curve(const ReplayTarget& t, size_t events
             }
         }
     };
-    walk(e, [&](int64_t event, uint32_t alloc, bool end, bool) {
+    walk(e, [&](int64_t event, uint32_t alloc, bool end, bool, bool measured) {
         fillTo(size_t(event));
-        add(alloc, end ? -1 : 1);
+        add(alloc, end ? -1 : 1, measured);
     });
     fillTo(events);
     return out;
@@ -238,7 +267,16 @@ TraceProjector::Curve TraceProjector::curve(const ReplayTarget& t, size_t events
 
 TraceReplayPeak TraceProjector::project(const ReplayTarget& t) const
 {
-    return replay(factors(t), effective(t));
+    const ReplayTarget e = effective(t);
+    const Factors fs = factors(t);
+    TraceReplayPeak p = replay(fs, e);
+    if (e.castAfterBuild) { // the band's low edge: the model built at the target width
+        ReplayTarget built = e;
+        built.castAfterBuild = false;
+        const TraceReplayPeak q = replay(fs, built);
+        p.low = q.low, p.lowEvent = q.lowEvent;
+    }
+    return p;
 }
 
 std::vector<AmbiguityWorth> TraceProjector::worth(const ReplayTarget& t, size_t count, const TraceReplayPeak* at) const
@@ -250,14 +288,16 @@ std::vector<AmbiguityWorth> TraceProjector::worth(const ReplayTarget& t, size_t 
     const TraceReplayPeak p = at ? *at : replay(fs, e);
     const auto& laws = m_laws.laws();
     std::vector<double> live(m_laws.ambiguities().size() + 1, 0.0);
-    auto widthBytes = [&](uint32_t i) { return double(m_size[i]) * fs.levers(laws[i], &WidthFactors::central); };
+    auto widthBytes = [&](uint32_t i, bool measured) {
+        return double(m_size[i]) * fs.levers(laws[i], &WidthFactors::central, measured);
+    };
     for (uint32_t i : m_initial)
-        live[laws[i].group] += widthBytes(i);
+        live[laws[i].group] += widthBytes(i, false);
     bool past = false;
-    walk(e, [&](int64_t event, uint32_t alloc, bool end, bool) {
+    walk(e, [&](int64_t event, uint32_t alloc, bool end, bool, bool measured) {
         past = past || event > p.centralEvent;
         if (!past)
-            live[laws[alloc].group] += (end ? -1.0 : 1.0) * widthBytes(alloc);
+            live[laws[alloc].group] += (end ? -1.0 : 1.0) * widthBytes(alloc, measured);
     });
     std::vector<AmbiguityWorth> out;
     for (size_t g = 0; g < m_laws.ambiguities().size(); ++g) {

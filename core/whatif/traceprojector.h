@@ -8,6 +8,7 @@
 #include "core/whatif/accumulationplan.h"
 #include "core/whatif/allocationlaw.h"
 #include "core/whatif/allocationsizes.h"
+#include "core/whatif/castplan.h"
 #include "core/whatif/checkpointplan.h"
 #include "core/whatif/replaytarget.h"
 
@@ -78,6 +79,9 @@ public:
     /// Gradient accumulation, as moves of the history.
     void setAccumulationPlan(AccumulationPlan plan) { m_accumulation = std::move(plan); }
     const AccumulationPlan& accumulationPlan() const { return m_accumulation; }
+    /// A pure 16-bit target of a model built in the trace, as a cast after the build.
+    void setCastPlan(CastPlan plan) { m_cast = std::move(plan); }
+    const CastPlan& castPlan() const { return m_cast; }
 
     const AllocationLaws& laws() const { return m_laws; }
     /// Each allocation's measured bytes.
@@ -102,18 +106,21 @@ private:
     Factors factors(const ReplayTarget& t) const;
     /// One pass over the history.
     TraceReplayPeak replay(const Factors& f, const ReplayTarget& t) const;
+    Curve curveOf(const Factors& f, const ReplayTarget& t, size_t events) const;
     /// The target with the transformations this history has no plan for left out.
     ReplayTarget effective(ReplayTarget t) const
     {
         t.checkpointed = t.checkpointed && !m_plan.empty();
         t.accumulated = t.accumulated && !m_accumulation.empty();
+        t.castAfterBuild = t.castAfterBuild && !m_cast.empty() && t.floatWidth < 1;
         return t;
     }
     /// The moves the target's transformations add to the history, by event: one plan's own,
     /// or both merged into `merged`.
     const std::vector<CheckpointPlan::Move>& movesFor(const ReplayTarget& t, std::vector<CheckpointPlan::Move>& merged) const;
-    /// The history's boundaries in order, with the target's moves:
-    /// f(event, alloc, end, last of its event).
+    /// The history's boundaries in order, with the target's moves and its cast:
+    /// f(event, alloc, end, last of its event, at the measured width). The cast's boundaries
+    /// come before the recorded ones of its event, each its own step (copy, then free).
     template <class F>
     void walk(const ReplayTarget& t, F&& f) const;
     /// Whether the peak may be taken at `event`.
@@ -132,6 +139,7 @@ private:
     int64_t m_stoppedAt = -1;
     CheckpointPlan m_plan;
     AccumulationPlan m_accumulation;
+    CastPlan m_cast;
 };
 
 } // namespace headroom

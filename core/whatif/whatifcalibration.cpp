@@ -526,6 +526,7 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
         tp->setCheckpointPlan(
             planCheckpointing(tl, activations(boundaryPoint >= 0 ? atBoundary : L1), it.startEvent, it.endEvent));
         tp->setAccumulationPlan(planAccumulation(tl, a.classes, a.phases, Iteration{it.iteration, it.startEvent, it.endEvent}));
+        tp->setCastPlan(planCast(tl, a.classes, a.phases, tp->laws()));
         s.trace = std::move(tp);
     }
     s.actLin = measured(lin);

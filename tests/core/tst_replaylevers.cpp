@@ -196,3 +196,42 @@ TEST_CASE("Accumulation replays a later micro-step: every gradient alive through
     CHECK(refined.accumulationPlan().gradients == plan.gradients);
     CHECK(refined.checkpointPlan().moves.size() == cal.baseline.trace->checkpointPlan().moves.size());
 }
+
+TEST_CASE("A pure bf16 model built in fp32 on the device peaks at its cast: both readings in the band",
+          "[whatif][precision][cpu]")
+{
+    // Written from the CPU llama_infer family, checked here on an MLP it was not written from:
+    // the bf16 run builds in fp32 and casts, so every fp32 weight is alive at once, beside the
+    // first bf16 copy, and that is its peak (above the fp32 run's). A model built in bf16 never
+    // holds them: the band's low edge.
+    auto base = cpuFile("mlp_infer_fp32.pickle");
+    auto bf16 = cpuFile("mlp_infer_bf16.pickle");
+    const Calibration cal = calibrated(*base);
+    REQUIRE(cal.baseline.trace);
+    const CastPlan& plan = cal.baseline.trace->castPlan();
+    REQUIRE_FALSE(plan.empty());
+    CHECK(plan.parameters == 8); // three Linear layers' weights and biases, the LayerNorm's two
+    const Projection p = projectTo(cal, [](LeverConfig& t) { t.precision = Precision::Bf16; });
+    REQUIRE(p.replayed);
+    CHECK(p.replayTarget.castAfterBuild);
+    const double measured = measuredPeak(*bf16);
+    CHECK(measured > measuredPeak(*base));
+    checkAgainst(p, measured, 0.005);
+    CHECK(p.replayPeakEvent == plan.event);
+    CHECK(hasNote(p, "ambiguous: how the model reaches bf16"));
+    // Built narrow, the forward's peak: half the fp32 run's, well under the cast.
+    CHECK(p.peakAllocatedLow < 0.55 * measuredPeak(*base));
+}
+
+TEST_CASE("The cast after the build is the central reading only where it moves the peak", "[whatif][precision][cpu]")
+{
+    // The CPU decoder's bf16 training run peaks in its step, far above its build: the cast
+    // changes nothing there, and no ambiguity is named for it.
+    auto base = cpuFile("decoder_base_shapes.pickle");
+    const Calibration cal = calibrated(*base);
+    REQUIRE(cal.baseline.trace);
+    CHECK_FALSE(cal.baseline.trace->castPlan().empty());
+    const Projection p = projectTo(cal, [](LeverConfig& t) { t.precision = Precision::Bf16; });
+    CHECK_FALSE(hasNote(p, "ambiguous: how the model reaches"));
+    CHECK(p.replayPeakEvent > cal.baseline.trace->castPlan().event);
+}
