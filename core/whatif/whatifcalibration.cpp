@@ -114,21 +114,32 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
                         const StatedConfig& stated, const ModelDims& dims, const WhatIfConstants& k,
                         int64_t forcedStart);
 
-/// The FlashAttention reading says "ambiguous" where a tensor may be b*s^2 but none is read so.
-void readFlashAmbiguity(Calibration& cal)
+/// The FlashAttention reading from every allocation's law, not the live set at the measured
+/// peak alone: a forward under no_grad frees each layer's scores before its FFN, so a peak
+/// there holds none, yet the run materialised them ("off"). Where a tensor may be b*s^2 but
+/// none is read so, "ambiguous".
+void readFlashAttention(Calibration& cal)
 {
-    const WhatIfBaseline& s = cal.baseline;
+    WhatIfBaseline& s = cal.baseline;
     if (!s.trace || !s.config.flashAttention)
         return;
     const AllocationLaws& laws = s.trace->laws();
     const int64_t possible = laws.quadraticPossible(), read = laws.bytesWith(SizeLaw::TokensBySeq);
-    if (possible > 0 && read == 0)
-        for (auto& m : cal.measured)
-            if (m.key == "flash_attention") {
-                m.how = "ambiguous";
-                m.detail = "no tensor is read as b*s^2 by its stack, but " + formatBytes(possible) +
-                           " of attention code divides as b*s^2 (scores) as well as b*s (activations)";
-            }
+    for (auto& m : cal.measured) {
+        if (m.key != "flash_attention")
+            continue;
+        if (read > 0) {
+            s.config.flashAttention = false;
+            m.value = "off";
+            m.how = "read";
+            m.detail = formatBytes(read) + " of tensors read as b*s^2 (scores) by their shape or stack, none alive "
+                       "at the measured peak";
+        } else if (possible > 0) {
+            m.how = "ambiguous";
+            m.detail = "no tensor is read as b*s^2 by its stack, but " + formatBytes(possible) +
+                       " of attention code divides as b*s^2 (scores) as well as b*s (activations)";
+        }
+    }
 }
 
 } // namespace
@@ -138,7 +149,7 @@ Calibration calibrate(const LoadedTrace& trace, size_t deviceIndex, const Device
 {
     Calibration cal = calibrateAt(trace, deviceIndex, a, stated, dims, k, -1);
     cal.optimizerStateSuspect = optimizerStateSuspect(brokenCategoryInvariants(trace.timelines.at(deviceIndex), a));
-    readFlashAmbiguity(cal);
+    readFlashAttention(cal);
     return cal;
 }
 

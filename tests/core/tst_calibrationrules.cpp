@@ -104,3 +104,22 @@ TEST_CASE("A forward under no_grad holds the casts of the weights it has used", 
     CHECK(p.peakAllocatedLow <= measured);
     CHECK(p.peakAllocatedHigh >= measured);
 }
+
+TEST_CASE("A no_grad forward that frees its scores before its peak still read FlashAttention off", "[whatif][rules]")
+{
+    // decoder_infer peaks in an FFN, each layer's scores freed by then: the live set at the
+    // peak has no b*s^2 tensor, but the run materialised them (its softmax outputs, read b*s^2
+    // by their stack). The reading is from every allocation's law, not the peak's.
+    const auto trace = Loader::load(std::string(HEADROOM_SOURCE_DIR) + "/tests/data/cpu/decoder_infer_base.pickle");
+    const Calibration cal = calibrate(*trace, 0, analyzeDevice(*trace, 0), {});
+    REQUIRE(cal.baseline.forwardOnly);
+    CHECK_FALSE(cal.baseline.config.flashAttention);
+    bool found = false;
+    for (const MeasuredItem& m : cal.measured)
+        if (m.key == "flash_attention") {
+            found = true;
+            CHECK(m.value == "off");
+            CHECK(m.how == "read");
+        }
+    CHECK(found);
+}
