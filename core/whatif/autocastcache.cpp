@@ -7,8 +7,8 @@
 
 namespace headroom {
 
-std::optional<double> weightUsesBefore(const MemoryTimeline& tl, const FrameTable& frames, int64_t from, int64_t to,
-                                       int64_t at)
+std::optional<WeightUses> weightUsesBefore(const MemoryTimeline& tl, const FrameTable& frames, int64_t from,
+                                           int64_t to, int64_t at)
 {
     std::unordered_map<uint32_t, bool> layerStack; // a few thousand stacks for many allocations
     int64_t uses = 0, before = 0;
@@ -25,7 +25,7 @@ std::optional<double> weightUsesBefore(const MemoryTimeline& tl, const FrameTabl
     }
     if (uses == 0)
         return std::nullopt;
-    return double(before) / double(uses);
+    return WeightUses{before, uses};
 }
 
 } // namespace headroom

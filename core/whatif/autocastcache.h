@@ -15,11 +15,16 @@
 
 namespace headroom {
 
-/// The share of a forward's weight uses made by event `at`: the outputs of torch's Linear and
-/// Conv layers allocated in [from, to] by then, over all of them (each call allocates one);
-/// nullopt when the span has none (a model of its own matmuls: no frame says which op used a
-/// weight).
-std::optional<double> weightUsesBefore(const MemoryTimeline& timeline, const FrameTable& frames, int64_t from,
-                                       int64_t to, int64_t at);
+/// A forward's weight uses: the outputs of torch's Linear and Conv layers (each call allocates
+/// one) allocated in a span, and how many of them by an event.
+struct WeightUses {
+    int64_t before = 0, total = 0;
+    double share() const { return double(before) / double(total); }
+};
+
+/// The weight uses in [from, to], `before` counting those made by event `at`; nullopt when the
+/// span has none (a model of its own matmuls: no frame says which op used a weight).
+std::optional<WeightUses> weightUsesBefore(const MemoryTimeline& timeline, const FrameTable& frames, int64_t from,
+                                           int64_t to, int64_t at);
 
 } // namespace headroom

@@ -114,6 +114,19 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
                         const StatedConfig& stated, const ModelDims& dims, const WhatIfConstants& k,
                         int64_t forcedStart);
 
+/// How many of the weights a forward has used by its peak (the autocast casts a no_grad
+/// forward holds there): counted from torch's layers, else assumed half.
+MeasuredItem weightUsesItem(const std::optional<WeightUses>& u)
+{
+    if (!u)
+        return {"autocast_weight_uses", "half", "assumed",
+                "no torch Linear/Conv call in the forward to count: the share of weights whose autocast casts "
+                "a no_grad forward holds at its peak"};
+    return {"autocast_weight_uses", std::to_string(u->before) + " of " + std::to_string(u->total), "read",
+            "torch Linear/Conv calls made by the forward's peak: the share of weights whose autocast casts a "
+            "no_grad forward holds there"};
+}
+
 /// The FlashAttention reading from every allocation's law, not the live set at the measured
 /// peak alone: a forward under no_grad frees each layer's scores before its FFN, so a peak
 /// there holds none, yet the run materialised them ("off"). Where a tensor may be b*s^2 but
@@ -215,9 +228,11 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
     cal.iteration = it.iteration;
     cal.measuredPeak = double(it.peakBytes);
     s.forwardOnly = !chosen.bwd && !chosen.opt;
-    if (s.forwardOnly)
-        s.forwardWeightUses =
-            weightUsesBefore(tl, trace.snapshot.frames, it.startEvent, it.endEvent, it.peakEvent).value_or(-1.0);
+    std::optional<WeightUses> weightUses;
+    if (s.forwardOnly) {
+        weightUses = weightUsesBefore(tl, trace.snapshot.frames, it.startEvent, it.endEvent, it.peakEvent);
+        s.forwardWeightUses = weightUses ? weightUses->share() : -1.0;
+    }
 
     // 2. The three measured points.
     int64_t e1 = -1, e2 = -1, e3 = -1;
@@ -591,6 +606,8 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
                 ck = {"checkpointing", value, "read", std::string(kRunConfigSource) + "; projected as is"};
         cal.measured.push_back(ck);
     }
+    if (s.forwardOnly)
+        cal.measured.push_back(weightUsesItem(weightUses));
     if (p0) {
         const StateBytes t = s.table(*p0, c.optimizer);
         s.params = s.weights.bytes / std::max(1.0, t.weights + t.master);

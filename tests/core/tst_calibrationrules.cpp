@@ -96,6 +96,10 @@ TEST_CASE("A forward under no_grad holds the casts of the weights it has used", 
     const Calibration cal = calibrate(*fp32, 0, analyzeDevice(*fp32, 0), {});
     REQUIRE(cal.baseline.forwardOnly);
     CHECK(cal.baseline.forwardWeightUses == Approx(5.0 / 9.0));
+    const MeasuredItem* uses = cal.item("autocast_weight_uses");
+    REQUIRE(uses);
+    CHECK(uses->value == "5 of 9");
+    CHECK(uses->how == "read"); // counted; "assumed" (half) where no torch layer shows it
     LeverConfig t = cal.baseline.config;
     t.precision = Precision::AmpBf16;
     const Projection p = project(cal.baseline, t, {}, deviceForCapacity(0));
