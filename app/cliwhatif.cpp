@@ -336,6 +336,7 @@ CommandOutput ladderOutput(const WhatIfRequest& o, const LeverConfig& t, const M
     lo.outlierBatch = m.cal && m.cal->outlierBatch;
     lo.optimizerStateSuspect = m.cal && m.cal->optimizerStateSuspect;
     lo.allocator = m.allocatorRung;
+    lo.calibration = m.cal ? &*m.cal : nullptr;
     std::stringstream ss(o.currencyOrder);
     for (std::string item; std::getline(ss, item, ',');) {
         auto c = currencyFromName(item);

@@ -88,13 +88,19 @@ bool Calibration::known(std::string_view key) const
 
 void Calibration::require(const LeverConfig& t) const
 {
-    const LeverConfig& b = baseline.config;
+    if (std::optional<WhatIfMissingValue> m = missing(t))
+        throw *m;
+}
+
+std::optional<WhatIfMissingValue> Calibration::missing(const LeverConfig& t, const LeverConfig* from) const
+{
+    const LeverConfig& b = from ? *from : baseline.config;
+    std::optional<WhatIfMissingValue> out;
     auto need = [&](bool moved, const char* key, const char* flag, const char* what, const char* because) {
         const MeasuredItem* m = item(key);
-        if (moved && !known(key) && !(m && m->how == "ratio"))
-            throw WhatIfMissingValue(key, flag,
-                                     std::string("the trace does not tell the ") + what + " it was measured at; pass " +
-                                         flag + " (needed for " + because + ")");
+        if (!out && moved && !known(key) && !(m && m->how == "ratio"))
+            out.emplace(key, flag, std::string("the trace does not tell the ") + what + " it was measured at; pass " +
+                                       flag + " (needed for " + because + ")");
     };
     need(t.microBatch != b.microBatch, "micro_batch", "--measured-micro-batch", "micro-batch", "--micro-batch");
     need(t.seq != b.seq, "seq", "--measured-seq", "sequence length", "--seq");
@@ -103,8 +109,10 @@ void Calibration::require(const LeverConfig& t) const
          "--optimizer");
     need((t.zero == 3 || t.offload != Offload::None) && baseline.params <= 0, "precision", "--measured-precision",
          "precision", "--zero 3 / --offload");
-    need(t.devices != b.devices || t.zero != b.zero, "devices", "--measured-devices", "device count",
+    // 0 devices (unknown) is projected as 1: not a move.
+    need(std::max(1, t.devices) != std::max(1, b.devices) || t.zero != b.zero, "devices", "--measured-devices", "device count",
          "--devices / --zero");
+    return out;
 }
 
 namespace {

@@ -42,6 +42,10 @@ struct Calibration {
     /// Throws WhatIfMissingValue when `target` moves a lever whose measured value is unknown
     /// (a micro-batch counted in ratios, batchratio.h, moves).
     void require(const LeverConfig& target) const;
+    /// What require() would throw for `target`; nullopt when the trace answers it. `from`: the
+    /// levers count as moved from this configuration (the ladder's start, which was answered),
+    /// not from the measured one.
+    std::optional<WhatIfMissingValue> missing(const LeverConfig& target, const LeverConfig* from = nullptr) const;
 };
 
 /// Builds the baseline from a steady-state iteration of the device. `dims` (optional, may be

@@ -308,7 +308,8 @@ std::string ladderText(const Ladder& l)
     }
     if (!l.fitsAsIs)
         o << (l.firstFit >= 0 ? "First fit: rung " + std::to_string(l.firstFit + 1) + "\n" : "No rung fits.\n");
-    o << "Alternatives by currency:\n";
+    if (!l.alternatives.empty())
+        o << "Alternatives by currency:\n";
     for (const auto& a : l.alternatives)
         o << "  " << a.currency << ": " << a.title << " -> " << gib(a.projection.peak) << ", "
           << verdictName(a.projection.verdict) << "\n";

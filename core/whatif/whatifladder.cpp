@@ -2,12 +2,14 @@
 #include "core/whatif/whatifladder.h"
 
 #include "core/whatif/batchratio.h"
+#include "core/whatif/whatifcalibration.h"
 
 #include "core/util/units.h"
 
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <map>
 
 namespace headroom {
 
@@ -233,6 +235,18 @@ Ladder buildLadder(const WhatIfBaseline& base, const LeverConfig& start, const W
 {
     Ladder L;
     auto proj = [&](const LeverConfig& c) { return project(base, c, k, dev); };
+    // What the trace cannot answer is left out, by the measured value it needs.
+    std::map<std::string, std::vector<std::string>> leftOut;
+    auto answerable = [&](const std::string& title, const LeverConfig& c) {
+        const std::optional<WhatIfMissingValue> m =
+            opt.calibration ? opt.calibration->missing(c, &start) : std::nullopt;
+        if (m) {
+            auto& titles = leftOut[m->key];
+            if (std::find(titles.begin(), titles.end(), title) == titles.end())
+                titles.push_back(title);
+        }
+        return !m;
+    };
     L.start = proj(start);
     const double cHigh = std::max(base.context, base.contextHigh);
     const double budget = (double(dev.capacityBytes) - cHigh) * (1 - k.marginStructural);
@@ -336,7 +350,7 @@ Ladder buildLadder(const WhatIfBaseline& base, const LeverConfig& start, const W
         auto cands = t->candidates(cur);
         std::vector<std::pair<std::string, Projection>> evaluated;
         for (auto& [title, c] : cands)
-            if (!(c == cur))
+            if (!(c == cur) && answerable(title, c))
                 evaluated.push_back({title, proj(c)});
         if (evaluated.empty())
             continue;
@@ -376,7 +390,8 @@ Ladder buildLadder(const WhatIfBaseline& base, const LeverConfig& start, const W
     }
     // Where each currency alone could get (shown always; essential when the miss is large).
     auto alt = [&](const char* currency, const std::string& title, LeverConfig c) {
-        L.alternatives.push_back({currency, title, c, proj(c)});
+        if (answerable(title, c))
+            L.alternatives.push_back({currency, title, c, proj(c)});
     };
     LeverConfig hw = start;
     hw.zero = 3;
@@ -396,6 +411,12 @@ Ladder buildLadder(const WhatIfBaseline& base, const LeverConfig& start, const W
     fi.precision = fi.precision == Precision::Fp32 ? Precision::AmpBf16 : fi.precision;
     fi.checkpoint = Checkpointing::Full;
     alt("fidelity", "LoRA (1% trainable) with full checkpointing", fi);
+    for (const auto& [key, titles] : leftOut) {
+        std::string w = "left out until the measured " + key + " is given (the trace does not tell it): ";
+        for (size_t i = 0; i < titles.size(); ++i)
+            w += (i ? "; " : "") + titles[i];
+        L.warnings.push_back(std::move(w));
+    }
     return L;
 }
 

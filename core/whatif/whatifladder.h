@@ -11,6 +11,8 @@
 
 namespace headroom {
 
+struct Calibration;
+
 /// What a lever costs: engineering time, throughput, fidelity, hardware.
 enum class Currency : uint8_t { Engineering, Throughput, Fidelity, Hardware };
 std::string_view currencyName(Currency c); ///< "engineering", "throughput", "fidelity", "hardware"
@@ -37,6 +39,10 @@ struct LadderOptions {
     bool optimizerStateSuspect = false;
     /// The replay's answer for the run as recorded; only meaningful for the recorded levers.
     std::optional<AllocatorRungInput> allocator;
+    /// Where the ladder came from a trace: a rung or an alternative that moves a lever whose
+    /// measured value the trace does not tell is left out, and a warning says what would let
+    /// it in (the whatif refuses such a target; the ladder must not price it either).
+    const Calibration* calibration = nullptr;
 };
 
 struct Rung {

@@ -175,3 +175,32 @@ TEST_CASE("analyzeDevice builds the category series only when asked, the same as
         total += b;
     CHECK(total == tl.allocated[size_t(tl.peakEventIndex)]);
 }
+
+TEST_CASE("The ladder offers no rung the what-if would refuse: what the trace cannot answer is left out, named",
+          "[analysis][ladder]")
+{
+    // The kk full step does not tell its precision, and its parameter count is unknown without
+    // it: `whatif --offload params` refuses (it needs --measured-precision). At 40 GiB the ladder
+    // offered "offload optimizer state and parameters: fits" with a number priced at an assumed
+    // fp32; applied in the panel, the same config said "Needs a measured value".
+    const auto trace = loadReal("pt27_kk_memory_ctx128_fullstep.pickle");
+    DeviceReportOptions o;
+    o.capacity = 40 * kGiB;
+    const DeviceReport r = DeviceReport::compute(*trace, 0, o);
+    REQUIRE(r.calibration);
+    REQUIRE(r.ladder);
+    REQUIRE_FALSE(r.calibration->known("precision"));
+    for (const Rung& rung : r.ladder->rungs) {
+        INFO(rung.title);
+        CHECK_FALSE(r.calibration->missing(rung.config));
+    }
+    for (const LadderAlternative& a : r.ladder->alternatives) {
+        INFO(a.title);
+        CHECK_FALSE(r.calibration->missing(a.config));
+    }
+    const auto& w = r.ladder->warnings;
+    CHECK(std::any_of(w.begin(), w.end(), [](const std::string& s) {
+        return s.find("left out until the measured precision is given") != std::string::npos &&
+               s.find("offload optimizer state and parameters") != std::string::npos;
+    }));
+}

@@ -5,10 +5,10 @@
 
 #include "ui/whatif/wheelguard.h"
 
-#include "ui/plot/categorystyle.h"
 #include "ui/whatif/allocatorsection.h"
 #include "ui/whatif/calibrationjob.h"
 #include "ui/whatif/calibrationruns.h"
+#include "ui/whatif/laddersection.h"
 #include "ui/whatif/projectedtimelinejob.h"
 #include "ui/whatif/whatifchart.h"
 #include "ui/whatif/whatifconstantsdialog.h"
@@ -22,12 +22,9 @@
 #include "core/whatif/whatifmultifit.h"
 #include "core/whatif/whatifsettings.h"
 
-#include <QComboBox>
 #include <QFileDialog>
 #include <QHBoxLayout>
 #include <QLabel>
-#include <QListWidget>
-#include <QPushButton>
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QSignalBlocker>
@@ -45,9 +42,6 @@ namespace {
 
 constexpr double kGiB = double(1ull << 30);
 constexpr int kLeversWidth = 290;
-
-/// Projected sizes in the units of the preferences, one decimal ("52.3 GiB", "56.2 GB").
-QString projected(double bytes) { return formatBytesQ(int64_t(bytes), 1); }
 
 } // namespace
 
@@ -99,37 +93,8 @@ void WhatIfPanel::buildUi()
     m_notes->setObjectName(QStringLiteral("whatifNotes"));
     m_notes->setWordWrap(true);
     rv->addWidget(m_notes);
-    // The ladder's heading (and Compare) on a line of its own, its controls below: one row of all set
-    // the panel's minimum width near 1000 px.
-    auto* heading = new QHBoxLayout;
-    heading->addWidget(new QLabel(tr("<b>Make it fit</b>: click a rung to apply it"), right), 1);
-    rv->addLayout(heading);
-    auto* lh = new QHBoxLayout;
-    m_fit = new QPushButton(tr("Rebuild ladder"), right);
-    m_fit->setObjectName(QStringLiteral("whatifFit"));
-    m_spendFirstCombo = new QComboBox(right);
-    m_spendFirstCombo->addItem(tr("default order"), -1);
-    for (Currency cur : {Currency::Engineering, Currency::Throughput, Currency::Hardware, Currency::Fidelity})
-        m_spendFirstCombo->addItem(QString::fromStdString(std::string(currencyName(cur))), int(cur));
-    m_spendFirstCombo->setToolTip(tr("The currency the ladder spends first (someone with spare GPUs spends hardware "
-                                     "before throughput); the others follow in the default order: engineering time, "
-                                     "throughput, hardware, fidelity"));
-    m_constantsButton = new QPushButton(tr("Constants\u2026"), right);
-    m_constantsButton->setToolTip(tr("Edit the model's constants (MFU, bandwidths, overlap, margins); guesses are marked"));
-    m_compareButton = new QPushButton(tr("Compare with a Run\u2026"), right);
-    m_compareButton->setObjectName(QStringLiteral("whatifCompare"));
-    m_compareButton->setToolTip(tr("Check this projection against the run that followed: its measured peak, the "
-                                   "error and the term that was off (headroom-cli whatif --verify)"));
-    heading->addWidget(m_compareButton);
-    lh->addStretch();
-    lh->addWidget(new QLabel(tr("Spend first:"), right));
-    lh->addWidget(m_spendFirstCombo);
-    lh->addWidget(m_constantsButton);
-    lh->addWidget(m_fit);
-    rv->addLayout(lh);
-    m_ladderList = new QListWidget(right);
-    m_ladderList->setWordWrap(true);
-    rv->addWidget(m_ladderList, 2);
+    m_ladderSection = new LadderSection(right);
+    rv->addWidget(m_ladderSection, 2);
     root->addWidget(right, 1);
 
     connect(m_levers, &WhatIfLeverForm::leversChanged, this, [this] {
@@ -153,8 +118,8 @@ void WhatIfPanel::buildUi()
     connect(m_allocator, &AllocatorSection::replayed, this, [this] { showSummary(); });
     connect(m_allocator, &AllocatorSection::curveReady, this, &WhatIfPanel::allocatorCurveReady);
     connect(m_allocator, &AllocatorSection::curveCleared, this, &WhatIfPanel::allocatorCurveCleared);
-    connect(m_fit, &QPushButton::clicked, this, [this] { rebuildLadder(); });
-    connect(m_constantsButton, &QPushButton::clicked, this, [this] { editConstants(); });
+    connect(m_ladderSection, &LadderSection::rebuildRequested, this, [this] { rebuildLadder(); });
+    connect(m_ladderSection, &LadderSection::constantsRequested, this, [this] { editConstants(); });
     connect(m_levers, &WhatIfLeverForm::addRunRequested, this, [this] {
         const QString path = QFileDialog::getOpenFileName(this, tr("Another Run of the Same Job"), QString(),
                                                           tr("Memory snapshots (*.pickle *.pkl *.gz *.hrt *.json);;All files (*)"));
@@ -166,19 +131,14 @@ void WhatIfPanel::buildUi()
         m_runsText = tr("<b>Run not added</b>: %1").arg(why.toHtmlEscaped());
         recalibrate();
     });
-    connect(m_compareButton, &QPushButton::clicked, this, [this] {
+    connect(m_ladderSection, &LadderSection::compareRequested, this, [this] {
         const QString path = QFileDialog::getOpenFileName(this, tr("The Run That Followed"), QString(),
                                                           tr("Memory snapshots (*.pickle *.pkl *.gz *.hrt *.json);;All files (*)"));
         if (!path.isEmpty())
             compareWithRun(path);
     });
-    connect(m_spendFirstCombo, &QComboBox::currentIndexChanged, this, [this](int index) {
-        if (m_updating)
-            return;
-        const int v = m_spendFirstCombo->itemData(index).toInt();
-        setSpendFirst(v < 0 ? std::nullopt : std::optional<Currency>(Currency(v)));
-    });
-    connect(m_ladderList, &QListWidget::itemClicked, this, &WhatIfPanel::applyRung);
+    connect(m_ladderSection, &LadderSection::spendFirstChosen, this, &WhatIfPanel::setSpendFirst);
+    connect(m_ladderSection, &LadderSection::rungClicked, this, &WhatIfPanel::applyRung);
     WheelGuard::install(this);
 }
 
@@ -280,9 +240,7 @@ void WhatIfPanel::setConstants(const WhatIfConstants& k)
 void WhatIfPanel::setSpendFirst(std::optional<Currency> currency)
 {
     m_spendFirst = currency;
-    m_updating = true;
-    m_spendFirstCombo->setCurrentIndex(std::max(0, m_spendFirstCombo->findData(currency ? int(*currency) : -1)));
-    m_updating = false;
+    m_ladderSection->showSpendFirst(currency);
     rebuildLadder();
     emit settingsChanged(settingsJson());
 }
@@ -490,12 +448,13 @@ void WhatIfPanel::showSummary()
 
 void WhatIfPanel::rebuildLadder()
 {
-    m_ladderList->clear();
+    m_ladderSection->clear();
     if (!m_haveBase)
         return;
     LadderOptions lo;
     lo.outlierBatch = m_cal && m_cal->outlierBatch;
     lo.optimizerStateSuspect = m_cal && m_cal->optimizerStateSuspect;
+    lo.calibration = m_cal ? &*m_cal : nullptr;
     lo.availableDevices = std::max(1, m_config.devices);
     // The replay answered for this capacity; at another it says nothing.
     if (m_verdict && m_verdict->capacity == m_device.capacityBytes)
@@ -508,28 +467,7 @@ void WhatIfPanel::rebuildLadder()
     }
     m_ladder = buildLadder(m_base, m_config, m_k, m_device, lo);
     m_ladderStart = m_config;
-    for (const auto& w : m_ladder.warnings)
-        m_ladderList->addItem(QStringLiteral("! ") + QString::fromStdString(w));
-    if (m_ladder.fitsAsIs)
-        m_ladderList->addItem(tr("It fits as it is."));
-    for (size_t i = 0; i < m_ladder.rungs.size(); ++i) {
-        const Rung& r = m_ladder.rungs[i];
-        QString text = QStringLiteral("%1. %2 -> %3 (high %4), %5, %6 s/step\n    %7")
-                           .arg(i + 1)
-                           .arg(QString::fromStdString(r.title), projected(r.projection.peak), projected(r.projection.peakHigh),
-                                QString::fromStdString(std::string(verdictName(r.projection.verdict))))
-                           .arg(r.projection.time.total, 0, 'f', 2)
-                           .arg(rungCosts(r));
-        text += QStringLiteral("\n    ") + rungSettings(m_ladder, i);
-        for (const auto& w : r.warnings)
-            text += QStringLiteral("\n    ! ") + QString::fromStdString(w);
-        auto* it = new QListWidgetItem(text, m_ladderList);
-        it->setData(Qt::UserRole, int(i));
-        if (r.projection.fits)
-            it->setForeground(QColor(0x2e, 0x7d, 0x32));
-    }
-    if (!m_ladder.fitsAsIs && m_ladder.firstFit < 0)
-        m_ladderList->addItem(tr("No rung fits: see the alternatives by currency (headroom-cli ladder)."));
+    m_ladderSection->setLadder(m_ladder);
     emit ladderChanged();
 }
 
@@ -558,12 +496,8 @@ WhatIfVerifyDialog* WhatIfPanel::compareWithRun(const QString& path)
     return dialog;
 }
 
-void WhatIfPanel::applyRung(QListWidgetItem* item)
+void WhatIfPanel::applyRung(int i)
 {
-    const QVariant v = item ? item->data(Qt::UserRole) : QVariant();
-    if (!v.isValid())
-        return;
-    const int i = v.toInt();
     if (i < 0 || size_t(i) >= m_ladder.rungs.size())
         return;
     setConfig(m_ladder.rungs[size_t(i)].config);
@@ -595,9 +529,7 @@ bool WhatIfPanel::restoreSettings(const QString& json)
         return false;
     m_k = st->constants;
     m_spendFirst = st->spendFirst;
-    m_updating = true;
-    m_spendFirstCombo->setCurrentIndex(std::max(0, m_spendFirstCombo->findData(m_spendFirst ? int(*m_spendFirst) : -1)));
-    m_updating = false;
+    m_ladderSection->showSpendFirst(m_spendFirst);
     if (m_trace)
         setStated(st->stated);
     if (st->capacityBytes > 0 && st->capacityBytes != m_device.capacityBytes)

@@ -19,17 +19,14 @@
 #include <memory>
 #include <optional>
 
-class QComboBox;
 class QLabel;
-class QListWidget;
-class QListWidgetItem;
-class QPushButton;
 
 namespace headroom {
 
 class AllocatorSection;
 class ProjectedTimelineJob;
 class CalibrationRuns;
+class LadderSection;
 class WhatIfChart;
 class WhatIfLeverForm;
 class WhatIfVerifyDialog;
@@ -134,7 +131,7 @@ private:
     /// setConfig() for a configuration whose micro-batch counts `units` per measured run.
     void setConfigIn(const LeverConfig& config, int units);
     void writeControls();
-    void applyRung(QListWidgetItem* item);
+    void applyRung(int index);
     void showSummary();
 
     std::shared_ptr<const LoadedTrace> m_trace;
@@ -169,14 +166,9 @@ private:
     QLabel* m_summary = nullptr;
     QLabel* m_notes = nullptr;
     WhatIfChart* m_chart = nullptr;
-    QListWidget* m_ladderList = nullptr;
-    QPushButton* m_fit = nullptr;
-    QPushButton* m_constantsButton = nullptr;
-    QPushButton* m_compareButton = nullptr;
-    QPushButton* m_addRunButton = nullptr;
+    LadderSection* m_ladderSection = nullptr;
     CalibrationRuns* m_runs = nullptr;
     QString m_runsText; ///< what the added runs' fit says (or why a run was refused)
-    QComboBox* m_spendFirstCombo = nullptr;
 };
 
 } // namespace headroom
