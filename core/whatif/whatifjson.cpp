@@ -9,6 +9,7 @@
 #include "core/util/units.h"
 #include "core/whatif/allocationlaw.h"
 
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 
@@ -23,12 +24,9 @@ nlohmann::json timeJson(const StepTime& t)
             {"total_s", t.total},             {"tokens_per_step", t.tokensPerStep}, {"relative", t.relative}};
 }
 
-std::string gib(double b)
-{
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.2f GiB", b / double(1ull << 30));
-    return buf;
-}
+/// A size in the unit that suits it: "52.11 GiB" on a GPU, "1.85 MiB" on a small CPU
+/// recording (fixed GiB said "0.00 GiB" for every figure there).
+std::string gib(double b) { return formatBytes(int64_t(std::llround(b))); }
 
 /// The replay of every allocation behind the allocated peak (null for the terms' projection).
 nlohmann::json replayJson(const Projection& p)
@@ -211,7 +209,7 @@ std::string projectionText(const Projection& p, const std::vector<MeasuredItem>&
     for (const auto& ph : p.phases) {
         if (!ph.present)
             continue;
-        o << stepPhaseLabel(ph.phase) << (ph.phase == p.peakPhase ? "  <- peak" : "") << ": " << gib(ph.total) << " ("
+        o << p.phaseLabel(ph.phase) << (ph.phase == p.peakPhase ? "  <- peak" : "") << ": " << gib(ph.total) << " ("
           << gib(ph.low) << " .. " << gib(ph.high) << ")";
         if (ph.measured >= 0)
             o << ", measured allocated " << gib(ph.measured);
@@ -220,7 +218,7 @@ std::string projectionText(const Projection& p, const std::vector<MeasuredItem>&
             o << "    " << comp.name << ": " << gib(comp.bytes) << " [" << provenanceName(comp.provenance) << "]\n";
     }
     o << "\nPeak " << gib(p.peak) << " (band " << gib(p.peakLow) << " .. " << gib(p.peakHigh) << ") in the "
-      << stepPhaseLabel(p.peakPhase) << "; ";
+      << p.phaseLabel(p.peakPhase) << "; ";
     if (p.capacity > 0)
         o << "device " << device.name << " " << gib(p.capacity) << ": " << verdictName(p.verdict) << " (margin "
           << int(p.margin * 100) << "%)\n" << reservedVerdictText(p);

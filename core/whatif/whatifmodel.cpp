@@ -66,6 +66,11 @@ std::string_view stepPhaseLabel(StepPhase p)
     return k[size_t(p)];
 }
 
+std::string_view Projection::phaseLabel(StepPhase p) const
+{
+    return forwardOnly && p == StepPhase::StartOfBackward ? std::string_view("forward") : stepPhaseLabel(p);
+}
+
 std::string_view verdictName(Verdict v)
 {
     static constexpr std::array<std::string_view, 4> k = {"fits", "tight", "does not fit", "unknown capacity"};

@@ -204,6 +204,8 @@ struct Projection {
     int microBatchUnits = 0; ///< > 0: config.microBatch is a ratio of the measured run's (batchratio.h)
     std::array<PhaseProjection, kStepPhaseCount> phases;
     StepPhase peakPhase = StepPhase::StartOfBackward;
+    /// The measured run had no backward: its first moment is the forward's peak (phaseLabel).
+    bool forwardOnly = false;
     double peak = 0, peakLow = 0, peakHigh = 0; ///< totals incl. fragmentation and context
     double peakAllocated = 0, peakAllocatedLow = 0, peakAllocatedHigh = 0; ///< tensors only, the highest phase
     double capacity = 0;
@@ -224,6 +226,8 @@ struct Projection {
     std::optional<SimulatedReserved> simulated; ///< filled on request (simulateReserved)
 
     const PhaseProjection& peakProjection() const { return phases[size_t(peakPhase)]; }
+    /// stepPhaseLabel, except that a forward-only run's first moment is its "forward".
+    std::string_view phaseLabel(StepPhase p) const;
     double componentAt(StepPhase p, std::string_view name) const;
 };
 

@@ -288,6 +288,7 @@ Projection evaluate(const WhatIfState& s, const WhatIfBaseline& base, const What
     Projection pr;
     pr.config = s.config;
     pr.microBatchUnits = s.microBatchUnits;
+    pr.forwardOnly = base.forwardOnly;
     const LeverConfig& c = s.config;
     double lin = 0, quad = 0;
     storedActivations(s, &lin, &quad);
@@ -421,11 +422,11 @@ Projection project(const WhatIfBaseline& base, const LeverConfig& target, const 
     const LeverConfig& c = target;
     const LeverConfig& c0 = base.config;
     if (pr.peakPhase != b0.peakPhase && !pr.replayed)
-        pr.notes.push_back("the peak moved from the " + std::string(stepPhaseLabel(b0.peakPhase)) + " to the " +
-                           std::string(stepPhaseLabel(pr.peakPhase)));
+        pr.notes.push_back("the peak moved from the " + std::string(pr.phaseLabel(b0.peakPhase)) + " to the " +
+                           std::string(pr.phaseLabel(pr.peakPhase)));
     if (!pr.replayed && pr.peakPhase != StepPhase::StartOfBackward && (c.seq != c0.seq || c.microBatch != c0.microBatch)) {
         const double fwd = pr.phases[0].total;
-        pr.notes.push_back("the peak is in the " + std::string(stepPhaseLabel(pr.peakPhase)) +
+        pr.notes.push_back("the peak is in the " + std::string(pr.phaseLabel(pr.peakPhase)) +
                            ", which holds no saved activations: micro-batch and sequence length change only the "
                            "start of backward (" + formatBytes(int64_t(fwd)) + "), not the peak");
     }

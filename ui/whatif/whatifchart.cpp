@@ -156,7 +156,7 @@ void WhatIfChart::paintEvent(QPaintEvent*)
                                                 : (fullCaptions ? tr("projected") : QStringLiteral("P"));
             p.drawText(QRect(x - 3, area.bottom() + 2, barW + 6, lineH), Qt::AlignCenter, caption);
         }
-        const QString phase = QString::fromUtf8(std::string(stepPhaseLabel(StepPhase(g))).c_str());
+        const QString phase = QString::fromUtf8(std::string(m_projected.phaseLabel(StepPhase(g))).c_str());
         p.drawText(QRect(area.left() + g * groupW, area.bottom() + 2 + lineH, groupW, lineH), Qt::AlignCenter,
                    fm.elidedText(phase, Qt::ElideRight, groupW - 4));
     }

@@ -76,7 +76,7 @@ QString whatIfMarkdown(const Projection& p, const Ladder& ladder, const Calibrat
     md += QObject::tr("Projected peak **%1** (band %2 to %3) in the %4, on %5: **%6**. Step time %7 s (x%8 of the measured run), "
              "%9.\n\n")
               .arg(projected(p.peak), projected(p.peakLow), projected(p.peakHigh),
-                   QString::fromStdString(std::string(stepPhaseLabel(p.peakPhase))), QString::fromStdString(device.name),
+                   QString::fromStdString(std::string(p.phaseLabel(p.peakPhase))), QString::fromStdString(device.name),
                    QString::fromStdString(std::string(verdictName(p.verdict))))
               .arg(p.time.total, 0, 'f', 3)
               .arg(p.time.relative, 0, 'f', 2)
@@ -140,7 +140,7 @@ QString projectionSummaryHtml(const Projection& p, const DeviceSpec& device, con
                                                         : QStringLiteral("#c62828");
     QString s = QStringLiteral("<b>Peak %1</b> (%2 .. %3) in the %4 &mdash; <b style='color:%5'>%6</b> on %7<br>")
                     .arg(projected(p.peak), projected(p.peakLow), projected(p.peakHigh),
-                         QString::fromStdString(std::string(stepPhaseLabel(p.peakPhase))), color,
+                         QString::fromStdString(std::string(p.phaseLabel(p.peakPhase))), color,
                          QString::fromStdString(std::string(verdictName(p.verdict))), QString::fromStdString(device.name));
     if (throughputKnown(p))
         s += QObject::tr("Step time <b>%1 s</b> (x%2), %3 tokens/s; effective batch %4")
