@@ -24,6 +24,14 @@ std::shared_ptr<const LoadedTrace> loadReal(const char* name)
     return Loader::load(std::string(HEADROOM_REAL_TRACES_DIR) + "/" + name);
 }
 
+/// The report of `trace`'s device 0 against a device of `capacity` bytes.
+DeviceReport reportAt(const LoadedTrace& trace, int64_t capacity)
+{
+    DeviceReportOptions o;
+    o.capacity = capacity;
+    return DeviceReport::compute(trace, 0, o);
+}
+
 const Finding& findingOf(const DeviceReport& r, const char* kind)
 {
     auto f = std::find_if(r.findings.begin(), r.findings.end(), [&](const Finding& x) { return x.kind == kind; });
@@ -38,9 +46,7 @@ TEST_CASE("The capacity finding's first move is the ladder's first fitting rung"
     // The kk full step peaks in the optimizer step (~52 GiB with 26 GiB of Adam moments):
     // a smaller micro-batch would not move that peak, which is what `analyze` used to advise.
     const auto trace = loadReal("pt27_kk_memory_ctx128_fullstep.pickle");
-    DeviceReportOptions o;
-    o.capacity = 48 * kGiB;
-    const DeviceReport r = DeviceReport::compute(*trace, 0, o);
+    const DeviceReport r = reportAt(*trace, 48 * kGiB);
     REQUIRE(r.calibration);
     REQUIRE(r.ladder);
     REQUIRE_FALSE(r.ladder->fitsAsIs);
@@ -66,9 +72,7 @@ TEST_CASE("The capacity finding's first move is the ladder's first fitting rung"
 TEST_CASE("A run that fits keeps the diagnosis's own first move", "[analysis][ladder]")
 {
     const auto trace = loadReal("pt27_silmont_mem_snapshot.pickle");
-    DeviceReportOptions o;
-    o.capacity = 80 * kGiB;
-    const DeviceReport r = DeviceReport::compute(*trace, 0, o);
+    const DeviceReport r = reportAt(*trace, 80 * kGiB);
     const Finding& cap = findingOf(r, "capacity");
     CHECK(cap.verdict.find("fits") == 0);
     CHECK(cap.firstMove.find("ladder") == std::string::npos);
@@ -184,9 +188,7 @@ TEST_CASE("The ladder offers no rung the what-if would refuse: what the trace ca
     // offered "offload optimizer state and parameters: fits" with a number priced at an assumed
     // fp32; applied in the panel, the same config said "Needs a measured value".
     const auto trace = loadReal("pt27_kk_memory_ctx128_fullstep.pickle");
-    DeviceReportOptions o;
-    o.capacity = 40 * kGiB;
-    const DeviceReport r = DeviceReport::compute(*trace, 0, o);
+    const DeviceReport r = reportAt(*trace, 40 * kGiB);
     REQUIRE(r.calibration);
     REQUIRE(r.ladder);
     REQUIRE_FALSE(r.calibration->known("precision"));
