@@ -67,11 +67,22 @@ std::optional<ReplayTarget> replayTargetFor(const LeverConfig& t, const WhatIfBa
         r.castAfterBuild = r.floatWidth < 1; // the central reading where the trace shows the build
         u.precision = c0.precision;
     }
-    if (t.optimizer != c0.optimizer && base.precisionAlternatives.empty() && optimizerRatios(base, t.optimizer, r))
+    if (t.optimizer != c0.optimizer &&
+        (base.forwardOnly || (base.precisionAlternatives.empty() && optimizerRatios(base, t.optimizer, r))))
         u.optimizer = c0.optimizer;
+    // 0 devices (unknown) is projected as 1 (a ladder's rungs carry the 1): not a move.
+    if (std::max(1, u.devices) == std::max(1, c0.devices))
+        u.devices = c0.devices;
+    // A forward-only run has no optimizer: another one changes nothing the trace holds.
+    // expandable_segments moves no allocation: the terms' fragmentation and the simulation take it.
+    u.expandableSegments = c0.expandableSegments;
+    // Fused attention for a run whose scores the trace shows (read b*s^2): they are not made.
+    r.fusedAttention = t.flashAttention && !c0.flashAttention && tp.laws().bytesWith(SizeLaw::TokensBySeq) > 0;
+    if (r.fusedAttention)
+        u.flashAttention = c0.flashAttention;
     // Accumulation from a run measured at one micro-step: a later micro-step's history.
     r.accumulated = c0.accum == 1 && t.accum > 1 && !tp.accumulationPlan().empty();
-    if (r.accumulated)
+    if (r.accumulated || base.forwardOnly) // a forward-only run's micro-steps carry no gradients
         u.accum = c0.accum;
     if (!(u == c0))
         return std::nullopt;
@@ -89,6 +100,16 @@ std::string optimizerNote(const AllocationLaws& laws, const ReplayTarget& r)
     };
     return "optimizer replayed: its state " + part(StateRole::OptimizerState, r.optimizerState) +
            ", the step's temporaries " + part(StateRole::OptimizerTemp, r.optimizerTemp);
+}
+
+/// "fused attention replayed: ..." with what it drops.
+std::string fusedNote(const AllocationLaws& laws)
+{
+    return "fused attention replayed: no tensor read as b*s^2 is made (the scores, their softmax and the "
+           "backward's gradients of them: " + formatBytes(laws.bytesWith(SizeLaw::TokensBySeq)) +
+           " made over the measured trace); those that may be b*s^2 by their size (" +
+           formatBytes(laws.quadraticPossible()) + " over the trace) are dropped in the band's low edge only. "
+           "FlashAttention's own per-row statistics (b*h*s floats) are not counted";
 }
 
 /// "precision replayed: ..." with what the dtypes were read from.
@@ -172,6 +193,8 @@ void applyReplay(Projection& pr, const WhatIfBaseline& base, const LeverConfig& 
                            " measured) are alive through the forward, and what the backward makes of each is "
                            "added into it and freed");
     }
+    if (target->fusedAttention)
+        pr.notes.push_back(fusedNote(tp.laws()));
     if (target->optimizerState != 1 || target->optimizerTemp != 1)
         pr.notes.push_back(optimizerNote(tp.laws(), *target));
     if (const auto note = castNote(tp, *target, r, base.config.precision, t.precision))

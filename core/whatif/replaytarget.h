@@ -20,6 +20,10 @@ struct ReplayTarget {
     /// Below 1: the build runs at the measured width and the model is cast after it (the cast
     /// plan's reading, docs/whatif-model.md); the band's low edge is the model built narrow.
     bool castAfterBuild = false;
+    /// Fused attention (FlashAttention) for a run that materialised its scores: no tensor read
+    /// b*s^2 is made (forward scores, their softmax, the backward's gradients of them); those
+    /// that may be b*s^2 are dropped in the band's low edge only.
+    bool fusedAttention = false;
     /// An optimizer change: its state's bytes and its step's temporaries' over the measured
     /// optimizer's, at the measured precision (0: the new one has none).
     double optimizerState = 1, optimizerTemp = 1;

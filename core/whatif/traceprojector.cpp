@@ -37,6 +37,7 @@ struct TraceProjector::Factors {
     std::array<Set, 2> set;
     std::array<WidthFactors, kWidthClassCount> width;
     std::array<double, kStateRoleCount> role{1, 1, 1};
+    bool fused = false; ///< ReplayTarget::fusedAttention
     const Set& of(const AllocationLaw& l) const { return set[l.offset]; }
     /// What the levers other than the laws' make of an allocation: its width and its role.
     /// `measured`: at the measured width (the build before a cast).
@@ -48,9 +49,28 @@ struct TraceProjector::Factors {
     void sizes(const AllocationLaw& law, double z, bool measured, double& zc, double& zl, double& zh) const
     {
         const Set& f = of(law);
+        constexpr unsigned kQuad = 1u << unsigned(SizeLaw::TokensBySeq);
+        if (fused && (law.allowed & kQuad)) {
+            // Fused attention makes no b*s^2 tensor: gone where read so, kept at its other
+            // readings' highest where it may be something else.
+            const unsigned rest = law.allowed & ~kQuad;
+            zc = law.central == SizeLaw::TokensBySeq
+                     ? 0.0
+                     : allocatorSize(z, f.law[size_t(law.central)] * levers(law, &WidthFactors::central, measured));
+            zl = 0;
+            zh = rest ? allocatorSize(z, f.high[rest] * levers(law, &WidthFactors::high, measured)) : 0.0;
+            return;
+        }
         zc = allocatorSize(z, f.law[size_t(law.central)] * levers(law, &WidthFactors::central, measured));
         zl = allocatorSize(z, f.low[law.allowed] * levers(law, &WidthFactors::low, measured));
         zh = allocatorSize(z, f.high[law.allowed] * levers(law, &WidthFactors::high, measured));
+    }
+    /// The central bytes at the target, unrounded (what visit() reports).
+    double centralBytes(const AllocationLaw& law, double z, bool measured) const
+    {
+        if (fused && law.central == SizeLaw::TokensBySeq)
+            return 0;
+        return z * of(law).law[size_t(law.central)] * levers(law, &WidthFactors::central, measured);
     }
 };
 
@@ -95,6 +115,7 @@ TraceProjector::Factors TraceProjector::factors(const ReplayTarget& t) const
     for (size_t w = 0; w < kWidthClassCount; ++w)
         out.width[w] = widthFactors(WidthClass(w), t.floatWidth);
     out.role = {1, t.optimizerState, t.optimizerTemp};
+    out.fused = t.fusedAttention;
     for (size_t k = 0; k < 2; ++k) {
         Factors::Set& f = out.set[k];
         for (size_t l = 0; l < kSizeLawCount; ++l)
@@ -204,10 +225,7 @@ void TraceProjector::visit(const ReplayTarget& t,
 {
     const Factors fs = factors(t);
     const auto& laws = m_laws.laws();
-    auto bytes = [&](uint32_t i, bool measured) {
-        const AllocationLaw& law = laws[i];
-        return double(m_size[i]) * fs.of(law).law[size_t(law.central)] * fs.levers(law, &WidthFactors::central, measured);
-    };
+    auto bytes = [&](uint32_t i, bool measured) { return fs.centralBytes(laws[i], double(m_size[i]), measured); };
     for (uint32_t i : m_initial)
         f(-1, i, false, bytes(i, false));
     walk(effective(t), [&](int64_t event, uint32_t alloc, bool end, bool, bool measured) {
@@ -303,8 +321,16 @@ std::vector<AmbiguityWorth> TraceProjector::worth(const ReplayTarget& t, size_t 
     for (size_t g = 0; g < m_laws.ambiguities().size(); ++g) {
         const LawAmbiguity& a = m_laws.ambiguities()[g];
         const Factors::Set& f = fs.set[a.offset];
-        const double up = live[g + 1] * (f.high[a.allowed] - f.law[size_t(a.central)]);
-        const double down = live[g + 1] * (f.law[size_t(a.central)] - f.low[a.allowed]);
+        double central = f.law[size_t(a.central)], low = f.low[a.allowed], high = f.high[a.allowed];
+        constexpr unsigned kQuad = 1u << unsigned(SizeLaw::TokensBySeq);
+        if (fs.fused && (a.allowed & kQuad)) { // as Factors::sizes reads it under fused attention
+            const unsigned rest = a.allowed & ~kQuad;
+            central = a.central == SizeLaw::TokensBySeq ? 0.0 : central;
+            low = 0;
+            high = rest ? f.high[rest] : 0.0;
+        }
+        const double up = live[g + 1] * (high - central);
+        const double down = live[g + 1] * (central - low);
         if (up + down > 0.001 * p.central)
             out.push_back({g, p.central - down, p.central + up});
     }

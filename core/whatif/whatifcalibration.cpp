@@ -105,7 +105,8 @@ std::optional<WhatIfMissingValue> Calibration::missing(const LeverConfig& t, con
     need(t.microBatch != b.microBatch, "micro_batch", "--measured-micro-batch", "micro-batch", "--micro-batch");
     need(t.seq != b.seq, "seq", "--measured-seq", "sequence length", "--seq");
     need(t.precision != b.precision, "precision", "--measured-precision", "precision", "--precision");
-    need(t.optimizer != b.optimizer && !known("optimizer_bytes"), "precision", "--measured-precision", "precision",
+    // A forward-only run keeps no optimizer state: another optimizer changes nothing there.
+    need(t.optimizer != b.optimizer && !known("optimizer_bytes") && !baseline.forwardOnly, "precision", "--measured-precision", "precision",
          "--optimizer");
     need((t.zero == 3 || t.offload != Offload::None) && baseline.params <= 0, "precision", "--measured-precision",
          "precision", "--zero 3 / --offload");

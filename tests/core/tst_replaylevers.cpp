@@ -235,3 +235,41 @@ TEST_CASE("The cast after the build is the central reading only where it moves t
     CHECK_FALSE(hasNote(p, "ambiguous: how the model reaches"));
     CHECK(p.replayPeakEvent > cal.baseline.trace->castPlan().event);
 }
+
+TEST_CASE("Fused attention replays the run without its b*s^2 tensors, wherever the peak then moves",
+          "[whatif][flash][cpu]")
+{
+    // The CPU decoder's eager attention materialises its scores (read b*s^2 by their shape).
+    // FlashAttention makes none of them, forward or backward: the replay drops exactly those
+    // allocations, so at four times the sequence, where the scores dominate, most of the
+    // growth goes. Written from what fused attention does; the CPU PyTorch 1.13 has no fused
+    // attention to record, so no run checks the figure.
+    auto base = cpuFile("decoder_base_shapes.pickle");
+    const Calibration cal = calibrated(*base);
+    REQUIRE(cal.baseline.trace);
+    const AllocationLaws& laws = cal.baseline.trace->laws();
+    REQUIRE(laws.bytesWith(SizeLaw::TokensBySeq) > 0);
+    REQUIRE_FALSE(cal.baseline.config.flashAttention);
+    const auto longer = [](LeverConfig& t) { t.seq *= 4; };
+    const Projection eager = projectTo(cal, longer);
+    const Projection fused = projectTo(cal, [](LeverConfig& t) {
+        t.seq *= 4;
+        t.flashAttention = true;
+    });
+    REQUIRE(fused.replayed);
+    CHECK(fused.replayTarget.fusedAttention);
+    CHECK(hasNote(fused, "fused attention replayed"));
+    CHECK(fused.peakAllocated < 0.8 * eager.peakAllocated);
+    CHECK(fused.peakAllocatedLow <= fused.peakAllocated);
+    CHECK(fused.peakAllocatedHigh >= fused.peakAllocated);
+    // No b*s^2 allocation in the fused run's request stream (what the allocator simulation sees).
+    bool anyScores = false;
+    cal.baseline.trace->visit(fused.replayTarget, [&](int64_t, uint32_t alloc, bool end, double bytes) {
+        if (!end && laws.laws()[alloc].central == SizeLaw::TokensBySeq && bytes > 0)
+            anyScores = true;
+    });
+    CHECK_FALSE(anyScores);
+    // At the measured sequence the saving is what the scores held at the peak, never a gain.
+    const Projection same = projectTo(cal, [](LeverConfig& t) { t.flashAttention = true; });
+    CHECK(same.peakAllocated <= measuredPeak(*base));
+}
