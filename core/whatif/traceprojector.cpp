@@ -38,39 +38,40 @@ struct TraceProjector::Factors {
     std::array<WidthFactors, kWidthClassCount> width;
     std::array<double, kStateRoleCount> role{1, 1, 1};
     bool fused = false; ///< ReplayTarget::fusedAttention
-    const Set& of(const AllocationLaw& l) const { return set[l.offset]; }
     /// What the levers other than the laws' make of an allocation: its width and its role.
     /// `measured`: at the measured width (the build before a cast).
-    double levers(const AllocationLaw& l, double WidthFactors::* reading, bool measured = false) const
+    double levers(const AllocationLaw& l, double WidthFactors::* which, bool measured = false) const
     {
-        return (measured ? 1.0 : width[size_t(l.width)].*reading) * role[size_t(l.role)];
+        return (measured ? 1.0 : width[size_t(l.width)].*which) * role[size_t(l.role)];
     }
+    /// The law's factors at the target for a reading (its central law, the laws it allows):
+    /// central, lowest and highest. Fused attention makes no b*s^2 tensor: gone where read so,
+    /// kept at its other readings' highest where it may be something else.
+    struct Reading {
+        double central, low, high;
+    };
+    Reading reading(SizeLaw central, unsigned allowed, bool offset) const
+    {
+        const Set& f = set[offset];
+        constexpr unsigned kQuad = 1u << unsigned(SizeLaw::TokensBySeq);
+        if (!fused || !(allowed & kQuad))
+            return {f.law[size_t(central)], f.low[allowed], f.high[allowed]};
+        const unsigned rest = allowed & ~kQuad;
+        return {central == SizeLaw::TokensBySeq ? 0.0 : f.law[size_t(central)], 0.0, rest ? f.high[rest] : 0.0};
+    }
+    Reading reading(const AllocationLaw& l) const { return reading(l.central, l.allowed, l.offset); }
     /// An allocation's bytes at the target: central, lowest and highest reading.
     void sizes(const AllocationLaw& law, double z, bool measured, double& zc, double& zl, double& zh) const
     {
-        const Set& f = of(law);
-        constexpr unsigned kQuad = 1u << unsigned(SizeLaw::TokensBySeq);
-        if (fused && (law.allowed & kQuad)) {
-            // Fused attention makes no b*s^2 tensor: gone where read so, kept at its other
-            // readings' highest where it may be something else.
-            const unsigned rest = law.allowed & ~kQuad;
-            zc = law.central == SizeLaw::TokensBySeq
-                     ? 0.0
-                     : allocatorSize(z, f.law[size_t(law.central)] * levers(law, &WidthFactors::central, measured));
-            zl = 0;
-            zh = rest ? allocatorSize(z, f.high[rest] * levers(law, &WidthFactors::high, measured)) : 0.0;
-            return;
-        }
-        zc = allocatorSize(z, f.law[size_t(law.central)] * levers(law, &WidthFactors::central, measured));
-        zl = allocatorSize(z, f.low[law.allowed] * levers(law, &WidthFactors::low, measured));
-        zh = allocatorSize(z, f.high[law.allowed] * levers(law, &WidthFactors::high, measured));
+        const Reading r = reading(law);
+        zc = allocatorSize(z, r.central * levers(law, &WidthFactors::central, measured));
+        zl = allocatorSize(z, r.low * levers(law, &WidthFactors::low, measured));
+        zh = allocatorSize(z, r.high * levers(law, &WidthFactors::high, measured));
     }
     /// The central bytes at the target, unrounded (what visit() reports).
     double centralBytes(const AllocationLaw& law, double z, bool measured) const
     {
-        if (fused && law.central == SizeLaw::TokensBySeq)
-            return 0;
-        return z * of(law).law[size_t(law.central)] * levers(law, &WidthFactors::central, measured);
+        return z * reading(law).central * levers(law, &WidthFactors::central, measured);
     }
 };
 
@@ -320,15 +321,7 @@ std::vector<AmbiguityWorth> TraceProjector::worth(const ReplayTarget& t, size_t 
     std::vector<AmbiguityWorth> out;
     for (size_t g = 0; g < m_laws.ambiguities().size(); ++g) {
         const LawAmbiguity& a = m_laws.ambiguities()[g];
-        const Factors::Set& f = fs.set[a.offset];
-        double central = f.law[size_t(a.central)], low = f.low[a.allowed], high = f.high[a.allowed];
-        constexpr unsigned kQuad = 1u << unsigned(SizeLaw::TokensBySeq);
-        if (fs.fused && (a.allowed & kQuad)) { // as Factors::sizes reads it under fused attention
-            const unsigned rest = a.allowed & ~kQuad;
-            central = a.central == SizeLaw::TokensBySeq ? 0.0 : central;
-            low = 0;
-            high = rest ? f.high[rest] : 0.0;
-        }
+        const auto [central, low, high] = fs.reading(a.central, a.allowed, a.offset);
         const double up = live[g + 1] * (high - central);
         const double down = live[g + 1] * (central - low);
         if (up + down > 0.001 * p.central)
