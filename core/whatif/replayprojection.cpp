@@ -128,13 +128,10 @@ std::string widthNote(const AllocationLaws& laws, const ReplayTarget& r)
 }
 
 /// "ambiguous: ..." where the cast after the build moves the peak: both readings and their peaks.
-std::optional<std::string> castNote(const TraceProjector& tp, const ReplayTarget& t, const TraceReplayPeak& at,
-                                    Precision from, Precision to)
+std::optional<std::string> castNote(const TraceProjector& tp, const TraceReplayPeak& at, Precision from, Precision to)
 {
-    ReplayTarget built = t;
-    built.castAfterBuild = false;
-    const double narrow = tp.project(built).central;
-    if (!t.castAfterBuild || tp.castPlan().empty() || at.central <= narrow * 1.001)
+    const double narrow = at.builtNarrow; // -1 where the replay had no cast to make
+    if (narrow < 0 || at.central <= narrow * 1.001)
         return std::nullopt;
     const CastPlan& plan = tp.castPlan();
     const std::string f(precisionName(from)), w(precisionName(to));
@@ -197,7 +194,7 @@ void applyReplay(Projection& pr, const WhatIfBaseline& base, const LeverConfig& 
         pr.notes.push_back(fusedNote(tp.laws()));
     if (target->optimizerState != 1 || target->optimizerTemp != 1)
         pr.notes.push_back(optimizerNote(tp.laws(), *target));
-    if (const auto note = castNote(tp, *target, r, base.config.precision, t.precision))
+    if (const auto note = castNote(tp, r, base.config.precision, t.precision))
         pr.notes.push_back(*note);
     if (target->floatWidth != 1) {
         // A 16-bit model may compute some ops in fp32 (an RMSNorm's x.float()): their casts

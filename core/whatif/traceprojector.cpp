@@ -294,6 +294,7 @@ TraceReplayPeak TraceProjector::project(const ReplayTarget& t) const
         built.castAfterBuild = false;
         const TraceReplayPeak q = replay(fs, built);
         p.low = q.low, p.lowEvent = q.lowEvent;
+        p.builtNarrow = q.central;
     }
     return p;
 }

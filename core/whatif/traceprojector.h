@@ -23,6 +23,9 @@ namespace headroom {
 struct TraceReplayPeak {
     double central = 0, low = 0, high = 0;
     int64_t centralEvent = -1, lowEvent = -1, highEvent = -1; ///< first event at each peak; -1: before the trace
+    /// With the cast after the build: the central peak of the model built at the target width
+    /// (the pass the band's low edge comes from); -1 without a cast.
+    double builtNarrow = -1;
 };
 
 /// What one ambiguity is worth at a target: the peak with that group read its lowest and its

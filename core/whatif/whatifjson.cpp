@@ -26,7 +26,7 @@ nlohmann::json timeJson(const StepTime& t)
 
 /// A size in the unit that suits it: "52.11 GiB" on a GPU, "1.85 MiB" on a small CPU
 /// recording (fixed GiB said "0.00 GiB" for every figure there).
-std::string gib(double b) { return formatBytes(int64_t(std::llround(b))); }
+static std::string sizeText(double b) { return formatBytes(int64_t(std::llround(b))); }
 
 /// The replay of every allocation behind the allocated peak (null for the terms' projection).
 nlohmann::json replayJson(const Projection& p)
@@ -209,25 +209,25 @@ std::string projectionText(const Projection& p, const std::vector<MeasuredItem>&
     for (const auto& ph : p.phases) {
         if (!ph.present)
             continue;
-        o << p.phaseLabel(ph.phase) << (ph.phase == p.peakPhase ? "  <- peak" : "") << ": " << gib(ph.total) << " ("
-          << gib(ph.low) << " .. " << gib(ph.high) << ")";
+        o << p.phaseLabel(ph.phase) << (ph.phase == p.peakPhase ? "  <- peak" : "") << ": " << sizeText(ph.total) << " ("
+          << sizeText(ph.low) << " .. " << sizeText(ph.high) << ")";
         if (ph.measured >= 0)
-            o << ", measured allocated " << gib(ph.measured);
+            o << ", measured allocated " << sizeText(ph.measured);
         o << "\n";
         for (const auto& comp : ph.components)
-            o << "    " << comp.name << ": " << gib(comp.bytes) << " [" << provenanceName(comp.provenance) << "]\n";
+            o << "    " << comp.name << ": " << sizeText(comp.bytes) << " [" << provenanceName(comp.provenance) << "]\n";
     }
-    o << "\nPeak " << gib(p.peak) << " (band " << gib(p.peakLow) << " .. " << gib(p.peakHigh) << ") in the "
+    o << "\nPeak " << sizeText(p.peak) << " (band " << sizeText(p.peakLow) << " .. " << sizeText(p.peakHigh) << ") in the "
       << p.phaseLabel(p.peakPhase) << "; ";
     if (p.capacity > 0)
-        o << "device " << device.name << " " << gib(p.capacity) << ": " << verdictName(p.verdict) << " (margin "
+        o << "device " << device.name << " " << sizeText(p.capacity) << ": " << verdictName(p.verdict) << " (margin "
           << int(p.margin * 100) << "%)\n" << reservedVerdictText(p);
     else
         o << device.name << "\n"; // "capacity unknown (give --capacity; ...)": no verdict to give
 
     if (p.replayed) {
-        o << "Allocated peak " << gib(p.peakAllocated) << " (band " << gib(p.peakAllocatedLow) << " .. "
-          << gib(p.peakAllocatedHigh) << "): every allocation of the trace replayed with its law; at event "
+        o << "Allocated peak " << sizeText(p.peakAllocated) << " (band " << sizeText(p.peakAllocatedLow) << " .. "
+          << sizeText(p.peakAllocatedHigh) << "): every allocation of the trace replayed with its law; at event "
           << p.replayPeakEvent << " of the trace (the measured peak: event " << p.measuredPeakEvent << ")\n";
         if (p.simulated) {
             const SimulatedReserved& r = *p.simulated;
@@ -235,9 +235,9 @@ std::string projectionText(const Projection& p, const std::vector<MeasuredItem>&
               << (r.expandableSegments ? "on" : "off") << "): ";
             if (r.oomEvent >= 0)
                 o << "OOM at event " << r.oomEvent << " of the projected run: a request of " << formatBytes(r.oomSize)
-                  << " with " << gib(double(r.oomReserved)) << " reserved of " << gib(double(r.capacity)) << "\n";
+                  << " with " << sizeText(double(r.oomReserved)) << " reserved of " << sizeText(double(r.capacity)) << "\n";
             else
-                o << "peak " << gib(double(r.peak)) << " at event " << r.peakEvent << "\n";
+                o << "peak " << sizeText(double(r.peak)) << " at event " << r.peakEvent << "\n";
         }
         for (const auto& a : p.ambiguities) {
             o << "Ambiguous: " << a.count << " x " << formatBytes(a.sizeEach) << " from " << a.where << " read as "
@@ -245,7 +245,7 @@ std::string projectionText(const Projection& p, const std::vector<MeasuredItem>&
             for (const auto& r : a.readings)
                 if (r != a.central)
                     o << " " << r;
-            o << ": " << gib(a.peakIfLowest) << " .. " << gib(a.peakIfHighest) << " allocated; " << settleText(a) << "\n";
+            o << ": " << sizeText(a.peakIfLowest) << " .. " << sizeText(a.peakIfHighest) << " allocated; " << settleText(a) << "\n";
         }
     }
     char buf[200];
@@ -273,14 +273,14 @@ std::string reservedVerdictText(const Projection& p)
     return std::string(p.verdict == Verdict::Fits ? "Fits" : "Tight") +
            " by allocated memory, but the projected run's requests through the caching allocator fail at event " +
            std::to_string(r.oomEvent) + ": a request of " + formatBytes(r.oomSize) + " with " +
-           gib(double(r.oomReserved)) + " reserved of the " + gib(double(r.capacity)) +
+           sizeText(double(r.oomReserved)) + " reserved of the " + sizeText(double(r.capacity)) +
            " the allocator may take (OOM; memory cached in blocks too small for it: try expandable_segments)\n";
 }
 
 std::string ladderText(const Ladder& l)
 {
     std::ostringstream o;
-    o << "Start: " << gib(l.start.peak) << " (high " << gib(l.start.peakHigh) << "), " << verdictName(l.start.verdict)
+    o << "Start: " << sizeText(l.start.peak) << " (high " << sizeText(l.start.peakHigh) << "), " << verdictName(l.start.verdict)
       << "\nBottleneck: " << l.bottleneck << "\n";
     for (const auto& w : l.warnings)
         o << "Warning: " << w << "\n";
@@ -288,7 +288,7 @@ std::string ladderText(const Ladder& l)
         o << "It fits as it is.\n";
     for (size_t i = 0; i < l.rungs.size(); ++i) {
         const Rung& r = l.rungs[i];
-        o << i + 1 << ". " << r.title << ": " << gib(r.projection.peak) << " (high " << gib(r.projection.peakHigh)
+        o << i + 1 << ". " << r.title << ": " << sizeText(r.projection.peak) << " (high " << sizeText(r.projection.peakHigh)
           << ") " << verdictName(r.projection.verdict);
         char buf[64];
         if (r.projection.time.total > 0)
@@ -309,7 +309,7 @@ std::string ladderText(const Ladder& l)
     if (!l.alternatives.empty())
         o << "Alternatives by currency:\n";
     for (const auto& a : l.alternatives)
-        o << "  " << a.currency << ": " << a.title << " -> " << gib(a.projection.peak) << ", "
+        o << "  " << a.currency << ": " << a.title << " -> " << sizeText(a.projection.peak) << ", "
           << verdictName(a.projection.verdict) << "\n";
     return o.str();
 }
