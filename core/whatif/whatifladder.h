@@ -6,6 +6,7 @@
 
 #include "core/whatif/whatifprojection.h"
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,9 @@ struct Calibration;
 /// What a lever costs: engineering time, throughput, fidelity, hardware.
 enum class Currency : uint8_t { Engineering, Throughput, Fidelity, Hardware };
 std::string_view currencyName(Currency c); ///< "engineering", "throughput", "fidelity", "hardware"
+/// The order the ladder spends them in when told nothing else (LadderOptions::currencyOrder).
+inline constexpr std::array<Currency, 4> kDefaultCurrencyOrder = {Currency::Engineering, Currency::Throughput,
+                                                                  Currency::Hardware, Currency::Fidelity};
 std::optional<Currency> currencyFromName(std::string_view s);
 
 /// An allocator setting that the replay of the recorded requests found to avoid the OOM

@@ -17,8 +17,6 @@ namespace headroom {
 
 namespace {
 
-constexpr Currency kCurrencies[] = {Currency::Engineering, Currency::Throughput, Currency::Hardware, Currency::Fidelity};
-
 /// Projected sizes in the units of the preferences, one decimal ("52.3 GiB", "56.2 GB").
 QString projected(double bytes) { return formatBytesQ(int64_t(bytes), 1); }
 
@@ -58,7 +56,7 @@ LadderSection::LadderSection(QWidget* parent) : QWidget(parent)
     fit->setObjectName(QStringLiteral("whatifFit"));
     m_spendFirst = new QComboBox(this);
     m_spendFirst->addItem(tr("default order"), -1);
-    for (Currency cur : kCurrencies)
+    for (Currency cur : kDefaultCurrencyOrder)
         m_spendFirst->addItem(QString::fromStdString(std::string(currencyName(cur))), int(cur));
     m_spendFirst->setToolTip(tr("The currency the ladder spends first (someone with spare GPUs spends hardware "
                                 "before throughput); the others follow in the default order: engineering time, "

@@ -461,7 +461,7 @@ void WhatIfPanel::rebuildLadder()
         lo.allocator = m_verdict->ladderInput();
     if (m_spendFirst) {
         lo.currencyOrder = {*m_spendFirst};
-        for (Currency cur : {Currency::Engineering, Currency::Throughput, Currency::Hardware, Currency::Fidelity})
+        for (Currency cur : kDefaultCurrencyOrder)
             if (cur != *m_spendFirst)
                 lo.currencyOrder.push_back(cur);
     }
