@@ -76,7 +76,10 @@ What is recorded
   the top level outside the model is ``<ClassName>``. ``kind`` is headroom_truth's category
   with module buffers as "buffer" and a module's output as "activation". ``phase`` is
   "forward", "backward" or "optimizer" (the ``cap.phase`` window), else None (setup, the
-  loss window, before the block).
+  loss window, before the block). ``like`` (only where there is one): how many entries back
+  in the trace each alloc entry is whose tensor had exactly this output's shape in a
+  shape-preserving op (SHAPE_PRESERVING_OPS: pointwise ops, copies, softmaxes, norms), both
+  covering their whole storage: the two grow alike.
 * The oracle: the legacy autograd profiler records every CPU-allocator allocation and free
   (``kind() == 'memory_alloc'``); the running sum's maximum (plus the bytes alive before the
   block) is ``oracle_peak_bytes``. ``recorded_peak_bytes`` is the recorder's peak of live
@@ -131,7 +134,29 @@ _KIND_NAMES = ("unknown", "temporary", "activation", "input", "optimizer_state",
 _TENSOR_PHASE = {"forward": "forward", "backward": "backward", "optimizer": "optimizer"}
 SHAPES_ENV = "HEADROOM_SHAPES"
 # the row of an allocation with shapes: [time_us, category, phase] + these
-_R_SHAPE, _R_DTYPE, _R_ITEM, _R_MOD, _R_FIXED, _R_MOUT = range(3, 9)
+_R_SHAPE, _R_DTYPE, _R_ITEM, _R_MOD, _R_FIXED, _R_MOUT, _R_LIKE = range(3, 10)
+# ATen ops whose output has the shape of their inputs broadcast together (pointwise ops,
+# copies, normalisations and softmaxes over a dimension): an output made by one of these
+# with the exact shape of an input grows as that input does, whatever the sizes say
+# (headroom_tensor's "like"). PyTorch 1.13 has no pointwise tag on its ops; this list is
+# ATen's op semantics, not a reading of any model.
+SHAPE_PRESERVING_OPS = frozenset(
+    "aten::" + n for n in (
+        "abs neg exp exp2 expm1 log log1p log2 log10 sqrt rsqrt reciprocal square sign sgn "
+        "sin cos tan tanh sigmoid relu relu6 gelu silu mish hardswish hardsigmoid hardtanh "
+        "leaky_relu elu celu selu softplus erf erfc floor ceil round trunc frac "
+        "add sub rsub mul div true_divide floor_divide remainder fmod pow float_power "
+        "maximum minimum clamp clamp_min clamp_max where masked_fill lerp addcmul addcdiv "
+        "eq ne lt le gt ge logical_not logical_and logical_or logical_xor bitwise_not "
+        "bitwise_and bitwise_or isnan isinf nan_to_num atan2 hypot xlogy copysign "
+        "threshold threshold_backward gelu_backward silu_backward sigmoid_backward "
+        "tanh_backward hardswish_backward leaky_relu_backward elu_backward mish_backward "
+        "softplus_backward hardtanh_backward "
+        "_to_copy clone copy contiguous zeros_like ones_like empty_like full_like rand_like "
+        "randn_like fill bernoulli native_dropout native_dropout_backward "
+        "_softmax _log_softmax _softmax_backward_data _log_softmax_backward_data "
+        "native_layer_norm native_group_norm native_batch_norm _native_batch_norm_legit "
+        "cumsum cumprod tril triu flip roll").split())
 
 _DISPATCH_FILE = os.path.join("torch", "utils", "_python_dispatch.py")
 _PLAIN, _SKIP, _REBIND, _FRESH, _DETACH = 0, 1, 2, 3, 4
@@ -312,14 +337,16 @@ class Capture(object):
         """A storage's row: [time_us, category, phase], and with shapes, of the tensor it is
         made for (one list per allocation: the garbage collector has fewer to look at):
         shape, dtype, itemsize, module, fixed (the shape is final: a module returned the
-        tensor), module output (_R_SHAPE ... _R_MOUT)."""
+        tensor), module output, the rows of the inputs it is shaped like (_R_SHAPE ...
+        _R_LIKE)."""
         if self._shapes_on and t is not None:
             try:
                 dt = t.dtype
                 d = self._dtypes.get(dt)
                 if d is None:
                     d = self._dtypes[dt] = (str(dt).replace("torch.", ""), t.element_size())
-                return [t_us, category, phase, tuple(t.shape), d[0], d[1], module, False, False]
+                return [t_us, category, phase, tuple(t.shape), d[0], d[1], module, False, False,
+                        None]
             except Exception:
                 pass
         return [t_us, category, phase]
@@ -528,6 +555,7 @@ class Capture(object):
                 self._rebind(out)
             return
         fresh = False
+        before_us = self._last_us
         if isinstance(out, Tensor):
             self._output(out, fresh)
         elif isinstance(out, (list, tuple)):
@@ -538,6 +566,43 @@ class Capture(object):
                     for p in o:
                         if isinstance(p, Tensor):
                             self._output(p, fresh)
+        if self._shapes_on and self._last_us != before_us:
+            self._link_like(func, args, out, before_us)
+
+    def _link_like(self, func, args, out, before_us):
+        """headroom_tensor's "like": a shape-preserving op's fresh output that covers its
+        storage has the exact shape of these inputs, each covering its own storage."""
+        try:
+            name = func._schema.name
+        except AttributeError:
+            return
+        if name not in SHAPE_PRESERVING_OPS:
+            return
+        Tensor = self._torch.Tensor
+        outs = [out] if isinstance(out, Tensor) else \
+            [o for o in out if isinstance(o, Tensor)] if isinstance(out, (list, tuple)) else []
+        ins = [a for a in args if isinstance(a, Tensor)]
+        for o in outs:
+            s = self._storage_of(o)
+            row = s.truth if s is not None else None
+            if row is None or len(row) <= _R_LIKE or row[0] <= before_us or not self._covers(o, s):
+                continue
+            like = []
+            for a in ins:
+                si = self._storage_of(a)
+                r = si.truth if si is not None else None
+                if r is not None and r is not row and tuple(a.shape) == tuple(o.shape) and \
+                        self._covers(a, si):
+                    like.append(r)
+            if like:
+                row[_R_LIKE] = like
+
+    @staticmethod
+    def _covers(t, s):
+        try:
+            return t.numel() * t.element_size() == s.nbytes and t.numel() > 0
+        except Exception:
+            return False
 
     def _track_existing(self, t, label, category=_UNKNOWN):
         if t is None or not isinstance(t, self._torch.Tensor):
@@ -1243,15 +1308,17 @@ class Capture(object):
         dims_cache, keys_cache = {}, {}
         rows = iter(self._pre_rows + self._rows)
         written = 0
-        for e in trace:
+        entry_of = {}  # id(row) -> index of its alloc entry in the trace
+        for index, e in enumerate(trace):
             if e["action"] != "alloc":
                 continue
             row = next(rows, None)
             if row is None:
                 break
+            entry_of[id(row)] = index
             if len(row) == 3:
                 continue
-            _t, c, _ph, shape, dtype, _itemsize, module, _fixed, mout = row
+            _t, c, _ph, shape, dtype, _itemsize, module, _fixed, mout, like_rows = row
             if mout and c < _ACTIVATION:
                 c = _ACTIVATION  # a module's output
             phase = _TENSOR_PHASE.get(row[2])
@@ -1266,6 +1333,9 @@ class Capture(object):
                 d = keys_cache[key] = {"shape": list(shape), "dtype": dtype, "dims": dims,
                                        "module": module, "kind": _KIND_NAMES[c],
                                        "phase": phase}
+            back = [index - entry_of[id(r)] for r in like_rows or () if id(r) in entry_of]
+            if back:
+                d = dict(d, like=back)
             e["headroom_tensor"] = d
             written += 1
         return written

@@ -9,6 +9,7 @@
 #include "core/model/recordedtensors.h"
 #include "core/model/snapshotmodel.h"
 
+#include <cstdint>
 #include <optional>
 #include <string_view>
 
@@ -74,6 +75,17 @@ std::optional<RecordedTensor> readRecordedTensor(const Doc& doc, Value v, String
         };
         bits("batch", t.batchDims);
         bits("seq", t.seqDims);
+    }
+    // Offsets back to earlier entries: one that is not a positive integer drops the list.
+    if (const auto l = doc.get(v, "like"); l && doc.isList(*l)) {
+        for (const auto& d : doc.items(*l)) {
+            const auto n = doc.asInt(d);
+            if (!n || *n <= 0 || *n > int64_t(UINT32_MAX) || t.like.size() >= 64) {
+                t.like.clear();
+                break;
+            }
+            t.like.push_back(uint32_t(*n));
+        }
     }
     return t;
 }

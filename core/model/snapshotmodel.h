@@ -47,6 +47,10 @@ struct RecordedTensor {
     Phase phase = Phase::Unknown;
     /// Bit d: dimension d equals the stated micro-batch / sequence (both where they coincide).
     uint32_t batchDims = 0, seqDims = 0;
+    /// `like`: how many entries back in the trace each alloc entry is whose tensor had this
+    /// one's exact shape in a shape-preserving op (a pointwise op, a copy, a softmax): the
+    /// two grow alike (docs/whatif-model.md, "Laws", evidence "like").
+    std::vector<uint32_t> like;
 };
 
 /// One device's trace entries as flat arrays (structure of arrays): a million events

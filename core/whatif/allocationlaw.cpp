@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "core/whatif/allocationlaw.h"
+#include "core/whatif/lawlinks.h"
 
 #include "core/model/recordedtensors.h"
 #include "core/whatif/shapelaw.h"
@@ -132,6 +133,7 @@ std::string_view lawEvidenceName(LawEvidence e)
     case LawEvidence::Stack: return "stack";
     case LawEvidence::Steps: return "steps";
     case LawEvidence::Mirror: return "mirror";
+    case LawEvidence::Op: return "op";
     case LawEvidence::Size: return "size";
     }
     return "?";
@@ -224,9 +226,10 @@ AllocationLaws AllocationLaws::fromSnapshot(const MemoryTimeline& tl, const std:
         out.readCasts(tl, classes, iterations);
     out.readMirror(tl, classes);
     out.readShapes(tl, tensors, b0, s0);
+    out.readLikes(tl, tensors);
     out.readWidths(tl, classes, tensors, frames.strings(), tokens);
     out.readRoles(tl, classes);
-    out.collectAmbiguities(tl, frames);
+    out.collectAmbiguities(tl, frames, tensors);
     out.m_iterations = std::max<size_t>(1, iterations.size());
     out.hashLines(tl, frames);
     return out;
@@ -527,7 +530,39 @@ void AllocationLaws::hashLines(const MemoryTimeline& tl, const FrameTable& frame
     }
 }
 
-void AllocationLaws::collectAmbiguities(const MemoryTimeline& tl, const FrameTable& frames)
+void AllocationLaws::readLikes(const MemoryTimeline& tl, const std::vector<std::pair<uint32_t, RecordedTensor>>& tensors)
+{
+    for (const auto& members : likeClasses(tl.allocations, tensors)) {
+        // The most trusted evidence in the class gives the central reading; where members of
+        // that trust read it differently, or no reading is allowed to all, the class says nothing.
+        uint8_t allowed = 0xff;
+        const bool offset = m_laws[members.front()].offset;
+        LawEvidence best = LawEvidence::Size;
+        std::optional<SizeLaw> central;
+        bool agree = true;
+        for (size_t i : members) {
+            const AllocationLaw& law = m_laws[i];
+            allowed = law.offset == offset ? uint8_t(allowed & law.allowed) : uint8_t(0);
+            if (!central || law.evidence < best) {
+                best = law.evidence;
+                central = law.central;
+                agree = true;
+            } else if (law.evidence == best && law.central != *central) {
+                agree = false;
+            }
+        }
+        if (!allowed || !agree || !(allowed & bit(*central)))
+            continue;
+        for (size_t i : members) {
+            if (m_laws[i].central != *central)
+                setCentral(i, *central, LawEvidence::Op, tl.allocations[i].size);
+            m_laws[i].allowed = allowed;
+        }
+    }
+}
+
+void AllocationLaws::collectAmbiguities(const MemoryTimeline& tl, const FrameTable& frames,
+                                        const std::vector<std::pair<uint32_t, RecordedTensor>>& tensors)
 {
     std::map<std::tuple<int64_t, uint32_t, uint8_t, uint8_t, uint8_t, bool>, size_t> index;
     for (size_t i = 0; i < m_laws.size(); ++i) {
@@ -541,8 +576,9 @@ void AllocationLaws::collectAmbiguities(const MemoryTimeline& tl, const FrameTab
             if (m_ambiguities.size() >= kMaxAmbiguities)
                 continue;
             it = index.emplace(key, m_ambiguities.size()).first;
-            m_ambiguities.push_back(
-                {law.central, law.allowed, law.evidence, law.offset, tl.allocations[i].size, 0, tl.allocations[i].stack, {}});
+            m_ambiguities.push_back({law.central, law.allowed, law.evidence, law.offset, tl.allocations[i].size, 0,
+                                     tl.allocations[i].stack, {},
+                                     recordedTensorAt(tensors, tl.allocations[i].start) != nullptr});
         }
         ++m_ambiguities[it->second].count;
         law.group = uint16_t(it->second + 1);

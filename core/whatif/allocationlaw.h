@@ -43,6 +43,9 @@ enum class LawEvidence : uint8_t {
     Stack,    ///< the allocation's own stack decided between readings its size allows
     Steps,    ///< one of a line's allocations per step of the sequence: their number grows with s
     Mirror,   ///< made by the backward: the reading of the forward's tensors of its size
+    /// A shape-preserving op joined it to tensors of its exact shape (the recorder's `like`):
+    /// the reading of the class's most trusted member
+    Op,
     Size,     ///< the size's factorisation alone
 };
 std::string_view lawEvidenceName(LawEvidence e); ///< "shape", "runs", "category", "stack", "size"
@@ -76,6 +79,7 @@ struct LawAmbiguity {
     int64_t count = 0;
     uint32_t stack = 0; ///< one representative stack
     std::string where;  ///< its innermost user frame, "file:line:function"
+    bool shapeRecorded = false; ///< a recorder wrote its shape, which allows every reading
 };
 
 class AllocationLaws {
@@ -127,6 +131,9 @@ private:
     /// temporaries; state is constant by its category).
     void readShapes(const MemoryTimeline& timeline, const std::vector<std::pair<uint32_t, RecordedTensor>>& tensors,
                     int b0, int s0);
+    /// Tensors a shape-preserving op joined (lawlinks.h) take one law: the readings every
+    /// member allows, the central one of the most trusted member.
+    void readLikes(const MemoryTimeline& timeline, const std::vector<std::pair<uint32_t, RecordedTensor>>& tensors);
     /// The backward's allocations without evidence of their own take the forward's readings.
     void readMirror(const MemoryTimeline& timeline, const std::vector<AllocationClass>& classes);
     /// Autocast: of the activations of half a weight's size, one per weight and iteration is
@@ -141,7 +148,8 @@ private:
     void readRoles(const MemoryTimeline& timeline, const std::vector<AllocationClass>& classes);
     void setCentral(size_t i, SizeLaw l, LawEvidence e, int64_t size);
     /// Groups the ambiguous allocations by size, line and readings, and names each group's line.
-    void collectAmbiguities(const MemoryTimeline& timeline, const FrameTable& frames);
+    void collectAmbiguities(const MemoryTimeline& timeline, const FrameTable& frames,
+                            const std::vector<std::pair<uint32_t, RecordedTensor>>& tensors);
     void hashLines(const MemoryTimeline& timeline, const FrameTable& frames);
 
     std::vector<AllocationLaw> m_laws;

@@ -151,7 +151,7 @@ std::vector<ProjectedAmbiguity> ambiguitiesAt(const TraceProjector& tp, const Re
         const LawAmbiguity& a = tp.laws().ambiguities()[w.group];
         const int offset = a.offset ? tp.laws().tokenOffset() : 0;
         ProjectedAmbiguity p{a.where, a.sizeEach, a.count, sizeLawName(a.central, offset), {},
-                             std::string(lawEvidenceName(a.evidence)), w.low, w.high};
+                             std::string(lawEvidenceName(a.evidence)), w.low, w.high, a.shapeRecorded};
         for (size_t l = 0; l < kSizeLawCount; ++l)
             if (a.allowed & (1u << l))
                 p.readings.push_back(sizeLawName(SizeLaw(l), offset));

@@ -41,6 +41,7 @@ nlohmann::json replayJson(const Projection& p)
                        {"central", a.central},
                        {"readings", a.readings},
                        {"evidence", a.evidence},
+                       {"shape_recorded", a.shapeRecorded},
                        {"peak_allocated_if_lowest_bytes", int64_t(a.peakIfLowest)},
                        {"peak_allocated_if_highest_bytes", int64_t(a.peakIfHighest)}});
     nlohmann::json j = {{"peak_event", p.replayPeakEvent},
@@ -63,7 +64,8 @@ nlohmann::json replayJson(const Projection& p)
 /// What would settle an ambiguity: a run that moves the lever its readings differ in.
 std::string settleText(const ProjectedAmbiguity& a)
 {
-    return std::string("record with shapes, or add a run at another ") +
+    return std::string(a.shapeRecorded ? "the recorded shape allows each; add a run at another "
+                                       : "record with shapes, or add a run at another ") +
            (settledBySequence(a) ? "sequence length" : "micro-batch");
 }
 

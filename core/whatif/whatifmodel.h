@@ -186,6 +186,7 @@ struct ProjectedAmbiguity {
     std::vector<std::string> readings; ///< every law allowed, "b*s", "b*s^2"
     std::string evidence;         ///< why the central law: "stack", "size"
     double peakIfLowest = 0, peakIfHighest = 0; ///< the projected allocated peak, read each way
+    bool shapeRecorded = false; ///< their recorded shape allows every reading: only a run settles it
 };
 
 /// The projected run's requests through the caching-allocator model (core/whatif/projectedallocator.h).

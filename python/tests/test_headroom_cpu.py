@@ -665,7 +665,8 @@ class TensorKeysTest(_RecordingCase):
         self.assertGreater(len(allocs), 50)
         for e in allocs:
             k = e["headroom_tensor"]
-            self.assertEqual(set(k), {"shape", "dtype", "dims", "module", "kind", "phase"})
+            self.assertEqual(set(k) - {"like"}, {"shape", "dtype", "dims", "module", "kind", "phase"})
+            self.assertTrue(all(isinstance(n, int) and n > 0 for n in k.get("like", [1])))
             self.assertEqual(set(k["dims"]), {"batch", "seq"})
             self.assertIn(k["kind"], headroom_cpu.TENSOR_KINDS)
             self.assertIn(k["phase"], ("forward", "backward", "optimizer", None))
@@ -674,6 +675,27 @@ class TensorKeysTest(_RecordingCase):
         for e in snap["device_traces"][0]:
             if e["action"] != "alloc":
                 self.assertNotIn("headroom_tensor", e)
+
+    def test_like_joins_shape_preserving_ops_only(self):
+        """An exp and a mul of the exact shape are joined to their input; a matmul whose
+        output has the same shape is not (its shape comes from other dimensions)."""
+        path = self.path()
+        with headroom_cpu.capture(path, micro_batch=2, seq=8, oracle=False) as cap:
+            with cap.iteration():
+                a = torch.randn(8, 8)
+                b = torch.exp(a)
+                c = b.mul(3.0)
+                d = a @ b
+                ptrs = [t.data_ptr() for t in (a, b, c, d)]
+                del a, b, c, d
+        trace = load_plain(path)["device_traces"][0]
+        index = {e["addr"]: i for i, e in enumerate(trace) if e["action"] == "alloc" and
+                 e["addr"] in ptrs}
+        at = [index[p] for p in ptrs]
+        like = [trace[i]["headroom_tensor"].get("like") for i in at]
+        self.assertEqual(like[1], [at[1] - at[0]])
+        self.assertEqual(like[2], [at[2] - at[1]])
+        self.assertIsNone(like[3])
 
     def test_every_shape_matches_its_allocation(self):
         snap, _ = self.record(self.path())

@@ -273,3 +273,30 @@ TEST_CASE("Fused attention replays the run without its b*s^2 tensors, wherever t
     const Projection same = projectTo(cal, [](LeverConfig& t) { t.flashAttention = true; });
     CHECK(same.peakAllocated <= measuredPeak(*base));
 }
+
+TEST_CASE("Tensors a shape-preserving op joined grow alike: masked scores at h*s = d", "[whatif][laws][cpu]")
+{
+    // The CPU llama forward under no_grad (2 heads = micro-batch 2, head width 64 = sequence
+    // 64, so h*s = d): its masked scores (torch.where) and the scaled scores before them are
+    // [2, 2, 64, 64], as large as q, k, v and the attention's output, and their shapes allow
+    // b*s and b*s^2 alike. The recorder's `like` links join them, through the pointwise ops of
+    // the user's softmax, to the softmax's output, which its stack reads b*s^2. Without the
+    // links the replay read them b*s and projected the 4x sequence 12.3% low.
+    auto base = cpuFile("llama_infer_base.pickle");
+    auto seq4 = cpuFile("llama_infer_seq4.pickle");
+    const Calibration cal = calibrated(*base);
+    REQUIRE(cal.baseline.trace);
+    const AllocationLaws& laws = cal.baseline.trace->laws();
+    size_t joinedQuadratic = 0;
+    for (const AllocationLaw& law : laws.laws())
+        joinedQuadratic += law.evidence == LawEvidence::Op && law.central == SizeLaw::TokensBySeq;
+    CHECK(joinedQuadratic >= 2 * 2 * 3); // two layers, two iterations: the bmm, the scaling, the where
+    const Projection p = projectTo(cal, [](LeverConfig& t) { t.seq *= 4; });
+    REQUIRE(p.replayed);
+    checkAgainst(p, measuredPeak(*seq4), 0.01);
+    // The shapes allow both readings still: the band keeps them, and says a run settles it.
+    const bool runSettles = std::any_of(p.ambiguities.begin(), p.ambiguities.end(), [](const ProjectedAmbiguity& a) {
+        return a.shapeRecorded && a.evidence == "op";
+    });
+    CHECK(runSettles);
+}

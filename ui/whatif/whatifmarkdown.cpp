@@ -37,8 +37,11 @@ QStringList replayLines(const Projection& p)
         for (const auto& r : a.readings)
             if (r != a.central)
                 other << QString::fromStdString(r);
-        out << QObject::tr("Ambiguous: %1 x %2 from %3, read as %4 (by its %5), could be %6: %7 to %8 allocated. "
-                           "Recorded shapes or a run at another %9 would settle it.")
+        const QString settle = a.shapeRecorded
+                                   ? QObject::tr("Its recorded shape allows each; a run at another %9 would settle it.")
+                                   : QObject::tr("Recorded shapes or a run at another %9 would settle it.");
+        out << QObject::tr("Ambiguous: %1 x %2 from %3, read as %4 (by its %5), could be %6: %7 to %8 allocated. ")
+                       .append(settle)
                    .arg(a.count)
                    .arg(formatBytesQ(a.sizeEach, 1), shortWhere(a.where), QString::fromStdString(a.central),
                         QString::fromStdString(a.evidence), other.join(QObject::tr(" or ")), projected(a.peakIfLowest),
