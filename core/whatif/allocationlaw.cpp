@@ -436,6 +436,8 @@ void AllocationLaws::readRoles(const MemoryTimeline& tl, const std::vector<Alloc
         // beside parameters and gradients (a foreach AdamW's parameter-shaped temporaries).
         const StateRole role = c.category == TensorCategory::OptimizerState ? StateRole::OptimizerState
                                : optimizerMade(c) && !keptState(c.category) ? StateRole::OptimizerTemp
+                               : c.category == TensorCategory::Parameter    ? StateRole::Parameter
+                               : c.category == TensorCategory::Gradient     ? StateRole::Gradient
                                                                             : StateRole::Other;
         m_laws[i].role = role;
         m_roleBytes[size_t(role)] += tl.allocations[i].size;

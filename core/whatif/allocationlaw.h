@@ -52,8 +52,9 @@ std::string_view lawEvidenceName(LawEvidence e); ///< "shape", "runs", "category
 
 /// What an optimizer change does to an allocation (docs/whatif-model.md, "Optimizer"):
 /// its state and the step's parameter-shaped temporaries take the new optimizer's bytes.
-enum class StateRole : uint8_t { Other, OptimizerState, OptimizerTemp };
-inline constexpr size_t kStateRoleCount = 3;
+/// Sharding and offload ("Sharding and offload") resize those, the parameters and the gradients.
+enum class StateRole : uint8_t { Other, OptimizerState, OptimizerTemp, Parameter, Gradient };
+inline constexpr size_t kStateRoleCount = 5;
 
 struct AllocationLaw {
     SizeLaw central = SizeLaw::Constant;

@@ -47,6 +47,10 @@ ProjectedAllocatorRun simulateProjected(const TraceProjector& tp, const ReplayTa
     CapacityMemory memory(capacity);
     AllocatorSim sim(config, memory);
     std::vector<int32_t> block(tp.sizes().size(), AllocatorSim::kNone);
+    // A gathered layer the measured run did not have (ZeRO-3, parameter offload): one request
+    // before the history, held throughout.
+    if (target.standing >= 0.5 && sim.malloc(int64_t(target.standing + 0.5), 0) == AllocatorSim::kNone)
+        run.oom = ProjectedAllocatorRun::Oom{-1, sim.roundSize(int64_t(target.standing + 0.5)), sim.reserved()};
     tp.visit(target, [&](int64_t event, uint32_t alloc, bool end, double bytes) {
         if (run.oom)
             return; // the run stopped at its first out-of-memory request

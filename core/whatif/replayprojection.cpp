@@ -3,6 +3,7 @@
 
 #include "core/util/units.h"
 #include "core/whatif/traceprojector.h"
+#include "core/whatif/whatiflevers.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -41,11 +42,44 @@ bool optimizerRatios(const WhatIfBaseline& base, OptimizerKind o, ReplayTarget& 
            ratio(from.optimizerTemp, to.optimizerTemp, tp.laws().roleBytes(StateRole::OptimizerTemp), r.optimizerTemp);
 }
 
+/// Sharding and offload as the terms define them (whatiflevers.cpp: withSharding, withOffload),
+/// applied to each allocation of their role at its own moment: the device's share of the
+/// parameters, gradients, optimizer state and step temporaries over the measured run's, and a
+/// gathered layer held throughout. False where the target needs what the trace cannot show (a
+/// role the terms keep that the trace has none of, or a measured gather to take away).
+bool shardingRatios(const WhatIfBaseline& base, const LeverConfig& t, const WhatIfConstants& k, ReplayTarget& r)
+{
+    const LeverConfig& c0 = base.config;
+    if (t.zero == c0.zero && std::max(1, t.devices) == std::max(1, c0.devices) && t.offload == c0.offload)
+        return true;
+    const WhatIfState to = levers::withOffload(levers::withSharding(base, t.zero, t.devices), t.offload, k);
+    const AllocationLaws& laws = base.trace->laws();
+    bool ok = true;
+    auto ratio = [&](double from, double target, StateRole role) {
+        if (from > 0 && laws.roleBytes(role) > 0)
+            return target / from;
+        ok = ok && target <= 0.01 * std::max(1.0, from); // nothing there, and nothing wanted
+        return 1.0;
+    };
+    r.parameters = ratio(base.weights.bytes, to.weights.bytes, StateRole::Parameter);
+    r.gradients = ratio(base.grads.bytes, to.grads.bytes, StateRole::Gradient);
+    r.optimizerState *= ratio(base.optimizer.bytes + base.master.bytes, to.optimizer.bytes + to.master.bytes,
+                              StateRole::OptimizerState);
+    r.optimizerTemp *= ratio(base.optTemp.bytes, to.optTemp.bytes, StateRole::OptimizerTemp);
+    const double gather = to.gather.bytes - base.gather.bytes;
+    if (gather < 0)
+        return false; // the measured run's gathered layers are not told apart in the trace
+    r.standing = gather;
+    r.standingLow = gather * (1 - to.gather.relErr);
+    r.standingHigh = gather * (1 + to.gather.relErr);
+    return ok;
+}
+
 /// What the replay projects `t` to, when it can: `t` moves nothing but the micro-batch and
 /// the sequence of the measured run, and perhaps checkpoints every block of a run measured
 /// without checkpointing where the trace's blocks were found, and perhaps moves between pure
 /// precisions from a measured precision that is known (docs/whatif-model.md, "Precision").
-std::optional<ReplayTarget> replayTargetFor(const LeverConfig& t, const WhatIfBaseline& base)
+std::optional<ReplayTarget> replayTargetFor(const LeverConfig& t, const WhatIfBaseline& base, const WhatIfConstants& k)
 {
     const LeverConfig& c0 = base.config;
     const TraceProjector& tp = *base.trace;
@@ -73,6 +107,12 @@ std::optional<ReplayTarget> replayTargetFor(const LeverConfig& t, const WhatIfBa
     // 0 devices (unknown) is projected as 1 (a ladder's rungs carry the 1): not a move.
     if (std::max(1, u.devices) == std::max(1, c0.devices))
         u.devices = c0.devices;
+    // Sharding and offload resize the state's roles (a forward-only run has only parameters).
+    if (base.precisionAlternatives.empty() && shardingRatios(base, t, k, r)) {
+        u.zero = c0.zero;
+        u.devices = c0.devices;
+        u.offload = c0.offload;
+    }
     // A forward-only run has no optimizer: another one changes nothing the trace holds.
     // expandable_segments moves no allocation: the terms' fragmentation and the simulation take it.
     u.expandableSegments = c0.expandableSegments;
@@ -100,6 +140,28 @@ std::string optimizerNote(const AllocationLaws& laws, const ReplayTarget& r)
     };
     return "optimizer replayed: its state " + part(StateRole::OptimizerState, r.optimizerState) +
            ", the step's temporaries " + part(StateRole::OptimizerTemp, r.optimizerTemp);
+}
+
+/// "sharding and offload replayed: ..." with each role's share on the device.
+std::string shardingNote(const AllocationLaws& laws, const ReplayTarget& r, const LeverConfig& t)
+{
+    auto part = [&](const char* what, StateRole role, double factor) {
+        char text[200];
+        std::snprintf(text, sizeof text, "%s (%s measured) at x%.3g", what, formatBytes(laws.roleBytes(role)).c_str(),
+                      factor);
+        return std::string(text);
+    };
+    std::string note = "sharding and offload replayed (ZeRO-" + std::to_string(t.zero) + " over " +
+                       std::to_string(std::max(1, t.devices)) + ", offload " + std::string(offloadName(t.offload)) +
+                       ", as the terms shard them): " + part("the parameters", StateRole::Parameter, r.parameters) +
+                       ", " + part("the gradients", StateRole::Gradient, r.gradients) + ", " +
+                       part("the optimizer state", StateRole::OptimizerState, r.optimizerState) + ", " +
+                       part("the step's temporaries", StateRole::OptimizerTemp, r.optimizerTemp);
+    if (r.standing > 0)
+        note += "; a gathered layer of " + formatBytes(int64_t(r.standing)) +
+                " held at every event (band " + formatBytes(int64_t(r.standingLow)) + " .. " +
+                formatBytes(int64_t(r.standingHigh)) + ")";
+    return note;
 }
 
 /// "fused attention replayed: ..." with what it drops.
@@ -164,7 +226,7 @@ std::vector<ProjectedAmbiguity> ambiguitiesAt(const TraceProjector& tp, const Re
 
 void applyReplay(Projection& pr, const WhatIfBaseline& base, const LeverConfig& t, const WhatIfConstants& k)
 {
-    const std::optional<ReplayTarget> target = base.trace ? replayTargetFor(t, base) : std::nullopt;
+    const std::optional<ReplayTarget> target = base.trace ? replayTargetFor(t, base, k) : std::nullopt;
     if (!target)
         return;
     const TraceProjector& tp = *base.trace;
@@ -192,8 +254,13 @@ void applyReplay(Projection& pr, const WhatIfBaseline& base, const LeverConfig& 
     }
     if (target->fusedAttention)
         pr.notes.push_back(fusedNote(tp.laws()));
-    if (target->optimizerState != 1 || target->optimizerTemp != 1)
+    const LeverConfig& c0 = base.config;
+    const bool sharded = t.zero != c0.zero || std::max(1, t.devices) != std::max(1, c0.devices) || t.offload != c0.offload;
+    if (!sharded && (target->optimizerState != 1 || target->optimizerTemp != 1))
         pr.notes.push_back(optimizerNote(tp.laws(), *target));
+    if (sharded && (target->parameters != 1 || target->gradients != 1 || target->optimizerState != 1 ||
+                    target->optimizerTemp != 1 || target->standing > 0))
+        pr.notes.push_back(shardingNote(tp.laws(), *target, t));
     if (const auto note = castNote(tp, r, base.config.precision, t.precision))
         pr.notes.push_back(*note);
     if (target->floatWidth != 1) {

@@ -25,8 +25,15 @@ struct ReplayTarget {
     /// that may be b*s^2 are dropped in the band's low edge only.
     bool fusedAttention = false;
     /// An optimizer change: its state's bytes and its step's temporaries' over the measured
-    /// optimizer's, at the measured precision (0: the new one has none).
+    /// optimizer's, at the measured precision (0: the new one has none). Sharding and offload
+    /// multiply these too.
     double optimizerState = 1, optimizerTemp = 1;
+    /// Sharding and offload: the parameters' and the gradients' bytes on the device over the
+    /// measured run's (ZeRO-3 over N: 1/N; parameters offloaded: 0).
+    double parameters = 1, gradients = 1;
+    /// Bytes alive at every event that the measured run did not have: ZeRO-3's or parameter
+    /// offload's gathered layer. Central, and the band's edges.
+    double standing = 0, standingLow = 0, standingHigh = 0;
 };
 
 } // namespace headroom

@@ -36,7 +36,7 @@ struct TraceProjector::Factors {
     };
     std::array<Set, 2> set;
     std::array<WidthFactors, kWidthClassCount> width;
-    std::array<double, kStateRoleCount> role{1, 1, 1};
+    std::array<double, kStateRoleCount> role{1, 1, 1, 1, 1};
     bool fused = false; ///< ReplayTarget::fusedAttention
     /// What the levers other than the laws' make of an allocation: its width and its role.
     /// `measured`: at the measured width (the build before a cast).
@@ -115,7 +115,7 @@ TraceProjector::Factors TraceProjector::factors(const ReplayTarget& t) const
     const std::array<double, 2> rs{s / m_s0, (s + c) / (m_s0 + c)};
     for (size_t w = 0; w < kWidthClassCount; ++w)
         out.width[w] = widthFactors(WidthClass(w), t.floatWidth);
-    out.role = {1, t.optimizerState, t.optimizerTemp};
+    out.role = {1, t.optimizerState, t.optimizerTemp, t.parameters, t.gradients};
     out.fused = t.fusedAttention;
     for (size_t k = 0; k < 2; ++k) {
         Factors::Set& f = out.set[k];
@@ -204,6 +204,7 @@ TraceReplayPeak TraceProjector::replay(const Factors& fs, const ReplayTarget& t)
         sizes(i, false, zc, zl, zh);
         c += zc, lo += zl, hi += zh;
     }
+    c += t.standing, lo += t.standingLow, hi += t.standingHigh;
     TraceReplayPeak p{c, lo, hi, -1, -1, -1};
     if (t.checkpointed)
         p = {0, 0, 0, -1, -1, -1};
@@ -258,6 +259,7 @@ TraceProjector::Curve TraceProjector::curveOf(const Factors& fs, const ReplayTar
     };
     for (uint32_t i : m_initial)
         add(i, 1, false);
+    c += e.standing, lo += e.standingLow, hi += e.standingHigh;
     Curve out;
     out.central.reserve(events);
     out.low.reserve(events / Curve::kBandBlock + 1);

@@ -300,3 +300,51 @@ TEST_CASE("Tensors a shape-preserving op joined grow alike: masked scores at h*s
     });
     CHECK(runSettles);
 }
+
+TEST_CASE("Sharding and offload resize their roles' allocations at their own moments", "[whatif][sharding][cpu]")
+{
+    // ZeRO-3 over 4 devices of the CPU llama (AdamW): the parameters, gradients, optimizer
+    // state and the step's temporaries at a quarter, as the terms shard them, and a gathered
+    // layer held throughout. Checked against a plain sweep of the measured allocations with
+    // those factors (not the projector's walk).
+    auto base = cpuFile("llama_base.pickle");
+    const Calibration cal = calibrated(*base);
+    REQUIRE(cal.baseline.trace);
+    const Projection p = projectTo(cal, [](LeverConfig& t) {
+        t.zero = 3;
+        t.devices = 4;
+    });
+    REQUIRE(p.replayed);
+    CHECK(p.replayTarget.parameters == Approx(0.25));
+    CHECK(p.replayTarget.gradients == Approx(0.25));
+    CHECK(p.replayTarget.optimizerState == Approx(0.25));
+    REQUIRE(p.replayTarget.standing > 0);
+    CHECK(hasNote(p, "sharding and offload replayed"));
+
+    const MemoryTimeline& tl = base->timelines[0];
+    const AllocationLaws& laws = cal.baseline.trace->laws();
+    std::vector<std::pair<int64_t, double>> deltas; // (event, bytes): frees before allocations at one event
+    for (size_t i = 0; i < tl.allocations.size(); ++i) {
+        const Allocation& a = tl.allocations[i];
+        const double f = laws.laws()[i].role == StateRole::Other ? 1.0 : 0.25;
+        const double z = std::ceil(double(a.size) * f / 512.0) * 512.0;
+        deltas.emplace_back(std::max<int64_t>(a.start, -1), z);
+        if (a.end != Allocation::kStillAlive)
+            deltas.emplace_back(a.end, -z);
+    }
+    std::sort(deltas.begin(), deltas.end());
+    double live = 0, peak = 0;
+    for (size_t i = 0; i < deltas.size(); ++i) {
+        live += deltas[i].second;
+        if (i + 1 == deltas.size() || deltas[i + 1].first != deltas[i].first)
+            peak = std::max(peak, live);
+    }
+    CHECK(p.peakAllocated == Approx(peak + p.replayTarget.standing).epsilon(0.01));
+    CHECK(p.peakAllocated < Projection(projectTo(cal, [](LeverConfig&) {})).peakAllocated);
+
+    // Offloading the optimizer takes its state and the step's temporaries off the device.
+    const Projection off = projectTo(cal, [](LeverConfig& t) { t.offload = Offload::Optimizer; });
+    REQUIRE(off.replayed);
+    CHECK(off.replayTarget.optimizerState == 0);
+    CHECK(off.replayTarget.optimizerTemp == 0);
+}
