@@ -337,6 +337,7 @@ CommandOutput ladderOutput(const WhatIfRequest& o, const LeverConfig& t, const M
     lo.optimizerStateSuspect = m.cal && m.cal->optimizerStateSuspect;
     lo.allocator = m.allocatorRung;
     lo.calibration = m.cal ? &*m.cal : nullptr;
+    lo.simulate = m.recordedAllocator;
     std::stringstream ss(o.currencyOrder);
     for (std::string item; std::getline(ss, item, ',');) {
         auto c = currencyFromName(item);

@@ -112,6 +112,7 @@ DeviceReport DeviceReport::compute(const LoadedTrace& trace, size_t deviceIndex,
                       std::any_of(r.findings.begin(), r.findings.end(), [](const Finding& f) { return f.kind == "imbalance"; });
     lo.optimizerStateSuspect = r.calibration->optimizerStateSuspect;
     lo.calibration = &*r.calibration;
+    lo.simulate = AllocatorConfig::fromSnapshot(trace.snapshot.allocatorSettings);
     if (r.allocator)
         lo.allocator = r.allocator->ladderInput();
     r.ladder = buildLadder(r.calibration->baseline, r.calibration->baseline.config, o.constants, device, lo);

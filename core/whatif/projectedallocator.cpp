@@ -83,7 +83,9 @@ void simulateReserved(Projection& p, const WhatIfBaseline& base, const Allocator
         return;
     AllocatorConfig config = recorded;
     config.expandableSegments = p.config.expandableSegments;
-    const int64_t capacity = p.capacity > 0 ? int64_t(p.capacity - std::max(base.context, base.contextHigh)) : 0;
+    // Against the capacity less the central estimate of the memory outside the allocator: an
+    // OOM there is a verdict, not a margin (the band's high context is the terms' margin).
+    const int64_t capacity = p.capacity > 0 ? int64_t(p.capacity - base.context) : 0;
     const ProjectedAllocatorRun run = simulateProjected(*base.trace, p.replayTarget, config, capacity);
     SimulatedReserved r;
     r.peak = run.reservedPeak;
@@ -96,6 +98,24 @@ void simulateReserved(Projection& p, const WhatIfBaseline& base, const Allocator
         r.oomReserved = run.oom->reserved;
     }
     p.simulated = r;
+    judgeBySimulation(p);
+}
+
+void judgeBySimulation(Projection& p)
+{
+    if (!p.simulated || p.capacity <= 0)
+        return;
+    // The simulation serves every request the projected run makes, releasing cached blocks
+    // and retrying as PyTorch does: an OOM there does not fit; a run it serves fits at least
+    // tightly, whatever the fragmentation ratio said.
+    const Verdict byRatio = p.verdict;
+    if (p.simulated->oomEvent >= 0)
+        p.verdict = Verdict::DoesNotFit;
+    else if (p.verdict == Verdict::DoesNotFit)
+        p.verdict = Verdict::Tight;
+    if (p.verdict != byRatio)
+        p.verdictByRatio = byRatio;
+    p.fits = p.verdict == Verdict::Fits;
 }
 
 } // namespace headroom

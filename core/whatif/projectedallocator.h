@@ -32,8 +32,11 @@ ProjectedAllocatorRun simulateProjected(const TraceProjector& tp, const ReplayTa
                                         const AllocatorConfig& config, int64_t capacity);
 
 /// Fills `p.simulated` for a replayed projection: the target's expandable_segments over the
-/// file's other allocator settings, against the capacity less the high estimate of memory
-/// outside the allocator (the CUDA context).
+/// file's other allocator settings, against the capacity less the central estimate of memory
+/// outside the allocator (the CUDA context); then judgeBySimulation.
 void simulateReserved(Projection& p, const WhatIfBaseline& base, const AllocatorConfig& recorded);
+/// The verdict from the simulated run (docs/whatif-model.md, "Reserved memory"): an OOM in
+/// it does not fit; a run it serves is at least tight. `verdictByRatio` keeps what it replaced.
+void judgeBySimulation(Projection& p);
 
 } // namespace headroom

@@ -13,6 +13,7 @@ ProjectedTimeline projectTimeline(const WhatIfBaseline& base, const Projection& 
     out.peakLow = p.peakAllocatedLow;
     out.peakHigh = p.peakAllocatedHigh;
     out.capacity = p.capacity;
+    out.verdict = p.verdict;
     out.changes = p.config.differences(base.config, base.microBatchUnits);
     if (!p.replayed || !base.trace)
         return out;
@@ -21,6 +22,8 @@ ProjectedTimeline projectTimeline(const WhatIfBaseline& base, const Projection& 
     Projection withReserved = p;
     simulateReserved(withReserved, base, recorded);
     out.simulated = withReserved.simulated;
+    out.verdict = withReserved.verdict;
+    out.verdictByRatio = withReserved.verdictByRatio;
     if (out.simulated && out.simulated->oomEvent >= 0)
         out.oomEvent = out.simulated->oomEvent;
     return out;

@@ -27,6 +27,9 @@ struct ProjectedTimeline {
     std::vector<std::string> changes; ///< the levers moved from the measured run
     /// The projected run's requests through the caching-allocator model (a replayed projection).
     std::optional<SimulatedReserved> simulated;
+    /// The projection's verdict once the simulation judged it (judgeBySimulation), and the one
+    /// it replaced (Unknown: it kept the allocated peak's).
+    Verdict verdict = Verdict::Unknown, verdictByRatio = Verdict::Unknown;
 
     bool hasCurve() const { return !allocated.central.empty(); }
 };

@@ -94,6 +94,9 @@ nlohmann::json projectionJson(const Projection& p, const std::vector<MeasuredIte
     j["peak_phase"] = std::string(stepPhaseName(p.peakPhase));
     j["fits"] = p.fits;
     j["verdict"] = std::string(verdictName(p.verdict));
+    j["verdict_by"] = p.simulated && p.capacity > 0 ? "simulation" : "ratio";
+    if (p.verdictByRatio != Verdict::Unknown)
+        j["verdict_by_ratio"] = std::string(verdictName(p.verdictByRatio));
     j["capacity_bytes"] = int64_t(p.capacity);
     j["margin"] = p.margin;
     j["device"] = device.name;
@@ -267,13 +270,18 @@ std::string projectionText(const Projection& p, const std::vector<MeasuredItem>&
 
 std::string reservedVerdictText(const Projection& p)
 {
-    // The peak and the allocator's verdict speak of the same projected run: one sentence when
-    // they disagree, so neither reads as the answer alone.
-    if (!p.simulated || p.simulated->oomEvent < 0 || p.verdict == Verdict::DoesNotFit)
+    // The verdict is the simulation's where it overruled the fragmentation ratio: one sentence
+    // that says both, so neither reads as the answer alone.
+    if (!p.simulated || p.verdictByRatio == Verdict::Unknown)
         return {};
     const SimulatedReserved& r = *p.simulated;
-    return std::string(p.verdict == Verdict::Fits ? "Fits" : "Tight") +
-           " by allocated memory, but the projected run's requests through the caching allocator fail at event " +
+    const std::string byRatio(verdictName(p.verdictByRatio));
+    if (r.oomEvent < 0)
+        return "Tight by the caching allocator's simulation: every request of the projected run is served within the " +
+               sizeText(double(r.capacity)) + " the allocator may take (reserved peak " + sizeText(double(r.peak)) +
+               "), where the allocated peak and a fragmentation ratio said " + byRatio + "\n";
+    return "Does not fit by the caching allocator's simulation (" + byRatio +
+           " by allocated memory and a fragmentation ratio): the projected run's requests fail at event " +
            std::to_string(r.oomEvent) + ": a request of " + formatBytes(r.oomSize) + " with " +
            sizeText(double(r.oomReserved)) + " reserved of the " + sizeText(double(r.capacity)) +
            " the allocator may take (OOM; memory cached in blocks too small for it: try expandable_segments)\n";

@@ -2,6 +2,7 @@
 #include "core/whatif/whatifladder.h"
 
 #include "core/whatif/batchratio.h"
+#include "core/whatif/projectedallocator.h"
 #include "core/whatif/whatifcalibration.h"
 
 #include "core/util/units.h"
@@ -234,7 +235,12 @@ Ladder buildLadder(const WhatIfBaseline& base, const LeverConfig& start, const W
                    const DeviceSpec& dev, const LadderOptions& opt)
 {
     Ladder L;
-    auto proj = [&](const LeverConfig& c) { return project(base, c, k, dev); };
+    auto proj = [&](const LeverConfig& c) {
+        Projection p = project(base, c, k, dev);
+        if (opt.simulate)
+            simulateReserved(p, base, *opt.simulate);
+        return p;
+    };
     // What the trace cannot answer is left out, by the measured value it needs.
     std::map<std::string, std::vector<std::string>> leftOut;
     auto answerable = [&](const std::string& title, const LeverConfig& c) {

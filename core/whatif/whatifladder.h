@@ -4,9 +4,11 @@
 // "Make it fit" (docs/whatif-model.md, "The terms"): walk the levers in order of currency, aimed at
 // the bottleneck, and stop at the first configuration whose high estimate fits.
 
+#include "core/replay/allocatorsimconfig.h"
 #include "core/whatif/whatifprojection.h"
 
 #include <array>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +49,9 @@ struct LadderOptions {
     /// measured value the trace does not tell is left out, and a warning says what would let
     /// it in (the whatif refuses such a target; the ladder must not price it either).
     const Calibration* calibration = nullptr;
+    /// The file's allocator settings: each replayed candidate's requests are simulated and its
+    /// verdict is the simulation's (judgeBySimulation), as `whatif` judges the same target.
+    std::optional<AllocatorConfig> simulate;
 };
 
 struct Rung {

@@ -225,6 +225,9 @@ struct Projection {
     ReplayTarget replayTarget; ///< what the replay projected (when `replayed`)
     std::vector<ProjectedAmbiguity> ambiguities;
     std::optional<SimulatedReserved> simulated; ///< filled on request (simulateReserved)
+    /// The verdict the allocated peak and the terms' fragmentation gave, where the simulation
+    /// of the projected run's requests changed it (simulateReserved); Unknown: not changed.
+    Verdict verdictByRatio = Verdict::Unknown;
 
     const PhaseProjection& peakProjection() const { return phases[size_t(peakPhase)]; }
     /// stepPhaseLabel, except that a forward-only run's first moment is its "forward".

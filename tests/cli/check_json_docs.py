@@ -84,7 +84,10 @@ def main():
         "summary FILE FILE...": [["summary", "--json", silmont, kk]],
         "analyze": [["analyze", "--json", silmont], ["analyze", "--json", "--capacity", "80GiB", oom]],
         "classify": [["classify", "--json", silmont]],
-        "whatif": [["whatif", "--json", silmont], ["whatif", "--json", "--model", "gpt2"]],
+        "whatif": [["whatif", "--json", silmont], ["whatif", "--json", "--model", "gpt2"],
+                   # the simulation overrules the ratio's "tight" (verdict_by_ratio)
+                   ["whatif", "--json", kk, "--measured-micro-batch", "1", "--measured-seq", "128",
+                    "--seq", "256", "--capacity", "54GiB"]],
         "whatif --verify": [["whatif", "--json", decoder, "--verify", decoder]],
         "ladder": [["ladder", "--json", silmont, "--capacity", "2GiB"],
                    ["ladder", "--json", "--model", "llama2-7b", "--capacity", "24GiB"]],

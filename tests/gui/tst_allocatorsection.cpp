@@ -141,6 +141,7 @@ TEST_CASE("The Allocator section says whether a setting avoids a recorded OOM", 
     panel.setCapacity(1 * kGiB);
     v.capacity = 1 * kGiB;
     panel.setAllocatorVerdict(v);
+    panel.finishLadderNow();
     REQUIRE_FALSE(panel.ladder().rungs.empty());
     CHECK(panel.ladder().rungs.front().allocatorSetting == "expandable_segments:True");
     CHECK(panel.ladder().firstFit == 0);

@@ -213,6 +213,7 @@ TEST_CASE("the diagnosis's first move follows the what-if panel's ladder", "[wha
     c.microBatch = 2;
     panel->setConfig(c);
     panel->findChild<QPushButton*>(QStringLiteral("whatifFit"))->click();
+    panel->finishLadderNow(); // built off the GUI thread
     CHECK(firstMove().startsWith(QStringLiteral("First move: at the what-if panel's levers (micro_batch=2)")));
 }
 

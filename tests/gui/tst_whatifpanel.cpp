@@ -89,7 +89,8 @@ TEST_CASE("The panel projects, recomputes on a slider and applies a ladder rung"
     CHECK(panel->lastRecomputeMicroseconds() >= 0.0);
     slider->setValue(4);
 
-    // The ladder: the worked example's path, clickable.
+    // The ladder: the worked example's path, clickable (built off the GUI thread).
+    panel->finishLadderNow();
     REQUIRE(panel->ladder().firstFit == 2);
     auto* list = panel->findChild<QListWidget*>();
     REQUIRE(list);
@@ -154,6 +155,7 @@ TEST_CASE("Constants and the currency spent first are editable and saved with th
     c.devices = 8;
     panel->setConfig(c);
     auto hasZeroRung = [&] {
+        panel->finishLadderNow();
         for (const Rung& r : panel->ladder().rungs)
             if (r.title.find("ZeRO") != std::string::npos)
                 return true;

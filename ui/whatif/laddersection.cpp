@@ -88,6 +88,12 @@ LadderSection::LadderSection(QWidget* parent) : QWidget(parent)
 
 void LadderSection::clear() { m_list->clear(); }
 
+void LadderSection::showPending()
+{
+    m_list->clear();
+    m_list->addItem(tr("Building the ladder: each rung's requests through the caching allocator..."));
+}
+
 void LadderSection::setLadder(const Ladder& ladder)
 {
     m_list->clear();

@@ -35,6 +35,9 @@ void ProjectedTimelineJob::request(const WhatIfBaseline& base, const LeverConfig
             m_latest = t;
             m_latestProjection = p;
             m_latestProjection.simulated = t->simulated;
+            m_latestProjection.verdict = t->verdict;
+            m_latestProjection.fits = t->verdict == Verdict::Fits;
+            m_latestProjection.verdictByRatio = t->verdictByRatio;
             emit ready(std::move(t), label);
         });
 }

@@ -33,9 +33,11 @@ public:
     bool isRunning() const;
     /// The latest timeline delivered; null when cleared.
     const std::shared_ptr<const ProjectedTimeline>& latest() const { return m_latest; }
-    /// When the latest projection fits by allocated memory but its requests fail in the
-    /// allocator model: the one sentence that says both (empty otherwise, or while running).
+    /// When the simulation of the latest projection's requests changed its verdict: the one
+    /// sentence that says both (empty otherwise, or while running).
     QString reservedVerdict() const;
+    /// The latest projection as the simulation judged it; null while running or cleared.
+    const Projection* latestProjection() const { return m_latest && !isRunning() ? &m_latestProjection : nullptr; }
 
 signals:
     void ready(std::shared_ptr<const headroom::ProjectedTimeline> timeline, const QString& label);

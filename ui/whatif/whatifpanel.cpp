@@ -8,6 +8,7 @@
 #include "ui/whatif/allocatorsection.h"
 #include "ui/whatif/calibrationjob.h"
 #include "ui/whatif/calibrationruns.h"
+#include "ui/whatif/ladderjob.h"
 #include "ui/whatif/laddersection.h"
 #include "ui/whatif/projectedtimelinejob.h"
 #include "ui/whatif/whatifchart.h"
@@ -48,10 +49,12 @@ constexpr int kLeversWidth = 290;
 
 WhatIfPanel::WhatIfPanel(QWidget* parent)
     : QWidget(parent), m_calJob(new CalibrationJob(this)), m_timelineJob(new ProjectedTimelineJob(this)),
+      m_ladderJob(new LadderJob(this)),
       m_runs(new CalibrationRuns(this))
 {
     connect(m_calJob, &CalibrationJob::finished, this, &WhatIfPanel::applyCalibration);
-    connect(m_timelineJob, &ProjectedTimelineJob::ready, this, &WhatIfPanel::showSummary);
+    connect(m_timelineJob, &ProjectedTimelineJob::ready, this, &WhatIfPanel::adoptSimulatedVerdict);
+    connect(m_ladderJob, &LadderJob::ready, this, &WhatIfPanel::showLadder);
     m_device = *devicePreset("80gib");
     buildUi();
 }
@@ -327,7 +330,11 @@ void WhatIfPanel::setPending(const LeverConfig& c, int units)
     m_pendingUnits = units;
 }
 
-void WhatIfPanel::finishCalibration() { m_calJob->finishNow(); }
+void WhatIfPanel::finishCalibration()
+{
+    m_calJob->finishNow();
+    m_ladderJob->finishNow(); // the ladder the calibration rebuilt
+}
 
 void WhatIfPanel::readControls()
 {
@@ -433,6 +440,22 @@ void WhatIfPanel::recompute()
     emit settingsChanged(settingsJson());
 }
 
+void WhatIfPanel::adoptSimulatedVerdict()
+{
+    // The simulated run judges the projection as `whatif` does (judgeBySimulation): the
+    // verdict shown is the simulation's once it arrives for the levers on screen.
+    const Projection* simulated = m_timelineJob->latestProjection();
+    if (simulated && simulated->config == m_projection.config && !m_summaryText.isEmpty() &&
+        simulated->verdict != m_projection.verdict) {
+        m_projection.verdict = simulated->verdict;
+        m_projection.fits = simulated->fits;
+        m_projection.verdictByRatio = simulated->verdictByRatio;
+        m_projection.simulated = simulated->simulated;
+        m_summaryText = projectionSummaryHtml(m_projection, m_device, m_k);
+    }
+    showSummary();
+}
+
 void WhatIfPanel::showSummary()
 {
     if (m_summaryText.isEmpty())
@@ -465,11 +488,22 @@ void WhatIfPanel::rebuildLadder()
             if (cur != *m_spendFirst)
                 lo.currencyOrder.push_back(cur);
     }
-    m_ladder = buildLadder(m_base, m_config, m_k, m_device, lo);
-    m_ladderStart = m_config;
+    if (m_trace)
+        lo.simulate = AllocatorConfig::fromSnapshot(m_trace->snapshot.allocatorSettings);
+    m_ladder = {};
+    m_ladderSection->showPending();
+    m_ladderJob->request(m_base, m_config, m_k, m_device, lo, m_cal);
+}
+
+void WhatIfPanel::showLadder(const Ladder& ladder, const LeverConfig& start)
+{
+    m_ladder = ladder;
+    m_ladderStart = start;
     m_ladderSection->setLadder(m_ladder);
     emit ladderChanged();
 }
+
+void WhatIfPanel::finishLadderNow() { m_ladderJob->finishNow(); }
 
 void WhatIfPanel::addCalibrationRun(const QString& path)
 {
@@ -544,6 +578,7 @@ QString WhatIfPanel::markdown() const
 {
     if (!m_haveBase)
         return tr("_No what-if projection: %1_\n").arg(m_error.isEmpty() ? tr("no trace or model.") : m_error);
+    m_ladderJob->finishNow(); // the ladder being built is delivered (showLadder) before it is written
     QString md = whatIfMarkdown(m_projection, m_ladder, m_cal ? &*m_cal : nullptr, m_device);
     if (m_allocator->result() && !m_allocator->isRecordedSetting())
         md += tr("\nAllocator replay of the recorded requests: %1\n")

@@ -25,6 +25,7 @@ namespace headroom {
 
 class AllocatorSection;
 class ProjectedTimelineJob;
+class LadderJob;
 class CalibrationRuns;
 class LadderSection;
 class WhatIfChart;
@@ -70,7 +71,11 @@ public:
     const Projection& projection() const { return m_projection; }
     /// The device the projection is judged against (capacity and speeds).
     const DeviceSpec& device() const { return m_device; }
+    /// The latest ladder delivered (built off the GUI thread, its rungs simulated): empty
+    /// while one is being built.
     const Ladder& ladder() const { return m_ladder; }
+    /// Waits for the ladder being built and shows it now (exports and tests).
+    void finishLadderNow();
     /// The levers the ladder started from, and the measured run's (the calibration's).
     const LeverConfig& ladderStart() const { return m_ladderStart; }
     const LeverConfig& measuredConfig() const { return m_base.config; }
@@ -123,6 +128,9 @@ private:
     void applyCalibration(const CalibrationJob::Outcome& outcome);
     void recompute();
     void rebuildLadder();
+    /// The projected run's simulation arrived: its verdict replaces the allocated peak's.
+    void adoptSimulatedVerdict();
+    void showLadder(const Ladder& ladder, const LeverConfig& start);
     void readControls();
     void lockUnknown(LeverConfig& config) const;
     /// Keeps `c` to lay over the calibration on its way (only the levers moved from the last one);
@@ -142,6 +150,7 @@ private:
     std::optional<Calibration> m_cal;
     CalibrationJob* m_calJob;
     ProjectedTimelineJob* m_timelineJob;
+    LadderJob* m_ladderJob;
     std::optional<LeverConfig> m_pendingConfig; ///< set while calibrating: applied over it
     LeverConfig m_pendingFrom; ///< the calibration m_pendingConfig's moves were made from
     int m_pendingUnits = 0, m_pendingFromUnits = 0; ///< their micro-batch units (batchratio.h)
