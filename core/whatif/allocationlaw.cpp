@@ -226,7 +226,7 @@ AllocationLaws AllocationLaws::fromSnapshot(const MemoryTimeline& tl, const std:
         out.readCasts(tl, classes, iterations);
     out.readMirror(tl, classes);
     out.readShapes(tl, tensors, b0, s0);
-    out.readLikes(tl, tensors);
+    out.readLikes(tl, tensors, b0, s0);
     out.readWidths(tl, classes, tensors, frames.strings(), tokens);
     out.readRoles(tl, classes);
     out.collectAmbiguities(tl, frames, tensors);
@@ -532,8 +532,25 @@ void AllocationLaws::hashLines(const MemoryTimeline& tl, const FrameTable& frame
     }
 }
 
-void AllocationLaws::readLikes(const MemoryTimeline& tl, const std::vector<std::pair<uint32_t, RecordedTensor>>& tensors)
+void AllocationLaws::readLikes(const MemoryTimeline& tl, const std::vector<std::pair<uint32_t, RecordedTensor>>& tensors,
+                               int b0, int s0)
 {
+    // What a size alone allows: every law whose unit it is a multiple of. A member read by its
+    // size or a mirror has its allowed set narrowed by rules about frames (no attention frame:
+    // no b*s^2), not by evidence against the reading; it does not narrow its class beyond this.
+    auto sizeAllows = [&](int64_t z) {
+        const int64_t tokens = int64_t(b0) * s0;
+        uint8_t m = bit(SizeLaw::Constant);
+        const std::pair<SizeLaw, int64_t> units[] = {{SizeLaw::Batch, b0},
+                                                     {SizeLaw::Sequence, s0},
+                                                     {SizeLaw::Tokens, tokens},
+                                                     {SizeLaw::TokensBySeq, tokens * s0},
+                                                     {SizeLaw::SeqSquared, int64_t(s0) * s0}};
+        for (const auto& [law, unit] : units)
+            if (fitsUnit(z, unit))
+                m |= bit(law);
+        return m;
+    };
     for (const auto& members : likeClasses(tl.allocations, tensors)) {
         // The most trusted evidence in the class gives the central reading; where members of
         // that trust read it differently, or no reading is allowed to all, the class says nothing.
@@ -544,7 +561,9 @@ void AllocationLaws::readLikes(const MemoryTimeline& tl, const std::vector<std::
         bool agree = true;
         for (size_t i : members) {
             const AllocationLaw& law = m_laws[i];
-            allowed = law.offset == offset ? uint8_t(allowed & law.allowed) : uint8_t(0);
+            const bool weak = !law.offset && (law.evidence == LawEvidence::Size || law.evidence == LawEvidence::Mirror);
+            const uint8_t mine = weak ? uint8_t(law.allowed | sizeAllows(tl.allocations[i].size)) : law.allowed;
+            allowed = law.offset == offset ? uint8_t(allowed & mine) : uint8_t(0);
             if (!central || law.evidence < best) {
                 best = law.evidence;
                 central = law.central;
@@ -555,10 +574,13 @@ void AllocationLaws::readLikes(const MemoryTimeline& tl, const std::vector<std::
         }
         if (!allowed || !agree || !(allowed & bit(*central)))
             continue;
+        // A member keeps the readings of its own that every member allows, and gains only the
+        // class's central one (which its size allows, where its frames did not).
         for (size_t i : members) {
+            const uint8_t mine = uint8_t((m_laws[i].allowed & allowed) | bit(*central));
             if (m_laws[i].central != *central)
                 setCentral(i, *central, LawEvidence::Op, tl.allocations[i].size);
-            m_laws[i].allowed = allowed;
+            m_laws[i].allowed = mine;
         }
     }
 }

@@ -134,7 +134,8 @@ private:
                     int b0, int s0);
     /// Tensors a shape-preserving op joined (lawlinks.h) take one law: the readings every
     /// member allows, the central one of the most trusted member.
-    void readLikes(const MemoryTimeline& timeline, const std::vector<std::pair<uint32_t, RecordedTensor>>& tensors);
+    void readLikes(const MemoryTimeline& timeline, const std::vector<std::pair<uint32_t, RecordedTensor>>& tensors,
+                   int b0, int s0);
     /// The backward's allocations without evidence of their own take the forward's readings.
     void readMirror(const MemoryTimeline& timeline, const std::vector<AllocationClass>& classes);
     /// Autocast: of the activations of half a weight's size, one per weight and iteration is
