@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "core/whatif/checkpointplan.h"
 
+#include "core/whatif/moduleblocks.h"
+
 #include <algorithm>
 #include <limits>
 
@@ -40,11 +42,10 @@ struct SavedBlock {
 
 /// A block's output is its last saved tensor (a residual sum, saved by the next block's first
 /// op): checkpointed, it stays alive as the next block's input.
-SavedBlock makeBlock(const MemoryTimeline& tl, const SavedSequence& seq, size_t first, size_t period)
+SavedBlock blockOf(const MemoryTimeline& tl, std::vector<uint32_t> allocs)
 {
     SavedBlock b;
-    for (size_t k = first; k < first + period; ++k)
-        b.allocs.insert(b.allocs.end(), seq.items[k].begin(), seq.items[k].end());
+    b.allocs = std::move(allocs);
     b.output = b.allocs.front();
     for (uint32_t i : b.allocs)
         if (tl.allocations[i].start > tl.allocations[b.output].start)
@@ -54,6 +55,14 @@ SavedBlock makeBlock(const MemoryTimeline& tl, const SavedSequence& seq, size_t 
         if (i != b.output && tl.allocations[i].end != Allocation::kStillAlive)
             b.firstFree = std::min<int64_t>(b.firstFree, tl.allocations[i].end);
     return b;
+}
+
+SavedBlock makeBlock(const MemoryTimeline& tl, const SavedSequence& seq, size_t first, size_t period)
+{
+    std::vector<uint32_t> allocs;
+    for (size_t k = first; k < first + period; ++k)
+        allocs.insert(allocs.end(), seq.items[k].begin(), seq.items[k].end());
+    return blockOf(tl, std::move(allocs));
 }
 
 /// When the backward reaches block `b`: after the backward of everything the forward made later
@@ -105,7 +114,9 @@ void moveBlock(const MemoryTimeline& tl, const SavedBlock& b, const std::vector<
 
 } // namespace
 
-CheckpointPlan planCheckpointing(const MemoryTimeline& tl, const std::vector<uint32_t>& saved, int64_t from, int64_t to)
+CheckpointPlan planCheckpointing(const MemoryTimeline& tl, const std::vector<uint32_t>& saved, int64_t from, int64_t to,
+                                 const std::vector<std::pair<uint32_t, RecordedTensor>>& tensors,
+                                 const StringPool* strings)
 {
     CheckpointPlan plan;
     std::vector<uint32_t> inIteration;
@@ -116,16 +127,27 @@ CheckpointPlan planCheckpointing(const MemoryTimeline& tl, const std::vector<uin
     double covered = 0, total = 0;
     for (int64_t b : seq.bytes)
         total += double(b);
-    for (const RepeatedBlocks& rb : findRepeatedRuns(seq.keys, seq.bytes)) {
-        for (int k = 0; k < rb.count; ++k) {
-            const SavedBlock b = makeBlock(tl, seq, size_t(rb.start + k * rb.period), size_t(rb.period));
-            moveBlock(tl, b, inIteration, plan);
-            plan.recomputeTransient = std::max(plan.recomputeTransient, forwardTransient(tl, b));
-            plan.largestOutput = std::max(plan.largestOutput, tl.allocations[b.output].size);
+    auto add = [&](const SavedBlock& b) {
+        moveBlock(tl, b, inIteration, plan);
+        plan.recomputeTransient = std::max(plan.recomputeTransient, forwardTransient(tl, b));
+        plan.largestOutput = std::max(plan.largestOutput, tl.allocations[b.output].size);
+        ++plan.blocks;
+        for (uint32_t i : b.allocs)
+            covered += double(tl.allocations[i].size);
+    };
+    // The layers the recorder named are the evidence; without names, the stacks' repeats.
+    ModuleBlocks named = strings ? moduleBlocks(tl, inIteration, tensors, *strings) : ModuleBlocks{};
+    if (!named.blocks.empty()) {
+        for (auto& allocs : named.blocks)
+            add(blockOf(tl, std::move(allocs)));
+        plan.runs = named.containers;
+        plan.byModule = true;
+    } else {
+        for (const RepeatedBlocks& rb : findRepeatedRuns(seq.keys, seq.bytes)) {
+            for (int k = 0; k < rb.count; ++k)
+                add(makeBlock(tl, seq, size_t(rb.start + k * rb.period), size_t(rb.period)));
+            ++plan.runs;
         }
-        plan.blocks += rb.count;
-        ++plan.runs;
-        covered += rb.bytes;
     }
     plan.coverage = total > 0 ? covered / total : 0;
     std::stable_sort(plan.moves.begin(), plan.moves.end(), [](const CheckpointPlan::Move& x, const CheckpointPlan::Move& y) {

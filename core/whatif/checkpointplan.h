@@ -7,10 +7,13 @@
 // (the recompute) when the backward reaches it. The plan says which allocations move and when;
 // TraceProjector replays the history with those moves.
 
+#include "core/model/snapshotmodel.h"
+#include "core/model/stringpool.h"
 #include "core/replay/replay.h"
 #include "core/whatif/whatifblocks.h"
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace headroom {
@@ -41,6 +44,7 @@ struct CheckpointPlan {
     /// their highest): what its recompute may add, as the replay re-makes the saved ones only.
     int64_t recomputeTransient = 0;
     int64_t largestOutput = 0; ///< the largest tensor a block keeps (its output)
+    bool byModule = false;     ///< the blocks are the layers the recorder named (moduleblocks.h)
     bool empty() const { return moves.empty(); }
 };
 
@@ -49,9 +53,12 @@ struct CheckpointPlan {
 /// different widths repeat only in pairs: 63%; the transformers of the CPU matrix 89-94%).
 inline constexpr double kMinCheckpointCoverage = 0.75;
 
-/// Every repeated block of the iteration [from, to] checkpointed. `saved`: the activations alive
-/// where the iteration's backward starts (made in its forward, freed in its backward). Empty when
-/// fewer than two blocks repeat.
-CheckpointPlan planCheckpointing(const MemoryTimeline& tl, const std::vector<uint32_t>& saved, int64_t from, int64_t to);
+/// Every block of the iteration [from, to] checkpointed. `saved`: the activations alive where the
+/// iteration's backward starts (made in its forward, freed in its backward). The blocks are the
+/// layers of the recorded modules (`tensors`, their names in `strings`) where a recorder named
+/// them, else the stacks' repeats. Empty when fewer than two blocks are found.
+CheckpointPlan planCheckpointing(const MemoryTimeline& tl, const std::vector<uint32_t>& saved, int64_t from, int64_t to,
+                                 const std::vector<std::pair<uint32_t, RecordedTensor>>& tensors = {},
+                                 const StringPool* strings = nullptr);
 
 } // namespace headroom

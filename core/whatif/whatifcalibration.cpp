@@ -559,7 +559,8 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
         // The blocks are read where every saved activation is alive: the forward/backward boundary.
         const Live atBoundary = boundaryPoint >= 0 ? liveAt(tl, a, boundaryPoint) : Live{};
         tp->setCheckpointPlan(
-            planCheckpointing(tl, activations(boundaryPoint >= 0 ? atBoundary : L1), it.startEvent, it.endEvent));
+            planCheckpointing(tl, activations(boundaryPoint >= 0 ? atBoundary : L1), it.startEvent, it.endEvent,
+                              dev.trace.tensors, &trace.snapshot.frames.strings()));
         tp->setAccumulationPlan(planAccumulation(tl, a.classes, a.phases, Iteration{it.iteration, it.startEvent, it.endEvent}));
         tp->setCastPlan(planCast(tl, a.classes, a.phases, tp->laws()));
         s.trace = std::move(tp);

@@ -125,8 +125,8 @@ TEST_CASE("Checkpointing a CPU llama is a replay of its recorded run within 2%",
 
 TEST_CASE("Blocks that cover too little of the forward leave checkpointing to the terms", "[whatif][checkpoint][cpu]")
 {
-    // The CPU convnet's six blocks of three widths repeat only in pairs (63% of its saved bytes):
-    // the rest would keep everything it saved.
+    // The CPU convnet recorded without modules: its six blocks of three widths repeat only in
+    // pairs by their stacks (63% of its saved bytes): the rest would keep everything it saved.
     auto base = Loader::load(std::string(HEADROOM_SOURCE_DIR) + "/tests/data/cpu/convnet_base.pickle");
     const Calibration cal = calibrate(*base, 0, analyzeDevice(*base, 0), {});
     REQUIRE(cal.baseline.trace);
@@ -134,4 +134,28 @@ TEST_CASE("Blocks that cover too little of the forward leave checkpointing to th
     LeverConfig t = cal.baseline.config;
     t.checkpoint = Checkpointing::Full;
     CHECK_FALSE(project(cal.baseline, t, WhatIfConstants{}, *devicePreset("80gib")).replayed);
+}
+
+TEST_CASE("The layers a recorder named are the checkpointed blocks", "[whatif][checkpoint][cpu]")
+{
+    // The same convnet recorded with its modules (headroom_tensor): the six children of
+    // blocks.blocks are its layers whatever their widths, the stem's conv, norm and activation
+    // (leaf modules of a Sequential) are not. Checked against its checkpointed recording.
+    auto base = Loader::load(std::string(HEADROOM_SOURCE_DIR) + "/tests/data/cpu/convnet_base_shapes.pickle");
+    auto ckpt = Loader::load(std::string(HEADROOM_SOURCE_DIR) + "/tests/data/cpu/convnet_ckpt.pickle");
+    const Calibration cal = calibrate(*base, 0, analyzeDevice(*base, 0), {});
+    REQUIRE(cal.baseline.trace);
+    const CheckpointPlan& plan = cal.baseline.trace->checkpointPlan();
+    CHECK(plan.byModule);
+    CHECK(plan.blocks == 6);
+    CHECK(plan.runs == 1);
+    CHECK(plan.coverage >= kMinCheckpointCoverage);
+    LeverConfig t = cal.baseline.config;
+    t.checkpoint = Checkpointing::Full;
+    const Projection p = project(cal.baseline, t, WhatIfConstants{}, *devicePreset("80gib"));
+    REQUIRE(p.replayed);
+    const double measured = double(ckpt->timelines[0].peakAllocated);
+    CHECK(p.peakAllocated == Approx(measured).epsilon(0.01));
+    CHECK(p.peakAllocatedLow <= measured);
+    CHECK(p.peakAllocatedHigh >= measured);
 }
