@@ -291,10 +291,14 @@ void applyReplay(Projection& pr, const WhatIfBaseline& base, const LeverConfig& 
         pr.peakHigh += up;
         pr.peakAllocatedLow -= down;
         pr.peakLow -= down;
-        pr.notes.push_back("checkpointing replayed: each of the " + std::to_string(plan.blocks) +
-                           " repeated blocks of the forward (" + std::to_string(plan.runs) +
-                           (plan.runs == 1 ? " run" : " runs") + " of layers) keeps its output, frees its other saved "
-                           "tensors when its forward ends and makes them again when the backward reaches it");
+        const std::string blocks = plan.byModule
+                                       ? " layers the recorder named (" + std::to_string(plan.runs) +
+                                             (plan.runs == 1 ? " list" : " lists") + " of layers)"
+                                       : " repeated blocks of the forward (" + std::to_string(plan.runs) +
+                                             (plan.runs == 1 ? " run" : " runs") + " of layers)";
+        pr.notes.push_back("checkpointing replayed: each of the " + std::to_string(plan.blocks) + blocks +
+                           " keeps its output, frees its other saved tensors when its forward ends and makes them "
+                           "again when the backward reaches it");
     }
     // Never a silent partial result: an OOM cut the history the replay resizes.
     if (tp.stoppedAt() >= 0)
