@@ -50,7 +50,7 @@ bool optimizerRatios(const WhatIfBaseline& base, OptimizerKind o, ReplayTarget& 
 bool shardingRatios(const WhatIfBaseline& base, const LeverConfig& t, const WhatIfConstants& k, ReplayTarget& r)
 {
     const LeverConfig& c0 = base.config;
-    if (t.zero == c0.zero && std::max(1, t.devices) == std::max(1, c0.devices) && t.offload == c0.offload)
+    if (t.zero == c0.zero && t.deviceCount() == c0.deviceCount() && t.offload == c0.offload)
         return true;
     const WhatIfState to = levers::withOffload(levers::withSharding(base, t.zero, t.devices), t.offload, k);
     const AllocationLaws& laws = base.trace->laws();
@@ -105,7 +105,7 @@ std::optional<ReplayTarget> replayTargetFor(const LeverConfig& t, const WhatIfBa
         (base.forwardOnly || (base.precisionAlternatives.empty() && optimizerRatios(base, t.optimizer, r))))
         u.optimizer = c0.optimizer;
     // 0 devices (unknown) is projected as 1 (a ladder's rungs carry the 1): not a move.
-    if (std::max(1, u.devices) == std::max(1, c0.devices))
+    if (u.deviceCount() == c0.deviceCount())
         u.devices = c0.devices;
     // Sharding and offload resize the state's roles (a forward-only run has only parameters).
     if (base.precisionAlternatives.empty() && shardingRatios(base, t, k, r)) {
@@ -152,7 +152,7 @@ std::string shardingNote(const AllocationLaws& laws, const ReplayTarget& r, cons
         return std::string(text);
     };
     std::string note = "sharding and offload replayed (ZeRO-" + std::to_string(t.zero) + " over " +
-                       std::to_string(std::max(1, t.devices)) + ", offload " + std::string(offloadName(t.offload)) +
+                       std::to_string(t.deviceCount()) + ", offload " + std::string(offloadName(t.offload)) +
                        ", as the terms shard them): " + part("the parameters", StateRole::Parameter, r.parameters) +
                        ", " + part("the gradients", StateRole::Gradient, r.gradients) + ", " +
                        part("the optimizer state", StateRole::OptimizerState, r.optimizerState) + ", " +
@@ -255,7 +255,7 @@ void applyReplay(Projection& pr, const WhatIfBaseline& base, const LeverConfig& 
     if (target->fusedAttention)
         pr.notes.push_back(fusedNote(tp.laws()));
     const LeverConfig& c0 = base.config;
-    const bool sharded = t.zero != c0.zero || std::max(1, t.devices) != std::max(1, c0.devices) || t.offload != c0.offload;
+    const bool sharded = t.zero != c0.zero || t.deviceCount() != c0.deviceCount() || t.offload != c0.offload;
     if (!sharded && (target->optimizerState != 1 || target->optimizerTemp != 1))
         pr.notes.push_back(optimizerNote(tp.laws(), *target));
     if (sharded && (target->parameters != 1 || target->gradients != 1 || target->optimizerState != 1 ||

@@ -111,7 +111,7 @@ std::optional<WhatIfMissingValue> Calibration::missing(const LeverConfig& t, con
     need((t.zero == 3 || t.offload != Offload::None) && baseline.params <= 0, "precision", "--measured-precision",
          "precision", "--zero 3 / --offload");
     // 0 devices (unknown) is projected as 1: not a move.
-    need(std::max(1, t.devices) != std::max(1, b.devices) || t.zero != b.zero, "devices", "--measured-devices", "device count",
+    need(t.deviceCount() != b.deviceCount() || t.zero != b.zero, "devices", "--measured-devices", "device count",
          "--devices / --zero");
     return out;
 }

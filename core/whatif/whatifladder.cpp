@@ -205,7 +205,7 @@ void describe(Rung& r, const Projection& prev, const Projection& startP, const L
     r.currencies.push_back({"fidelity", fid});
     std::string hw = "none";
     // 0 devices is "unknown": a rung that fills in 1 adds no hardware.
-    if (c.devices > std::max(1, before.devices))
+    if (c.devices > before.deviceCount())
         hw = std::to_string(c.devices) + " devices";
     if (c.offload != Offload::None && before.offload == Offload::None)
         hw = "host RAM, about 16 bytes per trainable parameter";

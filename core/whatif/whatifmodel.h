@@ -52,13 +52,16 @@ struct LeverConfig {
     Precision precision = Precision::AmpBf16;
     OptimizerKind optimizer = OptimizerKind::AdamW;
     int zero = 0;    ///< 0 = plain data parallel; 1..3 ZeRO stage (FSDP FULL_SHARD = 3)
-    int devices = 1; ///< data-parallel / sharding degree N
+    int devices = 1; ///< data-parallel / sharding degree N; 0 in a measured config: unknown
     Offload offload = Offload::None;
     bool flashAttention = true;
     double trainableFraction = 1.0; ///< LoRA / freezing: P_t / P; 1 = full fine-tune
     bool expandableSegments = false;
 
     int64_t effectiveBatch() const { return int64_t(microBatch) * accum * devices; }
+    /// The degree memory is sharded over: an unknown (0) measured count projects as one device,
+    /// as a ladder's rungs carry it, so 0 and 1 are the same move.
+    int deviceCount() const { return devices > 1 ? devices : 1; }
     bool operator==(const LeverConfig&) const = default;
     /// Lever settings that differ from `base`, as "name=value" strings (for ladders, JSON);
     /// `microBatchUnits` > 0 words the micro-batch as a ratio of the measured run.
