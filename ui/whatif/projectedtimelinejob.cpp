@@ -15,11 +15,16 @@ ProjectedTimelineJob::ProjectedTimelineJob(QObject* parent)
 }
 
 void ProjectedTimelineJob::request(const WhatIfBaseline& base, const LeverConfig& requested, const Projection& p,
-                                   const LoadedTrace& trace, int deviceIndex)
+                                   const LoadedTrace& trace, int deviceIndex, bool draw)
 {
     if (deviceIndex < 0 || size_t(deviceIndex) >= trace.timelines.size()) {
         clear();
         return;
+    }
+    m_judged = false;
+    if (!draw && m_latest) {
+        m_latest.reset();
+        emit cleared();
     }
     const size_t events = trace.timelines[size_t(deviceIndex)].allocated.size();
     const AllocatorConfig recorded = AllocatorConfig::fromSnapshot(trace.snapshot.allocatorSettings);
@@ -31,20 +36,24 @@ void ProjectedTimelineJob::request(const WhatIfBaseline& base, const LeverConfig
         [base, p, events, recorded](BackgroundJob::Control&) {
             return std::make_shared<const ProjectedTimeline>(projectTimeline(base, p, events, recorded));
         },
-        [this, label, p](std::shared_ptr<const ProjectedTimeline> t) {
-            m_latest = t;
+        [this, label, p, draw](std::shared_ptr<const ProjectedTimeline> t) {
             m_latestProjection = p;
             m_latestProjection.simulated = t->simulated;
             m_latestProjection.verdict = t->verdict;
             m_latestProjection.fits = t->verdict == Verdict::Fits;
             m_latestProjection.verdictByRatio = t->verdictByRatio;
-            emit ready(std::move(t), label);
+            m_judged = true;
+            if (draw) {
+                m_latest = t;
+                emit ready(std::move(t), label);
+            }
+            emit judged();
         });
 }
 
 QString ProjectedTimelineJob::reservedVerdict() const
 {
-    if (!m_latest || isRunning())
+    if (!m_judged || isRunning())
         return {};
     return QString::fromStdString(reservedVerdictText(m_latestProjection)).trimmed();
 }
@@ -52,6 +61,7 @@ QString ProjectedTimelineJob::reservedVerdict() const
 void ProjectedTimelineJob::clear()
 {
     m_job->cancel();
+    m_judged = false;
     const bool had = m_latest != nullptr;
     m_latest.reset();
     if (had)

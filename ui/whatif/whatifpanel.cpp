@@ -53,7 +53,7 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
       m_runs(new CalibrationRuns(this))
 {
     connect(m_calJob, &CalibrationJob::finished, this, &WhatIfPanel::applyCalibration);
-    connect(m_timelineJob, &ProjectedTimelineJob::ready, this, &WhatIfPanel::adoptSimulatedVerdict);
+    connect(m_timelineJob, &ProjectedTimelineJob::judged, this, &WhatIfPanel::adoptSimulatedVerdict);
     connect(m_ladderJob, &LadderJob::ready, this, &WhatIfPanel::showLadder);
     m_device = *devicePreset("80gib");
     buildUi();
@@ -432,8 +432,10 @@ void WhatIfPanel::recompute()
     for (const auto& n : p.notes)
         notes << QString::fromStdString(n);
     m_notes->setText(notes.join(QStringLiteral("\n")));
-    if (m_cal && m_trace && !(m_config == m_base.config))
-        m_timelineJob->request(m_base, m_config, m_projection, *m_trace, m_deviceIndex);
+    // At the measured levers too: nothing to draw, but the verdict is the simulation's, as in
+    // `headroom-cli whatif`.
+    if (m_cal && m_trace)
+        m_timelineJob->request(m_base, m_config, m_projection, *m_trace, m_deviceIndex, !(m_config == m_base.config));
     else
         m_timelineJob->clear();
     emit configChanged();
