@@ -22,13 +22,8 @@ constexpr int64_t kMinBlock = 512;   // the caching allocator's smallest block a
 constexpr int64_t kTiny = 1 << 20;   // below this, a size that is no multiple of b*s is constant
 constexpr size_t kMaxAmbiguities = 64; // groups named; the rest still widen the band
 
-uint8_t bit(SizeLaw l) { return uint8_t(1u << unsigned(l)); }
+uint8_t bit(SizeLaw l) { return lawBit(l); }
 
-/// A multiple of `unit` up to the allocator's rounding to 512 bytes.
-bool fitsUnit(int64_t size, int64_t unit)
-{
-    return unit > 0 && size >= unit && size % unit < kMinBlock;
-}
 
 bool keptState(TensorCategory c) { return c == TensorCategory::Parameter || c == TensorCategory::Gradient ||
                                           c == TensorCategory::OptimizerState; }
@@ -122,6 +117,11 @@ std::string sizeLawName(SizeLaw l, int offset)
         return name;
     const size_t at = name.find('s');
     return name.replace(at, 1, "(s+" + std::to_string(offset) + ")");
+}
+
+bool fitsUnit(int64_t size, int64_t unit)
+{
+    return unit > 0 && size >= unit && size % unit < kMinBlock;
 }
 
 std::string_view lawEvidenceName(LawEvidence e)
@@ -535,51 +535,16 @@ void AllocationLaws::hashLines(const MemoryTimeline& tl, const FrameTable& frame
 void AllocationLaws::readLikes(const MemoryTimeline& tl, const std::vector<std::pair<uint32_t, RecordedTensor>>& tensors,
                                int b0, int s0)
 {
-    // What a size alone allows: every law whose unit it is a multiple of. A member read by its
-    // size or a mirror has its allowed set narrowed by rules about frames (no attention frame:
-    // no b*s^2), not by evidence against the reading; it does not narrow its class beyond this.
-    auto sizeAllows = [&](int64_t z) {
-        const int64_t tokens = int64_t(b0) * s0;
-        uint8_t m = bit(SizeLaw::Constant);
-        const std::pair<SizeLaw, int64_t> units[] = {{SizeLaw::Batch, b0},
-                                                     {SizeLaw::Sequence, s0},
-                                                     {SizeLaw::Tokens, tokens},
-                                                     {SizeLaw::TokensBySeq, tokens * s0},
-                                                     {SizeLaw::SeqSquared, int64_t(s0) * s0}};
-        for (const auto& [law, unit] : units)
-            if (fitsUnit(z, unit))
-                m |= bit(law);
-        return m;
-    };
     for (const auto& members : likeClasses(tl.allocations, tensors)) {
-        // The most trusted evidence in the class gives the central reading; where members of
-        // that trust read it differently, or no reading is allowed to all, the class says nothing.
-        uint8_t allowed = 0xff;
-        const bool offset = m_laws[members.front()].offset;
-        LawEvidence best = LawEvidence::Size;
-        std::optional<SizeLaw> central;
-        bool agree = true;
-        for (size_t i : members) {
-            const AllocationLaw& law = m_laws[i];
-            const bool weak = !law.offset && (law.evidence == LawEvidence::Size || law.evidence == LawEvidence::Mirror);
-            const uint8_t mine = weak ? uint8_t(law.allowed | sizeAllows(tl.allocations[i].size)) : law.allowed;
-            allowed = law.offset == offset ? uint8_t(allowed & mine) : uint8_t(0);
-            if (!central || law.evidence < best) {
-                best = law.evidence;
-                central = law.central;
-                agree = true;
-            } else if (law.evidence == best && law.central != *central) {
-                agree = false;
-            }
-        }
-        if (!allowed || !agree || !(allowed & bit(*central)))
+        const std::optional<ClassReading> r = classReading(members, m_laws, tl.allocations, b0, s0);
+        if (!r)
             continue;
         // A member keeps the readings of its own that every member allows, and gains only the
         // class's central one (which its size allows, where its frames did not).
         for (size_t i : members) {
-            const uint8_t mine = uint8_t((m_laws[i].allowed & allowed) | bit(*central));
-            if (m_laws[i].central != *central)
-                setCentral(i, *central, LawEvidence::Op, tl.allocations[i].size);
+            const uint8_t mine = uint8_t((m_laws[i].allowed & r->allowed) | bit(r->central));
+            if (m_laws[i].central != r->central)
+                setCentral(i, r->central, LawEvidence::Op, tl.allocations[i].size);
             m_laws[i].allowed = mine;
         }
     }

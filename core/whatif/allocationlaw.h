@@ -28,6 +28,9 @@ inline constexpr size_t kSizeLawCount = 7;
 struct LawExponents {
     int batch = 0, seq = 0;
 };
+inline uint8_t lawBit(SizeLaw l) { return uint8_t(1u << unsigned(l)); } ///< its bit in an `allowed` mask
+/// A multiple of `unit` up to the allocator's rounding to 512 bytes.
+bool fitsUnit(int64_t size, int64_t unit);
 /// The factor of a law at b/b0 = rb and s/s0 = rs.
 double lawFactor(SizeLaw l, double rb, double rs);
 LawExponents lawExponents(SizeLaw l); ///< StepBlock: {1, 1}, its growth once past the block

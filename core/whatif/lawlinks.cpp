@@ -24,6 +24,22 @@ private:
     std::vector<size_t> m_parent;
 };
 
+/// What a size alone allows: every law whose unit it is a multiple of.
+uint8_t sizeAllows(int64_t z, int b0, int s0)
+{
+    const int64_t tokens = int64_t(b0) * s0;
+    uint8_t m = lawBit(SizeLaw::Constant);
+    const std::pair<SizeLaw, int64_t> units[] = {{SizeLaw::Batch, b0},
+                                                 {SizeLaw::Sequence, s0},
+                                                 {SizeLaw::Tokens, tokens},
+                                                 {SizeLaw::TokensBySeq, tokens * s0},
+                                                 {SizeLaw::SeqSquared, int64_t(s0) * s0}};
+    for (const auto& [law, unit] : units)
+        if (fitsUnit(z, unit))
+            m |= lawBit(law);
+    return m;
+}
+
 /// Allocation index made at each event, sorted by event.
 std::vector<std::pair<int64_t, size_t>> allocationsByEvent(const std::vector<Allocation>& allocations)
 {
@@ -73,6 +89,32 @@ std::vector<std::vector<size_t>> likeClasses(const std::vector<Allocation>& allo
         out[size_t(s)].push_back(i);
     }
     return out;
+}
+
+std::optional<ClassReading> classReading(const std::vector<size_t>& members, const std::vector<AllocationLaw>& laws,
+                                         const std::vector<Allocation>& allocations, int b0, int s0)
+{
+    uint8_t allowed = 0xff;
+    const bool offset = laws[members.front()].offset;
+    LawEvidence best = LawEvidence::Size;
+    std::optional<SizeLaw> central;
+    bool agree = true;
+    for (size_t i : members) {
+        const AllocationLaw& law = laws[i];
+        const bool weak = !law.offset && (law.evidence == LawEvidence::Size || law.evidence == LawEvidence::Mirror);
+        const uint8_t mine = weak ? uint8_t(law.allowed | sizeAllows(allocations[i].size, b0, s0)) : law.allowed;
+        allowed = law.offset == offset ? uint8_t(allowed & mine) : uint8_t(0);
+        if (!central || law.evidence < best) {
+            best = law.evidence;
+            central = law.central;
+            agree = true;
+        } else if (law.evidence == best && law.central != *central) {
+            agree = false;
+        }
+    }
+    if (!allowed || !agree || !central || !(allowed & lawBit(*central)))
+        return std::nullopt;
+    return ClassReading{*central, allowed};
 }
 
 } // namespace headroom

@@ -8,9 +8,11 @@
 
 #include "core/model/snapshotmodel.h"
 #include "core/replay/replay.h"
+#include "core/whatif/allocationlaw.h"
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -20,5 +22,17 @@ namespace headroom {
 /// a link to an event that made no allocation is ignored.
 std::vector<std::vector<size_t>> likeClasses(const std::vector<Allocation>& allocations,
                                              const std::vector<std::pair<uint32_t, RecordedTensor>>& tensors);
+
+/// One class's law: the central reading of its most trusted member, and the readings every
+/// member allows (a member read by its size or a mirror allows every law its size is a multiple
+/// of the unit of: its own narrower set comes from rules about frames, not from evidence).
+struct ClassReading {
+    SizeLaw central = SizeLaw::Constant;
+    uint8_t allowed = 0;
+};
+/// nullopt where the class says nothing: members of the top trust read it differently, no
+/// reading is allowed to all, or members count tokens differently (the class token).
+std::optional<ClassReading> classReading(const std::vector<size_t>& members, const std::vector<AllocationLaw>& laws,
+                                         const std::vector<Allocation>& allocations, int b0, int s0);
 
 } // namespace headroom
