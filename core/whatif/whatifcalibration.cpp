@@ -626,6 +626,13 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
         s.layers = dims.layers;
     } else if (dims.layers > 0) {
         s.layers = dims.layers;
+    } else if (s.trace && s.trace->checkpointPlan().byModule && s.trace->checkpointPlan().blocks >= 2) {
+        // The layers the recorder named (moduleblocks.h): the model's layer lists.
+        const CheckpointPlan& plan = s.trace->checkpointPlan();
+        s.layers = plan.blocks;
+        cal.measured.push_back({"layers", std::to_string(plan.blocks), "read",
+                                std::to_string(plan.blocks) + " layers the recorder named in " +
+                                    std::to_string(plan.runs) + (plan.runs == 1 ? " list" : " lists")});
     } else if (const RepeatedBlocks rb = repeatedBlocks(tl, L1); rb.count >= 2) {
         // The layers are the blocks whose saved tensors repeat through the forward.
         s.layers = rb.count;

@@ -150,6 +150,9 @@ TEST_CASE("The layers a recorder named are the checkpointed blocks", "[whatif][c
     CHECK(plan.blocks == 6);
     CHECK(plan.runs == 1);
     CHECK(plan.coverage >= kMinCheckpointCoverage);
+    // They are the model's layer count too (the terms' checkpoint boundaries, a gathered layer).
+    CHECK(cal.baseline.layers == 6);
+    CHECK_FALSE(cal.baseline.layersGuessed);
     LeverConfig t = cal.baseline.config;
     t.checkpoint = Checkpointing::Full;
     const Projection p = project(cal.baseline, t, WhatIfConstants{}, *devicePreset("80gib"));
