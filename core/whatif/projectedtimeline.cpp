@@ -5,6 +5,14 @@
 
 namespace headroom {
 
+void adoptSimulation(Projection& p, const ProjectedTimeline& t)
+{
+    p.simulated = t.simulated;
+    p.verdict = t.verdict;
+    p.fits = t.verdict == Verdict::Fits;
+    p.verdictByRatio = t.verdictByRatio;
+}
+
 ProjectedTimeline projectTimeline(const WhatIfBaseline& base, const Projection& p, size_t events,
                                   const AllocatorConfig& recorded)
 {

@@ -34,6 +34,9 @@ struct ProjectedTimeline {
     bool hasCurve() const { return !allocated.central.empty(); }
 };
 
+/// `p` as the simulation behind `t` judged it (its simulated run, verdict and fit).
+void adoptSimulation(Projection& p, const ProjectedTimeline& t);
+
 /// The timeline of projection `p` of `base` over the first `events` events of its trace, its
 /// requests simulated under `recorded` (the file's allocator settings) with the target's
 /// expandable_segments. Seconds on a 10M-event trace: run it off the GUI thread.

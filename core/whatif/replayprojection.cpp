@@ -50,7 +50,7 @@ bool optimizerRatios(const WhatIfBaseline& base, OptimizerKind o, ReplayTarget& 
 bool shardingRatios(const WhatIfBaseline& base, const LeverConfig& t, const WhatIfConstants& k, ReplayTarget& r)
 {
     const LeverConfig& c0 = base.config;
-    if (t.zero == c0.zero && t.deviceCount() == c0.deviceCount() && t.offload == c0.offload)
+    if (t.shardsLike(c0))
         return true;
     const WhatIfState to = levers::withOffload(levers::withSharding(base, t.zero, t.devices), t.offload, k);
     const AllocationLaws& laws = base.trace->laws();
@@ -254,8 +254,7 @@ void applyReplay(Projection& pr, const WhatIfBaseline& base, const LeverConfig& 
     }
     if (target->fusedAttention)
         pr.notes.push_back(fusedNote(tp.laws()));
-    const LeverConfig& c0 = base.config;
-    const bool sharded = t.zero != c0.zero || t.deviceCount() != c0.deviceCount() || t.offload != c0.offload;
+    const bool sharded = !t.shardsLike(base.config);
     if (!sharded && (target->optimizerState != 1 || target->optimizerTemp != 1))
         pr.notes.push_back(optimizerNote(tp.laws(), *target));
     if (sharded && (target->parameters != 1 || target->gradients != 1 || target->optimizerState != 1 ||

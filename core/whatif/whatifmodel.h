@@ -62,6 +62,11 @@ struct LeverConfig {
     /// The degree memory is sharded over: an unknown (0) measured count projects as one device,
     /// as a ladder's rungs carry it, so 0 and 1 are the same move.
     int deviceCount() const { return devices > 1 ? devices : 1; }
+    /// The same ZeRO stage, device count and offload: the state is split the same way.
+    bool shardsLike(const LeverConfig& o) const
+    {
+        return zero == o.zero && deviceCount() == o.deviceCount() && offload == o.offload;
+    }
     bool operator==(const LeverConfig&) const = default;
     /// Lever settings that differ from `base`, as "name=value" strings (for ladders, JSON);
     /// `microBatchUnits` > 0 words the micro-batch as a ratio of the measured run.

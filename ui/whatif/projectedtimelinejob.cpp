@@ -38,10 +38,7 @@ void ProjectedTimelineJob::request(const WhatIfBaseline& base, const LeverConfig
         },
         [this, label, p, draw](std::shared_ptr<const ProjectedTimeline> t) {
             m_latestProjection = p;
-            m_latestProjection.simulated = t->simulated;
-            m_latestProjection.verdict = t->verdict;
-            m_latestProjection.fits = t->verdict == Verdict::Fits;
-            m_latestProjection.verdictByRatio = t->verdictByRatio;
+            adoptSimulation(m_latestProjection, *t);
             m_judged = true;
             if (draw) {
                 m_latest = t;

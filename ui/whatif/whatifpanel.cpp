@@ -446,13 +446,12 @@ void WhatIfPanel::adoptSimulatedVerdict()
 {
     // The simulated run judges the projection as `whatif` does (judgeBySimulation): the
     // verdict shown is the simulation's once it arrives for the levers on screen.
+    // The job's latest request is the projection on screen (a change of levers or device
+    // recomputes and requests again), so the judged one replaces it whole.
     const Projection* simulated = m_timelineJob->latestProjection();
     if (simulated && simulated->config == m_projection.config && !m_summaryText.isEmpty() &&
         simulated->verdict != m_projection.verdict) {
-        m_projection.verdict = simulated->verdict;
-        m_projection.fits = simulated->fits;
-        m_projection.verdictByRatio = simulated->verdictByRatio;
-        m_projection.simulated = simulated->simulated;
+        m_projection = *simulated;
         m_summaryText = projectionSummaryHtml(m_projection, m_device, m_k);
     }
     showSummary();
