@@ -79,7 +79,10 @@ What is recorded
   loss window, before the block). ``like`` (only where there is one): how many entries back
   in the trace each alloc entry is whose tensor had exactly this output's shape in a
   shape-preserving op (SHAPE_PRESERVING_OPS: pointwise ops, copies, softmaxes, norms), both
-  covering their whole storage: the two grow alike.
+  covering their whole storage: the two grow alike. ``op`` (on entries made by an op the
+  mode saw): the ATen op's name; ``inputs``: how many entries back the storages of its
+  tensor arguments are; ``saves`` (where any): how many entries back each storage is that
+  autograd saved for its backward (0 its own, negative a later output of the same op).
 * The oracle: the legacy autograd profiler records every CPU-allocator allocation and free
   (``kind() == 'memory_alloc'``); the running sum's maximum (plus the bytes alive before the
   block) is ``oracle_peak_bytes``. ``recorded_peak_bytes`` is the recorder's peak of live
@@ -134,7 +137,8 @@ _KIND_NAMES = ("unknown", "temporary", "activation", "input", "optimizer_state",
 _TENSOR_PHASE = {"forward": "forward", "backward": "backward", "optimizer": "optimizer"}
 SHAPES_ENV = "HEADROOM_SHAPES"
 # the row of an allocation with shapes: [time_us, category, phase] + these
-_R_SHAPE, _R_DTYPE, _R_ITEM, _R_MOD, _R_FIXED, _R_MOUT, _R_LIKE = range(3, 10)
+_R_SHAPE, _R_DTYPE, _R_ITEM, _R_MOD, _R_FIXED, _R_MOUT, _R_LIKE, _R_OP, _R_INPUTS, _R_SAVES = \
+    range(3, 13)
 # ATen ops whose output has the shape of their inputs broadcast together (pointwise ops,
 # copies, normalisations and softmaxes over a dimension): an output made by one of these
 # with the exact shape of an input grows as that input does, whatever the sizes say
@@ -158,6 +162,17 @@ SHAPE_PRESERVING_OPS = frozenset(
         "native_layer_norm native_group_norm native_batch_norm _native_batch_norm_legit "
         "cumsum cumprod tril triu flip roll").split())
 
+# ATen ops whose backward formula uses their own result (derivatives.yaml's ``result``), and
+# which of their outputs it uses: autograd saves those after the op returns, where the other
+# saves are of an op's inputs, made before it dispatches (headroom_tensor's "saves")
+RESULT_SAVING_OPS = dict(
+    [("aten::" + n, (0,)) for n in (
+        "exp exp2 expm1 tanh tan sigmoid rsqrt sqrt reciprocal relu _softmax _log_softmax "
+        "logsumexp cumprod prod norm linalg_vector_norm std var _cdist_forward elu").split()] +
+    [("aten::" + n, (1, 2)) for n in (
+        "native_layer_norm native_group_norm native_batch_norm _native_batch_norm_legit").split()] +
+    [("aten::" + n, (1,)) for n in (
+        "native_dropout max_pool2d_with_indices max_pool3d_with_indices").split()])
 _DISPATCH_FILE = os.path.join("torch", "utils", "_python_dispatch.py")
 _PLAIN, _SKIP, _REBIND, _FRESH, _DETACH = 0, 1, 2, 3, 4
 # addresses for storages found mid-step that existed before it (below any heap or mmap
@@ -263,6 +278,9 @@ class Capture(object):
         self._frames = {}     # (filename, line, name) -> frame dict
         self._stacks = {}     # tuple of (code, line) -> list of frame dicts
         self._last_us = 0
+        self._pending_saves = []  # rows autograd saved since the last op (headroom_tensor saves)
+        self._prev_fresh = []  # the rows of the last op's fresh storages
+        self._prev_kept = ()  # the rows of its outputs its backward uses (RESULT_SAVING_OPS)
         self._kinds = {}      # OpOverload -> _PLAIN / _SKIP / _REBIND / _FRESH / _DETACH
         self._late = 0        # storages first seen mid-step that existed before it
         self._iter = 0
@@ -346,7 +364,7 @@ class Capture(object):
                 if d is None:
                     d = self._dtypes[dt] = (str(dt).replace("torch.", ""), t.element_size())
                 return [t_us, category, phase, tuple(t.shape), d[0], d[1], module, False, False,
-                        None]
+                        None, None, None, None]
             except Exception:
                 pass
         return [t_us, category, phase]
@@ -566,8 +584,69 @@ class Capture(object):
                     for p in o:
                         if isinstance(p, Tensor):
                             self._output(p, fresh)
-        if self._shapes_on and self._last_us != before_us:
-            self._link_like(func, args, out, before_us)
+        if self._shapes_on:
+            self._link_op(func, args, kwargs, out, before_us)
+            if self._last_us != before_us:
+                self._link_like(func, args, out, before_us)
+
+    def _tensor_rows(self, values):
+        """The rows of the storages under the tensors in ``values`` (lists looked into),
+        each once, in argument order."""
+        Tensor = self._torch.Tensor
+        rows, seen = [], set()
+        for a in values:
+            for t in (a if isinstance(a, (list, tuple)) else (a,)):
+                if not isinstance(t, Tensor):
+                    continue
+                s = self._storage_of(t)
+                r = s.truth if s is not None else None
+                if r is not None and id(r) not in seen:
+                    seen.add(id(r))
+                    rows.append(r)
+        return rows
+
+    def _link_op(self, func, args, kwargs, out, before_us):
+        """headroom_tensor's "op", "inputs" and "saves": the op a fresh storage was made by,
+        the storages of that op's tensor inputs, and the storages autograd saved for its
+        backward. Autograd saves an op's inputs before it dispatches it and its outputs after:
+        the saves pending now are this op's, less those of the previous op's own outputs."""
+        pending = self._settle_saves()
+        if self._last_us == before_us:
+            return  # no fresh storage: an in-place op or a view (its saves are not kept)
+        try:
+            name = func._schema.name
+        except AttributeError:
+            name = str(func)
+        fresh = [r for r in self._tensor_rows([out]) if len(r) > _R_SAVES and r[0] > before_us]
+        if not fresh:
+            return
+        ins = self._tensor_rows(list(args) + list((kwargs or {}).values()))
+        ins = [r for r in ins if not any(r is f for f in fresh)]
+        for r in fresh:
+            r[_R_OP], r[_R_INPUTS] = name, ins
+        if pending:
+            fresh[0][_R_SAVES] = pending
+        self._prev_fresh = fresh
+        kept = RESULT_SAVING_OPS.get(name)
+        if kept:
+            outs = list(out) if isinstance(out, (list, tuple)) else [out]
+            self._prev_kept = self._tensor_rows([outs[i] for i in kept if i < len(outs)])
+
+    def _settle_saves(self):
+        """Gives the previous op the saves of the outputs it keeps (the first save of each; a
+        second save of the same storage is the next op's input) and returns the rest."""
+        pending, self._pending_saves = self._pending_saves, []
+        prev, kept = self._prev_fresh, self._prev_kept
+        self._prev_kept = ()
+        if not pending or not kept:
+            return pending
+        late, rest = [], []
+        for r in pending:
+            mine = any(r is p for p in kept) and not any(r is q for q in late)
+            (late if mine else rest).append(r)
+        if late:
+            prev[0][_R_SAVES] = (prev[0][_R_SAVES] or []) + late
+        return rest
 
     def _link_like(self, func, args, out, before_us):
         """headroom_tensor's "like": a shape-preserving op's fresh output that covers its
@@ -1041,6 +1120,8 @@ class Capture(object):
                     s = rec._table[info[0]]
                     rec._bind(d, s)
                     rec._label_storage(s, _ACTIVATION)  # saved for backward
+                    if rec._shapes_on and s.truth is not None and len(s.truth) > _R_SAVES:
+                        rec._pending_saves.append(s.truth)
             return d
 
         def unpack(d):
@@ -1306,19 +1387,20 @@ class Capture(object):
         mb = mb if isinstance(mb, int) and not isinstance(mb, bool) else None
         seq = seq if isinstance(seq, int) and not isinstance(seq, bool) else None
         dims_cache, keys_cache = {}, {}
+        self._settle_saves()  # the last op's own
+        entry_of = self._entry_index(trace)  # id(row) -> index of its alloc entry
         rows = iter(self._pre_rows + self._rows)
         written = 0
-        entry_of = {}  # id(row) -> index of its alloc entry in the trace
         for index, e in enumerate(trace):
             if e["action"] != "alloc":
                 continue
             row = next(rows, None)
             if row is None:
                 break
-            entry_of[id(row)] = index
             if len(row) == 3:
                 continue
-            _t, c, _ph, shape, dtype, _itemsize, module, _fixed, mout, like_rows = row
+            _t, c, _ph, shape, dtype, _itemsize, module, _fixed, mout, like_rows, op, ins, \
+                saves = row
             if mout and c < _ACTIVATION:
                 c = _ACTIVATION  # a module's output
             phase = _TENSOR_PHASE.get(row[2])
@@ -1336,9 +1418,28 @@ class Capture(object):
             back = [index - entry_of[id(r)] for r in like_rows or () if id(r) in entry_of]
             if back:
                 d = dict(d, like=back)
+            if op is not None:
+                d = dict(d, op=op,
+                         inputs=[index - entry_of[id(r)] for r in ins if id(r) in entry_of])
+                saved = [index - entry_of[id(r)] for r in saves or () if id(r) in entry_of]
+                if saved:
+                    d["saves"] = saved
             e["headroom_tensor"] = d
             written += 1
         return written
+
+    def _entry_index(self, trace):
+        """id(row) -> the index of its alloc entry in ``trace`` (rows are in entry order)."""
+        rows = iter(self._pre_rows + self._rows)
+        entry_of = {}
+        for index, e in enumerate(trace):
+            if e["action"] != "alloc":
+                continue
+            row = next(rows, None)
+            if row is None:
+                break
+            entry_of[id(row)] = index
+        return entry_of
 
     # ------------------------------------------------------------------ diagnostics
     def oracle_breakdown(self, ops=None):

@@ -10,6 +10,7 @@
 #include "core/model/snapshotmodel.h"
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string_view>
 
@@ -33,6 +34,24 @@ inline RecordedTensor::Phase recordedPhaseFromName(std::string_view s)
         if (recordedPhaseName(p) == s)
             return p;
     return P::Unknown;
+}
+
+/// Entry offsets under `key` (at most 64, each at least `least`): one that is not such an
+/// integer drops the whole list (an offset is trusted whole or not at all).
+template <class Doc, class Value, class Int>
+void readOffsets(const Doc& doc, Value v, std::string_view key, std::vector<Int>& out, int64_t least)
+{
+    const auto l = doc.get(v, key);
+    if (!l || !doc.isList(*l))
+        return;
+    for (const auto& d : doc.items(*l)) {
+        const auto n = doc.asInt(d);
+        if (!n || *n < least || *n > int64_t(std::numeric_limits<Int>::max()) || out.size() >= 64) {
+            out.clear();
+            return;
+        }
+        out.push_back(Int(*n));
+    }
 }
 
 /// Reads the record in `v`; nullopt when it is not a dict with a list of non-negative
@@ -76,17 +95,14 @@ std::optional<RecordedTensor> readRecordedTensor(const Doc& doc, Value v, String
         bits("batch", t.batchDims);
         bits("seq", t.seqDims);
     }
-    // Offsets back to earlier entries: one that is not a positive integer drops the list.
-    if (const auto l = doc.get(v, "like"); l && doc.isList(*l)) {
-        for (const auto& d : doc.items(*l)) {
-            const auto n = doc.asInt(d);
-            if (!n || *n <= 0 || *n > int64_t(UINT32_MAX) || t.like.size() >= 64) {
-                t.like.clear();
-                break;
-            }
-            t.like.push_back(uint32_t(*n));
+    readOffsets(doc, v, "like", t.like, 1);
+    if (const auto o = doc.get(v, "op"))
+        if (const auto s = doc.asString(*o)) {
+            t.op = strings.intern(*s);
+            t.hasOp = true;
+            readOffsets(doc, v, "inputs", t.inputs, 1);
+            readOffsets(doc, v, "saves", t.saves, INT32_MIN + 1);
         }
-    }
     return t;
 }
 

@@ -51,6 +51,13 @@ struct RecordedTensor {
     /// one's exact shape in a shape-preserving op (a pointwise op, a copy, a softmax): the
     /// two grow alike (docs/whatif-model.md, "Laws", evidence "like").
     std::vector<uint32_t> like;
+    /// The op graph (CPU recorder): the ATen op that made the storage, how many entries back
+    /// its tensor inputs' storages are, and how many back each storage autograd saved for its
+    /// backward (0: this one; negative: a later output of the same op). docs/formats.md.
+    uint32_t op = 0; ///< string id ("aten::addmm")
+    bool hasOp = false;
+    std::vector<uint32_t> inputs;
+    std::vector<int32_t> saves;
 };
 
 /// One device's trace entries as flat arrays (structure of arrays): a million events

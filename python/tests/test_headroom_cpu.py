@@ -38,6 +38,9 @@ except Exception as e:  # ImportError, or a broken install
 needs_torch = unittest.skipUnless(TORCH, WHY)
 
 
+# headroom_tensor's keys of the op graph: the op, its inputs, what autograd saved
+GRAPH_KEYS = {"op", "inputs", "saves"}
+
 class _PlainUnpickler(pickle.Unpickler):
     def find_class(self, module, name):
         raise pickle.UnpicklingError("global %s.%s refused" % (module, name))
@@ -653,8 +656,10 @@ class TensorKeysTest(_RecordingCase):
         return [e for e in snap["device_traces"][0] if e["action"] == "alloc"]
 
     def keys_at(self, snap, addr):
-        """headroom_tensor of every alloc entry at ``addr``, in trace order."""
-        return [e["headroom_tensor"] for e in self.allocs(snap) if e["addr"] == addr]
+        """headroom_tensor of every alloc entry at ``addr``, in trace order, without the op
+        graph's keys (test_op_inputs_and_saves looks at those)."""
+        return [{k: v for k, v in e["headroom_tensor"].items() if k not in GRAPH_KEYS}
+                for e in self.allocs(snap) if e["addr"] == addr]
 
     def test_every_alloc_entry_is_keyed_and_plain(self):
         snap, _ = self.record(self.path())
@@ -665,8 +670,12 @@ class TensorKeysTest(_RecordingCase):
         self.assertGreater(len(allocs), 50)
         for e in allocs:
             k = e["headroom_tensor"]
-            self.assertEqual(set(k) - {"like"}, {"shape", "dtype", "dims", "module", "kind", "phase"})
+            self.assertEqual(set(k) - {"like"} - GRAPH_KEYS,
+                             {"shape", "dtype", "dims", "module", "kind", "phase"})
             self.assertTrue(all(isinstance(n, int) and n > 0 for n in k.get("like", [1])))
+            self.assertTrue(isinstance(k.get("op", ""), str))
+            self.assertTrue(all(isinstance(n, int) and n > 0 for n in k.get("inputs", [])))
+            self.assertTrue(all(isinstance(n, int) for n in k.get("saves", [])))
             self.assertEqual(set(k["dims"]), {"batch", "seq"})
             self.assertIn(k["kind"], headroom_cpu.TENSOR_KINDS)
             self.assertIn(k["phase"], ("forward", "backward", "optimizer", None))
@@ -675,6 +684,33 @@ class TensorKeysTest(_RecordingCase):
         for e in snap["device_traces"][0]:
             if e["action"] != "alloc":
                 self.assertNotIn("headroom_tensor", e)
+
+    def test_op_inputs_and_saves(self):
+        """An mm's entry names its op and both inputs, and the input autograd keeps for the
+        weight's gradient; an exp keeps its own result; a leaf's op has no inputs."""
+        path = self.path()
+        with headroom_cpu.capture(path, oracle=False) as cap:
+            with cap.iteration():
+                w = torch.randn(8, 8, requires_grad=True)
+                x = torch.randn(4, 8)
+                y = x @ w
+                z = torch.exp(y)
+                ptrs = [t.data_ptr() for t in (w, x, y, z)]
+                del w, x, y, z
+        trace = load_plain(path)["device_traces"][0]
+        index = {e["addr"]: i for i, e in enumerate(trace) if e["action"] == "alloc" and
+                 e["addr"] in ptrs}
+        iw, ix, iy, iz = [index[p] for p in ptrs]
+        keys = [trace[i]["headroom_tensor"] for i in (iw, ix, iy, iz)]
+        self.assertEqual(keys[0]["op"], "aten::randn")
+        self.assertEqual(keys[0]["inputs"], [])
+        self.assertEqual(keys[2]["op"], "aten::mm")
+        self.assertEqual(keys[2]["inputs"], [iy - ix, iy - iw])
+        self.assertIn(iy - ix, keys[2]["saves"])
+        self.assertEqual(keys[3]["op"], "aten::exp")
+        self.assertEqual(keys[3]["inputs"], [iz - iy])
+        self.assertEqual(keys[3]["saves"], [0])
+        self.assertNotIn("saves", keys[1])
 
     def test_like_joins_shape_preserving_ops_only(self):
         """An exp and a mul of the exact shape are joined to their input; a matmul whose

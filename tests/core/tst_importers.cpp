@@ -561,3 +561,40 @@ TEST_CASE("ProfileTimelineImporter: bad rows name their index and what was expec
     CHECK(documentError(timesSizes(R"([["a"], [[0, 0, 0, 0, 0, 0, 0, 0, 0]]])")) ==
           "[0][0]: expected an integer, found string");
 }
+
+TEST_CASE("A recorder's op graph is read whole or not at all", "[importers][shapes]")
+{
+    // docs/formats.md, headroom_tensor: op, inputs (entries back, positive) and saves (0: this
+    // entry, negative: a later output of the same op). A list with anything else is dropped.
+    const json root = json::parse(R"({"segments": [], "device_traces": [[
+        {"action": "alloc", "addr": 1, "size": 512, "stream": 0,
+         "headroom_tensor": {"shape": [4, 8], "dtype": "float32", "op": "aten::randn", "inputs": []}},
+        {"action": "alloc", "addr": 2, "size": 512, "stream": 0,
+         "headroom_tensor": {"shape": [4, 8], "dtype": "float32", "op": "aten::native_layer_norm",
+                             "inputs": [1], "saves": [1, 0, -1]}},
+        {"action": "alloc", "addr": 3, "size": 512, "stream": 0,
+         "headroom_tensor": {"shape": [4], "dtype": "float32", "op": "aten::native_layer_norm",
+                             "inputs": [2, "x"], "saves": [1.5]}},
+        {"action": "alloc", "addr": 4, "size": 512, "stream": 0,
+         "headroom_tensor": {"shape": [4], "dtype": "float32", "inputs": [1]}}]]})");
+    Snapshot snap;
+    JsonSnapshotImporter::import(root, snap);
+    const TraceEvents& ev = snap.devices.at(0).trace;
+    REQUIRE(ev.tensors.size() == 4);
+    const StringPool& strings = snap.frames.strings();
+    const RecordedTensor& a = ev.tensors[0].second;
+    const RecordedTensor& b = ev.tensors[1].second;
+    const RecordedTensor& c = ev.tensors[2].second;
+    const RecordedTensor& d = ev.tensors[3].second;
+    CHECK(a.hasOp);
+    CHECK(strings.get(a.op) == "aten::randn");
+    CHECK(a.inputs.empty());
+    CHECK(strings.get(b.op) == "aten::native_layer_norm");
+    CHECK(b.inputs == std::vector<uint32_t>{1});
+    CHECK(b.saves == std::vector<int32_t>{1, 0, -1});
+    CHECK(c.hasOp);
+    CHECK(c.inputs.empty()); // "x" is no offset: the list is dropped, the record kept
+    CHECK(c.saves.empty());
+    CHECK_FALSE(d.hasOp); // inputs without an op say nothing
+    CHECK(d.inputs.empty());
+}

@@ -3,6 +3,7 @@
 // the recorder writes, what they allow, and a CPU recording of real PyTorch with them.
 #include "core/analysis/memoryanalysis.h"
 #include "core/io/loader.h"
+#include "core/model/recordedtensors.h"
 #include "core/whatif/allocationlaw.h"
 #include "core/whatif/shapelaw.h"
 #include "core/whatif/traceprojector.h"
@@ -89,4 +90,38 @@ TEST_CASE("Shapes over the stated sequence plus a class token give the tokens th
     // No square over s0 + c: no offset (a width of 65 alone says nothing of the tokens).
     tensors.erase(tensors.begin());
     CHECK(shapeTokenOffset(tensors, 64) == 0);
+}
+
+TEST_CASE("The CPU recorder's op graph links each allocation to its op's inputs", "[shapes][cpu]")
+{
+    // tests/data/cpu/decoder_infer_graph.pickle: every entry the mode saw names its ATen op;
+    // the first addmm (blocks.0's qkv projection) points back at its bias, its input and its
+    // weight, each an entry made before it.
+    const std::string dir = std::string(HEADROOM_SOURCE_DIR) + "/tests/data/cpu/";
+    auto file = Loader::load(dir + "decoder_infer_graph.pickle");
+    const TraceEvents& ev = file->snapshot.devices.at(0).trace;
+    const StringPool& strings = file->snapshot.frames.strings();
+    REQUIRE_FALSE(ev.tensors.empty());
+    size_t withOp = 0;
+    const RecordedTensor* addmm = nullptr;
+    uint32_t at = 0;
+    for (const auto& [event, t] : ev.tensors) {
+        withOp += t.hasOp;
+        for (uint32_t back : t.inputs) {
+            REQUIRE(back <= event);
+            CHECK(ev.action[event - back] == TraceAction::Alloc);
+        }
+        if (!addmm && t.hasOp && strings.get(t.op) == "aten::addmm") {
+            addmm = &t;
+            at = event;
+        }
+    }
+    CHECK(withOp == ev.tensors.size());
+    REQUIRE(addmm);
+    CHECK(strings.get(addmm->module) == "blocks.blocks.0.attn.qkv");
+    CHECK(addmm->inputs.size() == 3);
+    CHECK(addmm->saves.empty()); // under no_grad nothing is saved
+    const RecordedTensor* weight = recordedTensorAt(ev.tensors, at - addmm->inputs[2]);
+    REQUIRE(weight);
+    CHECK(weight->kind == RecordedTensor::Kind::Parameter);
 }

@@ -1,0 +1,278 @@
+#!/usr/bin/env python3
+"""Does the CPU recorder's op graph determine an autocast run? A check of the evidence.
+
+From an fp32 recording whose entries carry ``headroom_tensor``'s ``op``, ``inputs`` and
+``saves`` (docs/formats.md), this replays the run as PyTorch 1.13's CPU bf16 autocast would
+make it and compares the peak with a recording of that autocast run. It is the evidence check
+for a replay of mixed precision, not the projection: ``headroom-cli whatif`` still prices
+autocast by its terms (docs/whatif-model.md, "Precision").
+
+The replay, per allocation in trace order, inside each autocast region (a ``## forward ##``
+window until the next ``## backward ##`` starts, or its loss window ends):
+* an op autocast runs in bf16 (``LOWER``: mm, addmm, bmm, convolution, ...) makes a bf16
+  output and a bf16 copy of each fp32 input: a parameter's once per region (autocast's cache,
+  freed where the region ends), an activation's per use (kept until the input's own recorded
+  free where the op saved it, else freed after the op). An input whose every save was by such
+  an op is freed after its last use in the forward: autograd keeps the copy instead;
+* an op autocast runs in fp32 (``FP32``, and the ops under ``F.cross_entropy`` and the other
+  losses of the list, which autocast casts as a whole: their frames in torch/nn/functional.py)
+  makes an fp32 output and an fp32 copy of each bf16 input, freed after it;
+* any other op takes its first floating-point input's dtype, or the widest of them for the
+  ops that promote (``PROMOTE``: pointwise binary ops, cat, where ...; a 0-dim input does not
+  promote); in the backward an input autocast copied counts as its bf16 copy;
+* a parameter's gradient stays fp32, with a bf16 temporary where the op that made it took
+  bf16 inputs.
+The policy is the one PyTorch 1.13.1 applies on the CPU (probed op by op); CUDA autocast runs
+more ops in fp32 (softmax, layer_norm, ...). Not seen: a cast that is a no-op in fp32
+(``x.to(torch.float32)``, ``cos.to(x.dtype)``): the dispatch mode never sees it.
+
+    tools/autocast_graph_check.py --matrix build/cpu-matrix/matrix.json
+    tools/autocast_graph_check.py BASE.pickle AMP.pickle
+"""
+
+import argparse
+import collections
+import json
+import os
+import pickle
+import sys
+
+LOWER = {"aten::" + n for n in
+         "mm addmm bmm baddbmm addbmm convolution _convolution prelu conv_tbc matmul linear".split()}
+FP32 = {"aten::" + n for n in
+        "nll_loss_forward nll_loss2d_forward mse_loss binary_cross_entropy kl_div l1_loss "
+        "smooth_l1_loss huber_loss multilabel_margin_loss_forward soft_margin_loss "
+        "multi_margin_loss ctc_loss".split()}
+FP32_FUNCTIONS = {"cross_entropy", "nll_loss", "mse_loss", "binary_cross_entropy", "kl_div",
+                  "l1_loss", "smooth_l1_loss", "huber_loss"}
+PROMOTE = {"aten::" + n for n in
+           "add sub rsub mul div true_divide floor_divide remainder fmod pow float_power maximum "
+           "minimum clamp where lerp addcmul addcdiv atan2 hypot xlogy copysign cat stack eq ne "
+           "lt le gt ge threshold_backward gelu_backward silu_backward sigmoid_backward "
+           "tanh_backward hardswish_backward leaky_relu_backward elu_backward mish_backward "
+           "softplus_backward hardtanh_backward".split()}
+WIDTH = {"float32": 4, "bfloat16": 2, "float16": 2, "float64": 8}
+
+
+def round_size(n):
+    return 512 if n <= 512 else (n + 511) // 512 * 512
+
+
+class Trace(object):
+    def __init__(self, path):
+        with open(path, "rb") as f:
+            self.snap = pickle.load(f)
+        self.events = self.snap["device_traces"][0]
+        self.allocs, self.free_at, live = {}, {}, {}
+        for k, e in enumerate(self.events):
+            if e["action"] == "alloc":
+                live[e["addr"]] = k
+                self.allocs[k] = e
+            elif e["action"] == "free_completed" and e["addr"] in live:
+                self.free_at[live.pop(e["addr"])] = k
+
+    def tensor(self, k):
+        return self.allocs[k].get("headroom_tensor") or {}
+
+    def regions(self):
+        """(first, last) event of each autocast region."""
+        ann = self.snap.get("external_annotations", [])
+        times = collections.defaultdict(list)
+        for a in ann:
+            times[(a["name"], a["stage"])].append(a["time_us"])
+        ends = times[("## backward ##", "START")] or \
+            times[("## loss ##", "END")] + times[("## forward ##", "END")]
+        out = []
+        for start in times[("## forward ##", "START")]:
+            end = min([t for t in ends if t > start], default=None)
+            out.append((self.event_at(start), self.event_at(end)))
+        return out
+
+    def event_at(self, t_us):
+        if t_us is None:
+            return len(self.events)
+        for k, e in enumerate(self.events):
+            if e.get("time_us", 0) >= t_us:
+                return k
+        return len(self.events)
+
+    def raw_bytes(self, k):
+        """The tensor's own bytes where its shape covers the storage, else the storage's."""
+        t, size = self.tensor(k), self.allocs[k]["size"]
+        if t.get("dtype") not in WIDTH or t.get("shape") is None:
+            return size
+        n = WIDTH[t["dtype"]]
+        for d in t["shape"]:
+            n *= d
+        return n if round_size(n) == size else size
+
+
+def measured_peak(trace):
+    cur = best = 0
+    live = {}
+    for e in trace.events:
+        if e["action"] == "alloc":
+            live[e["addr"]] = e["size"]
+            cur += e["size"]
+            best = max(best, cur)
+        elif e["action"] == "free_completed" and e["addr"] in live:
+            cur -= live.pop(e["addr"])
+    return best
+
+
+def in_loss_function(entry):
+    return any(f["filename"].endswith(os.path.join("torch", "nn", "functional.py")) and
+               f["name"] in FP32_FUNCTIONS for f in entry.get("frames", []))
+
+
+class AutocastReplay(object):
+    """The fp32 trace as the autocast run: each allocation's dtype, its copies, its frees."""
+
+    def __init__(self, trace):
+        self.tr = trace
+        self.dtype, self.size = {}, {}
+        self.copies = []  # (made before event, bytes, freed at event)
+        self.freed_early = {}
+        self.copied = set()  # inputs whose bf16 copy autograd keeps
+        self.saved_by = collections.defaultdict(list)
+        self.last_forward_use = {}
+        for k in trace.allocs:
+            t = trace.tensor(k)
+            for b in t.get("saves", []):
+                self.saved_by[k - b].append(k)
+            if t.get("phase") != "backward" and t.get("kind") != "gradient":
+                for b in t.get("inputs", []):
+                    self.last_forward_use[k - b] = k
+        self.regions = trace.regions()
+        self.cached = set()
+        for k in sorted(trace.allocs):
+            self.visit(k)
+
+    def region_of(self, k):
+        return next((r for r in self.regions if r[0] <= k < r[1]), None)
+
+    def floats(self, ins):
+        return [j for j in ins if self.tr.tensor(j).get("dtype") in WIDTH]
+
+    def visit(self, k):
+        t = self.tr.tensor(k)
+        dt, op = t.get("dtype"), t.get("op")
+        out = dt
+        if dt in WIDTH and op:
+            ins = self.floats([k - b for b in t.get("inputs", [])])
+            region = self.region_of(k)
+            if region and op in LOWER:
+                out = "bfloat16"
+                for j in ins:
+                    if self.dtype.get(j) == "float32":
+                        self.copy_for_lower(k, j, region)
+            elif region and (op in FP32 or in_loss_function(self.tr.allocs[k])):
+                out = "float32"
+                for j in ins:
+                    if self.dtype.get(j) == "bfloat16":
+                        self.copies.append((k, round_size(self.tr.raw_bytes(j)), k + 0.5))
+            else:
+                out = self.follow(k, t, op, ins, dt)
+        self.dtype[k] = out
+        if dt in WIDTH and out in WIDTH:
+            self.size[k] = round_size(self.tr.raw_bytes(k) * WIDTH[out] // WIDTH[dt])
+        else:
+            self.size[k] = self.tr.allocs[k]["size"]
+
+    def copy_for_lower(self, k, j, region):
+        half = round_size(self.tr.raw_bytes(j) // 2)
+        saved = k in self.saved_by[j]
+        if self.tr.tensor(j).get("kind") == "parameter":
+            if (j, region) not in self.cached:
+                self.cached.add((j, region))
+                self.copies.append((k, half, region[1]))
+                self.copied.add(j)
+            return
+        if saved:
+            self.copies.append((k, half, self.tr.free_at.get(j, len(self.tr.events))))
+            self.copied.add(j)
+            others = [o for o in self.saved_by[j] if o != k and self.tr.tensor(o).get("op") not in LOWER]
+            if not others:
+                self.freed_early[j] = max(self.last_forward_use.get(j, k), k) + 0.5
+        else:
+            self.copies.append((k, half, k + 0.5))
+
+    def follow(self, k, t, op, ins, dt):
+        seen = []
+        for j in ins:
+            d = self.dtype.get(j)
+            if t.get("phase") == "backward" and j in self.copied:
+                d = "bfloat16"
+            if self.tr.tensor(j).get("shape") == [] and len(ins) > 1:
+                continue  # a 0-dim tensor does not promote a dimensioned one
+            seen.append(d)
+        out = dt
+        if seen:
+            out = max(seen, key=lambda d: WIDTH.get(d, 0)) if op in PROMOTE else seen[0]
+        if t.get("kind") == "gradient":  # a parameter's .grad keeps the parameter's dtype
+            if out != dt and out in WIDTH:
+                self.copies.append((k, round_size(self.tr.raw_bytes(k) * WIDTH[out] // WIDTH[dt]),
+                                    k + 0.5))
+            out = dt
+        return out
+
+    def peak(self):
+        bounds = []
+        for k in self.tr.allocs:
+            bounds.append((k, 0, self.size[k]))
+            end = self.freed_early.get(k, self.tr.free_at.get(k))
+            if end is not None:
+                bounds.append((end, 1, -self.size[k]))
+        for at, size, end in self.copies:
+            bounds.append((at - 0.25, 0, size))
+            bounds.append((end, 1, -size))
+        bounds.sort(key=lambda b: (b[0], b[1]))
+        cur = best = 0
+        for _, _, d in bounds:
+            cur += d
+            best = max(best, cur)
+        return best
+
+
+def check(base_path, amp_path):
+    base, amp = Trace(base_path), Trace(amp_path)
+    if not any("op" in base.tensor(k) for k in base.allocs):
+        raise SystemExit("%s: no headroom_tensor op graph (record it with python/headroom_cpu.py)"
+                         % base_path)
+    return measured_peak(base), measured_peak(amp), AutocastReplay(base).peak()
+
+
+def pairs_of(matrix_path):
+    with open(matrix_path) as f:
+        rows = json.load(f)["points"]
+    root = os.path.dirname(os.path.abspath(matrix_path))
+    by = {(r["family"], r["name"]): os.path.join(root, r["file"]) for r in rows}
+    return [(fam, by[(fam, "base")], by[(fam, "amp-bf16")])
+            for fam, name in sorted(by) if name == "base" and (fam, "amp-bf16") in by]
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("files", nargs="*", help="BASE.pickle AMP.pickle")
+    ap.add_argument("--matrix", help="tools/cpu_matrix.py's matrix.json: every family's base and amp-bf16")
+    args = ap.parse_args(argv)
+    if args.matrix:
+        pairs = pairs_of(args.matrix)
+    elif len(args.files) == 2:
+        pairs = [(os.path.basename(args.files[0]), args.files[0], args.files[1])]
+    else:
+        ap.error("give --matrix or BASE AMP")
+    print("| family | fp32 peak | autocast peak | replayed from the op graph | error |")
+    print("|---|---:|---:|---:|---:|")
+    worst = 0.0
+    for name, base, amp in pairs:
+        b, m, sim = check(base, amp)
+        err = (sim - m) / m
+        worst = max(worst, abs(err))
+        print("| %s | %d | %d | %d | %+.1f%% |" % (name, b, m, sim, 100 * err))
+    print("\nworst %.1f%% over %d pairs" % (100 * worst, len(pairs)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
