@@ -143,6 +143,17 @@ TEST_CASE("An allocation's details show its user_metadata and the recorder's rec
     }
     CHECK(recorded > 0);
     CHECK(withModule > 0);
+    // With the op graph (docs/formats.md: op, inputs, saves) the record names the ATen op.
+    const ExplorerDataPtr graph =
+        ExplorerData::compute(Loader::load(std::string(HEADROOM_SOURCE_DIR) + "/tests/data/cpu/decoder_infer_graph.pickle"), 0);
+    std::vector<size_t> rows(graph->timeline().allocations.size());
+    for (size_t i = 0; i < rows.size(); ++i)
+        rows[i] = i;
+    model.resetData(graph, rows);
+    int byAddmm = 0;
+    for (size_t i = 0; i < rows.size(); ++i)
+        byAddmm += model.recordText(int64_t(i)).contains(QStringLiteral("\nmade by aten::addmm"));
+    CHECK(byAddmm > 0);
     // The plain sample has none of it.
     AllocationsModel plain;
     plain.resetData(sample(), {0});

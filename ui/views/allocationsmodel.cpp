@@ -160,11 +160,11 @@ QString AllocationsModel::recordText(int64_t allocation) const
         line += !t->hasModule    ? tr(", outside any module's forward")
                 : module.empty() ? tr(", by the root module")
                                  : tr(", by %1").arg(QString::fromUtf8(module.data(), qsizetype(module.size())));
-        if (t->hasOp) {
-            const std::string_view op = strings.get(t->op);
-            line += tr(", made by %1").arg(QString::fromUtf8(op.data(), qsizetype(op.size())));
-        }
         lines << line;
+        if (t->hasOp) { // its own line: the pane does not wrap, and the recorded line is long
+            const std::string_view op = strings.get(t->op);
+            lines << tr("made by %1").arg(QString::fromUtf8(op.data(), qsizetype(op.size())));
+        }
     }
     return lines.join(QLatin1Char('\n'));
 }
