@@ -3,12 +3,13 @@
 
 From an fp32 recording whose entries carry ``headroom_tensor``'s ``op``, ``inputs`` and
 ``saves`` (docs/formats.md), this replays the run as PyTorch 1.13's CPU bf16 autocast would
-make it and compares the peak with a recording of that autocast run. It is the evidence check
-for a replay of mixed precision, not the projection: ``headroom-cli whatif`` still prices
-autocast by its terms (docs/whatif-model.md, "Precision").
+make it and compares the peak with a recording of that autocast run. It is the same replay as the projection's
+(core/whatif/autocastplan.cpp; docs/whatif-model.md, "Autocast from the op graph"), written
+again in stdlib Python as an independent check: the two print the same peaks.
 
 The replay, per allocation in trace order, inside each autocast region (a ``## forward ##``
-window until the next ``## backward ##`` starts, or its loss window ends):
+window until the next ``## backward ##`` starts, or, in a loop without one, its last
+forward or loss window ends):
 * an op autocast runs in bf16 (``LOWER``: mm, addmm, bmm, convolution, ...) makes a bf16
   output and a bf16 copy of each fp32 input: a parameter's once per region (autocast's cache,
   freed where the region ends), an activation's per use (kept until the input's own recorded

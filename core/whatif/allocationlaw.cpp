@@ -337,6 +337,21 @@ void AllocationLaws::readCasts(const MemoryTimeline& tl, const std::vector<Alloc
     }
 }
 
+AllocationLaws AllocationLaws::withWidths(const std::vector<WidthClass>& widths,
+                                          const std::vector<std::pair<uint32_t, WidthClass>>& copies) const
+{
+    AllocationLaws out = *this;
+    for (size_t i = 0; i < widths.size() && i < out.m_laws.size(); ++i)
+        out.m_laws[i].width = widths[i];
+    for (const auto& [source, width] : copies) {
+        AllocationLaw law = m_laws[source];
+        law.width = width;
+        out.m_laws.push_back(law);
+        out.m_lines.push_back(m_lines[source]);
+    }
+    return out;
+}
+
 void AllocationLaws::settle(size_t i, bool batch, int exponent)
 {
     AllocationLaw& law = m_laws[i];

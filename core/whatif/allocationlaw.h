@@ -123,6 +123,11 @@ public:
     /// Another run of the job measured the exponent of one lever (`batch`: b, else s) for
     /// allocation i: readings that disagree are dropped, and the central law follows.
     void settle(size_t i, bool batch, int exponent);
+    /// The same laws with each allocation's width class replaced and more allocations appended,
+    /// each with the law of the allocation it copies and a width of its own (autocast's
+    /// history: autocastplan.h).
+    AllocationLaws withWidths(const std::vector<WidthClass>& widths,
+                              const std::vector<std::pair<uint32_t, WidthClass>>& copies) const;
 
 private:
     /// A softmax's output, and tensors of its size made in the call that takes the softmax.

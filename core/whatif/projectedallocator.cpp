@@ -46,7 +46,7 @@ ProjectedAllocatorRun simulateProjected(const TraceProjector& tp, const ReplayTa
     ProjectedAllocatorRun run;
     CapacityMemory memory(capacity);
     AllocatorSim sim(config, memory);
-    std::vector<int32_t> block(tp.sizes().size(), AllocatorSim::kNone);
+    std::vector<int32_t> block(tp.allocationCount(target), AllocatorSim::kNone);
     // A gathered layer the measured run did not have (ZeRO-3, parameter offload): one request
     // before the history, held throughout.
     if (target.standing >= 0.5 && sim.malloc(int64_t(target.standing + 0.5), 0) == AllocatorSim::kNone)

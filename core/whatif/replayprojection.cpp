@@ -101,6 +101,12 @@ std::optional<ReplayTarget> replayTargetFor(const LeverConfig& t, const WhatIfBa
         r.castAfterBuild = r.floatWidth < 1; // the central reading where the trace shows the build
         u.precision = c0.precision;
     }
+    // bf16 autocast of an fp32 run whose op graph the recorder wrote (autocastplan.h).
+    if (c0.precision == Precision::Fp32 && t.precision == Precision::AmpBf16 && tp.hasAutocast() &&
+        base.precisionAlternatives.empty()) {
+        r.autocast = true;
+        u.precision = c0.precision;
+    }
     if (t.optimizer != c0.optimizer &&
         (base.forwardOnly || (base.precisionAlternatives.empty() && optimizerRatios(base, t.optimizer, r))))
         u.optimizer = c0.optimizer;
@@ -206,6 +212,26 @@ std::optional<std::string> castNote(const TraceProjector& tp, const TraceReplayP
            formatBytes(int64_t(narrow)) + " (the band's low edge). A run at the target precision settles it";
 }
 
+/// Autocast replayed: the note, and the band's allowance for the casts the fp32 run never
+/// made (a no-op x.float() or cos.to(x.dtype) is a real copy under autocast), both ways.
+void applyAutocastBand(Projection& pr, const TraceProjector& tp, const TraceReplayPeak& r, const WhatIfConstants& k)
+{
+    const AutocastPlan& plan = tp.autocastPlan();
+    const double unseen = k.unseenUpcastShare * r.central;
+    pr.peakAllocatedHigh += unseen;
+    pr.peakHigh += unseen;
+    pr.peakAllocatedLow -= unseen;
+    pr.peakLow -= unseen;
+    pr.notes.push_back("autocast replayed from the recorded op graph: " + std::to_string(plan.narrowedCount) +
+                       " allocations made in bf16 by the ops autocast narrows and those that follow them, " +
+                       std::to_string(plan.copies.size()) + " casts added (" + std::to_string(plan.weightCopies) +
+                       " of weights, cached for each of " + std::to_string(plan.regions) + " autocast regions), " +
+                       std::to_string(plan.earlyEnds.size()) +
+                       " fp32 tensors freed early where autograd keeps their casts instead (PyTorch 1.13's CPU "
+                       "policy); casts that are no-ops in fp32 (x.float(), cos.to(x.dtype)) are not in the trace: "
+                       "the band allows " + formatBytes(int64_t(unseen)) + " either way (a run under autocast settles it)");
+}
+
 std::vector<ProjectedAmbiguity> ambiguitiesAt(const TraceProjector& tp, const ReplayTarget& t, const TraceReplayPeak& at)
 {
     std::vector<ProjectedAmbiguity> out;
@@ -277,6 +303,8 @@ void applyReplay(Projection& pr, const WhatIfBaseline& base, const LeverConfig& 
                            "x.float()) are not in the wider trace: the band allows " + formatBytes(int64_t(unseen)) +
                            " for them (a run at the target precision settles it)");
     }
+    if (target->autocast)
+        applyAutocastBand(pr, tp, r, k);
     if (checkpointed) {
         const CheckpointPlan& plan = tp.checkpointPlan();
         pr.replayCheckpointedBlocks = plan.blocks;

@@ -17,6 +17,10 @@ struct ReplayTarget {
     /// Bytes of a floating-point element at the target over those of the measured run: 0.5
     /// from fp32 to pure bf16. Integer and bool tensors keep their size.
     double floatWidth = 1;
+    /// bf16 autocast of an fp32 run, replayed from the recorder's op graph (autocastplan.h):
+    /// the allocations autocast makes in bf16 at half their bytes, its copies added, the fp32
+    /// originals autograd no longer holds freed early. Set with floatWidth 1.
+    bool autocast = false;
     /// Below 1: the build runs at the measured width and the model is cast after it (the cast
     /// plan's reading, docs/whatif-model.md); the band's low edge is the model built narrow.
     bool castAfterBuild = false;

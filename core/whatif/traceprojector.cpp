@@ -106,6 +106,83 @@ TraceProjector::TraceProjector(const TraceProjector& from, AllocationLaws laws)
       m_b0(from.m_b0), m_s0(from.m_s0), m_measuredPeak(from.m_measuredPeak), m_measuredPeakEvent(from.m_measuredPeakEvent),
       m_stoppedAt(from.m_stoppedAt), m_plan(from.m_plan), m_accumulation(from.m_accumulation), m_cast(from.m_cast)
 {
+    if (from.m_autocast) // the refined laws under the same plan
+        setAutocastPlan(from.m_autocastPlan);
+}
+
+namespace {
+
+std::vector<WidthClass> autocastWidths(const AutocastPlan& plan)
+{
+    std::vector<WidthClass> out(plan.narrowed.size());
+    for (size_t i = 0; i < out.size(); ++i)
+        out[i] = plan.narrowed[i] ? WidthClass::Float : WidthClass::Fixed;
+    return out;
+}
+
+std::vector<std::pair<uint32_t, WidthClass>> autocastCopies(const AutocastPlan& plan)
+{
+    std::vector<std::pair<uint32_t, WidthClass>> out;
+    out.reserve(plan.copies.size());
+    for (const AutocastPlan::Copy& c : plan.copies)
+        out.emplace_back(c.source, c.narrow ? WidthClass::Float : WidthClass::Fixed);
+    return out;
+}
+
+} // namespace
+
+TraceProjector::TraceProjector(const TraceProjector& from, const AutocastPlan& plan)
+    : TraceProjector(from, from.m_laws.withWidths(autocastWidths(plan), autocastCopies(plan)))
+{
+    m_cast = {}; // an autocast run keeps its fp32 weights: nothing is cast after the build
+    m_autocast.reset();
+    // At one event: the plan's releases, its copies, then the recorded boundaries.
+    struct Ranked {
+        uint32_t event;
+        uint8_t rank;
+        Boundary b;
+    };
+    std::vector<int64_t> early(m_size.size(), -1);
+    for (const auto& [a, event] : plan.earlyEnds)
+        early[a] = event;
+    std::vector<Ranked> all;
+    all.reserve(m_boundaries.size() + 2 * plan.copies.size());
+    for (const Boundary& b : m_boundaries) {
+        const bool moved = b.end() && early[b.alloc()] >= 0;
+        all.push_back({moved ? uint32_t(early[b.alloc()]) : b.event, uint8_t(moved ? 0 : 2), b});
+    }
+    for (const AutocastPlan::Copy& c : plan.copies) {
+        const auto index = uint32_t(m_size.size());
+        m_size.push_back(from.m_size[c.source]);
+        all.push_back({uint32_t(c.start), 1, {uint32_t(c.start), index << 1}});
+        if (c.end >= 0) {
+            const auto end = uint32_t(std::max(c.end, c.start + 1));
+            all.push_back({end, 0, {end, index << 1 | 1u}});
+        }
+    }
+    std::stable_sort(all.begin(), all.end(),
+                     [](const Ranked& x, const Ranked& y) { return x.event != y.event ? x.event < y.event : x.rank < y.rank; });
+    m_boundaries.clear();
+    for (const Ranked& r : all)
+        m_boundaries.push_back({r.event, r.b.allocAndEnd});
+}
+
+void TraceProjector::setAutocastPlan(AutocastPlan plan)
+{
+    m_autocastPlan = std::move(plan);
+    m_autocast = m_autocastPlan.empty() ? nullptr
+                                        : std::shared_ptr<const TraceProjector>(new TraceProjector(*this, m_autocastPlan));
+}
+
+const TraceProjector& TraceProjector::historyFor(const ReplayTarget& t, ReplayTarget& inner) const
+{
+    inner = t;
+    if (!t.autocast || !m_autocast)
+        return *this;
+    inner.autocast = false;
+    inner.floatWidth = 0.5; // the plan's narrowed allocations; the rest are Fixed
+    inner.castAfterBuild = false;
+    return *m_autocast;
 }
 
 TraceProjector::Factors TraceProjector::factors(const ReplayTarget& t) const
@@ -222,9 +299,12 @@ TraceReplayPeak TraceProjector::replay(const Factors& fs, const ReplayTarget& t)
     return p;
 }
 
-void TraceProjector::visit(const ReplayTarget& t,
+void TraceProjector::visit(const ReplayTarget& target,
                            const std::function<void(int64_t event, uint32_t alloc, bool end, double bytes)>& f) const
 {
+    ReplayTarget t;
+    if (const TraceProjector& h = historyFor(target, t); &h != this)
+        return h.visit(t, f);
     const Factors fs = factors(t);
     const auto& laws = m_laws.laws();
     auto bytes = [&](uint32_t i, bool measured) { return fs.centralBytes(laws[i], double(m_size[i]), measured); };
@@ -235,8 +315,11 @@ void TraceProjector::visit(const ReplayTarget& t,
     });
 }
 
-TraceProjector::Curve TraceProjector::curve(const ReplayTarget& t, size_t events) const
+TraceProjector::Curve TraceProjector::curve(const ReplayTarget& target, size_t events) const
 {
+    ReplayTarget t;
+    if (const TraceProjector& h = historyFor(target, t); &h != this)
+        return h.curve(t, events);
     const ReplayTarget e = effective(t);
     const Factors fs = factors(t);
     Curve out = curveOf(fs, e, events);
@@ -286,8 +369,11 @@ TraceProjector::Curve TraceProjector::curveOf(const Factors& fs, const ReplayTar
     return out;
 }
 
-TraceReplayPeak TraceProjector::project(const ReplayTarget& t) const
+TraceReplayPeak TraceProjector::project(const ReplayTarget& target) const
 {
+    ReplayTarget t;
+    if (const TraceProjector& h = historyFor(target, t); &h != this)
+        return h.project(t);
     const ReplayTarget e = effective(t);
     const Factors fs = factors(t);
     TraceReplayPeak p = replay(fs, e);
@@ -301,8 +387,11 @@ TraceReplayPeak TraceProjector::project(const ReplayTarget& t) const
     return p;
 }
 
-std::vector<AmbiguityWorth> TraceProjector::worth(const ReplayTarget& t, size_t count, const TraceReplayPeak* at) const
+std::vector<AmbiguityWorth> TraceProjector::worth(const ReplayTarget& target, size_t count, const TraceReplayPeak* at) const
 {
+    ReplayTarget t;
+    if (const TraceProjector& h = historyFor(target, t); &h != this)
+        return h.worth(t, count, at);
     const ReplayTarget e = effective(t);
     // What each group holds at the central peak, read its other ways: the peak moves at least
     // that much (more where the group's own peak is elsewhere).

@@ -8,12 +8,14 @@
 #include "core/whatif/accumulationplan.h"
 #include "core/whatif/allocationlaw.h"
 #include "core/whatif/allocationsizes.h"
+#include "core/whatif/autocastplan.h"
 #include "core/whatif/castplan.h"
 #include "core/whatif/checkpointplan.h"
 #include "core/whatif/replaytarget.h"
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 namespace headroom {
@@ -86,6 +88,17 @@ public:
     void setCastPlan(CastPlan plan) { m_cast = std::move(plan); }
     const CastPlan& castPlan() const { return m_cast; }
 
+    /// bf16 autocast of this fp32 history, from the recorder's op graph: a target with
+    /// `autocast` set is projected over the history the plan makes.
+    void setAutocastPlan(AutocastPlan plan);
+    const AutocastPlan& autocastPlan() const { return m_autocastPlan; }
+    bool hasAutocast() const { return m_autocast != nullptr; }
+    /// The allocations a target's history holds: the trace's, and autocast's copies after them.
+    size_t allocationCount(const ReplayTarget& t) const
+    {
+        return t.autocast && m_autocast ? m_autocast->m_size.size() : m_size.size();
+    }
+
     const AllocationLaws& laws() const { return m_laws; }
     /// Each allocation's measured bytes.
     const AllocationSizes& sizes() const { return m_size; }
@@ -105,6 +118,10 @@ private:
         uint32_t alloc() const { return allocAndEnd >> 1; }
         bool end() const { return (allocAndEnd & 1u) != 0; }
     };
+    /// The autocast history of `from` (setAutocastPlan).
+    TraceProjector(const TraceProjector& from, const AutocastPlan& plan);
+    /// The projector a target's history is replayed on, and the target it is replayed at.
+    const TraceProjector& historyFor(const ReplayTarget& t, ReplayTarget& inner) const;
     struct Factors;
     Factors factors(const ReplayTarget& t) const;
     /// One pass over the history.
@@ -143,6 +160,8 @@ private:
     CheckpointPlan m_plan;
     AccumulationPlan m_accumulation;
     CastPlan m_cast;
+    AutocastPlan m_autocastPlan;
+    std::shared_ptr<const TraceProjector> m_autocast;
 };
 
 } // namespace headroom

@@ -5,6 +5,7 @@
 #include "core/util/units.h"
 #include "core/whatif/allocationlaw.h"
 #include "core/whatif/autocastcache.h"
+#include "core/whatif/autocastplan.h"
 #include "core/whatif/precisionevidence.h"
 #include "core/whatif/traceprojector.h"
 #include "core/whatif/checkpointplan.h"
@@ -563,6 +564,7 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
                               dev.trace.tensors, &trace.snapshot.frames.strings()));
         tp->setAccumulationPlan(planAccumulation(tl, a.classes, a.phases, Iteration{it.iteration, it.startEvent, it.endEvent}));
         tp->setCastPlan(planCast(tl, a.classes, a.phases, tp->laws()));
+        tp->setAutocastPlan(planAutocast(tl, dev.trace, trace.snapshot.frames, a.phases, trace.snapshot.annotations));
         s.trace = std::move(tp);
     }
     s.actLin = measured(lin);

@@ -348,3 +348,40 @@ TEST_CASE("Sharding and offload resize their roles' allocations at their own mom
     CHECK(off.replayTarget.optimizerState == 0);
     CHECK(off.replayTarget.optimizerTemp == 0);
 }
+
+TEST_CASE("Autocast is replayed from the recorder's op graph", "[whatif][precision][cpu]")
+{
+    // docs/whatif-model.md, "Autocast from the op graph". gpt2fused trained (weights cast once
+    // per forward, activations cast per use and kept where their op saved them, layer norms'
+    // fp32 outputs freed once cast, F.cross_entropy in fp32) and decoder_infer under no_grad,
+    // each against its recording under CPU bf16 autocast.
+    struct Case {
+        const char *fp32, *amp;
+        double eps;
+    };
+    for (const Case& c : {Case{"gpt2fused_graph.pickle", "gpt2fused_graph_amp_bf16.pickle", 0.025},
+                          Case{"decoder_infer_graph.pickle", "decoder_infer_graph_amp_bf16.pickle", 0.01}}) {
+        INFO(c.fp32);
+        auto base = cpuFile(c.fp32);
+        auto amp = cpuFile(c.amp);
+        const Calibration cal = calibrated(*base);
+        REQUIRE(cal.baseline.trace);
+        const AutocastPlan& plan = cal.baseline.trace->autocastPlan();
+        REQUIRE_FALSE(plan.empty());
+        CHECK(plan.narrowedCount > 0);
+        CHECK(plan.weightCopies > 0);
+        CHECK(plan.regions == 2); // two iterations, one forward each
+        const Projection p = projectTo(cal, [](LeverConfig& t) { t.precision = Precision::AmpBf16; });
+        REQUIRE(p.replayed);
+        CHECK(p.replayTarget.autocast);
+        CHECK(hasNote(p, "autocast replayed from the recorded op graph"));
+        checkAgainst(p, measuredPeak(*amp), c.eps);
+    }
+    // Trained, autograd keeps the layer norms' casts, not their fp32 outputs.
+    CHECK_FALSE(calibrated(*cpuFile("gpt2fused_graph.pickle")).baseline.trace->autocastPlan().earlyEnds.empty());
+    // Without the graph there is no plan, and the terms price autocast.
+    const Calibration plain = calibrated(*cpuFile("decoder_infer_base.pickle"));
+    REQUIRE(plain.baseline.trace);
+    CHECK(plain.baseline.trace->autocastPlan().empty());
+    CHECK_FALSE(projectTo(plain, [](LeverConfig& t) { t.precision = Precision::AmpBf16; }).replayed);
+}

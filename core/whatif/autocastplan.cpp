@@ -1,0 +1,318 @@
+// SPDX-License-Identifier: MIT
+#include "core/whatif/autocastplan.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string_view>
+
+namespace headroom {
+
+namespace {
+
+/// An allocation's dtype as autocast sees it: not floating point, fp32, bf16, or another
+/// floating type (fp64, fp16) that autocast leaves alone and that wins a promotion.
+enum class Dt : uint8_t { None, Bf16, F32, Wide };
+
+Dt dtOf(std::string_view s)
+{
+    if (s == "float32" || s == "torch.float32")
+        return Dt::F32;
+    if (s == "bfloat16" || s == "torch.bfloat16")
+        return Dt::Bf16;
+    if (s == "float64" || s == "float16" || s == "torch.float64" || s == "torch.float16")
+        return Dt::Wide;
+    return Dt::None;
+}
+
+/// PyTorch 1.13's CPU autocast, probed op by op (tools/autocast_graph_check.py): the ops it
+/// runs in bf16, as the dispatch mode sees them (F.linear's addmm, F.conv2d's convolution).
+const std::set<std::string_view> kLower{"aten::mm",          "aten::addmm",        "aten::bmm",
+                                        "aten::baddbmm",     "aten::addbmm",       "aten::convolution",
+                                        "aten::_convolution", "aten::prelu",       "aten::conv_tbc",
+                                        "aten::matmul",      "aten::linear"};
+/// The ops it runs in fp32, and the Python loss functions it casts whole (their frames in
+/// torch/nn/functional.py: F.cross_entropy's log_softmax runs in fp32 too).
+const std::set<std::string_view> kFp32{"aten::nll_loss_forward", "aten::nll_loss2d_forward", "aten::mse_loss",
+                                       "aten::binary_cross_entropy", "aten::kl_div", "aten::l1_loss",
+                                       "aten::smooth_l1_loss", "aten::huber_loss", "aten::soft_margin_loss",
+                                       "aten::multilabel_margin_loss_forward", "aten::multi_margin_loss",
+                                       "aten::ctc_loss"};
+const std::set<std::string_view> kLossFunctions{"cross_entropy", "nll_loss", "mse_loss", "binary_cross_entropy",
+                                                "kl_div", "l1_loss", "smooth_l1_loss", "huber_loss"};
+/// The ops whose output takes the widest of their inputs (type promotion); every other op
+/// takes its first floating-point input's dtype (a batch norm of a bf16 input beside fp32
+/// weights is bf16).
+const std::set<std::string_view> kPromote{
+    "aten::add", "aten::sub", "aten::rsub", "aten::mul", "aten::div", "aten::true_divide", "aten::floor_divide",
+    "aten::remainder", "aten::fmod", "aten::pow", "aten::float_power", "aten::maximum", "aten::minimum",
+    "aten::clamp", "aten::where", "aten::lerp", "aten::addcmul", "aten::addcdiv", "aten::atan2", "aten::hypot",
+    "aten::xlogy", "aten::copysign", "aten::cat", "aten::stack", "aten::eq", "aten::ne", "aten::lt", "aten::le",
+    "aten::gt", "aten::ge", "aten::threshold_backward", "aten::gelu_backward", "aten::silu_backward",
+    "aten::sigmoid_backward", "aten::tanh_backward", "aten::hardswish_backward", "aten::leaky_relu_backward",
+    "aten::elu_backward", "aten::mish_backward", "aten::softplus_backward", "aten::hardtanh_backward"};
+
+/// The op graph's coverage below which the plan is not made: the rest would be guesses.
+constexpr double kMinGraphCoverage = 0.9;
+
+class Planner {
+public:
+    Planner(const MemoryTimeline& tl, const TraceEvents& ev, const FrameTable& frames, const PhaseAnalysis& phases,
+            const std::vector<Annotation>& annotations)
+        : m_tl(tl), m_ev(ev), m_frames(frames), m_phases(phases), m_annotations(annotations), m_strings(frames.strings())
+    {
+    }
+
+    AutocastPlan run()
+    {
+        AutocastPlan plan;
+        if (!index() || !readRegions() || coverage() < kMinGraphCoverage)
+            return plan;
+        m_plan.narrowed.assign(m_tl.allocations.size(), 0);
+        for (const auto& [event, t] : m_ev.tensors)
+            if (const int32_t a = allocAt(event); a >= 0)
+                visit(uint32_t(a), event, t);
+        for (size_t a = 0; a < m_dt.size(); ++a)
+            if (m_dt[a] == Dt::Bf16 && recordedDt(uint32_t(a)) == Dt::F32) {
+                m_plan.narrowed[a] = 1;
+                ++m_plan.narrowedCount;
+            }
+        for (const auto& [a, end] : m_early)
+            m_plan.earlyEnds.emplace_back(a, end);
+        m_plan.regions = int64_t(m_regions.size());
+
+        return std::move(m_plan);
+    }
+
+private:
+    int32_t allocAt(int64_t event) const
+    {
+        return event >= 0 && size_t(event) < m_allocAt.size() ? m_allocAt[size_t(event)] : -1;
+    }
+    Dt recordedDt(uint32_t a) const { return m_rec[a] ? dtOf(m_strings.get(m_rec[a]->dtype)) : Dt::None; }
+    bool backward(int64_t event) const
+    {
+        return size_t(event) < m_phases.eventPhase.size() && m_phases.eventPhase[size_t(event)] == Phase::Backward;
+    }
+
+    /// The allocation made at each event, each allocation's record, what autograd saved for
+    /// whom and each tensor's last use in the forward. False without an op graph.
+    bool index()
+    {
+        bool anyOp = false;
+        for (const auto& [event, t] : m_ev.tensors)
+            anyOp = anyOp || t.hasOp;
+        if (!anyOp)
+            return false;
+        const size_t n = m_tl.allocations.size();
+        m_allocAt.assign(m_ev.count(), -1);
+        for (size_t a = 0; a < n; ++a)
+            if (const int64_t s = m_tl.allocations[a].start; s >= 0 && size_t(s) < m_allocAt.size())
+                m_allocAt[size_t(s)] = int32_t(a);
+        m_rec.assign(n, nullptr);
+        m_dt.assign(n, Dt::None);
+        m_savedBy.assign(n, {});
+        m_lastUse.assign(n, -1);
+        m_copied.assign(n, 0);
+        for (const auto& [event, t] : m_ev.tensors)
+            if (const int32_t a = allocAt(event); a >= 0) {
+                m_rec[size_t(a)] = &t;
+                m_dt[size_t(a)] = dtOf(m_strings.get(t.dtype));
+            }
+        for (const auto& [event, t] : m_ev.tensors)
+            link(event, t);
+        return true;
+    }
+
+    void link(int64_t event, const RecordedTensor& t)
+    {
+        const int32_t k = allocAt(event);
+        if (k < 0)
+            return;
+        for (int32_t back : t.saves)
+            if (const int32_t j = allocAt(event - back); j >= 0)
+                m_savedBy[size_t(j)].push_back(uint32_t(k));
+        if (backward(event) || t.kind == RecordedTensor::Kind::Gradient)
+            return;
+        for (uint32_t back : t.inputs)
+            if (const int32_t j = allocAt(event - int64_t(back)); j >= 0)
+                m_lastUse[size_t(j)] = std::max(m_lastUse[size_t(j)], event);
+    }
+
+    /// The autocast regions, from the recorder's phase windows: each `## forward ##` to the
+    /// next `## backward ##` (the loss inside), or without a backward to the end of the last
+    /// forward or loss window before the next forward (an inference loop).
+    bool readRegions()
+    {
+        std::vector<int64_t> starts, backwards, ends;
+        for (const Annotation& a : m_annotations) {
+            if (a.name == "## forward ##")
+                (a.start ? starts : ends).push_back(a.timeUs);
+            else if (a.name == "## backward ##" && a.start)
+                backwards.push_back(a.timeUs);
+            else if (a.name == "## loss ##" && !a.start)
+                ends.push_back(a.timeUs);
+        }
+        std::sort(starts.begin(), starts.end());
+        std::sort(backwards.begin(), backwards.end());
+        std::sort(ends.begin(), ends.end());
+        for (size_t i = 0; i < starts.size(); ++i) {
+            const int64_t next = i + 1 < starts.size() ? starts[i + 1] : INT64_MAX;
+            const auto b = std::upper_bound(backwards.begin(), backwards.end(), starts[i]);
+            int64_t end = b != backwards.end() && *b < next ? *b : -1;
+            if (end < 0)
+                for (int64_t e : ends)
+                    if (e > starts[i] && e < next)
+                        end = std::max(end, e);
+            if (end > starts[i])
+                m_regions.emplace_back(eventAt(starts[i]), eventAt(end));
+        }
+        return !m_regions.empty();
+    }
+    /// The first event at or after `timeUs` (the recorder's times increase).
+    int64_t eventAt(int64_t timeUs) const
+    {
+        const auto& t = m_ev.timeUs;
+        return std::lower_bound(t.begin(), t.end(), timeUs) - t.begin();
+    }
+    /// Index of the region holding `event`, -1: none.
+    int regionOf(int64_t event) const
+    {
+        auto it = std::upper_bound(m_regions.begin(), m_regions.end(), event,
+                                   [](int64_t e, const std::pair<int64_t, int64_t>& r) { return e < r.first; });
+        if (it == m_regions.begin())
+            return -1;
+        --it;
+        return event < it->second ? int(it - m_regions.begin()) : -1;
+    }
+
+    /// Share of the allocations born in the regions whose op the recorder named.
+    double coverage() const
+    {
+        int64_t inside = 0, withOp = 0;
+        for (size_t a = 0; a < m_tl.allocations.size(); ++a)
+            if (const int64_t s = m_tl.allocations[a].start; s >= 0 && regionOf(s) >= 0) {
+                ++inside;
+                withOp += m_rec[a] && m_rec[a]->hasOp;
+            }
+        return inside > 0 ? double(withOp) / double(inside) : 0.0;
+    }
+
+    bool inLossFunction(uint32_t a) const
+    {
+        for (uint32_t f : m_frames.stack(m_tl.allocations[a].stack)) {
+            const Frame& fr = m_frames.frame(f);
+            const std::string_view file = m_strings.get(fr.file);
+            if (file.ends_with("torch/nn/functional.py") && kLossFunctions.count(m_strings.get(fr.name)))
+                return true;
+        }
+        return false;
+    }
+
+    void visit(uint32_t k, int64_t event, const RecordedTensor& t)
+    {
+        const Dt dt = m_dt[k];
+        if (dt == Dt::None || !t.hasOp)
+            return;
+        const std::string_view op = m_strings.get(t.op);
+        std::vector<uint32_t> ins;
+        for (uint32_t back : t.inputs)
+            if (const int32_t j = allocAt(event - int64_t(back)); j >= 0 && m_dt[size_t(j)] != Dt::None)
+                ins.push_back(uint32_t(j));
+        const int region = regionOf(event);
+        if (region >= 0 && kLower.count(op)) {
+            m_dt[k] = Dt::Bf16;
+            for (uint32_t j : ins)
+                if (m_dt[j] == Dt::F32)
+                    copyForLower(k, event, j, region);
+        } else if (region >= 0 && (kFp32.count(op) || inLossFunction(k))) {
+            m_dt[k] = Dt::F32;
+            for (uint32_t j : ins)
+                if (m_dt[j] == Dt::Bf16)
+                    m_plan.copies.push_back({event, event + 1, j, false});
+        } else {
+            m_dt[k] = follow(k, event, t, kPromote.count(op) > 0, ins);
+        }
+    }
+
+    /// A bf16 op's fp32 input: a weight's copy once per region (autocast's cache), an
+    /// activation's per use; kept as long as the input was where the op saved it.
+    void copyForLower(uint32_t k, int64_t event, uint32_t j, int region)
+    {
+        const bool saved = std::find(m_savedBy[j].begin(), m_savedBy[j].end(), k) != m_savedBy[j].end();
+        if (m_rec[j] && m_rec[j]->kind == RecordedTensor::Kind::Parameter) {
+            if (m_cached.insert({j, region}).second) {
+                m_plan.copies.push_back({event, m_regions[size_t(region)].second, j, true});
+                ++m_plan.weightCopies;
+                m_copied[j] = 1;
+            }
+            return;
+        }
+        if (!saved) {
+            m_plan.copies.push_back({event, event + 1, j, true});
+            return;
+        }
+        const int64_t end = m_tl.allocations[j].end;
+        m_plan.copies.push_back({event, end, j, true});
+        m_copied[j] = 1;
+        const bool keptInFp32 = std::any_of(m_savedBy[j].begin(), m_savedBy[j].end(), [&](uint32_t o) {
+            return o != k && !(m_rec[o] && m_rec[o]->hasOp && kLower.count(m_strings.get(m_rec[o]->op)));
+        });
+        if (!keptInFp32) { // autograd holds its copy: the original goes after its last forward use
+            const int64_t early = std::max(m_lastUse[j], event) + 1;
+            if (end < 0 || early < end)
+                m_early[j] = early;
+        }
+    }
+
+    /// Any other op: its first floating-point input's dtype, or the widest where it promotes
+    /// (a 0-dim input does not promote a dimensioned one). In the backward an input autocast
+    /// copied is read as its bf16 copy. A parameter's gradient keeps the parameter's dtype,
+    /// with a temporary at the dtype it was computed in.
+    Dt follow(uint32_t k, int64_t event, const RecordedTensor& t, bool promotes, const std::vector<uint32_t>& ins)
+    {
+        const Dt recorded = m_dt[k];
+        Dt out = recorded;
+        bool any = false;
+        for (uint32_t j : ins) {
+            if (ins.size() > 1 && m_rec[j] && m_rec[j]->shape.empty())
+                continue;
+            const Dt d = backward(event) && m_copied[j] ? Dt::Bf16 : m_dt[j];
+            out = !any ? d : promotes ? std::max(out, d) : out;
+            any = true;
+        }
+        if (t.kind == RecordedTensor::Kind::Gradient) {
+            if (out == Dt::Bf16 && recorded == Dt::F32)
+                m_plan.copies.push_back({event, event + 1, k, true});
+            return recorded;
+        }
+        return out;
+    }
+
+    const MemoryTimeline& m_tl;
+    const TraceEvents& m_ev;
+    const FrameTable& m_frames;
+    const PhaseAnalysis& m_phases;
+    const std::vector<Annotation>& m_annotations;
+    const StringPool& m_strings;
+    std::vector<int32_t> m_allocAt;
+    std::vector<const RecordedTensor*> m_rec;
+    std::vector<Dt> m_dt;
+    std::vector<std::vector<uint32_t>> m_savedBy;
+    std::vector<int64_t> m_lastUse;
+    std::vector<uint8_t> m_copied;
+    std::vector<std::pair<int64_t, int64_t>> m_regions;
+    std::set<std::pair<uint32_t, int>> m_cached;
+    std::map<uint32_t, int64_t> m_early;
+    AutocastPlan m_plan;
+};
+
+} // namespace
+
+AutocastPlan planAutocast(const MemoryTimeline& tl, const TraceEvents& events, const FrameTable& frames,
+                          const PhaseAnalysis& phases, const std::vector<Annotation>& annotations)
+{
+    return Planner(tl, events, frames, phases, annotations).run();
+}
+
+} // namespace headroom

@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+// Mixed precision (bf16 autocast) of an fp32 run, as a transformation of its history, from
+// the op graph a recorder wrote (docs/whatif-model.md, "Autocast from the op graph"). Autocast
+// runs some ops in bf16 and casts their fp32 inputs first; the others take their inputs'
+// dtype. Which allocation the autocast run makes in bf16, which copies it adds and how long
+// each lives follow from each allocation's op, its inputs and what autograd saved: evidence
+// the sizes of an fp32 trace do not hold. The policy is PyTorch 1.13's on the CPU, the device
+// the recorder that writes the graph runs on.
+
+#include "core/analysis/phaseclassifier.h"
+#include "core/model/frametable.h"
+#include "core/model/snapshotmodel.h"
+#include "core/replay/replay.h"
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace headroom {
+
+struct AutocastPlan {
+    /// A copy the autocast run makes that the fp32 run did not: made at `start` (before the
+    /// op's output), freed at `end` (before that event's own boundaries; -1: still alive).
+    struct Copy {
+        int64_t start = 0, end = -1;
+        uint32_t source = 0; ///< the allocation copied: the copy follows its law
+        /// A bf16 copy of an fp32 tensor (half its measured bytes), else an fp32 copy of a
+        /// tensor the autocast run makes in bf16 (its measured bytes).
+        bool narrow = true;
+    };
+    /// Per allocation: made in bf16 by the autocast run (half its measured bytes); the rest
+    /// keep their bytes. Empty: no plan.
+    std::vector<uint8_t> narrowed;
+    std::vector<Copy> copies;
+    /// Allocations whose fp32 original only bf16 ops saved (autograd keeps their copies
+    /// instead): freed after their last use in the forward, at this event.
+    std::vector<std::pair<uint32_t, int64_t>> earlyEnds;
+    int64_t narrowedCount = 0, weightCopies = 0, regions = 0;
+
+    bool empty() const { return narrowed.empty(); }
+};
+
+/// The plan where the recorder wrote the op graph for the allocations of the forwards (nine in
+/// ten or more of them) and its phase windows (`annotations`) show at least one forward; else
+/// empty. `phases` tells the backward's events.
+AutocastPlan planAutocast(const MemoryTimeline& tl, const TraceEvents& events, const FrameTable& frames,
+                          const PhaseAnalysis& phases, const std::vector<Annotation>& annotations);
+
+} // namespace headroom
