@@ -12,7 +12,8 @@ window until the next ``## backward ##`` starts, or, in a loop without one, its 
 forward or loss window ends):
 * an op autocast runs in bf16 (``LOWER``: mm, addmm, bmm, convolution, ...) makes a bf16
   output and a bf16 copy of each fp32 input: a parameter's once per region (autocast's cache,
-  freed where the region ends), an activation's per use (kept until the input's own recorded
+  freed where the region ends, or, where an op saved it, after the last backward op that takes
+  the weight in the fp32 trace), an activation's per use (kept until the input's own recorded
   free where the op saved it, else freed after the op). An input whose every save was by such
   an op is freed after its last use in the forward: autograd keeps the copy instead;
 * an op autocast runs in fp32 (``FP32``, and the ops under ``F.cross_entropy`` and the other
@@ -20,7 +21,8 @@ forward or loss window ends):
   makes an fp32 output and an fp32 copy of each bf16 input, freed after it;
 * any other op takes its first floating-point input's dtype, or the widest of them for the
   ops that promote (``PROMOTE``: pointwise binary ops, cat, where ...; a 0-dim input does not
-  promote); in the backward an input autocast copied counts as its bf16 copy;
+  promote); in the backward an input autocast copied counts as its bf16 copy, and a
+  ``LOWER`` op with a bf16 input is bf16 (the gradient reaching it was cast back);
 * a parameter's gradient stays fp32, with a bf16 temporary where the op that made it took
   bf16 inputs.
 The policy is the one PyTorch 1.13.1 applies on the CPU (probed op by op); CUDA autocast runs
@@ -137,15 +139,19 @@ class AutocastReplay(object):
         self.copied = set()  # inputs whose bf16 copy autograd keeps
         self.saved_by = collections.defaultdict(list)
         self.last_forward_use = {}
+        self.backward_uses = {}  # tensor -> the backward's allocations that take it
         for k in trace.allocs:
             t = trace.tensor(k)
             for b in t.get("saves", []):
                 self.saved_by[k - b].append(k)
-            if t.get("phase") != "backward" and t.get("kind") != "gradient":
+            if t.get("phase") == "backward":
+                for b in t.get("inputs", []):
+                    self.backward_uses.setdefault(k - b, []).append(k)
+            elif t.get("kind") != "gradient":
                 for b in t.get("inputs", []):
                     self.last_forward_use[k - b] = k
         self.regions = trace.regions()
-        self.cached = set()
+        self.cached = {}  # (weight, region) -> index of its copy
         for k in sorted(trace.allocs):
             self.visit(k)
 
@@ -185,9 +191,12 @@ class AutocastReplay(object):
         saved = k in self.saved_by[j]
         if self.tr.tensor(j).get("kind") == "parameter":
             if (j, region) not in self.cached:
-                self.cached.add((j, region))
-                self.copies.append((k, half, region[1]))
+                self.cached[(j, region)] = len(self.copies)
+                self.copies.append([k, half, region[1]])
                 self.copied.add(j)
+            if saved:  # autograd holds the cached copy to this op's backward
+                c = self.copies[self.cached[(j, region)]]
+                c[2] = max(c[2], self.last_backward_use(j, region))
             return
         if saved:
             self.copies.append((k, half, self.tr.free_at.get(j, len(self.tr.events))))
@@ -197,6 +206,13 @@ class AutocastReplay(object):
                 self.freed_early[j] = max(self.last_forward_use.get(j, k), k) + 0.5
         else:
             self.copies.append((k, half, k + 0.5))
+
+    def last_backward_use(self, j, region):
+        """Where a weight's cached copy goes after ``region``: after the last backward op
+        before the next region that takes the weight; the region's end where none does."""
+        nxt = min([r[0] for r in self.regions if r[0] >= region[1]], default=len(self.tr.events))
+        uses = [k for k in self.backward_uses.get(j, []) if region[1] <= k < nxt]
+        return max(uses) + 0.5 if uses else region[1]
 
     def follow(self, k, t, op, ins, dt):
         seen = []
@@ -210,6 +226,8 @@ class AutocastReplay(object):
         out = dt
         if seen:
             out = max(seen, key=lambda d: WIDTH.get(d, 0)) if op in PROMOTE else seen[0]
+        if t.get("phase") == "backward" and op in LOWER and "bfloat16" in seen:
+            out = "bfloat16"  # a matmul takes one dtype: its gradient input was cast back too
         if t.get("kind") == "gradient":  # a parameter's .grad keeps the parameter's dtype
             if out != dt and out in WIDTH:
                 self.copies.append((k, round_size(self.tr.raw_bytes(k) * WIDTH[out] // WIDTH[dt]),

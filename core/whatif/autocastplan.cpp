@@ -90,8 +90,12 @@ private:
         return event >= 0 && size_t(event) < m_allocAt.size() ? m_allocAt[size_t(event)] : -1;
     }
     Dt recordedDt(uint32_t a) const { return m_rec[a] ? dtOf(m_strings.get(m_rec[a]->dtype)) : Dt::None; }
+    /// The recorder's phase where it wrote one (its backward window), else the classifier's.
     bool backward(int64_t event) const
     {
+        if (const int32_t a = allocAt(event); a >= 0 && m_rec[size_t(a)] &&
+                                               m_rec[size_t(a)]->phase != RecordedTensor::Phase::Unknown)
+            return m_rec[size_t(a)]->phase == RecordedTensor::Phase::Backward;
         return size_t(event) < m_phases.eventPhase.size() && m_phases.eventPhase[size_t(event)] == Phase::Backward;
     }
 
@@ -113,6 +117,7 @@ private:
         m_dt.assign(n, Dt::None);
         m_savedBy.assign(n, {});
         m_lastUse.assign(n, -1);
+        m_backwardUses.assign(n, {});
         m_copied.assign(n, 0);
         for (const auto& [event, t] : m_ev.tensors)
             if (const int32_t a = allocAt(event); a >= 0) {
@@ -132,7 +137,13 @@ private:
         for (int32_t back : t.saves)
             if (const int32_t j = allocAt(event - back); j >= 0)
                 m_savedBy[size_t(j)].push_back(uint32_t(k));
-        if (backward(event) || t.kind == RecordedTensor::Kind::Gradient)
+        if (backward(event)) {
+            for (uint32_t back : t.inputs)
+                if (const int32_t j = allocAt(event - int64_t(back)); j >= 0)
+                    m_backwardUses[size_t(j)].push_back(event);
+            return;
+        }
+        if (t.kind == RecordedTensor::Kind::Gradient)
             return;
         for (uint32_t back : t.inputs)
             if (const int32_t j = allocAt(event - int64_t(back)); j >= 0)
@@ -231,7 +242,7 @@ private:
                 if (m_dt[j] == Dt::Bf16)
                     m_plan.copies.push_back({event, event + 1, j, false});
         } else {
-            m_dt[k] = follow(k, event, t, kPromote.count(op) > 0, ins);
+            m_dt[k] = follow(k, event, t, kPromote.count(op) > 0, kLower.count(op) > 0, ins);
         }
     }
 
@@ -241,10 +252,15 @@ private:
     {
         const bool saved = std::find(m_savedBy[j].begin(), m_savedBy[j].end(), k) != m_savedBy[j].end();
         if (m_rec[j] && m_rec[j]->kind == RecordedTensor::Kind::Parameter) {
-            if (m_cached.insert({j, region}).second) {
+            const auto [it, fresh] = m_cached.try_emplace({j, region}, m_plan.copies.size());
+            if (fresh) {
                 m_plan.copies.push_back({event, m_regions[size_t(region)].second, j, true});
                 ++m_plan.weightCopies;
                 m_copied[j] = 1;
+            }
+            if (saved) { // autograd holds the cached copy past the region, for the backward
+                AutocastPlan::Copy& c = m_plan.copies[it->second];
+                c.end = std::max(c.end, lastBackwardUse(j, region));
             }
             return;
         }
@@ -265,11 +281,25 @@ private:
         }
     }
 
+    /// Where autograd lets a weight's cached copy go after region `region`: after the last
+    /// backward op before the next region that takes the weight (the fp32 trace's ops that
+    /// read it there read its copy under autocast); the region's end where none does.
+    int64_t lastBackwardUse(uint32_t j, int region) const
+    {
+        const int64_t from = m_regions[size_t(region)].second;
+        const int64_t to = size_t(region) + 1 < m_regions.size() ? m_regions[size_t(region) + 1].first : INT64_MAX;
+        const std::vector<int64_t>& uses = m_backwardUses[j];
+        auto it = std::lower_bound(uses.begin(), uses.end(), to);
+        return it != uses.begin() && *std::prev(it) >= from ? *std::prev(it) + 1 : from;
+    }
+
     /// Any other op: its first floating-point input's dtype, or the widest where it promotes
     /// (a 0-dim input does not promote a dimensioned one). In the backward an input autocast
-    /// copied is read as its bf16 copy. A parameter's gradient keeps the parameter's dtype,
+    /// copied is read as its bf16 copy, and a bf16 op's gradient op that takes one bf16 input
+    /// is bf16 (the gradient reaching it was cast back by the cast's backward). A parameter's gradient keeps the parameter's dtype,
     /// with a temporary at the dtype it was computed in.
-    Dt follow(uint32_t k, int64_t event, const RecordedTensor& t, bool promotes, const std::vector<uint32_t>& ins)
+    Dt follow(uint32_t k, int64_t event, const RecordedTensor& t, bool promotes, bool lower,
+              const std::vector<uint32_t>& ins)
     {
         const Dt recorded = m_dt[k];
         Dt out = recorded;
@@ -281,6 +311,10 @@ private:
             out = !any ? d : promotes ? std::max(out, d) : out;
             any = true;
         }
+        if (backward(event) && lower && std::any_of(ins.begin(), ins.end(), [&](uint32_t j) {
+                return m_copied[j] || m_dt[j] == Dt::Bf16;
+            }))
+            out = Dt::Bf16; // a matmul takes one dtype: its gradient input was cast back too
         if (t.kind == RecordedTensor::Kind::Gradient) {
             if (out == Dt::Bf16 && recorded == Dt::F32)
                 m_plan.copies.push_back({event, event + 1, k, true});
@@ -300,9 +334,10 @@ private:
     std::vector<Dt> m_dt;
     std::vector<std::vector<uint32_t>> m_savedBy;
     std::vector<int64_t> m_lastUse;
+    std::vector<std::vector<int64_t>> m_backwardUses; ///< events of the backward's ops that take it, in order
     std::vector<uint8_t> m_copied;
     std::vector<std::pair<int64_t, int64_t>> m_regions;
-    std::set<std::pair<uint32_t, int>> m_cached;
+    std::map<std::pair<uint32_t, int>, size_t> m_cached; ///< a weight's copy in a region: its index
     std::map<uint32_t, int64_t> m_early;
     AutocastPlan m_plan;
 };
