@@ -98,6 +98,11 @@ import threading
 import time
 import weakref
 
+try:  # beside this file: the casts that are no-ops in the recorded run (headroom_tensor "casts")
+    from headroom_casts import CastWatch as _CastWatch
+except ImportError:
+    _CastWatch = None
+
 __all__ = ["capture", "Capture", "HeadroomCpuError", "round_size", "PHASE_NAMES",
            "TRUTH_CATEGORIES", "TRUTH_VERSION", "TENSOR_KEYS_VERSION", "TENSOR_KINDS",
            "shapes_default"]
@@ -137,8 +142,8 @@ _KIND_NAMES = ("unknown", "temporary", "activation", "input", "optimizer_state",
 _TENSOR_PHASE = {"forward": "forward", "backward": "backward", "optimizer": "optimizer"}
 SHAPES_ENV = "HEADROOM_SHAPES"
 # the row of an allocation with shapes: [time_us, category, phase] + these
-_R_SHAPE, _R_DTYPE, _R_ITEM, _R_MOD, _R_FIXED, _R_MOUT, _R_LIKE, _R_OP, _R_INPUTS, _R_SAVES = \
-    range(3, 13)
+_R_SHAPE, _R_DTYPE, _R_ITEM, _R_MOD, _R_FIXED, _R_MOUT, _R_LIKE, _R_OP, _R_INPUTS, _R_SAVES, \
+    _R_CASTS, _R_PIN = range(3, 15)
 # ATen ops whose output has the shape of their inputs broadcast together (pointwise ops,
 # copies, normalisations and softmaxes over a dimension): an output made by one of these
 # with the exact shape of an input grows as that input does, whatever the sizes say
@@ -174,6 +179,9 @@ RESULT_SAVING_OPS = dict(
     [("aten::" + n, (1,)) for n in (
         "native_dropout max_pool2d_with_indices max_pool3d_with_indices").split()])
 _DISPATCH_FILE = os.path.join("torch", "utils", "_python_dispatch.py")
+# frames of the modes' own machinery: the dispatch mode, the torch function mode and its handler
+_OVERRIDES_FILE = os.path.join("torch", "overrides.py")
+_SKIPPED_FILES = (_DISPATCH_FILE, _OVERRIDES_FILE, "headroom_casts.py")
 _PLAIN, _SKIP, _REBIND, _FRESH, _DETACH = 0, 1, 2, 3, 4
 # addresses for storages found mid-step that existed before it (below any heap or mmap
 # address of an x86-64/aarch64 Linux process, and under 2**63 for 8-byte pickle integers)
@@ -279,6 +287,7 @@ class Capture(object):
         self._stacks = {}     # tuple of (code, line) -> list of frame dicts
         self._last_us = 0
         self._pending_saves = []  # rows autograd saved since the last op (headroom_tensor saves)
+        self._watch = None  # headroom_casts.CastWatch while recording with shapes
         self._prev_fresh = []  # the rows of the last op's fresh storages
         self._prev_kept = ()  # the rows of its outputs its backward uses (RESULT_SAVING_OPS)
         self._kinds = {}      # OpOverload -> _PLAIN / _SKIP / _REBIND / _FRESH / _DETACH
@@ -323,7 +332,14 @@ class Capture(object):
         while f is not None:
             code = f.f_code
             fn = code.co_filename
-            if fn != this and not fn.endswith(_DISPATCH_FILE):  # the recorder and the mode stack
+            if fn.endswith(_OVERRIDES_FILE):
+                # the torch function mode's handler: where a Python function (F.mse_loss)
+                # called it from its has_torch_function branch, that caller is the same
+                # function again, already on the stack
+                outer = f.f_back
+                if outer is not None and keys and outer.f_code is keys[-1][0]:
+                    f = outer
+            elif fn != this and not fn.endswith(_SKIPPED_FILES):  # the recorder and the modes
                 keys.append((code, f.f_lineno))
             f = f.f_back
         keys = tuple(keys)
@@ -364,7 +380,7 @@ class Capture(object):
                 if d is None:
                     d = self._dtypes[dt] = (str(dt).replace("torch.", ""), t.element_size())
                 return [t_us, category, phase, tuple(t.shape), d[0], d[1], module, False, False,
-                        None, None, None, None]
+                        None, None, None, None, None, None]
             except Exception:
                 pass
         return [t_us, category, phase]
@@ -620,10 +636,16 @@ class Capture(object):
         fresh = [r for r in self._tensor_rows([out]) if len(r) > _R_SAVES and r[0] > before_us]
         if not fresh:
             return
-        ins = self._tensor_rows(list(args) + list((kwargs or {}).values()))
+        values = list(args) + list((kwargs or {}).values())
+        ins = self._tensor_rows(values)
         ins = [r for r in ins if not any(r is f for f in fresh)]
+        casts = self._casts_of(values)
+        pin = self._watch.pinned() if self._watch is not None else None
+        if pin is not None:  # a literal dtype name, or the row of the tensor it follows
+            rows = self._tensor_rows([pin[1]]) if pin[1] is not None else []
+            pin = pin[0] if pin[1] is None else (rows[0] if rows else None)
         for r in fresh:
-            r[_R_OP], r[_R_INPUTS] = name, ins
+            r[_R_OP], r[_R_INPUTS], r[_R_CASTS], r[_R_PIN] = name, ins, casts, pin
         if pending:
             fresh[0][_R_SAVES] = pending
         self._prev_fresh = fresh
@@ -631,6 +653,34 @@ class Capture(object):
         if kept:
             outs = list(out) if isinstance(out, (list, tuple)) else [out]
             self._prev_kept = self._tensor_rows([outs[i] for i in kept if i < len(outs)])
+
+    def _casts_of(self, values):
+        """headroom_tensor's "casts": for each argument that is a no-op cast's result
+        (headroom_casts.py), its storage's row and what the cast asked for: a dtype name, or
+        the row of the tensor whose dtype it follows. None when there is none."""
+        watch = self._watch
+        if watch is None:
+            return None
+        out = []
+        held = watch.held()
+        for a in values:
+            for t in (a if isinstance(a, (list, tuple)) else (a,)):
+                if not isinstance(t, self._torch.Tensor):
+                    continue
+                spec = watch.spec_of(t)
+                if spec is None and held:
+                    info = self._info_safe(t)
+                    spec = next((sp for h, sp in held if info is not None and
+                                 self._info_safe(h) == info), None)
+                if spec is None:
+                    continue
+                rows = self._tensor_rows([t] if spec[1] is None else [t, spec[1]])
+                nbytes = t.numel() * t.element_size()  # a slice of its storage is cast alone
+                if spec[1] is None and rows:
+                    out.append((rows[0], spec[0], nbytes))
+                elif len(rows) == 2:
+                    out.append((rows[0], rows[1], nbytes))
+        return out or None
 
     def _settle_saves(self):
         """Gives the previous op the saves of the outputs it keeps (the first save of each; a
@@ -1130,6 +1180,10 @@ class Capture(object):
         self._hooks.__enter__()
         self._mode = _Mode()
         self._mode.__enter__()
+        self._watch = None
+        if self._shapes_on and _CastWatch is not None:
+            self._watch = _CastWatch(torch)
+            self._watch.install()
         self._active = True
 
     def _install_truth(self):
@@ -1192,6 +1246,9 @@ class Capture(object):
         self._mod_hooks = []
         self._mod_stack = []
         self._mod_now = None
+        if getattr(self, "_watch", None) is not None:
+            self._watch.uninstall()
+            self._watch = None
         if getattr(self, "_mode", None) is not None:
             self._mode.__exit__(None, None, None)
             self._mode = None
@@ -1400,7 +1457,7 @@ class Capture(object):
             if len(row) == 3:
                 continue
             _t, c, _ph, shape, dtype, _itemsize, module, _fixed, mout, like_rows, op, ins, \
-                saves = row
+                saves, casts, pin = row
             if mout and c < _ACTIVATION:
                 c = _ACTIVATION  # a module's output
             phase = _TENSOR_PHASE.get(row[2])
@@ -1424,6 +1481,16 @@ class Capture(object):
                 saved = [index - entry_of[id(r)] for r in saves or () if id(r) in entry_of]
                 if saved:
                     d["saves"] = saved
+                cast = [[index - entry_of[id(r)], spec if isinstance(spec, str) else
+                         index - entry_of[id(spec)], nbytes]
+                        for r, spec, nbytes in casts or () if id(r) in entry_of and
+                        (isinstance(spec, str) or id(spec) in entry_of)]
+                if cast:
+                    d["casts"] = cast
+                if isinstance(pin, str):
+                    d["dtype_arg"] = pin
+                elif pin is not None and id(pin) in entry_of:
+                    d["dtype_arg"] = index - entry_of[id(pin)]
             e["headroom_tensor"] = d
             written += 1
         return written

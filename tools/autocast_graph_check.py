@@ -25,9 +25,12 @@ forward or loss window ends):
   ``LOWER`` op with a bf16 input is bf16 (the gradient reaching it was cast back);
 * a parameter's gradient stays fp32, with a bf16 temporary where the op that made it took
   bf16 inputs.
+* an input taken through a cast that was a no-op in fp32 (``casts``: ``x.to(torch.float32)``,
+  ``cos.to(x.dtype)``) is read at the dtype the cast asks for, with a copy where that differs
+  (of the slice cast); an op under a ``dtype=`` argument (``dtype_arg``) makes that dtype and
+  copies its other inputs to it.
 The policy is the one PyTorch 1.13.1 applies on the CPU (probed op by op); CUDA autocast runs
-more ops in fp32 (softmax, layer_norm, ...). Not seen: a cast that is a no-op in fp32
-(``x.to(torch.float32)``, ``cos.to(x.dtype)``): the dispatch mode never sees it.
+more ops in fp32 (softmax, layer_norm, ...).
 
     tools/autocast_graph_check.py --matrix build/cpu-matrix/matrix.json
     tools/autocast_graph_check.py BASE.pickle AMP.pickle
@@ -152,6 +155,8 @@ class AutocastReplay(object):
                     self.last_forward_use[k - b] = k
         self.regions = trace.regions()
         self.cached = {}  # (weight, region) -> index of its copy
+        self.cast_copies = {}  # (tensor, dtype) -> index of a no-op cast's copy
+        self.over = {}  # the current op's inputs read through a cast: tensor -> dtype
         for k in sorted(trace.allocs):
             self.visit(k)
 
@@ -165,19 +170,22 @@ class AutocastReplay(object):
         t = self.tr.tensor(k)
         dt, op = t.get("dtype"), t.get("op")
         out = dt
+        self.over = {}
         if dt in WIDTH and op:
             ins = self.floats([k - b for b in t.get("inputs", [])])
+            self.read_casts(k, t)
             region = self.region_of(k)
+            pin = self.target_of(k, t["dtype_arg"]) if "dtype_arg" in t else None
             if region and op in LOWER:
                 out = "bfloat16"
                 for j in ins:
-                    if self.dtype.get(j) == "float32":
+                    if self.dt_in(j) == "float32":
                         self.copy_for_lower(k, j, region)
-            elif region and (op in FP32 or in_loss_function(self.tr.allocs[k])):
-                out = "float32"
+            elif pin or (region and (op in FP32 or in_loss_function(self.tr.allocs[k]))):
+                out = pin or "float32"  # a dtype= argument, or an op autocast runs in fp32
                 for j in ins:
-                    if self.dtype.get(j) == "bfloat16":
-                        self.copies.append((k, round_size(self.tr.raw_bytes(j)), k + 0.5))
+                    if self.dt_in(j) not in (out, "float64"):
+                        self.copies.append((k, round_size(self.tr.raw_bytes(j) * WIDTH[out] // 4), k + 0.5))
             else:
                 out = self.follow(k, t, op, ins, dt)
         self.dtype[k] = out
@@ -185,6 +193,33 @@ class AutocastReplay(object):
             self.size[k] = round_size(self.tr.raw_bytes(k) * WIDTH[out] // WIDTH[dt])
         else:
             self.size[k] = self.tr.allocs[k]["size"]
+
+    def target_of(self, k, spec):
+        """A cast's or a dtype= argument's dtype at the target: a literal, or the target
+        dtype of the entry it follows."""
+        return spec if isinstance(spec, str) else self.dtype.get(k - spec)
+
+    def dt_in(self, j):
+        return self.over.get(j, self.dtype.get(j))
+
+    def read_casts(self, k, t):
+        """The no-op casts op k took its inputs through: a copy where the target makes them
+        real, from its first such use to after its last (to the input's free where saved)."""
+        for cast in t.get("casts", []):
+            j, to = k - cast[0], self.target_of(k, cast[1])
+            if j not in self.tr.allocs or to not in WIDTH or self.dtype.get(j) not in WIDTH:
+                continue
+            self.over[j] = to
+            if to == self.dtype[j] or "float64" in (to, self.dtype[j]):
+                continue
+            part = cast[2] if len(cast) > 2 else self.tr.raw_bytes(j)
+            key = (j, to)
+            if key not in self.cast_copies:
+                self.cast_copies[key] = len(self.copies)
+                self.copies.append([k, round_size(part * WIDTH[to] // 4), k + 0.5])
+            c = self.copies[self.cast_copies[key]]
+            end = self.tr.free_at.get(j, len(self.tr.events)) if k in self.saved_by[j] else k + 0.5
+            c[2] = max(c[2], end)
 
     def copy_for_lower(self, k, j, region):
         half = round_size(self.tr.raw_bytes(j) // 2)
@@ -217,7 +252,7 @@ class AutocastReplay(object):
     def follow(self, k, t, op, ins, dt):
         seen = []
         for j in ins:
-            d = self.dtype.get(j)
+            d = self.dt_in(j)
             if t.get("phase") == "backward" and j in self.copied:
                 d = "bfloat16"
             if self.tr.tensor(j).get("shape") == [] and len(ins) > 1:

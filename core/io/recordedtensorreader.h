@@ -54,6 +54,55 @@ void readOffsets(const Doc& doc, Value v, std::string_view key, std::vector<Int>
     }
 }
 
+/// A dtype a cast asked for: a dtype name, or a positive offset to the entry it follows.
+template <class Doc, class Value>
+bool readCastTarget(const Doc& doc, const Value& v, RecordedTensor::Cast& c, StringPool& strings)
+{
+    if (const auto s = doc.asString(v)) {
+        c.dtype = strings.intern(*s);
+        return true;
+    }
+    const auto n = doc.asInt(v);
+    if (!n || *n <= 0 || *n > int64_t(UINT32_MAX))
+        return false;
+    c.like = uint32_t(*n);
+    return true;
+}
+
+/// `casts` ([[input back, target, bytes cast], ...]) and `dtype_arg` (a target); a malformed
+/// list is dropped whole.
+template <class Doc, class Value>
+void readCasts(const Doc& doc, Value v, RecordedTensor& t, StringPool& strings)
+{
+    if (const auto a = doc.get(v, "dtype_arg"))
+        if (!readCastTarget(doc, *a, t.dtypeArg, strings))
+            t.dtypeArg = {};
+    const auto l = doc.get(v, "casts");
+    if (!l || !doc.isList(*l))
+        return;
+    for (const auto& pair : doc.items(*l)) {
+        RecordedTensor::Cast c;
+        bool ok = doc.isList(pair) && t.casts.size() < 64;
+        if (ok) {
+            const auto items = doc.items(pair);
+            const auto n = items.size() == 2 || items.size() == 3 ? doc.asInt(items[0]) : std::nullopt;
+            ok = n && *n > 0 && *n <= int64_t(UINT32_MAX) && readCastTarget(doc, items[1], c, strings);
+            if (ok)
+                c.input = uint32_t(*n);
+            if (ok && items.size() == 3) {
+                const auto b = doc.asInt(items[2]);
+                ok = b && *b >= 0;
+                c.bytes = ok ? *b : -1;
+            }
+        }
+        if (!ok) {
+            t.casts.clear();
+            return;
+        }
+        t.casts.push_back(c);
+    }
+}
+
 /// Reads the record in `v`; nullopt when it is not a dict with a list of non-negative
 /// integers for `shape` (at most 32 dimensions).
 template <class Doc, class Value>
@@ -102,6 +151,7 @@ std::optional<RecordedTensor> readRecordedTensor(const Doc& doc, Value v, String
             t.hasOp = true;
             readOffsets(doc, v, "inputs", t.inputs, 1);
             readOffsets(doc, v, "saves", t.saves, INT32_MIN + 1);
+            readCasts(doc, v, t, strings);
         }
     return t;
 }

@@ -58,6 +58,17 @@ struct RecordedTensor {
     bool hasOp = false;
     std::vector<uint32_t> inputs;
     std::vector<int32_t> saves;
+    /// An input that reached the op through a cast that was a no-op in the recorded run
+    /// (`x.to(torch.float32)` of an fp32 x), and what the cast asked for: a dtype, or the dtype
+    /// of another entry. Also what a `dtype=` argument asked of this op's output (`dtypeArg`).
+    struct Cast {
+        uint32_t input = 0;  ///< entries back
+        uint32_t dtype = 0;  ///< string id of the dtype asked for; 0: `like` says
+        uint32_t like = 0;   ///< entries back to the tensor whose dtype it follows; 0: `dtype` says
+        int64_t bytes = -1;  ///< the bytes of the tensor cast (a slice of its storage); -1: all of it
+    };
+    std::vector<Cast> casts;
+    Cast dtypeArg;           ///< `input` unused; dtype 0 and like 0: none
 };
 
 /// One device's trace entries as flat arrays (structure of arrays): a million events

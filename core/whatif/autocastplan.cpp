@@ -230,19 +230,72 @@ private:
         for (uint32_t back : t.inputs)
             if (const int32_t j = allocAt(event - int64_t(back)); j >= 0 && m_dt[size_t(j)] != Dt::None)
                 ins.push_back(uint32_t(j));
+        readCasts(k, event, t);
         const int region = regionOf(event);
+        const Dt pin = targetOf(event, t.dtypeArg);
         if (region >= 0 && kLower.count(op)) {
             m_dt[k] = Dt::Bf16;
             for (uint32_t j : ins)
-                if (m_dt[j] == Dt::F32)
+                if (dtIn(j) == Dt::F32)
                     copyForLower(k, event, j, region);
-        } else if (region >= 0 && (kFp32.count(op) || inLossFunction(k))) {
-            m_dt[k] = Dt::F32;
+        } else if (pin != Dt::None || (region >= 0 && (kFp32.count(op) || inLossFunction(k)))) {
+            // a dtype= argument, or an op autocast runs in fp32: its inputs cast to it first
+            m_dt[k] = pin != Dt::None ? pin : Dt::F32;
             for (uint32_t j : ins)
-                if (m_dt[j] == Dt::Bf16)
-                    m_plan.copies.push_back({event, event + 1, j, false});
+                if (dtIn(j) != m_dt[k] && dtIn(j) != Dt::Wide)
+                    m_plan.copies.push_back({event, event + 1, j, m_dt[k] == Dt::Bf16});
         } else {
             m_dt[k] = follow(k, event, t, kPromote.count(op) > 0, kLower.count(op) > 0, ins);
+        }
+        m_over.clear();
+    }
+
+    /// The dtype a cast or a dtype= argument asks for at the target: a literal's, or the
+    /// target dtype of the entry it follows.
+    Dt targetOf(int64_t event, const RecordedTensor::Cast& c) const
+    {
+        if (c.dtype)
+            return dtOf(m_strings.get(c.dtype));
+        if (const int32_t j = c.like ? allocAt(event - int64_t(c.like)) : -1; j >= 0)
+            return m_dt[size_t(j)];
+        return Dt::None;
+    }
+    /// The share of storage `j` a cast took (its measured bytes from the recorded dtype's).
+    double shareOf(uint32_t j, const RecordedTensor::Cast& c) const
+    {
+        const int64_t whole = m_tl.allocations[j].size;
+        return c.bytes < 0 || whole <= 0 ? 1.0 : std::min(1.0, double(c.bytes) / double(whole));
+    }
+    /// The dtype op inputs are read at: a no-op cast's where it took the input through one.
+    Dt dtIn(uint32_t j) const
+    {
+        for (const auto& [input, d] : m_over)
+            if (input == j)
+                return d;
+        return m_dt[j];
+    }
+
+    /// The no-op casts this op took its inputs through: where the target makes the cast a
+    /// real one, a copy of the input at the dtype asked for, made at its first such use and
+    /// kept after its last (as long as the input where an op saved it).
+    void readCasts(uint32_t k, int64_t event, const RecordedTensor& t)
+    {
+        for (const RecordedTensor::Cast& c : t.casts) {
+            const int32_t j = allocAt(event - int64_t(c.input));
+            const Dt to = targetOf(event, c);
+            if (j < 0 || to == Dt::None || m_dt[size_t(j)] == Dt::None)
+                continue;
+            m_over.emplace_back(uint32_t(j), to);
+            if (to == m_dt[size_t(j)] || to == Dt::Wide || m_dt[size_t(j)] == Dt::Wide)
+                continue;
+            const auto [it, fresh] = m_castCopies.try_emplace({uint32_t(j), to}, m_plan.copies.size());
+            if (fresh)
+                m_plan.copies.push_back({event, event + 1, uint32_t(j), to == Dt::Bf16, shareOf(uint32_t(j), c)});
+            AutocastPlan::Copy& copy = m_plan.copies[it->second];
+            const bool saved =
+                std::find(m_savedBy[size_t(j)].begin(), m_savedBy[size_t(j)].end(), k) != m_savedBy[size_t(j)].end();
+            const int64_t end = saved ? m_tl.allocations[size_t(j)].end : event + 1;
+            copy.end = copy.end < 0 || end < 0 ? -1 : std::max(copy.end, end);
         }
     }
 
@@ -307,12 +360,12 @@ private:
         for (uint32_t j : ins) {
             if (ins.size() > 1 && m_rec[j] && m_rec[j]->shape.empty())
                 continue;
-            const Dt d = backward(event) && m_copied[j] ? Dt::Bf16 : m_dt[j];
+            const Dt d = backward(event) && m_copied[j] ? Dt::Bf16 : dtIn(j);
             out = !any ? d : promotes ? std::max(out, d) : out;
             any = true;
         }
         if (backward(event) && lower && std::any_of(ins.begin(), ins.end(), [&](uint32_t j) {
-                return m_copied[j] || m_dt[j] == Dt::Bf16;
+                return m_copied[j] || dtIn(j) == Dt::Bf16;
             }))
             out = Dt::Bf16; // a matmul takes one dtype: its gradient input was cast back too
         if (t.kind == RecordedTensor::Kind::Gradient) {
@@ -339,6 +392,8 @@ private:
     std::vector<std::pair<int64_t, int64_t>> m_regions;
     std::map<std::pair<uint32_t, int>, size_t> m_cached; ///< a weight's copy in a region: its index
     std::map<uint32_t, int64_t> m_early;
+    std::map<std::pair<uint32_t, Dt>, size_t> m_castCopies; ///< a no-op cast's copy: its index
+    std::vector<std::pair<uint32_t, Dt>> m_over;            ///< the current op's inputs read through a cast
     AutocastPlan m_plan;
 };
 

@@ -29,6 +29,9 @@ struct AutocastPlan {
         /// A bf16 copy of an fp32 tensor (half its measured bytes), else an fp32 copy of a
         /// tensor the autocast run makes in bf16 (its measured bytes).
         bool narrow = true;
+        /// The share of the source's measured bytes copied (a no-op cast of a slice: the
+        /// rotary tables' first rows), before the narrowing.
+        double share = 1;
     };
     /// Per allocation: made in bf16 by the autocast run (half its measured bytes); the rest
     /// keep their bytes. Empty: no plan.

@@ -153,7 +153,7 @@ TraceProjector::TraceProjector(const TraceProjector& from, const AutocastPlan& p
     }
     for (const AutocastPlan::Copy& c : plan.copies) {
         const auto index = uint32_t(m_size.size());
-        m_size.push_back(from.m_size[c.source]);
+        m_size.push_back(int64_t(double(from.m_size[c.source]) * c.share + 0.5));
         all.push_back({uint32_t(c.start), 1, {uint32_t(c.start), index << 1}});
         if (c.end >= 0) {
             const auto end = uint32_t(std::max(c.end, c.start + 1));

@@ -39,7 +39,7 @@ needs_torch = unittest.skipUnless(TORCH, WHY)
 
 
 # headroom_tensor's keys of the op graph: the op, its inputs, what autograd saved
-GRAPH_KEYS = {"op", "inputs", "saves"}
+GRAPH_KEYS = {"op", "inputs", "saves", "casts", "dtype_arg"}
 
 class _PlainUnpickler(pickle.Unpickler):
     def find_class(self, module, name):
@@ -711,6 +711,41 @@ class TensorKeysTest(_RecordingCase):
         self.assertEqual(keys[3]["inputs"], [iz - iy])
         self.assertEqual(keys[3]["saves"], [0])
         self.assertNotIn("saves", keys[1])
+
+    def test_no_op_casts_and_dtype_arguments(self):
+        """Casts that are no-ops in fp32 are named on the ops that take their results: a
+        literal dtype, or the entry whose dtype they follow (read from the bytecode and the
+        .dtype reads of the frame), with the bytes of the slice cast; a dtype= argument is
+        named on the op it made."""
+        path = self.path()
+        with headroom_cpu.capture(path, oracle=False) as cap:
+            with cap.iteration():
+                x = torch.randn(4, 8)
+                table = torch.randn(16, 8)
+                dtype = x.dtype
+                h = x.to(torch.float32)
+                p = h.pow(2)
+                q = (p * 2).to(dtype) + 1
+                c = x * table[:4].to(x.dtype)
+                s = torch.softmax(x, dim=-1, dtype=torch.float)
+                z = torch.zeros(4, 8, dtype=x.dtype)
+                ptrs = [t.data_ptr() for t in (x, table, p, q, c, s, z)]
+                del x, table, h, p, q, c, s, z
+        trace = load_plain(path)["device_traces"][0]
+        index = {e["addr"]: i for i, e in enumerate(trace) if e["action"] == "alloc" and
+                 e["addr"] in ptrs}
+        ix, it, ip, iq, ic, i_s, iz = [index[a] for a in ptrs]
+        keys = {i: trace[i]["headroom_tensor"] for i in (ip, iq, ic, i_s, iz)}
+        self.assertEqual(keys[ip]["casts"], [[ip - ix, "float32", 4 * 8 * 4]])
+        # (p * 2).to(dtype) + 1: the add takes the mul's result through the cast, like x
+        im = next(i for i in range(ip + 1, iq) if trace[i]["action"] == "alloc" and
+                  trace[i]["headroom_tensor"]["op"] == "aten::mul")
+        self.assertEqual(keys[iq]["op"], "aten::add")
+        self.assertEqual(keys[iq]["casts"], [[iq - im, iq - ix, 4 * 8 * 4]])
+        self.assertEqual(keys[ic]["casts"], [[ic - it, ic - ix, 4 * 8 * 4]])
+        self.assertEqual(keys[i_s]["dtype_arg"], "float32")
+        self.assertEqual(keys[iz]["dtype_arg"], iz - ix)
+        self.assertEqual(keys[iz]["op"], "aten::zeros")
 
     def test_like_joins_shape_preserving_ops_only(self):
         """An exp and a mul of the exact shape are joined to their input; a matmul whose

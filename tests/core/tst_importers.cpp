@@ -576,11 +576,17 @@ TEST_CASE("A recorder's op graph is read whole or not at all", "[importers][shap
          "headroom_tensor": {"shape": [4], "dtype": "float32", "op": "aten::native_layer_norm",
                              "inputs": [2, "x"], "saves": [1.5]}},
         {"action": "alloc", "addr": 4, "size": 512, "stream": 0,
-         "headroom_tensor": {"shape": [4], "dtype": "float32", "inputs": [1]}}]]})");
+         "headroom_tensor": {"shape": [4], "dtype": "float32", "inputs": [1]}},
+        {"action": "alloc", "addr": 5, "size": 512, "stream": 0,
+         "headroom_tensor": {"shape": [4, 8], "dtype": "float32", "op": "aten::mul", "inputs": [4, 3],
+                             "casts": [[4, "float32", 128], [3, 4]], "dtype_arg": 2}},
+        {"action": "alloc", "addr": 6, "size": 512, "stream": 0,
+         "headroom_tensor": {"shape": [4, 8], "dtype": "float32", "op": "aten::mul", "inputs": [1],
+                             "casts": [[1, "float32", -5]], "dtype_arg": "bfloat16"}}]]})");
     Snapshot snap;
     JsonSnapshotImporter::import(root, snap);
     const TraceEvents& ev = snap.devices.at(0).trace;
-    REQUIRE(ev.tensors.size() == 4);
+    REQUIRE(ev.tensors.size() == 6);
     const StringPool& strings = snap.frames.strings();
     const RecordedTensor& a = ev.tensors[0].second;
     const RecordedTensor& b = ev.tensors[1].second;
@@ -597,4 +603,16 @@ TEST_CASE("A recorder's op graph is read whole or not at all", "[importers][shap
     CHECK(c.saves.empty());
     CHECK_FALSE(d.hasOp); // inputs without an op say nothing
     CHECK(d.inputs.empty());
+    // casts: [input back, a dtype or the entry whose dtype it follows, the bytes cast].
+    const RecordedTensor& e = ev.tensors[4].second;
+    REQUIRE(e.casts.size() == 2);
+    CHECK(e.casts[0].input == 4);
+    CHECK(strings.get(e.casts[0].dtype) == "float32");
+    CHECK(e.casts[0].bytes == 128);
+    CHECK(e.casts[1].like == 4);
+    CHECK(e.casts[1].bytes == -1);
+    CHECK(e.dtypeArg.like == 2);
+    const RecordedTensor& f = ev.tensors[5].second;
+    CHECK(f.casts.empty()); // negative bytes: dropped
+    CHECK(strings.get(f.dtypeArg.dtype) == "bfloat16");
 }

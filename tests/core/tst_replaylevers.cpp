@@ -354,13 +354,15 @@ TEST_CASE("Autocast is replayed from the recorder's op graph", "[whatif][precisi
     // docs/whatif-model.md, "Autocast from the op graph". gpt2fused trained (weights cast once
     // per forward, activations cast per use and kept where their op saved them, layer norms'
     // fp32 outputs freed once cast, F.cross_entropy in fp32) and decoder_infer under no_grad,
-    // each against its recording under CPU bf16 autocast.
+    // and the llama, whose RMSNorm and rotary tables cast (no-ops in fp32: the recorder's
+    // `casts`), each against its recording under CPU bf16 autocast.
     struct Case {
         const char *fp32, *amp;
         double eps;
     };
     for (const Case& c : {Case{"gpt2fused_graph.pickle", "gpt2fused_graph_amp_bf16.pickle", 0.01},
-                          Case{"decoder_infer_graph.pickle", "decoder_infer_graph_amp_bf16.pickle", 0.01}}) {
+                          Case{"decoder_infer_graph.pickle", "decoder_infer_graph_amp_bf16.pickle", 0.01},
+                          Case{"llama_graph.pickle", "llama_graph_amp_bf16.pickle", 0.01}}) {
         INFO(c.fp32);
         auto base = cpuFile(c.fp32);
         auto amp = cpuFile(c.amp);
