@@ -12,6 +12,8 @@ What the cast asks for is kept as the code says it, where Python's bytecode show
 * a literal dtype (``.float()``, ``.to(torch.float32)``, ``.to(dtype=torch.bfloat16)``);
 * the dtype of another tensor (``.type_as(y)``, ``.to(y)``, ``.to(y.dtype)``, or a dtype
   variable that the same frame read from a tensor before: ``dtype = x.dtype ... h.to(dtype)``).
+A dtype variable that is neither (set from a configuration: ``x.to(dtype)`` where ``dtype`` is
+the run's precision) is not named: in another run it holds another dtype.
 Parameters and casts made by torch itself (``Module.to``) are left alone. A view of a cast's
 result is the cast's result too.
 
@@ -92,7 +94,7 @@ class CastWatch(object):
             func not in self._cast_methods
         held = self._cast_args(args) if self._casts else []
         if pinned:
-            self._pin.append(self._provenance(pin, self._caller()))
+            self._pin.append(self._provenance(pin, self._caller()))  # None: not told
         if held:
             self._held.append(held)
         try:
@@ -175,9 +177,11 @@ class CastWatch(object):
         return self._provenance(dtype, frame)
 
     def _provenance(self, dtype, frame):
-        """A dtype argument as the code wrote it: a literal, or the dtype of a tensor."""
+        """A dtype argument as the code wrote it: a literal, or the dtype of a tensor; None
+        where the bytecode shows neither (a variable set from a configuration takes another
+        value in another run)."""
         if frame is None:
-            return (_dtype_name(dtype), None)
+            return None
         load = self._argument_load(frame)
         if load is not None and load.opname == "LOAD_ATTR" and load.argval in _DTYPE_NAMES:
             return (_dtype_name(dtype), None)  # torch.float32 written at the call
@@ -185,7 +189,7 @@ class CastWatch(object):
             t = ref()
             if d == dtype and t is not None:
                 return (None, t)  # x.dtype read here: at the call, or kept in a variable
-        return (_dtype_name(dtype), None)
+        return None  # a dtype variable from elsewhere (a configuration): not told
 
     def _argument_load(self, frame):
         """The instruction that loaded the call's last argument, in the caller's bytecode."""

@@ -157,8 +157,22 @@ class AutocastReplay(object):
         self.cached = {}  # (weight, region) -> index of its copy
         self.cast_copies = {}  # (tensor, dtype) -> index of a no-op cast's copy
         self.over = {}  # the current op's inputs read through a cast: tensor -> dtype
+        self.holders = {}  # tensor -> the ops that saved it and took it through a copy
         for k in sorted(trace.allocs):
             self.visit(k)
+        self.free_early()
+
+    def free_early(self):
+        """A tensor every op saving it took through a copy (autograd holds the copies) is
+        freed after its last use in the forward, where the recorded run freed it at all (a
+        buffer or a parameter lives on for its module)."""
+        for j, holders in self.holders.items():
+            savers = set(self.saved_by[j])
+            last = self.last_forward_use.get(j)
+            held = self.tr.tensor(j).get("kind") in ("parameter", "buffer")
+            if savers and savers <= holders and last is not None and not held and \
+                    j in self.tr.free_at and last + 0.5 < self.tr.free_at[j]:
+                self.freed_early[j] = last + 0.5
 
     def region_of(self, k):
         return next((r for r in self.regions if r[0] <= k < r[1]), None)
@@ -220,6 +234,8 @@ class AutocastReplay(object):
             c = self.copies[self.cast_copies[key]]
             end = self.tr.free_at.get(j, len(self.tr.events)) if k in self.saved_by[j] else k + 0.5
             c[2] = max(c[2], end)
+            if k in self.saved_by[j]:
+                self.holders.setdefault(j, set()).add(k)
 
     def copy_for_lower(self, k, j, region):
         half = round_size(self.tr.raw_bytes(j) // 2)
@@ -236,9 +252,7 @@ class AutocastReplay(object):
         if saved:
             self.copies.append((k, half, self.tr.free_at.get(j, len(self.tr.events))))
             self.copied.add(j)
-            others = [o for o in self.saved_by[j] if o != k and self.tr.tensor(o).get("op") not in LOWER]
-            if not others:
-                self.freed_early[j] = max(self.last_forward_use.get(j, k), k) + 0.5
+            self.holders.setdefault(j, set()).add(k)
         else:
             self.copies.append((k, half, k + 0.5))
 

@@ -145,7 +145,8 @@ def all_points(families, names=None):
 def source_hash():
     h = hashlib.sha256()
     for p in (os.path.abspath(__file__), os.path.join(PYDIR, "cpu_models.py"),
-              os.path.join(PYDIR, "cpu_models_more.py"), os.path.join(PYDIR, "headroom_cpu.py")):
+              os.path.join(PYDIR, "cpu_models_more.py"), os.path.join(PYDIR, "headroom_cpu.py"),
+              os.path.join(PYDIR, "headroom_casts.py")):
         with open(p, "rb") as f:
             h.update(f.read())
     return h.hexdigest()

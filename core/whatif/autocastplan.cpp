@@ -52,21 +52,26 @@ const std::set<std::string_view> kPromote{
     "aten::sigmoid_backward", "aten::tanh_backward", "aten::hardswish_backward", "aten::leaky_relu_backward",
     "aten::elu_backward", "aten::mish_backward", "aten::softplus_backward", "aten::hardtanh_backward"};
 
+/// A pure precision: the backward's allocations at the target width, without the flow (its
+/// casts back to the input's dtype are no op in the trace, so a flow would keep fp32 too far).
+constexpr bool kPureForwardOnly = true;
+
 /// The op graph's coverage below which the plan is not made: the rest would be guesses.
 constexpr double kMinGraphCoverage = 0.9;
 
 class Planner {
 public:
     Planner(const MemoryTimeline& tl, const TraceEvents& ev, const FrameTable& frames, const PhaseAnalysis& phases,
-            const std::vector<Annotation>& annotations)
-        : m_tl(tl), m_ev(ev), m_frames(frames), m_phases(phases), m_annotations(annotations), m_strings(frames.strings())
+            const std::vector<Annotation>& annotations, bool pure)
+        : m_tl(tl), m_ev(ev), m_frames(frames), m_phases(phases), m_annotations(annotations),
+          m_strings(frames.strings()), m_pure(pure)
     {
     }
 
     AutocastPlan run()
     {
         AutocastPlan plan;
-        if (!index() || !readRegions() || coverage() < kMinGraphCoverage)
+        if (!index() || !(m_pure || readRegions()) || coverage() < kMinGraphCoverage)
             return plan;
         m_plan.narrowed.assign(m_tl.allocations.size(), 0);
         for (const auto& [event, t] : m_ev.tensors)
@@ -77,8 +82,7 @@ public:
                 m_plan.narrowed[a] = 1;
                 ++m_plan.narrowedCount;
             }
-        for (const auto& [a, end] : m_early)
-            m_plan.earlyEnds.emplace_back(a, end);
+        freeEarly();
         m_plan.regions = int64_t(m_regions.size());
 
         return std::move(m_plan);
@@ -197,12 +201,14 @@ private:
         return event < it->second ? int(it - m_regions.begin()) : -1;
     }
 
-    /// Share of the allocations born in the regions whose op the recorder named.
+    /// Share of the allocations born in the regions (a pure precision: in the forwards) whose
+    /// op the recorder named.
     double coverage() const
     {
         int64_t inside = 0, withOp = 0;
         for (size_t a = 0; a < m_tl.allocations.size(); ++a)
-            if (const int64_t s = m_tl.allocations[a].start; s >= 0 && regionOf(s) >= 0) {
+            if (const int64_t s = m_tl.allocations[a].start;
+                s >= 0 && (m_pure ? m_rec[a] && m_rec[a]->phase == RecordedTensor::Phase::Forward : regionOf(s) >= 0)) {
                 ++inside;
                 withOp += m_rec[a] && m_rec[a]->hasOp;
             }
@@ -223,7 +229,13 @@ private:
     void visit(uint32_t k, int64_t event, const RecordedTensor& t)
     {
         const Dt dt = m_dt[k];
-        if (dt == Dt::None || !t.hasOp)
+        if (dt == Dt::None)
+            return;
+        if (m_pure && (!t.hasOp || (kPureForwardOnly && backward(event)))) {
+            m_dt[k] = dt == Dt::F32 ? Dt::Bf16 : dt; // every floating-point tensor at the target width
+            return;
+        }
+        if (!t.hasOp)
             return;
         const std::string_view op = m_strings.get(t.op);
         std::vector<uint32_t> ins;
@@ -296,6 +308,8 @@ private:
                 std::find(m_savedBy[size_t(j)].begin(), m_savedBy[size_t(j)].end(), k) != m_savedBy[size_t(j)].end();
             const int64_t end = saved ? m_tl.allocations[size_t(j)].end : event + 1;
             copy.end = copy.end < 0 || end < 0 ? -1 : std::max(copy.end, end);
+            if (saved)
+                m_holders[uint32_t(j)].push_back(k);
         }
     }
 
@@ -324,13 +338,24 @@ private:
         const int64_t end = m_tl.allocations[j].end;
         m_plan.copies.push_back({event, end, j, true});
         m_copied[j] = 1;
-        const bool keptInFp32 = std::any_of(m_savedBy[j].begin(), m_savedBy[j].end(), [&](uint32_t o) {
-            return o != k && !(m_rec[o] && m_rec[o]->hasOp && kLower.count(m_strings.get(m_rec[o]->op)));
-        });
-        if (!keptInFp32) { // autograd holds its copy: the original goes after its last forward use
-            const int64_t early = std::max(m_lastUse[j], event) + 1;
-            if (end < 0 || early < end)
-                m_early[j] = early;
+        m_holders[j].push_back(k);
+    }
+
+    /// Tensors that every op saving them took through a copy (autograd holds the copies):
+    /// freed after their last use in the forward instead of where the backward freed them.
+    void freeEarly()
+    {
+        for (const auto& [j, holders] : m_holders) {
+            const auto& savers = m_savedBy[j];
+            const bool all = std::all_of(savers.begin(), savers.end(), [&](uint32_t o) {
+                return std::find(holders.begin(), holders.end(), o) != holders.end();
+            });
+            // Only what the recorded run freed (a buffer or a parameter lives on for its module)
+            const int64_t end = m_tl.allocations[j].end, early = m_lastUse[j] + 1;
+            const bool held = m_rec[j] && (m_rec[j]->kind == RecordedTensor::Kind::Parameter ||
+                                           m_rec[j]->kind == RecordedTensor::Kind::Buffer);
+            if (all && !savers.empty() && !held && m_lastUse[j] >= 0 && end >= 0 && early < end)
+                m_plan.earlyEnds.emplace_back(j, early);
         }
     }
 
@@ -355,7 +380,9 @@ private:
               const std::vector<uint32_t>& ins)
     {
         const Dt recorded = m_dt[k];
-        Dt out = recorded;
+        // A pure precision: what no floating-point input decides (a parameter, an input, a
+        // tensor made from nothing) is made in bf16, as model.to(torch.bfloat16) leaves it.
+        Dt out = m_pure && recorded == Dt::F32 ? Dt::Bf16 : recorded;
         bool any = false;
         for (uint32_t j : ins) {
             if (ins.size() > 1 && m_rec[j] && m_rec[j]->shape.empty())
@@ -368,7 +395,7 @@ private:
                 return m_copied[j] || dtIn(j) == Dt::Bf16;
             }))
             out = Dt::Bf16; // a matmul takes one dtype: its gradient input was cast back too
-        if (t.kind == RecordedTensor::Kind::Gradient) {
+        if (!m_pure && t.kind == RecordedTensor::Kind::Gradient) {
             if (out == Dt::Bf16 && recorded == Dt::F32)
                 m_plan.copies.push_back({event, event + 1, k, true});
             return recorded;
@@ -382,6 +409,7 @@ private:
     const PhaseAnalysis& m_phases;
     const std::vector<Annotation>& m_annotations;
     const StringPool& m_strings;
+    const bool m_pure;
     std::vector<int32_t> m_allocAt;
     std::vector<const RecordedTensor*> m_rec;
     std::vector<Dt> m_dt;
@@ -391,7 +419,7 @@ private:
     std::vector<uint8_t> m_copied;
     std::vector<std::pair<int64_t, int64_t>> m_regions;
     std::map<std::pair<uint32_t, int>, size_t> m_cached; ///< a weight's copy in a region: its index
-    std::map<uint32_t, int64_t> m_early;
+    std::map<uint32_t, std::vector<uint32_t>> m_holders; ///< a tensor's savers that took it through a copy
     std::map<std::pair<uint32_t, Dt>, size_t> m_castCopies; ///< a no-op cast's copy: its index
     std::vector<std::pair<uint32_t, Dt>> m_over;            ///< the current op's inputs read through a cast
     AutocastPlan m_plan;
@@ -402,7 +430,13 @@ private:
 AutocastPlan planAutocast(const MemoryTimeline& tl, const TraceEvents& events, const FrameTable& frames,
                           const PhaseAnalysis& phases, const std::vector<Annotation>& annotations)
 {
-    return Planner(tl, events, frames, phases, annotations).run();
+    return Planner(tl, events, frames, phases, annotations, false).run();
+}
+
+AutocastPlan planPureFlow(const MemoryTimeline& tl, const TraceEvents& events, const FrameTable& frames,
+                          const PhaseAnalysis& phases)
+{
+    return Planner(tl, events, frames, phases, {}, true).run();
 }
 
 } // namespace headroom

@@ -51,4 +51,12 @@ struct AutocastPlan {
 AutocastPlan planAutocast(const MemoryTimeline& tl, const TraceEvents& events, const FrameTable& frames,
                           const PhaseAnalysis& phases, const std::vector<Annotation>& annotations);
 
+/// Pure bf16 (`model.to(torch.bfloat16)`) of an fp32 run by the same flow, where the op graph
+/// covers the forwards: every tensor no floating-point input decides is bf16, the ops follow
+/// their inputs, and the casts that were no-ops in fp32 (an RMSNorm's `x.to(torch.float32)`)
+/// keep what they ask for, with their copies. The backward's allocations take the target width
+/// (its casts back are no op in the trace). Empty without the graph.
+AutocastPlan planPureFlow(const MemoryTimeline& tl, const TraceEvents& events, const FrameTable& frames,
+                          const PhaseAnalysis& phases);
+
 } // namespace headroom

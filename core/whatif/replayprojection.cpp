@@ -99,6 +99,7 @@ std::optional<ReplayTarget> replayTargetFor(const LeverConfig& t, const WhatIfBa
     if (t.precision != c0.precision && from > 0 && to > 0 && base.precisionAlternatives.empty()) {
         r.floatWidth = to / from;
         r.castAfterBuild = r.floatWidth < 1; // the central reading where the trace shows the build
+        r.dtypeFlow = r.floatWidth < 1 && tp.hasPureFlow();
         u.precision = c0.precision;
     }
     // bf16 autocast of an fp32 run whose op graph the recorder wrote (autocastplan.h).
@@ -193,6 +194,18 @@ std::string widthNote(const AllocationLaws& laws, const ReplayTarget& r)
         note += "; " + std::to_string(w.either) + " model inputs (" + formatBytes(w.eitherBytes) +
                 ") may be token ids or features: both readings are in the band (record with shapes to settle it)";
     return note;
+}
+
+/// "precision replayed by the recorded op graph: ..." (a pure narrowing by the dtype flow).
+std::string flowNote(const AutocastPlan& plan)
+{
+    int64_t kept = 0;
+    for (const AutocastPlan::Copy& c : plan.copies)
+        kept += c.narrow ? 0 : 1;
+    return "precision replayed by the recorded op graph: " + std::to_string(plan.narrowedCount) +
+           " floating-point tensors at half their bytes; what the no-op casts the recorder named keep in fp32 (an "
+           "RMSNorm's x.to(torch.float32)) stays fp32, with " + std::to_string(kept) + " fp32 copies and " +
+           std::to_string(int64_t(plan.copies.size()) - kept) + " casts back";
 }
 
 /// "ambiguous: ..." where the cast after the build moves the peak: both readings and their peaks.
@@ -299,9 +312,14 @@ void applyReplay(Projection& pr, const WhatIfBaseline& base, const LeverConfig& 
             pr.peakAllocatedLow -= unseen;
             pr.peakLow -= unseen;
         }
-        pr.notes.push_back(widthNote(tp.laws(), *target) + "; ops a 16-bit model computes in fp32 (an RMSNorm's "
-                           "x.float()) are not in the wider trace: the band allows " + formatBytes(int64_t(unseen)) +
-                           " for them (a run at the target precision settles it)");
+        if (target->dtypeFlow)
+            pr.notes.push_back(flowNote(tp.pureFlowPlan()) + "; casts the recorder could not see (made in C++) are "
+                               "allowed " + formatBytes(int64_t(unseen)) + " in the band (a run at the target "
+                               "precision settles it)");
+        else
+            pr.notes.push_back(widthNote(tp.laws(), *target) + "; ops a 16-bit model computes in fp32 (an RMSNorm's "
+                               "x.float()) are not in the wider trace: the band allows " + formatBytes(int64_t(unseen)) +
+                               " for them (a run at the target precision settles it)");
     }
     if (target->autocast)
         applyAutocastBand(pr, tp, r, k);

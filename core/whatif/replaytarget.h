@@ -21,6 +21,9 @@ struct ReplayTarget {
     /// the allocations autocast makes in bf16 at half their bytes, its copies added, the fp32
     /// originals autograd no longer holds freed early. Set with floatWidth 1.
     bool autocast = false;
+    /// A pure narrowing (floatWidth below 1) by the recorded op graph's dtype flow
+    /// (planPureFlow): the tensors its no-op casts keep in fp32 stay fp32, with their copies.
+    bool dtypeFlow = false;
     /// Below 1: the build runs at the measured width and the model is cast after it (the cast
     /// plan's reading, docs/whatif-model.md); the band's low edge is the model built narrow.
     bool castAfterBuild = false;

@@ -106,8 +106,10 @@ TraceProjector::TraceProjector(const TraceProjector& from, AllocationLaws laws)
       m_b0(from.m_b0), m_s0(from.m_s0), m_measuredPeak(from.m_measuredPeak), m_measuredPeakEvent(from.m_measuredPeakEvent),
       m_stoppedAt(from.m_stoppedAt), m_plan(from.m_plan), m_accumulation(from.m_accumulation), m_cast(from.m_cast)
 {
-    if (from.m_autocast) // the refined laws under the same plan
+    if (from.m_autocast) // the refined laws under the same plans
         setAutocastPlan(from.m_autocastPlan);
+    if (from.m_pureFlow)
+        setPureFlowPlan(from.m_pureFlowPlan);
 }
 
 namespace {
@@ -131,11 +133,13 @@ std::vector<std::pair<uint32_t, WidthClass>> autocastCopies(const AutocastPlan& 
 
 } // namespace
 
-TraceProjector::TraceProjector(const TraceProjector& from, const AutocastPlan& plan)
+TraceProjector::TraceProjector(const TraceProjector& from, const AutocastPlan& plan, bool keepCast)
     : TraceProjector(from, from.m_laws.withWidths(autocastWidths(plan), autocastCopies(plan)))
 {
-    m_cast = {}; // an autocast run keeps its fp32 weights: nothing is cast after the build
+    if (!keepCast)
+        m_cast = {}; // an autocast run keeps its fp32 weights: nothing is cast after the build
     m_autocast.reset();
+    m_pureFlow.reset();
     // At one event: the plan's releases, its copies, then the recorded boundaries.
     struct Ranked {
         uint32_t event;
@@ -170,19 +174,33 @@ TraceProjector::TraceProjector(const TraceProjector& from, const AutocastPlan& p
 void TraceProjector::setAutocastPlan(AutocastPlan plan)
 {
     m_autocastPlan = std::move(plan);
-    m_autocast = m_autocastPlan.empty() ? nullptr
-                                        : std::shared_ptr<const TraceProjector>(new TraceProjector(*this, m_autocastPlan));
+    m_autocast = m_autocastPlan.empty()
+                     ? nullptr
+                     : std::shared_ptr<const TraceProjector>(new TraceProjector(*this, m_autocastPlan, false));
+}
+
+void TraceProjector::setPureFlowPlan(AutocastPlan plan)
+{
+    m_pureFlowPlan = std::move(plan);
+    m_pureFlow = m_pureFlowPlan.empty()
+                     ? nullptr
+                     : std::shared_ptr<const TraceProjector>(new TraceProjector(*this, m_pureFlowPlan, true));
 }
 
 const TraceProjector& TraceProjector::historyFor(const ReplayTarget& t, ReplayTarget& inner) const
 {
     inner = t;
-    if (!t.autocast || !m_autocast)
-        return *this;
-    inner.autocast = false;
-    inner.floatWidth = 0.5; // the plan's narrowed allocations; the rest are Fixed
-    inner.castAfterBuild = false;
-    return *m_autocast;
+    if (t.autocast && m_autocast) {
+        inner.autocast = false;
+        inner.floatWidth = 0.5; // the plan's narrowed allocations; the rest are Fixed
+        inner.castAfterBuild = false;
+        return *m_autocast;
+    }
+    if (t.dtypeFlow && m_pureFlow && t.floatWidth < 1) {
+        inner.dtypeFlow = false; // the flow's narrowed allocations at floatWidth, the rest Fixed
+        return *m_pureFlow;
+    }
+    return *this;
 }
 
 TraceProjector::Factors TraceProjector::factors(const ReplayTarget& t) const

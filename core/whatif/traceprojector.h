@@ -93,10 +93,15 @@ public:
     void setAutocastPlan(AutocastPlan plan);
     const AutocastPlan& autocastPlan() const { return m_autocastPlan; }
     bool hasAutocast() const { return m_autocast != nullptr; }
+    /// Pure bf16 of this fp32 history by the op graph's dtype flow: a target with `dtypeFlow`.
+    void setPureFlowPlan(AutocastPlan plan);
+    const AutocastPlan& pureFlowPlan() const { return m_pureFlowPlan; }
+    bool hasPureFlow() const { return m_pureFlow != nullptr; }
     /// The allocations a target's history holds: the trace's, and autocast's copies after them.
     size_t allocationCount(const ReplayTarget& t) const
     {
-        return t.autocast && m_autocast ? m_autocast->m_size.size() : m_size.size();
+        ReplayTarget inner;
+        return historyFor(t, inner).m_size.size();
     }
 
     const AllocationLaws& laws() const { return m_laws; }
@@ -118,8 +123,9 @@ private:
         uint32_t alloc() const { return allocAndEnd >> 1; }
         bool end() const { return (allocAndEnd & 1u) != 0; }
     };
-    /// The autocast history of `from` (setAutocastPlan).
-    TraceProjector(const TraceProjector& from, const AutocastPlan& plan);
+    /// The history of `from` under a dtype flow's plan (setAutocastPlan, setPureFlowPlan);
+    /// `keepCast`: the cast after the build still applies (a pure precision).
+    TraceProjector(const TraceProjector& from, const AutocastPlan& plan, bool keepCast);
     /// The projector a target's history is replayed on, and the target it is replayed at.
     const TraceProjector& historyFor(const ReplayTarget& t, ReplayTarget& inner) const;
     struct Factors;
@@ -160,8 +166,8 @@ private:
     CheckpointPlan m_plan;
     AccumulationPlan m_accumulation;
     CastPlan m_cast;
-    AutocastPlan m_autocastPlan;
-    std::shared_ptr<const TraceProjector> m_autocast;
+    AutocastPlan m_autocastPlan, m_pureFlowPlan;
+    std::shared_ptr<const TraceProjector> m_autocast, m_pureFlow;
 };
 
 } // namespace headroom

@@ -565,6 +565,7 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
         tp->setAccumulationPlan(planAccumulation(tl, a.classes, a.phases, Iteration{it.iteration, it.startEvent, it.endEvent}));
         tp->setCastPlan(planCast(tl, a.classes, a.phases, tp->laws()));
         tp->setAutocastPlan(planAutocast(tl, dev.trace, trace.snapshot.frames, a.phases, trace.snapshot.annotations));
+        tp->setPureFlowPlan(planPureFlow(tl, dev.trace, trace.snapshot.frames, a.phases));
         s.trace = std::move(tp);
     }
     s.actLin = measured(lin);

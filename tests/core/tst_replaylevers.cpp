@@ -387,3 +387,33 @@ TEST_CASE("Autocast is replayed from the recorder's op graph", "[whatif][precisi
     CHECK(plain.baseline.trace->autocastPlan().empty());
     CHECK_FALSE(projectTo(plain, [](LeverConfig& t) { t.precision = Precision::AmpBf16; }).replayed);
 }
+
+TEST_CASE("Pure bf16 keeps what the recorded casts keep in fp32", "[whatif][precision][cpu]")
+{
+    // docs/whatif-model.md, "Precision". The llama's RMSNorm takes x.to(torch.float32), a no-op
+    // in fp32 that the recorder names (`casts`): in bf16 it is an fp32 copy, saved for the
+    // backward, and what follows it is fp32 until h.to(x.dtype). Halving every float tensor
+    // projected this run -7.0%; the flow follows the casts.
+    auto base = cpuFile("llama_graph.pickle");
+    auto bf16 = cpuFile("llama_graph_bf16.pickle");
+    const Calibration cal = calibrated(*base);
+    REQUIRE(cal.baseline.trace);
+    const AutocastPlan& plan = cal.baseline.trace->pureFlowPlan();
+    REQUIRE_FALSE(plan.empty());
+    CHECK(plan.copies.size() >= 4); // an fp32 copy and a cast back per norm and iteration
+    CHECK_FALSE(plan.earlyEnds.empty()); // the norm's fp32 result goes once cast back
+    const Projection p = projectTo(cal, [](LeverConfig& t) { t.precision = Precision::Bf16; });
+    REQUIRE(p.replayed);
+    CHECK(p.replayTarget.dtypeFlow);
+    CHECK(hasNote(p, "precision replayed by the recorded op graph"));
+    checkAgainst(p, measuredPeak(*bf16), 0.02);
+    // The same run recorded with shapes but no graph: every float halved, the upcasts only in
+    // the band (-7.0%, docs/whatif-accuracy.md).
+    const Calibration shapes = calibrated(*cpuFile("llama_base_shapes.pickle"));
+    REQUIRE(shapes.baseline.trace);
+    CHECK(shapes.baseline.trace->pureFlowPlan().empty());
+    const Projection plain = projectTo(shapes, [](LeverConfig& t) { t.precision = Precision::Bf16; });
+    CHECK_FALSE(plain.replayTarget.dtypeFlow);
+    CHECK(plain.peakAllocated < 0.95 * measuredPeak(*bf16));
+    CHECK(plain.peakAllocatedHigh >= measuredPeak(*bf16));
+}
