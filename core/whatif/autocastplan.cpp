@@ -298,6 +298,7 @@ private:
             if (j < 0 || to == Dt::None || m_dt[size_t(j)] == Dt::None)
                 continue;
             m_over.emplace_back(uint32_t(j), to);
+            ++m_plan.recordedCasts;
             if (to == m_dt[size_t(j)] || to == Dt::Wide || m_dt[size_t(j)] == Dt::Wide)
                 continue;
             const auto [it, fresh] = m_castCopies.try_emplace({uint32_t(j), to}, m_plan.copies.size());

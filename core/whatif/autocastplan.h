@@ -41,6 +41,7 @@ struct AutocastPlan {
     /// instead): freed after their last use in the forward, at this event.
     std::vector<std::pair<uint32_t, int64_t>> earlyEnds;
     int64_t narrowedCount = 0, weightCopies = 0, regions = 0;
+    int64_t recordedCasts = 0; ///< op inputs read through a no-op cast the recorder named
 
     bool empty() const { return narrowed.empty(); }
 };

@@ -225,8 +225,8 @@ std::optional<std::string> castNote(const TraceProjector& tp, const TraceReplayP
            formatBytes(int64_t(narrow)) + " (the band's low edge). A run at the target precision settles it";
 }
 
-/// Autocast replayed: the note, and the band's allowance for the casts the fp32 run never
-/// made (a no-op x.float() or cos.to(x.dtype) is a real copy under autocast), both ways.
+/// Autocast replayed: the note, and the band's allowance for the casts no recorder saw (a
+/// no-op cast made in C++ is a real copy under autocast), both ways.
 void applyAutocastBand(Projection& pr, const TraceProjector& tp, const TraceReplayPeak& r, const WhatIfConstants& k)
 {
     const AutocastPlan& plan = tp.autocastPlan();
@@ -241,8 +241,10 @@ void applyAutocastBand(Projection& pr, const TraceProjector& tp, const TraceRepl
                        " of weights, cached for each of " + std::to_string(plan.regions) + " autocast regions), " +
                        std::to_string(plan.earlyEnds.size()) +
                        " fp32 tensors freed early where autograd keeps their casts instead (PyTorch 1.13's CPU "
-                       "policy); casts that are no-ops in fp32 (x.float(), cos.to(x.dtype)) are not in the trace: "
-                       "the band allows " + formatBytes(int64_t(unseen)) + " either way (a run under autocast settles it)");
+                       "policy), " + std::to_string(plan.recordedCasts) +
+                       " inputs read through the no-op casts the recorder named; casts it could not see (made in C++) "
+                       "are allowed " + formatBytes(int64_t(unseen)) + " either way in the band (a run under autocast "
+                       "settles it)");
 }
 
 std::vector<ProjectedAmbiguity> ambiguitiesAt(const TraceProjector& tp, const ReplayTarget& t, const TraceReplayPeak& at)
