@@ -1445,15 +1445,9 @@ class Capture(object):
         seq = seq if isinstance(seq, int) and not isinstance(seq, bool) else None
         dims_cache, keys_cache = {}, {}
         self._settle_saves()  # the last op's own
-        entry_of = self._entry_index(trace)  # id(row) -> index of its alloc entry
-        rows = iter(self._pre_rows + self._rows)
+        entry_of = {id(row): index for index, _e, row in self._alloc_rows(trace)}
         written = 0
-        for index, e in enumerate(trace):
-            if e["action"] != "alloc":
-                continue
-            row = next(rows, None)
-            if row is None:
-                break
+        for index, e, row in self._alloc_rows(trace):
             if len(row) == 3:
                 continue
             _t, c, _ph, shape, dtype, _itemsize, module, _fixed, mout, like_rows, op, ins, \
@@ -1495,18 +1489,17 @@ class Capture(object):
             written += 1
         return written
 
-    def _entry_index(self, trace):
-        """id(row) -> the index of its alloc entry in ``trace`` (rows are in entry order)."""
+    def _alloc_rows(self, trace):
+        """(index, entry, row) of each alloc entry of ``trace`` and its storage's row (rows
+        are in entry order)."""
         rows = iter(self._pre_rows + self._rows)
-        entry_of = {}
         for index, e in enumerate(trace):
             if e["action"] != "alloc":
                 continue
             row = next(rows, None)
             if row is None:
-                break
-            entry_of[id(row)] = index
-        return entry_of
+                return
+            yield index, e, row
 
     # ------------------------------------------------------------------ diagnostics
     def oracle_breakdown(self, ops=None):

@@ -47,6 +47,8 @@ nlohmann::json replayJson(const Projection& p)
     nlohmann::json j = {{"peak_event", p.replayPeakEvent},
                         {"measured_peak_event", p.measuredPeakEvent},
                         {"checkpointed_blocks", p.replayCheckpointedBlocks},
+                        {"autocast", p.replayTarget.autocast},
+                        {"dtype_flow", p.replayTarget.dtypeFlow},
                         {"ambiguities", amb}};
     if (p.simulated) {
         const SimulatedReserved& r = *p.simulated;
