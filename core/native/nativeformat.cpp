@@ -24,6 +24,34 @@ namespace {
 
 using json = nlohmann::json;
 
+/// A recorded tensor's links and op graph (docs/formats.md: like, op, inputs, saves, casts,
+/// dtype_arg) as the .hrt tensor row's ninth item; empty where it has none. A reader that
+/// knows only eight items ignores it.
+json tensorGraphJson(const RecordedTensor& t)
+{
+    json g = json::object();
+    if (!t.like.empty())
+        g["like"] = t.like;
+    if (t.hasOp) {
+        g["op"] = t.op;
+        g["inputs"] = t.inputs;
+        if (!t.saves.empty())
+            g["saves"] = t.saves;
+    }
+    auto cast = [](const RecordedTensor::Cast& c) { return json{c.input, c.dtype, c.like, c.bytes}; };
+    if (!t.casts.empty()) {
+        json casts = json::array();
+        for (const RecordedTensor::Cast& c : t.casts)
+            casts.push_back(cast(c));
+        g["casts"] = casts;
+    }
+    if (t.dtypeArg.dtype || t.dtypeArg.like)
+        g["dtype_arg"] = cast(t.dtypeArg);
+    return g;
+}
+
+
+
 using namespace nativelayout;
 
 class Out {
@@ -119,9 +147,13 @@ std::vector<uint8_t> deviceSection(const DeviceData& d)
     // into the pool like the sparse columns.
     if (!d.trace.tensors.empty()) {
         json tensors = json::array();
-        for (const auto& [ev, t] : d.trace.tensors)
-            tensors.push_back({ev, t.shape, t.dtype, t.hasModule ? json(t.module) : json(nullptr), int(t.kind),
-                               int(t.phase), t.batchDims, t.seqDims});
+        for (const auto& [ev, t] : d.trace.tensors) {
+            json row = {ev, t.shape, t.dtype, t.hasModule ? json(t.module) : json(nullptr), int(t.kind),
+                        int(t.phase), t.batchDims, t.seqDims};
+            if (json graph = tensorGraphJson(t); !graph.empty())
+                row.push_back(std::move(graph));
+            tensors.push_back(std::move(row));
+        }
         h["tensors"] = tensors;
     }
     if (!d.trace.poolIds.empty()) {

@@ -22,6 +22,37 @@ namespace {
 
 using json = nlohmann::json;
 
+/// The ninth item of a .hrt tensor row (nativeformat.cpp, tensorGraphJson).
+void readTensorGraph(const json& g, RecordedTensor& t)
+{
+    t.like = g.value("like", std::vector<uint32_t>{});
+    if (g.contains("op")) {
+        t.hasOp = true;
+        t.op = g.at("op").get<uint32_t>();
+        t.inputs = g.value("inputs", std::vector<uint32_t>{});
+        t.saves = g.value("saves", std::vector<int32_t>{});
+    }
+    auto cast = [](const json& c) {
+        return RecordedTensor::Cast{c.at(0).get<uint32_t>(), c.at(1).get<uint32_t>(), c.at(2).get<uint32_t>(),
+                                    c.at(3).get<int64_t>()};
+    };
+    for (const json& c : g.value("casts", json::array()))
+        t.casts.push_back(cast(c));
+    if (g.contains("dtype_arg"))
+        t.dtypeArg = cast(g.at("dtype_arg"));
+}
+
+/// The casts whose dtype is a string id to remap.
+std::vector<RecordedTensor::Cast*> castsOf(RecordedTensor& t)
+{
+    std::vector<RecordedTensor::Cast*> out{&t.dtypeArg};
+    for (RecordedTensor::Cast& c : t.casts)
+        out.push_back(&c);
+    return out;
+}
+
+
+
 using namespace nativelayout;
 
 /// Little-endian fields of a record already in memory (segments, blocks, sparse pairs).
@@ -252,6 +283,8 @@ void readDevice(SectionReader& in, const ReadState& st, Snapshot& snap)
             t.phase = RecordedTensor::Phase(std::clamp(r.at(5).get<int>(), 0, int(RecordedTensor::Phase::Optimizer)));
             t.batchDims = r.at(6).get<uint32_t>();
             t.seqDims = r.at(7).get<uint32_t>();
+            if (r.size() > 8)
+                readTensorGraph(r.at(8), t);
             d.trace.tensors.emplace_back(r.at(0).get<uint32_t>(), std::move(t));
         }
         for (const json& r : h.value("pool_ids", json::array()))
@@ -354,6 +387,9 @@ void readDevice(SectionReader& in, const ReadState& st, Snapshot& snap)
             in.fail("device header: tensor record at event " + std::to_string(ev) + " out of range");
         rec.dtype = rec.dtype < st.strRemap.size() ? st.strRemap[rec.dtype] : 0;
         rec.module = rec.module < st.strRemap.size() ? st.strRemap[rec.module] : 0;
+        rec.op = rec.op < st.strRemap.size() ? st.strRemap[rec.op] : 0;
+        for (RecordedTensor::Cast* c : castsOf(rec))
+            c->dtype = c->dtype < st.strRemap.size() ? st.strRemap[c->dtype] : 0;
     }
     if (!std::is_sorted(t.tensors.begin(), t.tensors.end(),
                         [](const auto& x, const auto& y) { return x.first < y.first; }))

@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: MIT
 // The .hrt format: every importer's model round-trips (the summary of the .hrt equals the
 // summary of its source), forward compatibility, version errors, corrupt files, atomic saves.
+#include "core/analysis/memoryanalysis.h"
 #include "core/analysis/summary.h"
 #include "core/io/loader.h"
 #include "core/native/nativeformat.h"
 #include "core/native/sectionreader.h"
 #include "core/util/atomicfile.h"
 #include "core/util/loaderror.h"
+#include "core/whatif/whatifcalibration.h"
+#include "core/whatif/whatifprojection.h"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -342,4 +345,47 @@ TEST_CASE("A recorder's tensor records survive .hrt", "[hrt][shapes]")
         CHECK(a[i].second.batchDims == b[i].second.batchDims);
         CHECK(a[i].second.seqDims == b[i].second.seqDims);
     }
+}
+
+TEST_CASE("A recorder's op graph survives .hrt, and so does the autocast it replays", "[hrt][shapes]")
+{
+    // docs/formats.md: like, op, inputs, saves, casts, dtype_arg ride in the tensor row's ninth
+    // item; the what-if of the reopened file replays autocast to the same peak.
+    const std::string path = std::string(HEADROOM_SOURCE_DIR) + "/tests/data/cpu/llama_graph.pickle";
+    auto source = Loader::load(path);
+    auto reopened = Loader::loadBytes(path + ".hrt", NativeFormat::encode(source->snapshot, {}));
+    const auto& a = source->snapshot.devices[0].trace.tensors;
+    const auto& b = reopened->snapshot.devices[0].trace.tensors;
+    REQUIRE(b.size() == a.size());
+    const StringPool& sa = source->snapshot.frames.strings();
+    const StringPool& sb = reopened->snapshot.frames.strings();
+    size_t casts = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+        INFO(i);
+        const RecordedTensor &x = a[i].second, &y = b[i].second;
+        CHECK(x.like == y.like);
+        CHECK(x.hasOp == y.hasOp);
+        CHECK(sa.get(x.op) == sb.get(y.op));
+        CHECK(x.inputs == y.inputs);
+        CHECK(x.saves == y.saves);
+        REQUIRE(x.casts.size() == y.casts.size());
+        for (size_t c = 0; c < x.casts.size(); ++c) {
+            CHECK(x.casts[c].input == y.casts[c].input);
+            CHECK(sa.get(x.casts[c].dtype) == sb.get(y.casts[c].dtype));
+            CHECK(x.casts[c].like == y.casts[c].like);
+            CHECK(x.casts[c].bytes == y.casts[c].bytes);
+        }
+        casts += x.casts.size();
+    }
+    CHECK(casts > 0);
+    auto amp = [](const LoadedTrace& t) {
+        const Calibration cal = calibrate(t, 0, analyzeDevice(t, 0), {});
+        LeverConfig target = cal.baseline.config;
+        target.precision = Precision::AmpBf16;
+        return project(cal.baseline, target, WhatIfConstants{}, *devicePreset("80gib"));
+    };
+    const Projection p = amp(*source), q = amp(*reopened);
+    REQUIRE(p.replayTarget.autocast);
+    CHECK(q.replayTarget.autocast);
+    CHECK(q.peakAllocated == p.peakAllocated);
 }
