@@ -14,7 +14,8 @@ What the cast asks for is kept as the code says it, where Python's bytecode show
   variable that the same frame read from a tensor before: ``dtype = x.dtype ... h.to(dtype)``).
 A dtype variable that is neither (set from a configuration: ``x.to(dtype)`` where ``dtype`` is
 the run's precision) is not named: in another run it holds another dtype.
-Parameters and casts made by torch itself (``Module.to``) are left alone. A view of a cast's
+Parameters, other leaves that require grad (a view of one may not be written in place) and
+casts made by torch itself (``Module.to``) are left alone. A view of a cast's
 result is the cast's result too.
 
 A torch function called with a floating ``dtype=`` (``F.softmax(x, dtype=torch.float)``) makes
@@ -149,8 +150,8 @@ class CastWatch(object):
     def _alias(self, func, args, kwargs, out):
         torch = self._torch
         if not isinstance(out, torch.Tensor) or isinstance(out, torch.nn.Parameter) or \
-                not out.is_floating_point():
-            return out
+                not out.is_floating_point() or (out.requires_grad and out.is_leaf):
+            return out  # a leaf's view may not be written in place: the cast stays unnamed
         f = self._caller()
         if f is None or os.sep + "torch" + os.sep in f.f_code.co_filename:
             return out  # torch's own casts (Module.to, the optimizers)

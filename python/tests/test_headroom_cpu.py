@@ -747,6 +747,19 @@ class TensorKeysTest(_RecordingCase):
         self.assertEqual(keys[iz]["dtype_arg"], iz - ix)
         self.assertEqual(keys[iz]["op"], "aten::zeros")
 
+    def test_a_cast_of_a_leaf_is_left_as_it_was(self):
+        """x.float() of a leaf that requires grad returns x itself, so that writing it in
+        place works as without the recorder."""
+        with headroom_cpu.capture(self.path(), oracle=False) as cap:
+            with cap.iteration():
+                x = torch.randn(4, requires_grad=True)
+                self.assertIs(x.float(), x)
+                with torch.no_grad():
+                    x.float().mul_(2)
+                y = torch.randn(4)
+                self.assertIsNot(y.float(), y)  # an alias: the ops that take it are told apart
+                self.assertEqual(y.float().data_ptr(), y.data_ptr())
+
     def test_like_joins_shape_preserving_ops_only(self):
         """An exp and a mul of the exact shape are joined to their input; a matmul whose
         output has the same shape is not (its shape comes from other dimensions)."""
