@@ -346,7 +346,9 @@ private:
     /// freed after their last use in the forward instead of where the backward freed them.
     void freeEarly()
     {
-        for (const auto& [j, holders] : m_holders) {
+        for (const auto& entry : m_holders) { // no structured binding: a lambda takes it
+            const uint32_t j = entry.first;
+            const std::vector<uint32_t>& holders = entry.second;
             const auto& savers = m_savedBy[j];
             const bool all = std::all_of(savers.begin(), savers.end(), [&](uint32_t o) {
                 return std::find(holders.begin(), holders.end(), o) != holders.end();
