@@ -52,10 +52,6 @@ const std::set<std::string_view> kPromote{
     "aten::sigmoid_backward", "aten::tanh_backward", "aten::hardswish_backward", "aten::leaky_relu_backward",
     "aten::elu_backward", "aten::mish_backward", "aten::softplus_backward", "aten::hardtanh_backward"};
 
-/// A pure precision: the backward's allocations at the target width, without the flow (its
-/// casts back to the input's dtype are no op in the trace, so a flow would keep fp32 too far).
-constexpr bool kPureForwardOnly = true;
-
 /// The op graph's coverage below which the plan is not made: the rest would be guesses.
 constexpr double kMinGraphCoverage = 0.9;
 
@@ -231,8 +227,11 @@ private:
         const Dt dt = m_dt[k];
         if (dt == Dt::None)
             return;
-        if (m_pure && (!t.hasOp || (kPureForwardOnly && backward(event)))) {
-            m_dt[k] = dt == Dt::F32 ? Dt::Bf16 : dt; // every floating-point tensor at the target width
+        // A pure precision outside the graph, and in the backward: every floating-point tensor at
+        // the target width (the backward's casts back are no op in the trace, so a flow would
+        // keep its gradients fp32 too far).
+        if (m_pure && (!t.hasOp || backward(event))) {
+            m_dt[k] = dt == Dt::F32 ? Dt::Bf16 : dt;
             return;
         }
         if (!t.hasOp)
