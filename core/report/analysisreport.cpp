@@ -351,15 +351,36 @@ std::string analysisText(const LoadedTrace& trace, std::optional<int64_t> capaci
 
 std::string analysisMarkdown(const LoadedTrace& trace, std::optional<int64_t> capacity, size_t top)
 {
+    const size_t count = trace.snapshot.devices.size();
+    const int primary = primaryDeviceIndex(trace);
+    // One postmortem, the device it is about first (the OOM's, else the highest peak's), the
+    // others as sections of it: three documents with three titles read as three incidents.
+    std::vector<size_t> order;
+    if (primary >= 0)
+        order.push_back(size_t(primary));
+    for (size_t d = 0; d < count; ++d)
+        if (int(d) != primary)
+            order.push_back(d);
+    const std::string& path = trace.snapshot.path;
     std::string md;
-    for (size_t d = 0; d < trace.snapshot.devices.size(); ++d) {
+    if (count > 1)
+        md = "# Memory postmortem: " + path.substr(path.find_last_of('/') + 1) + "\n\n" + std::to_string(count) +
+             " devices; device " + std::to_string(trace.snapshot.devices[order.front()].device) +
+             (trace.snapshot.devices[order.front()].ooms.empty() ? " had the highest peak" : " ran out of memory") +
+             " and comes first.\n\n";
+    for (size_t d : order) {
         DeviceReportOptions options;
         options.capacity = capacity;
         const DeviceReport report = DeviceReport::compute(trace, d, options);
         PostmortemOptions po;
         po.topGroups = top;
-        if (d > 0)
+        if (count > 1) {
+            const DeviceData& dev = trace.snapshot.devices[d];
+            po.headingLevel = 2;
+            po.title = "Device " + std::to_string(dev.device) +
+                       (!dev.ooms.empty() ? " (out of memory)" : int(d) == primary ? " (highest peak)" : "");
             md += '\n';
+        }
         md += postmortemMarkdown({trace, d, report.analysis, report.capacity, report.findings}, po);
     }
     return md;

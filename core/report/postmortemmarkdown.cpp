@@ -136,7 +136,7 @@ std::string groupCountText(const LiveGroup& g)
     return std::to_string(g.count) + " x " + formatBytes(g.size);
 }
 
-std::string diagnosisMarkdown(const PostmortemParts& p)
+std::string diagnosisMarkdown(const PostmortemParts& p, int findingLevel)
 {
     const MemoryTimeline& tl = p.trace.timelines[p.deviceIndex];
     const DeviceData& dev = p.trace.snapshot.devices[p.deviceIndex];
@@ -148,7 +148,7 @@ std::string diagnosisMarkdown(const PostmortemParts& p)
     if (p.findings.empty())
         md += "No problem found.\n\n";
     for (const Finding& f : p.findings)
-        md += "### " + findingTitle(f.kind) + "\n\n**" + f.verdict + "**\n\n- Evidence: " + f.evidence +
+        md += heading(findingLevel, findingTitle(f.kind)) + "**" + f.verdict + "**\n\n- Evidence: " + f.evidence +
               "\n- First move: " + f.firstMove + "\n\n";
     for (const OomEvent& o : dev.ooms) {
         md += "- OOM at event " + std::to_string(o.eventIndex) + ": requested " + formatBytes(o.size) + " with " +
@@ -167,7 +167,8 @@ std::string postmortemMarkdown(const PostmortemParts& p, const PostmortemOptions
     const MemoryTimeline& tl = p.trace.timelines[p.deviceIndex];
     const int h = o.headingLevel;
     const std::string& path = p.trace.snapshot.path;
-    std::string md = heading(h, "Memory postmortem: " + path.substr(path.find_last_of('/') + 1));
+    std::string md =
+        heading(h, o.title.empty() ? "Memory postmortem: " + path.substr(path.find_last_of('/') + 1) : o.title);
     if (!o.writtenBy.empty())
         md += o.writtenBy + "\n\n";
     md += heading(h + 1, "Summary") + summaryTable(p);
@@ -176,7 +177,7 @@ std::string postmortemMarkdown(const PostmortemParts& p, const PostmortemOptions
     md += categoryTable(p.analysis.atPeak);
     md += groupTable(LiveGroups::at(p.trace, p.deviceIndex, p.analysis, tl.peakEventIndex, o.topGroups));
     md += imageLink(o, "Stacks at the peak", "stacks_at_peak.png");
-    md += heading(h + 1, "Diagnosis") + diagnosisMarkdown(p) + (o.images ? "\n" : "");
+    md += heading(h + 1, "Diagnosis") + diagnosisMarkdown(p, h + 2) + (o.images ? "\n" : "");
     md += imageLink(o, "Diagnosis", "diagnosis.png");
     return md;
 }

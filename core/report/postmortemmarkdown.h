@@ -30,13 +30,14 @@ struct PostmortemOptions {
     bool images = false;   ///< link timeline.png, breakdown_at_peak.png, ... (the GUI writes them)
     size_t topGroups = 10; ///< rows of the table of code alive at the peak
     int headingLevel = 1;  ///< of the title; sections are one deeper
+    std::string title;     ///< the title's text; empty: "Memory postmortem: FILE"
 };
 
 std::string postmortemMarkdown(const PostmortemParts& parts, const PostmortemOptions& options = {});
 
 /// The diagnosis section's body: the peak, each finding with its evidence and first move,
-/// each OOM with its failing request's frames.
-std::string diagnosisMarkdown(const PostmortemParts& parts);
+/// each OOM with its failing request's frames; `findingLevel`: the findings' heading level.
+std::string diagnosisMarkdown(const PostmortemParts& parts, int findingLevel = 3);
 
 /// "Capacity", "Leak", ...: a finding's kind as a heading.
 std::string findingTitle(const std::string& kind);

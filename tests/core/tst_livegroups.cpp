@@ -114,6 +114,26 @@ TEST_CASE("analyze --markdown: the postmortem's text from core", "[livegroups]")
     CHECK(md.find("![") == std::string::npos); // the images are the GUI's
 }
 
+TEST_CASE("analyze --markdown on a multi-device OOM: one postmortem, the OOM device first", "[livegroups]")
+{
+    // Three CPU recordings as devices 0, 1 and 2, device 1 cut by an OOM (tests/data/cpu/record_imbalanced_oom.py).
+    const auto trace = Loader::load(std::string(HEADROOM_SOURCE_DIR) + "/tests/data/cpu/imbalanced_oom.pickle");
+    const std::string md = analysisMarkdown(*trace, std::nullopt, 3);
+    CHECK(md.find("# Memory postmortem: imbalanced_oom.pickle\n") == 0);
+    size_t titles = 0;
+    for (size_t at = md.find("Memory postmortem"); at != std::string::npos; at = md.find("Memory postmortem", at + 1))
+        ++titles;
+    CHECK(titles == 1);
+    const size_t d1 = md.find("## Device 1 (out of memory)"), d0 = md.find("## Device 0\n"), d2 = md.find("## Device 2\n");
+    REQUIRE(d1 != std::string::npos);
+    REQUIRE(d0 != std::string::npos);
+    REQUIRE(d2 != std::string::npos);
+    CHECK(d1 < d0);
+    CHECK(d0 < d2);
+    CHECK(md.find("\n### Diagnosis") != std::string::npos); // each device's sections one level down
+    CHECK(md.find("\n#### Capacity") != std::string::npos);
+}
+
 TEST_CASE("wrapLines: words, indentation, sizes with their units, paths at slashes", "[livegroups]")
 {
     CHECK(wrapLines("short\n") == "short\n");
