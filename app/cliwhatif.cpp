@@ -7,6 +7,7 @@
 #include "core/util/join.h"
 #include "core/util/units.h"
 #include "core/whatif/allocatorverdict.h"
+#include "core/whatif/ladderinputs.h"
 #include "core/whatif/projectedallocator.h"
 #include "core/whatif/whatifcalibration.h"
 #include "core/whatif/whatifjson.h"
@@ -143,7 +144,8 @@ struct Measured {
     std::vector<MeasuredItem> items;
     std::optional<Calibration> cal;
     int64_t traceCapacity = 0;
-    std::optional<AllocatorRungInput> allocatorRung;
+    std::shared_ptr<const LoadedTrace> trace; ///< the first FILE
+    std::optional<AllocatorVerdict> allocatorVerdict; ///< for an OOM record, at the capacity
     AllocatorConfig recordedAllocator; ///< the file's PYTORCH_CUDA_ALLOC_CONF, for the projected run's simulation
     size_t device = 0;                 ///< position of the device calibrated on
 };
@@ -203,8 +205,8 @@ Measured calibrateFiles(const WhatIfRequest& o, const ModelDims& dims, const Wha
     m.traceCapacity = estimateCapacity(*trace, di, std::nullopt).bytes;
     m.recordedAllocator = AllocatorConfig::fromSnapshot(trace->snapshot.allocatorSettings);
     if (ladder)
-        if (auto v = AllocatorVerdict::forOom(*trace, di, capacity.value_or(0)))
-            m.allocatorRung = v->ladderInput();
+        m.allocatorVerdict = AllocatorVerdict::forOom(*trace, di, capacity.value_or(0));
+    m.trace = trace;
     return m;
 }
 
@@ -331,13 +333,14 @@ CommandOutput verifyAgainst(const WhatIfRequest& o, const LeverConfig& t, const 
 CommandOutput ladderOutput(const WhatIfRequest& o, const LeverConfig& t, const Measured& m, const WhatIfConstants& k,
                            const DeviceSpec& dev)
 {
-    LadderOptions lo;
+    // The file's ladder inputs, as DeviceReport and the panel take them (ladderinputs.h).
+    std::optional<Calibration> cal = m.cal ? std::optional<Calibration>(ladderCalibration(*m.cal)) : std::nullopt;
+    LadderOptions lo = cal ? ladderOptionsFor(*m.trace, *cal, m.allocatorVerdict) : LadderOptions{};
     lo.availableDevices = o.availableDevices;
-    lo.outlierBatch = m.cal && m.cal->outlierBatch;
-    lo.optimizerStateSuspect = m.cal && m.cal->optimizerStateSuspect;
-    lo.allocator = m.allocatorRung;
-    lo.calibration = m.cal ? &*m.cal : nullptr;
-    lo.simulate = m.recordedAllocator;
+    const WhatIfBaseline& base = cal ? cal->baseline : m.base;
+    LeverConfig start = t;
+    if (base.microBatchUnits > 0) // an unknown micro-batch, counted in ratios (a moved one was refused)
+        start.microBatch = base.config.microBatch;
     std::stringstream ss(o.currencyOrder);
     for (std::string item; std::getline(ss, item, ',');) {
         auto c = currencyFromName(item);
@@ -346,7 +349,7 @@ CommandOutput ladderOutput(const WhatIfRequest& o, const LeverConfig& t, const M
                            "' (engineering, throughput, fidelity, hardware)");
         lo.currencyOrder.push_back(*c);
     }
-    const Ladder l = buildLadder(m.base, t, k, dev, lo);
+    const Ladder l = buildLadder(base, start, k, dev, lo);
     CommandOutput out;
     out.json = ladderJson(l);
     nlohmann::json measured = nlohmann::json::object();

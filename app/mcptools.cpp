@@ -325,7 +325,7 @@ std::vector<McpTool> buildTools()
                          {"peak_low_bytes", kInt},
                          {"peak_high_bytes", kInt},
                          {"verdict", kStr},
-                         {"step_time_s", {{"type", "number"}}},
+                         {"step_time_s", {{"type", {"number", "null"}}}},
                          {"measured", kObj}},
                         {"peak_bytes", "peak_low_bytes", "peak_high_bytes", "verdict", "measured"}),
                  whatIfTool});

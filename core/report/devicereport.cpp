@@ -3,6 +3,7 @@
 
 #include "core/util/loaderror.h"
 #include "core/util/units.h"
+#include "core/whatif/ladderinputs.h"
 
 #include <algorithm>
 
@@ -62,7 +63,10 @@ std::string ladderFirstMove(const Ladder& l, const DeviceSpec& device, const std
     const std::string start = from + ", the what-if projects " + formatBytes(int64_t(l.start.peak)) + " (high " +
                               formatBytes(int64_t(l.start.peakHigh)) + ", with the CUDA context and fragmentation); ";
     const size_t fit = size_t(l.firstFit);
-    if (fit == 0 && !l.rungs[0].allocatorSetting.empty())
+    if (fit == 0 && l.rungs[0].kind == RungKind::BatchBudget)
+        return start + "that is a steady-state iteration's, and it fits " + cap + ": bound each batch by a token "
+               "budget (the peak is an outlier batch); the what-if ladder's first rung";
+    if (l.rungs[fit].kind == RungKind::AllocatorSetting && fit == 0)
         return "set PYTORCH_CUDA_ALLOC_CONF=" + l.rungs[0].allocatorSetting +
                ": the allocator replay of the recorded requests avoids the OOM (reserved peak " +
                formatBytes(int64_t(l.rungs[0].projection.peak)) + " on " + cap +
@@ -106,21 +110,15 @@ DeviceReport DeviceReport::compute(const LoadedTrace& trace, size_t deviceIndex,
     }
     DeviceSpec device = deviceForCapacity(r.capacity.bytes);
     device.capacityBytes = r.capacity.bytes;
-    LadderOptions lo;
-    // One device's inputs far above the others' is an outlier too: the batch budget comes first.
-    lo.outlierBatch = r.calibration->outlierBatch ||
-                      std::any_of(r.findings.begin(), r.findings.end(), [](const Finding& f) { return f.kind == "imbalance"; });
-    lo.optimizerStateSuspect = r.calibration->optimizerStateSuspect;
-    lo.calibration = &*r.calibration;
-    lo.simulate = AllocatorConfig::fromSnapshot(trace.snapshot.allocatorSettings);
-    if (r.allocator)
-        lo.allocator = r.allocator->ladderInput();
-    r.ladder = buildLadder(r.calibration->baseline, r.calibration->baseline.config, o.constants, device, lo);
+    const Calibration ladderCal = ladderCalibration(*r.calibration);
+    const LadderOptions lo = ladderOptionsFor(trace, ladderCal, r.allocator);
+    r.ladder = buildLadder(ladderCal.baseline, ladderCal.baseline.config, o.constants, device, lo);
     if (const std::string move = ladderFirstMove(*r.ladder, device); !move.empty())
         capacityFinding->firstMove = move;
     if (r.allocator)
         adoptAllocatorVerdict(r.findings, *r.allocator,
-                              r.ladder->firstFit == 0 && !r.ladder->rungs.front().allocatorSetting.empty());
+                              r.ladder->firstFit >= 0 &&
+                                  r.ladder->rungs[size_t(r.ladder->firstFit)].kind == RungKind::AllocatorSetting);
     return r;
 }
 

@@ -109,7 +109,11 @@ void judgeBySimulation(Projection& p)
     // and retrying as PyTorch does: an OOM there does not fit; a run it serves fits at least
     // tightly, whatever the fragmentation ratio said.
     const Verdict byRatio = p.verdict;
-    if (p.simulated->oomEvent >= 0)
+    // The allocator never holds less than is allocated: a projected allocated peak above what
+    // it may take does not fit, whatever one reading's simulation served (the headline's band
+    // may hold readings the simulated central one does not).
+    const bool overAllocated = p.peakAllocated > double(p.simulated->capacity) || p.peak > p.capacity;
+    if (p.simulated->oomEvent >= 0 || overAllocated)
         p.verdict = Verdict::DoesNotFit;
     else if (p.verdict == Verdict::DoesNotFit)
         p.verdict = Verdict::Tight;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "core/whatif/whatifcalibration.h"
 
+#include "core/analysis/deviceimbalance.h"
+
 #include "core/analysis/categorychecks.h"
 #include "core/util/units.h"
 #include "core/whatif/allocationlaw.h"
@@ -172,6 +174,7 @@ Calibration calibrate(const LoadedTrace& trace, size_t deviceIndex, const Device
 {
     Calibration cal = calibrateAt(trace, deviceIndex, a, stated, dims, k, -1);
     cal.optimizerStateSuspect = optimizerStateSuspect(brokenCategoryInvariants(trace.timelines.at(deviceIndex), a));
+    cal.outlierDevice = findDeviceImbalance(trace, deviceIndex).has_value();
     readFlashAttention(cal);
     return cal;
 }

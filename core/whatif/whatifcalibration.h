@@ -32,6 +32,9 @@ struct Calibration {
     std::array<int64_t, kStepPhaseCount> events{-1, -1, -1}; ///< the measured points
     double measuredPeak = 0; ///< allocated peak of the chosen iteration
     bool outlierBatch = false;
+    /// This device allocates far more than the others from the same line (deviceimbalance.h):
+    /// its inputs are larger, so a batch budget comes before any capacity lever.
+    bool outlierDevice = false;
     /// The file's optimizer state breaks an invariant (analysis/categorychecks.h): the
     /// ladder leaves out the levers that shrink it.
     bool optimizerStateSuspect = false;

@@ -17,8 +17,13 @@ namespace headroom {
 
 namespace {
 
+/// A figure of the step time, or null where the trace gave no step time to calibrate on.
+nlohmann::json timed(const StepTime& t, double v) { return t.known ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
 nlohmann::json timeJson(const StepTime& t)
 {
+    if (!t.known)
+        return nullptr;
     return {{"compute_s", t.compute},         {"utilisation_s", t.utilisation}, {"recompute_s", t.recompute},
             {"communication_s", t.communication}, {"offload_s", t.offload},     {"optimizer_s", t.optimizer},
             {"total_s", t.total},             {"tokens_per_step", t.tokensPerStep}, {"relative", t.relative}};
@@ -102,9 +107,9 @@ nlohmann::json projectionJson(const Projection& p, const std::vector<MeasuredIte
     j["capacity_bytes"] = int64_t(p.capacity);
     j["margin"] = p.margin;
     j["device"] = device.name;
-    j["step_time_s"] = p.time.total;
-    j["tokens_per_s"] = p.time.tokensPerSecond;
-    j["relative_step_time"] = p.time.relative;
+    j["step_time_s"] = timed(p.time, p.time.total);
+    j["tokens_per_s"] = throughputKnown(p) ? nlohmann::json(p.time.tokensPerSecond) : nlohmann::json(nullptr);
+    j["relative_step_time"] = timed(p.time, p.time.relative);
     j["step_time"] = timeJson(p.time);
     j["config"] = leverConfigJson(p.config);
     if (p.microBatchUnits > 0) { // a ratio of the measured run, not a count
@@ -165,8 +170,10 @@ nlohmann::json ladderJson(const Ladder& l)
                          {"peak_phase", std::string(stepPhaseName(r.projection.peakPhase))},
                          {"fits", r.projection.fits},
                          {"verdict", std::string(verdictName(r.projection.verdict))},
-                         {"step_time_s", r.projection.time.total},
-                         {"tokens_per_s", r.projection.time.tokensPerSecond},
+                         {"kind", std::string(rungKindName(r.kind))},
+                         {"step_time_s", timed(r.projection.time, r.projection.time.total)},
+                         {"tokens_per_s", throughputKnown(r.projection) ? nlohmann::json(r.projection.time.tokensPerSecond)
+                                                                        : nlohmann::json(nullptr)},
                          {"currencies", cur},
                          {"changes_result", r.changesResult},
                          {"numerical_risk", r.numericalRisk},
@@ -184,7 +191,7 @@ nlohmann::json ladderJson(const Ladder& l)
                   {"peak_high_bytes", int64_t(l.start.peakHigh)},
                   {"peak_phase", std::string(stepPhaseName(l.start.peakPhase))},
                   {"fits", l.start.fits},
-                  {"step_time_s", l.start.time.total}};
+                  {"step_time_s", timed(l.start.time, l.start.time.total)}};
     nlohmann::json alts = nlohmann::json::array();
     for (const auto& a : l.alternatives)
         alts.push_back({{"currency", a.currency},
@@ -192,7 +199,7 @@ nlohmann::json ladderJson(const Ladder& l)
                         {"peak_bytes", int64_t(a.projection.peak)},
                         {"peak_high_bytes", int64_t(a.projection.peakHigh)},
                         {"fits", a.projection.fits},
-                        {"step_time_s", a.projection.time.total}});
+                        {"step_time_s", timed(a.projection.time, a.projection.time.total)}});
     j["alternatives"] = alts;
     return j;
 }
@@ -255,16 +262,7 @@ std::string projectionText(const Projection& p, const std::vector<MeasuredItem>&
             o << ": " << sizeText(a.peakIfLowest) << " .. " << sizeText(a.peakIfHighest) << " allocated; " << settleText(a) << "\n";
         }
     }
-    char buf[200];
-    if (throughputKnown(p))
-        std::snprintf(buf, sizeof buf, "Step time %.3f s (x%.2f), %.0f tokens/s\n", p.time.total, p.time.relative,
-                      p.time.tokensPerSecond);
-    else
-        std::snprintf(buf, sizeof buf,
-                      "Step time %.3f s (x%.2f); tokens/s needs the measured micro-batch, sequence and devices "
-                      "(--measured-micro-batch, --measured-seq, --measured-devices)\n",
-                      p.time.total, p.time.relative);
-    o << buf;
+    o << "Step time " << stepTimeText(p) << "\n";
     for (const auto& n : p.notes)
         o << "Note: " << n << "\n";
     return o.str();
@@ -302,12 +300,7 @@ std::string ladderText(const Ladder& l)
         const Rung& r = l.rungs[i];
         o << i + 1 << ". " << r.title << ": " << sizeText(r.projection.peak) << " (high " << sizeText(r.projection.peakHigh)
           << ") " << verdictName(r.projection.verdict);
-        char buf[64];
-        if (r.projection.time.total > 0)
-            std::snprintf(buf, sizeof buf, ", %.3f s/step", r.projection.time.total);
-        else
-            std::snprintf(buf, sizeof buf, ", step time unknown");
-        o << buf << "\n   sets: " << (r.levers.empty() ? std::string("nothing new") : joinWith(r.levers, ", "))
+        o << ", " << rungTimeText(r.projection) << "\n   sets: " << (r.levers.empty() ? std::string("nothing new") : joinWith(r.levers, ", "))
           << (i > 0 ? "; keeps the settings of rung" + std::string(i > 1 ? "s 1-" : " ") + std::to_string(i) : std::string())
           << "\n   ";
         for (const auto& [c, v] : r.currencies)
@@ -331,7 +324,41 @@ std::string countText(int value) { return value > 0 ? std::to_string(value) : st
 bool throughputKnown(const Projection& p)
 {
     const LeverConfig& c = p.config;
-    return p.microBatchUnits <= 0 && c.microBatch > 0 && c.seq > 0 && c.devices > 0;
+    return p.time.known && p.microBatchUnits <= 0 && c.microBatch > 0 && c.seq > 0 && c.devices > 0;
+}
+
+std::string stepTimeText(const Projection& p)
+{
+    if (!p.time.known)
+        return "unknown: the trace has no step time (no timestamps over a whole iteration)";
+    char buf[200];
+    if (throughputKnown(p))
+        std::snprintf(buf, sizeof buf, "%.3f s (x%.2f), %.0f tokens/s", p.time.total, p.time.relative,
+                      p.time.tokensPerSecond);
+    else
+        std::snprintf(buf, sizeof buf,
+                      "%.3f s (x%.2f); tokens/s needs the measured micro-batch, sequence and devices", p.time.total,
+                      p.time.relative);
+    return buf;
+}
+
+std::string rungTimeText(const Projection& p)
+{
+    if (!p.time.known || p.time.total <= 0)
+        return "step time unknown";
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.3f s/step", p.time.total);
+    return buf;
+}
+
+std::string_view rungKindName(RungKind k)
+{
+    switch (k) {
+    case RungKind::AllocatorSetting: return "allocator_setting";
+    case RungKind::BatchBudget: return "batch_budget";
+    case RungKind::Lever: break;
+    }
+    return "lever";
 }
 
 } // namespace headroom

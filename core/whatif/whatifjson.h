@@ -37,5 +37,11 @@ std::string countText(int value);
 /// the devices are known (a trace alone tells none of them), and the micro-batch is a count,
 /// not a ratio of the measured run.
 bool throughputKnown(const Projection& p);
+/// "0.123 s (x1.05), 4096 tokens/s", or why the step time is unknown: every frontend's words.
+std::string stepTimeText(const Projection& p);
+/// "0.123 s/step" or "step time unknown", a rung's.
+std::string rungTimeText(const Projection& p);
+/// "lever", "allocator_setting", "batch_budget" (JSON).
+std::string_view rungKindName(RungKind k);
 
 } // namespace headroom

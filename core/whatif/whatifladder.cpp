@@ -171,7 +171,7 @@ void describe(Rung& r, const Projection& prev, const Projection& startP, const L
         eng = "low";
     r.currencies.push_back({"engineering", eng});
     // Without a step time (no timestamps, no model to compute one) a ratio would read -100%.
-    const bool timed = r.projection.time.total > 0 && prev.time.total > 0;
+    const bool timed = r.projection.time.known && r.projection.time.total > 0 && prev.time.total > 0;
     std::string throughput = "unknown (the trace has no step time)";
     if (timed) {
         // This rung's cost, and the whole ladder's so far when earlier rungs cost time too.
@@ -217,6 +217,23 @@ void describe(Rung& r, const Projection& prev, const Projection& startP, const L
     (void)startP;
 }
 
+/// Rung 0 where the peak is an outlier batch (or one device far above the others): the
+/// projection is of a steady-state iteration, so bounding the batch comes before any lever.
+Rung batchBudgetRung(const LeverConfig& start, const Projection& steady)
+{
+    Rung r;
+    r.kind = RungKind::BatchBudget;
+    r.title = "bound each batch by a token budget";
+    r.config = start;
+    r.levers = {"batch budget"};
+    r.projection = steady;
+    r.currencies = {{"engineering", "a token budget in the data loader"}, {"throughput", "none"},
+                    {"fidelity", "none"}, {"hardware", "none"}};
+    r.warnings.push_back("the peak is an outlier batch (or one device far above the others): the projected peak is "
+                         "a steady-state iteration's, which the budget keeps every batch to");
+    return r;
+}
+
 } // namespace
 
 std::string_view currencyName(Currency c) { return kCurrency[size_t(c)]; }
@@ -256,16 +273,11 @@ Ladder buildLadder(const WhatIfBaseline& base, const LeverConfig& start, const W
     L.start = proj(start);
     const double cHigh = std::max(base.context, base.contextHigh);
     const double budget = (double(dev.capacityBytes) - cHigh) * (1 - k.marginStructural);
-    if (opt.outlierBatch)
-        L.warnings.push_back("the peak is an outlier batch: bound each batch by a token budget before any lever "
-                             "(the projection uses a steady-state iteration)");
-    if (L.start.fits) {
-        L.fitsAsIs = true;
-        return L;
-    }
-    if (opt.allocator && opt.allocator->avoidsOom && start == base.config) {
+    // A setting the replay found to avoid the recorded OOM costs nothing: it comes first.
+    if (!L.start.fits && opt.allocator && opt.allocator->avoidsOom && start == base.config) {
         const AllocatorRungInput& a = *opt.allocator;
         Rung r;
+        r.kind = RungKind::AllocatorSetting;
         r.title = "allocator setting PYTORCH_CUDA_ALLOC_CONF=" + a.setting;
         r.allocatorSetting = a.setting;
         r.config = start;
@@ -281,9 +293,20 @@ Ladder buildLadder(const WhatIfBaseline& base, const LeverConfig& start, const W
                         {"fidelity", "none"}, {"hardware", "none"}};
         r.warnings.push_back(a.evidence + "; the peak shown is the replay's reserved peak, not the model's");
         L.rungs.push_back(std::move(r));
-        L.firstFit = 0;
+        L.firstFit = int(L.rungs.size()) - 1;
     } else if (opt.allocator && !opt.allocator->evidence.empty()) {
         L.warnings.push_back(opt.allocator->evidence);
+    }
+    if (opt.outlierBatch && L.firstFit < 0) {
+        L.rungs.push_back(batchBudgetRung(start, L.start));
+        if (L.start.fits) {
+            L.firstFit = int(L.rungs.size()) - 1;
+            return L;
+        }
+    }
+    if (L.start.fits) {
+        L.fitsAsIs = true;
+        return L;
     }
     if (L.firstFit < 0 && (budget <= 0 || L.start.peakHigh - cHigh > 3 * budget)) {
         L.needsDifferentPlan = true;
@@ -348,8 +371,7 @@ Ladder buildLadder(const WhatIfBaseline& base, const LeverConfig& start, const W
         if (t->staticMemory && staticBound && floorOf(cur) - cHigh <= budget && t->position < 8) {
             bool activationTried = false;
             for (const auto& r : L.rungs)
-                if (r.title.find("micro-batch") != std::string::npos || r.title.find("checkpoint") != std::string::npos)
-                    activationTried = true;
+                activationTried = activationTried || r.activation;
             if (!activationTried)
                 continue; // the floor fits now: spend on activations first
         }
@@ -377,6 +399,7 @@ Ladder buildLadder(const WhatIfBaseline& base, const LeverConfig& start, const W
                 continue; // no gain: not worth its currency
         }
         Rung r;
+        r.activation = t->activation;
         r.title = pick->first;
         r.config = pick->second.config;
         r.levers = r.config.differences(cur, base.microBatchUnits);

@@ -39,7 +39,9 @@ struct LadderOptions {
     std::vector<Currency> currencyOrder;
     int availableDevices = 1;    ///< sharding rungs only when > 1
     bool allowResultChanging = true; ///< shorter sequences, LoRA
-    bool outlierBatch = false;   ///< the diagnosis found an outlier batch
+    /// The diagnosis found an outlier batch, or one device far above the others: a batch
+    /// budget is the ladder's rung 0, before any capacity lever.
+    bool outlierBatch = false;
     /// The file's optimizer state breaks an invariant (categorychecks.h): the levers that
     /// shrink it lack their premise and are not offered.
     bool optimizerStateSuspect = false;
@@ -54,7 +56,13 @@ struct LadderOptions {
     std::optional<AllocatorConfig> simulate;
 };
 
+/// What a rung is: a lever of the model, an allocator setting the replay found, or a bound
+/// on the batch that must come before any capacity lever (an outlier batch or device).
+enum class RungKind : uint8_t { Lever, AllocatorSetting, BatchBudget };
+
 struct Rung {
+    RungKind kind = RungKind::Lever;
+    bool activation = false;         ///< a lever on the activations (micro-batch, checkpointing)
     std::string title;               ///< "8-bit optimizer"
     LeverConfig config;              ///< cumulative
     std::vector<std::string> levers; ///< what this rung changes, "name=value"

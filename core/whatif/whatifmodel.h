@@ -183,6 +183,9 @@ struct StepTime {
     double tokensPerStep = 0; ///< all devices
     double tokensPerSecond = 0;
     double relative = 1;      ///< total / the baseline's total
+    /// The trace gave a step time to calibrate on (or the model is analytic): without one
+    /// the figures above only rank the ladder's candidates and are never shown.
+    bool known = true;
 };
 
 /// Allocations of one line whose evidence allows several laws (docs/whatif-model.md,

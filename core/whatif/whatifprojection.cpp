@@ -220,6 +220,7 @@ StepTime stepTime(const WhatIfState& s, const WhatIfBaseline& base, const WhatIf
     t.total = t.compute + t.utilisation + t.recompute + t.communication + t.offload + t.optimizer;
     t.tokensPerStep = double(c.accum) * std::max(1, c.microBatch) * std::max(1, c.seq) * n;
     t.tokensPerSecond = t.total > 0 ? t.tokensPerStep / t.total : 0;
+    t.known = !base.calibrated || base.measuredStepTime > 0;
     return t;
 }
 

@@ -260,7 +260,7 @@ TEST_CASE("Levers whose measured value is unknown move in ratios or wait for it"
     CHECK(value->text() == QStringLiteral("x1/4"));
     CHECK(panel.projection().phases[0].allocated < at1);
     // Never a count it does not have: tokens/s and the effective batch stay unknown.
-    CHECK(summary->text().contains(QStringLiteral("need the measured micro-batch")));
+    CHECK(summary->text().contains(QStringLiteral("needs the measured micro-batch")));
     CHECK(panel.markdown().contains(QStringLiteral("micro-batch x1/4")));
 
     // The sequence waits for its measured value, typed in place in the lever's own field.

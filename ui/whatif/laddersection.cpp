@@ -4,6 +4,8 @@
 #include "ui/plot/categorystyle.h"
 #include "ui/whatif/whatifmarkdown.h"
 
+#include "core/whatif/whatifjson.h"
+
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -23,11 +25,11 @@ QString projected(double bytes) { return formatBytesQ(int64_t(bytes), 1); }
 QString rungText(const Ladder& ladder, size_t i)
 {
     const Rung& r = ladder.rungs[i];
-    QString text = QStringLiteral("%1. %2 -> %3 (high %4), %5, %6 s/step\n    %7")
+    QString text = QStringLiteral("%1. %2 -> %3 (high %4), %5, %6\n    %7")
                        .arg(i + 1)
                        .arg(QString::fromStdString(r.title), projected(r.projection.peak), projected(r.projection.peakHigh),
                             QString::fromStdString(std::string(verdictName(r.projection.verdict))))
-                       .arg(r.projection.time.total, 0, 'f', 2)
+                       .arg(QString::fromStdString(rungTimeText(r.projection)))
                        .arg(rungCosts(r));
     text += QStringLiteral("\n    ") + rungSettings(ladder, i);
     for (const auto& w : r.warnings)

@@ -76,16 +76,11 @@ QString whatIfMarkdown(const Projection& p, const Ladder& ladder, const Calibrat
     md += QObject::tr(", offload %1, FlashAttention %2.\n\n")
               .arg(QString::fromStdString(std::string(offloadName(c.offload))),
                    c.flashAttention ? QObject::tr("on") : QObject::tr("off"));
-    md += QObject::tr("Projected peak **%1** (band %2 to %3) in the %4, on %5: **%6**. Step time %7 s (x%8 of the measured run), "
-             "%9.\n\n")
+    md += QObject::tr("Projected peak **%1** (band %2 to %3) in the %4, on %5: **%6**. Step time %7.\n\n")
               .arg(projected(p.peak), projected(p.peakLow), projected(p.peakHigh),
                    QString::fromStdString(std::string(p.phaseLabel(p.peakPhase))), QString::fromStdString(device.name),
                    QString::fromStdString(std::string(verdictName(p.verdict))))
-              .arg(p.time.total, 0, 'f', 3)
-              .arg(p.time.relative, 0, 'f', 2)
-              .arg(throughputKnown(p) ? QObject::tr("%1 tokens/s").arg(p.time.tokensPerSecond, 0, 'f', 0)
-                                      : QObject::tr("tokens/s unknown (the measured micro-batch, sequence and devices "
-                                                    "are not known)"));
+              .arg(QString::fromStdString(stepTimeText(p)));
     for (const QString& line : replayLines(p))
         md += QStringLiteral("- ") + line + QStringLiteral("\n");
     if (p.replayed)
@@ -106,11 +101,11 @@ QString whatIfMarkdown(const Projection& p, const Ladder& ladder, const Calibrat
     md += QObject::tr("The ladder (cheapest currency first):\n\n| # | Rung | Peak (high) | Verdict | Step time | Costs |\n|---:|---|---:|---|---:|---|\n");
     for (size_t i = 0; i < ladder.rungs.size(); ++i) {
         const Rung& r = ladder.rungs[i];
-        md += QStringLiteral("| %1 | %2 | %3 (%4) | %5 | %6 s | %7 |\n")
+        md += QStringLiteral("| %1 | %2 | %3 (%4) | %5 | %6 | %7 |\n")
                   .arg(i + 1)
                   .arg(QString::fromStdString(r.title), projected(r.projection.peak), projected(r.projection.peakHigh),
                        QString::fromStdString(std::string(verdictName(r.projection.verdict))))
-                  .arg(r.projection.time.total, 0, 'f', 2)
+                  .arg(QString::fromStdString(rungTimeText(r.projection)))
                   .arg(rungCosts(r));
     }
     md += ladder.firstFit >= 0 ? QObject::tr("\nFirst rung that fits: %1.\n").arg(ladder.firstFit + 1)
@@ -145,17 +140,9 @@ QString projectionSummaryHtml(const Projection& p, const DeviceSpec& device, con
                     .arg(projected(p.peak), projected(p.peakLow), projected(p.peakHigh),
                          QString::fromStdString(std::string(p.phaseLabel(p.peakPhase))), color,
                          QString::fromStdString(std::string(verdictName(p.verdict))), QString::fromStdString(device.name));
+    s += QObject::tr("Step time %1").arg(QString::fromStdString(stepTimeText(p)).toHtmlEscaped());
     if (throughputKnown(p))
-        s += QObject::tr("Step time <b>%1 s</b> (x%2), %3 tokens/s; effective batch %4")
-                 .arg(p.time.total, 0, 'f', 3)
-                 .arg(p.time.relative, 0, 'f', 2)
-                 .arg(p.time.tokensPerSecond, 0, 'f', 0)
-                 .arg(p.config.effectiveBatch());
-    else
-        s += QObject::tr("Step time <b>%1 s</b> (x%2); tokens/s and the effective batch need the measured micro-batch, "
-                "sequence and devices (<i>Measured at</i>)")
-                 .arg(p.time.total, 0, 'f', 3)
-                 .arg(p.time.relative, 0, 'f', 2);
+        s += QObject::tr("; effective batch %1").arg(p.config.effectiveBatch());
     QStringList items;
     auto item = [&](const char* name, double v) {
         if (v > 1e-6)

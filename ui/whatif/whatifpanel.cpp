@@ -20,6 +20,7 @@
 #include "core/analysis/diagnosis.h"
 #include "core/analysis/memoryanalysis.h"
 #include "core/util/units.h"
+#include "core/whatif/ladderinputs.h"
 #include "core/whatif/whatifmultifit.h"
 #include "core/whatif/whatifsettings.h"
 
@@ -475,22 +476,20 @@ void WhatIfPanel::rebuildLadder()
     m_ladderSection->clear();
     if (!m_haveBase)
         return;
-    LadderOptions lo;
-    lo.outlierBatch = m_cal && m_cal->outlierBatch;
-    lo.optimizerStateSuspect = m_cal && m_cal->optimizerStateSuspect;
-    lo.calibration = m_cal ? &*m_cal : nullptr;
-    lo.availableDevices = std::max(1, m_config.devices);
     // The replay answered for this capacity; at another it says nothing.
-    if (m_verdict && m_verdict->capacity == m_device.capacityBytes)
-        lo.allocator = m_verdict->ladderInput();
+    const std::optional<AllocatorVerdict> verdict =
+        m_verdict && m_verdict->capacity == m_device.capacityBytes ? m_verdict : std::nullopt;
+    // The file's ladder inputs, as the CLI and the diagnosis take them (ladderinputs.h); the
+    // panel's calibration already counts an unknown micro-batch in ratios.
+    LadderOptions lo = m_cal && m_trace ? ladderOptionsFor(*m_trace, *m_cal, verdict)
+                                        : LadderOptions{};
+    lo.availableDevices = std::max(1, m_config.devices);
     if (m_spendFirst) {
         lo.currencyOrder = {*m_spendFirst};
         for (Currency cur : kDefaultCurrencyOrder)
             if (cur != *m_spendFirst)
                 lo.currencyOrder.push_back(cur);
     }
-    if (m_trace)
-        lo.simulate = AllocatorConfig::fromSnapshot(m_trace->snapshot.allocatorSettings);
     m_ladder = {};
     m_ladderSection->showPending();
     m_ladderJob->request(m_base, m_config, m_k, m_device, lo, m_cal);
