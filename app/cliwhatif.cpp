@@ -8,6 +8,7 @@
 #include "core/util/units.h"
 #include "core/whatif/allocatorverdict.h"
 #include "core/whatif/ladderinputs.h"
+#include "core/whatif/peakbreakdown.h"
 #include "core/whatif/projectedallocator.h"
 #include "core/whatif/whatifcalibration.h"
 #include "core/whatif/whatifjson.h"
@@ -385,6 +386,7 @@ CommandOutput whatIfOutput(const WhatIfRequest& o, bool ladder, const TraceSourc
         return ladderOutput(o, t, m, k, dev);
     Projection p = project(m.base, t, k, dev);
     simulateReserved(p, m.base, m.recordedAllocator);
+    describePeak(p, m.base);
     CommandOutput out;
     out.json = projectionJson(p, m.items, k, dev);
     out.text = projectionText(p, m.items, dev);

@@ -273,6 +273,9 @@ void applyReplay(Projection& pr, const WhatIfBaseline& base, const LeverConfig& 
     const TraceProjector& tp = *base.trace;
     const bool checkpointed = target->checkpointed;
     const TraceReplayPeak r = tp.project(*target);
+    pr.termsPeak = pr.peak;
+    pr.termsPeakAllocated = pr.peakAllocated;
+    pr.termsPeakPhase = pr.peakPhase;
     const double over = pr.peak - pr.peakAllocated;
     const double overLow = pr.peakLow - pr.peakAllocatedLow, overHigh = pr.peakHigh - pr.peakAllocatedHigh;
     pr.peakAllocated = r.central;

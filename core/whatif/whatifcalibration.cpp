@@ -558,6 +558,11 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
     }
     // The replay keeps the laws (the main reading only; the late-backward one is terms alone).
     if (laws && forcedStart < 0 && b0 && *b0 > 0) {
+        auto categories = std::make_shared<std::vector<TensorCategory>>();
+        categories->reserve(a.classes.size());
+        for (const AllocationClass& c : a.classes)
+            categories->push_back(c.category);
+        s.categories = std::move(categories);
         auto tp = std::make_shared<TraceProjector>(tl, std::move(*laws), *b0, *s0,
                                                    dev.ooms.empty() ? -1 : dev.ooms.front().eventIndex);
         // The blocks are read where every saved activation is alive: the forward/backward boundary.

@@ -107,6 +107,17 @@ nlohmann::json projectionJson(const Projection& p, const std::vector<MeasuredIte
     j["capacity_bytes"] = int64_t(p.capacity);
     j["margin"] = p.margin;
     j["device"] = device.name;
+    j["terms_peak_bytes"] = int64_t(p.termsPeak);
+    if (!p.atPeak.empty()) {
+        nlohmann::json parts = nlohmann::json::object();
+        for (const Component& c : p.atPeak)
+            parts[c.name] = int64_t(c.bytes);
+        j["at_peak"] = {{"engine", p.atPeakEvent >= 0 ? "replay" : "terms"},
+                        {"event", p.atPeakEvent},
+                        {"components", parts}};
+    } else {
+        j["at_peak"] = nullptr;
+    }
     j["step_time_s"] = timed(p.time, p.time.total);
     j["tokens_per_s"] = throughputKnown(p) ? nlohmann::json(p.time.tokensPerSecond) : nlohmann::json(nullptr);
     j["relative_step_time"] = timed(p.time, p.time.relative);
@@ -220,10 +231,17 @@ std::string projectionText(const Projection& p, const std::vector<MeasuredItem>&
       << precisionName(c.precision) << ", " << optimizerName(c.optimizer) << ", checkpoint "
       << checkpointName(c.checkpoint, c.checkpointEvery) << ", ZeRO " << c.zero << " over " << c.devices
       << ", offload " << offloadName(c.offload) << ", flash " << (c.flashAttention ? "on" : "off") << "\n\n";
+    // The headline's engine speaks first; the terms' phases follow, labelled, where the replay
+    // gave the headline (they are the model's own totals, not the headline's parts).
+    if (p.replayed)
+        o << "Terms model by phase (not the headline: the replay below resizes every recorded allocation; the terms "
+             "resize a few totals), its peak "
+          << sizeText(p.termsPeak) << " in the " << p.phaseLabel(p.termsPeakPhase) << ":\n";
     for (const auto& ph : p.phases) {
         if (!ph.present)
             continue;
-        o << p.phaseLabel(ph.phase) << (ph.phase == p.peakPhase ? "  <- peak" : "") << ": " << sizeText(ph.total) << " ("
+        o << p.phaseLabel(ph.phase) << (ph.phase == p.peakPhase && !p.replayed ? "  <- peak" : "") << ": "
+          << sizeText(ph.total) << " ("
           << sizeText(ph.low) << " .. " << sizeText(ph.high) << ")";
         if (ph.measured >= 0)
             o << ", measured allocated " << sizeText(ph.measured);
@@ -231,14 +249,22 @@ std::string projectionText(const Projection& p, const std::vector<MeasuredItem>&
         for (const auto& comp : ph.components)
             o << "    " << comp.name << ": " << sizeText(comp.bytes) << " [" << provenanceName(comp.provenance) << "]\n";
     }
-    o << "\nPeak " << sizeText(p.peak) << " (band " << sizeText(p.peakLow) << " .. " << sizeText(p.peakHigh) << ") in the "
-      << p.phaseLabel(p.peakPhase) << "; ";
+    o << "\nPeak " << sizeText(p.peak) << " (band " << sizeText(p.peakLow) << " .. " << sizeText(p.peakHigh) << ") "
+      << (p.replayed ? "at event " + std::to_string(p.replayPeakEvent) + " of the trace, by the replay of every allocation"
+                     : "in the " + std::string(p.phaseLabel(p.peakPhase)))
+      << "; ";
     if (p.capacity > 0)
         o << "device " << device.name << " " << sizeText(p.capacity) << ": " << verdictName(p.verdict) << " (margin "
           << int(p.margin * 100) << "%)\n" << reservedVerdictText(p);
     else
         o << device.name << "\n"; // "capacity unknown (give --capacity; ...)": no verdict to give
 
+    if (!p.atPeak.empty()) {
+        o << "At the peak (" << (p.atPeakEvent >= 0 ? "replay" : "terms") << "):";
+        for (const Component& c : p.atPeak)
+            o << " " << c.name << " " << sizeText(c.bytes) << ";";
+        o << " = " << sizeText(p.peak) << "\n";
+    }
     if (p.replayed) {
         o << "Allocated peak " << sizeText(p.peakAllocated) << " (band " << sizeText(p.peakAllocatedLow) << " .. "
           << sizeText(p.peakAllocatedHigh) << "): every allocation of the trace replayed with its law; at event "

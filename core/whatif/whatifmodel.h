@@ -239,6 +239,14 @@ struct Projection {
     /// The verdict the allocated peak and the terms' fragmentation gave, where the simulation
     /// of the projected run's requests changed it (simulateReserved); Unknown: not changed.
     Verdict verdictByRatio = Verdict::Unknown;
+    /// The terms model's own peak where the replay gave the headline (`replayed`): kept, never
+    /// overwritten, shown labelled as the terms'. Equal to the headline otherwise.
+    double termsPeak = 0, termsPeakAllocated = 0;
+    StepPhase termsPeakPhase = StepPhase::StartOfBackward;
+    /// What makes up the headline peak, from the headline's own engine (describePeak,
+    /// peakbreakdown.h): the parts sum to `peak`. Empty until described.
+    std::vector<Component> atPeak;
+    int64_t atPeakEvent = -1; ///< the replay's peak event it was read at; -1: the terms' phase
 
     const PhaseProjection& peakProjection() const { return phases[size_t(peakPhase)]; }
     /// stepPhaseLabel, except that a forward-only run's first moment is its "forward".

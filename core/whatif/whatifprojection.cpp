@@ -245,6 +245,9 @@ void aggregate(Projection& pr)
         pr.peakAllocatedLow = std::max(pr.peakAllocatedLow, ph.allocatedLow);
         pr.peakAllocatedHigh = std::max(pr.peakAllocatedHigh, ph.allocatedHigh);
     }
+    pr.termsPeak = pr.peak;
+    pr.termsPeakAllocated = pr.peakAllocated;
+    pr.termsPeakPhase = pr.peakPhase;
 }
 
 /// The verdict from the band: fits when the high estimate leaves the margin free.

@@ -5,6 +5,7 @@
 // of one training configuration; levers (core/whatif/whatiflevers.h) turn one state into another;
 // evaluate() assembles the three phase peaks, the band, the verdict and the step time.
 
+#include "core/model/tensorcategory.h"
 #include "core/whatif/whatifmodel.h"
 
 #include <array>
@@ -77,6 +78,9 @@ struct WhatIfState {
     /// Every allocation of the measured trace with its law (docs/whatif-model.md): a target
     /// that moves only the micro-batch and the sequence takes its peak from this replay.
     std::shared_ptr<const TraceProjector> trace;
+    /// Each of the trace's allocations' tensor category, parallel to its allocations: what the
+    /// replay's peak is made of (peakbreakdown.h).
+    std::shared_ptr<const std::vector<TensorCategory>> categories;
 
     bool structural = false;       ///< a lever that changes the allocation pattern was applied
     double measuredStepTime = -1;  ///< seconds per optimizer step in the trace

@@ -47,6 +47,11 @@ QColor WhatIfChart::componentColor(const std::string& name)
         {"temporaries_param", QColor(0xe5, 0x73, 0x73)},  {"temporaries_const", QColor(0xbd, 0xbd, 0xbd)},
         {"gathered_params", QColor(0x93, 0x78, 0x60)},    {"fragmentation", QColor(0xda, 0x8b, 0xc3)},
         {"outside_allocator", QColor(0x8c, 0x8c, 0x8c)},
+        // The replay's breakdown by tensor category (peakbreakdown.h), in the same hues.
+        {"parameters", QColor(0x4c, 0x72, 0xb0)},         {"activations", QColor(0x55, 0xa8, 0x68)},
+        {"temporaries", QColor(0xc4, 0x4e, 0x52)},        {"inputs", QColor(0x76, 0xb7, 0xb2)},
+        {"autograd_detail", QColor(0xb0, 0x9c, 0x85)},    {"autocast_copies", QColor(0x9c, 0xcc, 0x65)},
+        {"unknown", QColor(0xa0, 0xa0, 0xa0)},
     };
     for (const auto& [n, c] : k)
         if (n == name)
@@ -64,12 +69,21 @@ void WhatIfChart::paintEvent(QPaintEvent*)
     p.setFont(small);
     const QFontMetrics fm(small);
     const int lineH = fm.height() + 1;
+    // Where the replay gave the headline, the bars are its breakdown at its peak (one group);
+    // the terms' phases would be another engine's numbers beside it (peakbreakdown.h).
+    const bool headline = m_projected.atPeakEvent >= 0;
+    const bool measuredShown = m_hasMeasured && (!headline || m_measured.atPeakEvent >= 0);
+    auto parts = [&](const Projection& pr, int g) -> const std::vector<Component>& {
+        return headline ? pr.atPeak : pr.phases[size_t(g)].components;
+    };
     // The legend's entries: every component of either run, in order of first appearance.
     std::vector<std::string> legend;
-    for (const Projection* pr : {m_hasMeasured ? &m_measured : nullptr, &m_projected})
-        for (size_t g = 0; pr && g < pr->phases.size(); ++g)
-            for (const auto& c : pr->phases[g].components)
-                if (pr->phases[g].present && std::find(legend.begin(), legend.end(), c.name) == legend.end())
+    const int groups = headline ? 1 : 3, perGroup = measuredShown ? 2 : 1;
+    for (const Projection* pr : {measuredShown ? &m_measured : nullptr, &m_projected})
+        for (int g = 0; pr && g < groups; ++g)
+            for (const auto& c : parts(*pr, g))
+                if ((headline || pr->phases[size_t(g)].present) &&
+                    std::find(legend.begin(), legend.end(), c.name) == legend.end())
                     legend.push_back(c.name);
     int legendW = 0;
     for (const auto& n : legend)
@@ -82,8 +96,10 @@ void WhatIfChart::paintEvent(QPaintEvent*)
     const QRect area = rect().adjusted(yAxisW + 4, lineH + 2, legendRight ? -(legendW + 16) : -8,
                                        -(2 * lineH + 6 + legendRows * lineH));
     double top = m_projected.peakHigh;
-    if (m_hasMeasured)
+    if (measuredShown)
         top = std::max(top, m_measured.peakHigh);
+    for (const auto& ph : m_projected.phases) // no bar runs over the top, whichever engine
+        top = std::max(top, headline ? 0.0 : ph.high);
     // A capacity far above the bars would flatten them: then it is named, not drawn to scale.
     const bool capacityOnScale = m_projected.capacity > 0 && m_projected.capacity <= 3 * top;
     if (capacityOnScale)
@@ -104,7 +120,6 @@ void WhatIfChart::paintEvent(QPaintEvent*)
                    QString::number(v / unit, 'f', step < unit ? 1 : 0));
     }
     p.drawText(QRect(0, area.top() - lineH, yAxisW, lineH), Qt::AlignRight, unitName());
-    const int groups = 3, perGroup = m_hasMeasured ? 2 : 1;
     const int groupW = area.width() / groups;
     const int barW = std::max(6, std::min(56, (groupW - 16) / perGroup));
     // Bar captions in full where they fit under the bar, else their initials (the legend
@@ -113,14 +128,15 @@ void WhatIfChart::paintEvent(QPaintEvent*)
     for (int g = 0; g < groups; ++g) {
         const int gx = area.left() + g * groupW + (groupW - perGroup * barW - (perGroup - 1) * 6) / 2;
         for (int k = 0; k < perGroup; ++k) {
-            const bool measuredBar = m_hasMeasured && k == 0;
+            const bool measuredBar = measuredShown && k == 0;
             const Projection& pr = measuredBar ? m_measured : m_projected;
             const PhaseProjection& ph = pr.phases[size_t(g)];
             const int x = gx + k * (barW + 6);
-            if (!ph.present)
+            if (!headline && !ph.present)
                 continue;
+            const double low = headline ? pr.peakLow : ph.low, high = headline ? pr.peakHigh : ph.high;
             double acc = 0;
-            for (const auto& c : ph.components) {
+            for (const auto& c : parts(pr, g)) {
                 const QRect r(x, y(acc + c.bytes), barW, y(acc) - y(acc + c.bytes));
                 QColor col = componentColor(c.name);
                 if (measuredBar)
@@ -135,19 +151,19 @@ void WhatIfChart::paintEvent(QPaintEvent*)
                 // The band: a whisker from low to high.
                 const int cx = x + barW / 2;
                 p.setPen(QPen(Qt::black, 1.5));
-                p.drawLine(cx, y(ph.low), cx, y(ph.high));
-                p.drawLine(cx - 6, y(ph.low), cx + 6, y(ph.low));
-                p.drawLine(cx - 6, y(ph.high), cx + 6, y(ph.high));
+                p.drawLine(cx, y(low), cx, y(high));
+                p.drawLine(cx - 6, y(low), cx + 6, y(low));
+                p.drawLine(cx - 6, y(high), cx + 6, y(high));
             }
-            if (measuredBar && m_iteration >= 0 && ph.measured >= 0) {
+            if (!headline && measuredBar && m_iteration >= 0 && ph.measured >= 0) {
                 // What the trace itself held there: a first iteration has no optimizer state
                 // yet, so it may sit well below the steady state.
                 p.setPen(QPen(palette().color(QPalette::Text), 2.5));
                 p.drawLine(x - 4, y(ph.measured), x + barW + 4, y(ph.measured));
             }
-            if (ph.phase == pr.peakPhase && !measuredBar) {
+            if ((headline || ph.phase == pr.peakPhase) && !measuredBar) {
                 p.setPen(palette().color(QPalette::Text));
-                p.drawText(QRect(x - 20, y(ph.high) - lineH - 2, barW + 40, lineH), Qt::AlignCenter, QStringLiteral("peak"));
+                p.drawText(QRect(x - 20, y(high) - lineH - 2, barW + 40, lineH), Qt::AlignCenter, QStringLiteral("peak"));
             }
             p.setPen(palette().color(QPalette::Text));
             // The left bar is the model's steady state at the measured setting, not what the
@@ -156,7 +172,8 @@ void WhatIfChart::paintEvent(QPaintEvent*)
                                                 : (fullCaptions ? tr("projected") : QStringLiteral("P"));
             p.drawText(QRect(x - 3, area.bottom() + 2, barW + 6, lineH), Qt::AlignCenter, caption);
         }
-        const QString phase = QString::fromUtf8(std::string(m_projected.phaseLabel(StepPhase(g))).c_str());
+        const QString phase = headline ? tr("at the peak (replay of every allocation, event %1)").arg(m_projected.atPeakEvent)
+                                       : QString::fromUtf8(std::string(m_projected.phaseLabel(StepPhase(g))).c_str());
         p.drawText(QRect(area.left() + g * groupW, area.bottom() + 2 + lineH, groupW, lineH), Qt::AlignCenter,
                    fm.elidedText(phase, Qt::ElideRight, groupW - 4));
     }
@@ -178,8 +195,8 @@ void WhatIfChart::paintEvent(QPaintEvent*)
     // Legend: beside the bars when there is room, else under them.
     QStringList key;
     if (!fullCaptions)
-        key << (m_hasMeasured ? tr("S steady state (projected at the measured setting), P projected") : tr("P projected"));
-    if (m_hasMeasured && m_iteration >= 0)
+        key << (measuredShown ? tr("S steady state (projected at the measured setting), P projected") : tr("P projected"));
+    if (!headline && m_hasMeasured && m_iteration >= 0)
         key << tr("\u2501 measured (iteration %1)").arg(m_iteration);
     if (!key.isEmpty()) {
         p.setPen(palette().color(QPalette::Text));

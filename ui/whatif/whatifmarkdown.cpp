@@ -76,9 +76,10 @@ QString whatIfMarkdown(const Projection& p, const Ladder& ladder, const Calibrat
     md += QObject::tr(", offload %1, FlashAttention %2.\n\n")
               .arg(QString::fromStdString(std::string(offloadName(c.offload))),
                    c.flashAttention ? QObject::tr("on") : QObject::tr("off"));
-    md += QObject::tr("Projected peak **%1** (band %2 to %3) in the %4, on %5: **%6**. Step time %7.\n\n")
-              .arg(projected(p.peak), projected(p.peakLow), projected(p.peakHigh),
-                   QString::fromStdString(std::string(p.phaseLabel(p.peakPhase))), QString::fromStdString(device.name),
+    const QString where = p.replayed ? QObject::tr("at event %1 of the trace (replay)").arg(p.replayPeakEvent)
+                                     : QObject::tr("in the %1").arg(QString::fromStdString(std::string(p.phaseLabel(p.peakPhase))));
+    md += QObject::tr("Projected peak **%1** (band %2 to %3) %4, on %5: **%6**. Step time %7.\n\n")
+              .arg(projected(p.peak), projected(p.peakLow), projected(p.peakHigh), where, QString::fromStdString(device.name),
                    QString::fromStdString(std::string(verdictName(p.verdict))))
               .arg(QString::fromStdString(stepTimeText(p)));
     for (const QString& line : replayLines(p))
@@ -136,13 +137,16 @@ QString projectionSummaryHtml(const Projection& p, const DeviceSpec& device, con
     const QString color = p.verdict == Verdict::Fits ? QStringLiteral("#2e7d32")
                           : p.verdict == Verdict::Tight ? QStringLiteral("#ef6c00")
                                                         : QStringLiteral("#c62828");
-    QString s = QStringLiteral("<b>Peak %1</b> (%2 .. %3) in the %4 &mdash; <b style='color:%5'>%6</b> on %7<br>")
-                    .arg(projected(p.peak), projected(p.peakLow), projected(p.peakHigh),
-                         QString::fromStdString(std::string(p.phaseLabel(p.peakPhase))), color,
+    const QString where = p.replayed ? QObject::tr("at event %1 of the trace (replay)").arg(p.replayPeakEvent)
+                                     : QObject::tr("in the %1").arg(QString::fromStdString(std::string(p.phaseLabel(p.peakPhase))));
+    QString s = QStringLiteral("<b>Peak %1</b> (%2 .. %3) %4 &mdash; <b style='color:%5'>%6</b> on %7<br>")
+                    .arg(projected(p.peak), projected(p.peakLow), projected(p.peakHigh), where, color,
                          QString::fromStdString(std::string(verdictName(p.verdict))), QString::fromStdString(device.name));
     s += QObject::tr("Step time %1").arg(QString::fromStdString(stepTimeText(p)).toHtmlEscaped());
     if (throughputKnown(p))
         s += QObject::tr("; effective batch %1").arg(p.config.effectiveBatch());
+    if (!p.time.known)
+        return s; // no parts of a time nobody measured
     QStringList items;
     auto item = [&](const char* name, double v) {
         if (v > 1e-6)

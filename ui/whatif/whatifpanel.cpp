@@ -21,6 +21,7 @@
 #include "core/analysis/memoryanalysis.h"
 #include "core/util/units.h"
 #include "core/whatif/ladderinputs.h"
+#include "core/whatif/peakbreakdown.h"
 #include "core/whatif/whatifmultifit.h"
 #include "core/whatif/whatifsettings.h"
 
@@ -425,6 +426,9 @@ void WhatIfPanel::recompute()
     m_projection = project(m_base, m_config, m_k, m_device);
     m_lastRecomputeUs = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
     m_measured = project(m_base, m_base.config, m_k, m_device);
+    // The bars show the headline's engine: the replay's categories at its peak where it gave it.
+    describePeak(m_projection, m_base);
+    describePeak(m_measured, m_base);
     m_chart->set(m_cal ? &m_measured : nullptr, m_projection, m_cal ? m_cal->iteration : -1);
     const Projection& p = m_projection;
     m_summaryText = projectionSummaryHtml(p, m_device, m_k);
