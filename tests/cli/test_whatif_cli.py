@@ -59,11 +59,58 @@ def main():
             "ratio): the projected run's requests fail at event" not in joined or ": does not fit (margin" not in joined:
         problems.append("the verdict must be the simulated allocator's OOM, beside the fit: %r" % r.stdout[-900:])
 
+    problems += one_answer(run, args.source, oom, sample)
+
     if problems:
         print("FAIL:\n  " + "\n  ".join(problems))
         return 1
     print("whatif cli: all checks passed")
     return 0
+
+
+def one_answer(run, source, oom, sample):
+    """Issue 45: one question, one answer, whichever command asks it."""
+    problems = []
+    silmont = os.path.join(source, "sample_traces", "pt27_silmont_mem_snapshot.pickle")
+
+    def js(*argv):
+        r = run(*argv)
+        return json.loads(r.stdout) if r.returncode == 0 else {}
+
+    # The headline is the peak of the breakdown shown beside it.
+    for argv in ((sample, "--measured-micro-batch", "4", "--measured-seq", "128", "--accum", "4"),
+                 (silmont, "--measured-micro-batch", "4", "--measured-seq", "128", "--seq", "256")):
+        j = js("whatif", "--json", *argv)
+        parts = (j.get("at_peak") or {}).get("components", {})
+        if not parts or abs(sum(parts.values()) - j.get("peak_bytes", -1)) > 8:
+            problems.append("the headline %r must be the sum of its breakdown %r" % (j.get("peak_bytes"), parts))
+    # No step time in the trace: no step time, tokens/s or ratio anywhere.
+    j = js("whatif", "--json", silmont, "--measured-micro-batch", "4", "--measured-seq", "128", "--seq", "256")
+    if any(j.get(k, 0) is not None for k in ("step_time_s", "tokens_per_s", "relative_step_time")):
+        problems.append("an untimed trace must give null step times: %r" % {k: j.get(k) for k in ("step_time_s", "tokens_per_s")})
+    r = run("whatif", silmont, "--measured-micro-batch", "4", "--measured-seq", "128", "--seq", "256")
+    if "Step time unknown" not in r.stdout or "tokens/s" in r.stdout.replace("Step time unknown", ""):
+        problems.append("an untimed trace's text must say the step time is unknown: %r" % r.stdout[-500:])
+    # A capacity below the peak: every command says it does not fit.
+    j = js("whatif", "--json", sample, "--capacity", "40GiB")
+    lad = js("ladder", "--json", sample, "--capacity", "40GiB")
+    chk = run("check", sample, "--fit", "40GiB")
+    if j.get("verdict") != "does not fit" or lad.get("fits_as_is") or (lad.get("start") or {}).get("fits") \
+            or chk.returncode != 1:
+        problems.append("40 GiB under a 51 GiB peak: whatif %r, ladder fits_as_is %r, check rc %d"
+                        % (j.get("verdict"), lad.get("fits_as_is"), chk.returncode))
+    # The diagnosis's first move is the ladder's first fitting rung (or neither fits).
+    for argv in ((sample, "--capacity", "48GiB"), (oom,), (os.path.join(source, "tests", "fixtures", "oom.pickle"),)):
+        lad = js("ladder", "--json", *argv)
+        report = js("analyze", "--json", *argv)
+        primary = [d for d in report.get("devices", []) if d.get("failing_requests")] or report.get("devices", [])[:1]
+        first = (primary[0].get("ladder_first_fit") or {}).get("title") if primary else "no device"
+        fit = lad.get("first_fit", -1)
+        want = lad["rungs"][fit]["title"] if lad and fit >= 0 else None
+        if first != want:
+            problems.append("%s: the diagnosis's first move %r, the ladder's first fit %r"
+                            % (os.path.basename(argv[0]), first, want))
+    return problems
 
 
 if __name__ == "__main__":

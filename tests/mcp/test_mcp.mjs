@@ -7,7 +7,7 @@
 // Prints one `ok - ...` / `not ok - ...` line per check and a closing
 // `mcp: N passed, N failed` line. Exit code 0 only when every check passed.
 
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -332,8 +332,21 @@ async function sdkSection() {
   if (whatifA) {
     check('whatif{A,micro_batch:2}: peak_bytes > 0', typeof whatifA.peak_bytes === 'number' && whatifA.peak_bytes > 0, `peak_bytes=${show(whatifA.peak_bytes)}`);
   }
+  // One answer (issue 45): MCP's whatif and ladder are the CLI's --json, number for number.
+  const sameAsCli = (what, sc, argv) => {
+    const r = spawnSync(opts.cli, argv, { encoding: 'utf8' });
+    const same = r.status === 0 && sc && JSON.stringify(JSON.parse(r.stdout)) === JSON.stringify(sc);
+    check(`${what}: the same JSON as headroom-cli ${argv.slice(0, 1).join(' ')} --json`, same,
+          `cli rc=${r.status} ${show(r.stderr)}`);
+  };
+  if (whatifA)
+    sameAsCli('whatif{A,micro_batch:2}', whatifA,
+              ['whatif', '--json', A, '--measured-micro-batch', '1', '--measured-seq', '128', '--micro-batch', '2']);
   await callAndValidate('whatif', { file: N1, seq: 150, measured_seq: 100, measured_micro_batch: 1 });
-  await callAndValidate('ladder', { file: A, capacity: '40GiB', measured_micro_batch: 1, measured_seq: 128 });
+  const ladderA = await callAndValidate('ladder', { file: A, capacity: '40GiB', measured_micro_batch: 1, measured_seq: 128 });
+  if (ladderA)
+    sameAsCli('ladder{A,40GiB}', ladderA,
+              ['ladder', '--json', A, '--capacity', '40GiB', '--measured-micro-batch', '1', '--measured-seq', '128']);
   await callAndValidate('replay', { file: A });
   const cmp = await callAndValidate('compare', { file_a: N1, file_b: N2 });
   if (cmp) {
