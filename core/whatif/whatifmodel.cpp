@@ -2,6 +2,7 @@
 #include "core/whatif/whatifmodel.h"
 
 #include "core/whatif/batchratio.h"
+#include "core/util/units.h"
 
 #include <algorithm>
 #include <charconv>
@@ -233,8 +234,10 @@ DeviceSpec deviceForCapacity(int64_t capacityBytes)
     const double g = double(capacityBytes) / kGiB;
     const char* name = g < 32 ? "24gib" : g < 44 ? "40gib" : g < 64 ? "48gib" : g < 88 ? "80gib" : g < 120 ? "94gib" : "141gib";
     DeviceSpec d = *devicePreset(name);
+    // A capacity no preset has is named by its size, with the speeds it borrows ("custom" read
+    // as a product name).
     if (std::abs(g - double(d.capacityBytes) / kGiB) > 0.5)
-        d.name = "custom";
+        d.name = formatBytes(capacityBytes) + " device (" + d.name + " speeds)";
     d.capacityBytes = capacityBytes;
     return d;
 }
@@ -244,25 +247,25 @@ const std::vector<WhatIfConstants::Entry>& WhatIfConstants::entries()
     using C = WhatIfConstants;
     static const std::vector<Entry> k = {
         {"mfu_max", "MFU max", &C::mfuMax, "", true, "llm-analysis 'up to 0.5'; Korthikanti 54%"},
-        {"n_half", "MFU half-saturation", &C::nHalf, "tokens", true, "a guess, docs/whatif-model.md"},
-        {"logits_bytes", "logits bytes/element (c_V)", &C::logitsBytes, "B", true, "a guess, docs/whatif-model.md (4..12)"},
-        {"overlap", "comm/compute overlap", &C::overlap, "", true, "a guess, docs/whatif-model.md"},
+        {"n_half", "MFU half-saturation", &C::nHalf, "tokens", true, "a guess (docs/whatif-model.md, Constants)"},
+        {"logits_bytes", "logits bytes/element (c_V)", &C::logitsBytes, "B", true, "a guess (docs/whatif-model.md, Constants: 4..12)"},
+        {"overlap", "comm/compute overlap", &C::overlap, "", true, "a guess (docs/whatif-model.md, Constants)"},
         {"hbm_efficiency", "HBM efficiency", &C::hbmEfficiency, "", true, "llm-analysis calls 0.9 aggressive"},
-        {"bus_factor", "achievable NVLink fraction", &C::busFactor, "", true, "a guess, docs/whatif-model.md"},
-        {"host_bandwidth", "host DRAM bandwidth", &C::hostBandwidth, "B/s", true, "a guess, docs/whatif-model.md"},
+        {"bus_factor", "achievable NVLink fraction", &C::busFactor, "", true, "a guess (docs/whatif-model.md, Constants)"},
+        {"host_bandwidth", "host DRAM bandwidth", &C::hostBandwidth, "B/s", true, "a guess (docs/whatif-model.md, Constants)"},
         {"context_bytes", "outside the allocator (C)", &C::contextBytes, "B", true, "PR #86509, HF docs"},
-        {"context_high_bytes", "C high end", &C::contextHighBytes, "B", true, "a guess, docs/whatif-model.md"},
-        {"frag_ratio", "fragmentation / (A+T)", &C::fragRatio, "", true, "a guess, docs/whatif-model.md"},
-        {"frag_ratio_expandable", "same, expandable segments", &C::fragRatioExpandable, "", true, "a guess, docs/whatif-model.md"},
-        {"margin_same", "margin, b/k only", &C::marginSame, "", true, "a guess, docs/whatif-model.md"},
-        {"margin_structural", "margin, structural", &C::marginStructural, "", true, "a guess, docs/whatif-model.md"},
-        {"fp32_slowdown", "fp32 step-time factor", &C::fp32Slowdown, "x", true, "a guess, docs/whatif-model.md"},
-        {"flash_speedup", "FlashAttention attention speedup", &C::flashSpeedup, "x", true, "a guess, docs/whatif-model.md"},
+        {"context_high_bytes", "C high end", &C::contextHighBytes, "B", true, "a guess (docs/whatif-model.md, Constants)"},
+        {"frag_ratio", "fragmentation / (A+T)", &C::fragRatio, "", true, "a guess (docs/whatif-model.md, Constants)"},
+        {"frag_ratio_expandable", "same, expandable segments", &C::fragRatioExpandable, "", true, "a guess (docs/whatif-model.md, Constants)"},
+        {"margin_same", "margin, b/k only", &C::marginSame, "", true, "a guess (docs/whatif-model.md, Constants)"},
+        {"margin_structural", "margin, structural", &C::marginStructural, "", true, "a guess (docs/whatif-model.md, Constants)"},
+        {"fp32_slowdown", "fp32 step-time factor", &C::fp32Slowdown, "x", true, "a guess (docs/whatif-model.md, Constants)"},
+        {"flash_speedup", "FlashAttention attention speedup", &C::flashSpeedup, "x", true, "a guess (docs/whatif-model.md, Constants)"},
         {"offload_bucket_elems", "offload gradient bucket", &C::offloadBucketElems, "elements", false,
          "DeepSpeed reduce_bucket_size"},
-        {"foreach_time_factor", "foreach optimizer time factor", &C::foreachTimeFactor, "x", true, "a guess, docs/whatif-model.md (up to 2x)"},
+        {"foreach_time_factor", "foreach optimizer time factor", &C::foreachTimeFactor, "x", true, "a guess (docs/whatif-model.md, Constants: up to 2x)"},
         {"unseen_upcast_share", "fp32 ops a precision replay cannot see", &C::unseenUpcastShare, "", true,
-         "CPU matrix llama bf16 (RMSNorm in fp32): +7.0%; nine other families 0.0% (docs/whatif-model.md)"},
+         "CPU matrix llama bf16 (RMSNorm in fp32): +7.0%; nine other families 0.0% (docs/whatif-model.md, Constants)"},
     };
     return k;
 }

@@ -1,9 +1,14 @@
 // SPDX-License-Identifier: MIT
 // The what-if settings saved in a trace's user data: one writer, one reader, a round trip.
 #include "core/whatif/batchratio.h"
+#include "core/whatif/whatifmodel.h"
 #include "core/whatif/whatifsettings.h"
 
 #include <catch2/catch.hpp>
+
+#include <fstream>
+#include <iterator>
+#include <string>
 
 using namespace headroom;
 
@@ -115,4 +120,30 @@ TEST_CASE("A micro-batch in ratios is saved as a ratio, never read back as a cou
     REQUIRE(counted);
     CHECK(counted->microBatchUnits == 0);
     CHECK(counted->config.microBatch == 6);
+}
+
+TEST_CASE("Every constant's source resolves: a cited document exists and names the constant", "[whatif][settings]")
+{
+    // Issue 45: thirteen constants cited "a guess, docs/whatif-model.md", which never named them.
+    auto read = [](const std::string& rel) {
+        std::ifstream in(std::string(HEADROOM_SOURCE_DIR) + "/" + rel);
+        return std::string(std::istreambuf_iterator<char>(in), {});
+    };
+    for (const auto& e : WhatIfConstants::entries()) {
+        INFO(e.key << ": " << e.source);
+        const std::string source = e.source;
+        const size_t at = source.find("docs/");
+        if (at == std::string::npos) {
+            CHECK_FALSE((e.guess && source.find("guess") != std::string::npos)); // a guess says where it is discussed
+            continue;
+        }
+        const std::string doc = source.substr(at, source.find(".md", at) + 3 - at);
+        const std::string text = read(doc);
+        REQUIRE_FALSE(text.empty());
+        if (source.find("Constants") != std::string::npos) {
+            const size_t section = text.find("\n## Constants\n");
+            REQUIRE(section != std::string::npos);
+            CHECK(text.find("`" + std::string(e.key) + "`", section) != std::string::npos);
+        }
+    }
 }
