@@ -66,11 +66,16 @@ std::string ladderFirstMove(const Ladder& l, const DeviceSpec& device, const std
     if (fit == 0 && l.rungs[0].kind == RungKind::BatchBudget)
         return start + "that is a steady-state iteration's, and it fits " + cap + ": bound each batch by a token "
                "budget (the peak is an outlier batch); the what-if ladder's first rung";
-    if (l.rungs[fit].kind == RungKind::AllocatorSetting && fit == 0)
-        return "set PYTORCH_CUDA_ALLOC_CONF=" + l.rungs[0].allocatorSetting +
-               ": the allocator replay of the recorded requests avoids the OOM (reserved peak " +
-               formatBytes(int64_t(l.rungs[0].projection.peak)) + " on " + cap +
-               "), with no code change and no throughput cost; the what-if ladder's first rung";
+    if (l.rungs[fit].kind == RungKind::AllocatorSetting && fit == 0) {
+        std::string s = "set PYTORCH_CUDA_ALLOC_CONF=" + l.rungs[0].allocatorSetting +
+                        ": the allocator replay of the recorded requests avoids the OOM (reserved peak " +
+                        formatBytes(int64_t(l.rungs[0].projection.peak)) + " on " + cap +
+                        "), with no code change and no throughput cost; the what-if ladder's first rung";
+        if (l.rungs.size() > 1 && l.rungs[1].kind == RungKind::BatchBudget)
+            s += "; its second, if the margin is not enough: bound each batch by a token budget (the peak is an "
+                 "outlier batch; a steady-state iteration projects " + formatBytes(int64_t(l.start.peak)) + ")";
+        return s;
+    }
     std::string steps;
     for (size_t i = 0; i <= fit; ++i)
         steps += (i == 0 ? "" : i == fit ? ", then " : ", ") + l.rungs[i].title;

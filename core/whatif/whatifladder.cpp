@@ -273,8 +273,10 @@ Ladder buildLadder(const WhatIfBaseline& base, const LeverConfig& start, const W
     L.start = proj(start);
     const double cHigh = std::max(base.context, base.contextHigh);
     const double budget = (double(dev.capacityBytes) - cHigh) * (1 - k.marginStructural);
-    // A setting the replay found to avoid the recorded OOM costs nothing: it comes first.
-    if (!L.start.fits && opt.allocator && opt.allocator->avoidsOom && start == base.config) {
+    // A setting the replay found to avoid the recorded OOM costs nothing: it comes first, also
+    // when the steady state fits and the OOM was an outlier batch (the batch budget follows it).
+    const bool recordedMisses = !L.start.fits || opt.outlierBatch;
+    if (recordedMisses && opt.allocator && opt.allocator->avoidsOom && start == base.config) {
         const AllocatorRungInput& a = *opt.allocator;
         Rung r;
         r.kind = RungKind::AllocatorSetting;
@@ -297,10 +299,11 @@ Ladder buildLadder(const WhatIfBaseline& base, const LeverConfig& start, const W
     } else if (opt.allocator && !opt.allocator->evidence.empty()) {
         L.warnings.push_back(opt.allocator->evidence);
     }
-    if (opt.outlierBatch && L.firstFit < 0) {
+    if (opt.outlierBatch) {
         L.rungs.push_back(batchBudgetRung(start, L.start));
         if (L.start.fits) {
-            L.firstFit = int(L.rungs.size()) - 1;
+            if (L.firstFit < 0)
+                L.firstFit = int(L.rungs.size()) - 1;
             return L;
         }
     }

@@ -104,15 +104,21 @@ TEST_CASE("An OOM an allocator setting avoids: the replay's setting is the first
     CHECK(frag.firstMove.find("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True") != std::string::npos);
     // The cheapest currency first: no code change, no throughput.
     CHECK(findingOf(r, "capacity").firstMove.rfind("set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", 0) == 0);
-    // The model's steady state fits this run (the OOM was an outlier batch in a fragmented cache),
-    // so the ladder has nothing to add; the replay's setting is the move, said once.
+    // The recorded run missed (an outlier batch in a fragmented cache) though the model's steady
+    // state fits: the ladder's first rung is the replay's setting, the diagnosis's first move,
+    // and the batch budget follows it as the fallback.
     REQUIRE(r.ladder);
-    CHECK(r.ladder->fitsAsIs);
+    CHECK_FALSE(r.ladder->fitsAsIs);
+    REQUIRE(r.ladder->rungs.size() >= 2);
+    CHECK(r.ladder->firstFit == 0);
+    CHECK(r.ladder->rungs[0].kind == RungKind::AllocatorSetting);
+    CHECK(r.ladder->rungs[1].kind == RungKind::BatchBudget);
     // Said once, not once by the replay and again by the ladder.
     const std::string& move = findingOf(r, "capacity").firstMove;
     CHECK(move.find("PYTORCH_CUDA_ALLOC_CONF", 10) == std::string::npos);
+    CHECK(move.find("token budget") != std::string::npos);
     const nlohmann::json j = analysisJson(*trace, 0);
-    CHECK(j["devices"][0]["ladder_first_fit"].is_null());
+    CHECK(j["devices"][0]["ladder_first_fit"]["title"] == r.ladder->rungs[0].title);
 }
 
 TEST_CASE("The ladder's allocator rung: only for the levers as recorded, and only when it fits", "[analysis][ladder]")
