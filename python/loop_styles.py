@@ -22,6 +22,15 @@ style places ``cap.phase("forward" | "loss" | "backward" | "optimizer")`` and
               (``GradScaler`` below): scaled loss, in-place unscale of the gradients in
               ``GradScaler.unscale_``, a found-inf check, then the step and the scale update
 
+Recorded mid-run (issue 46): the model and optimizer are built and trained ``WARMUP`` steps
+before the capture starts, as when recording is switched on after the optimizer exists; they
+are passed as ``model=``/``optimizer=`` so the truth knows what each storage alive before the
+trace is (tools/category_truth.py then moves them out of the trace, as a real snapshot has them):
+
+  late_adamw  the plain loop with AdamW: weights and two moments alive before the trace
+  late_sgdm   the plain loop with SGD momentum 0.9: weights and one momentum buffer
+  late_keep   AdamW with ``zero_grad(set_to_none=False)``: the gradients too (four copies)
+
 ``run_style(path, family, style)`` builds the family inside a capture (every tensor is seen
 being allocated), trains ``iterations`` optimizer steps in the style and writes the
 snapshot; the configuration is the one cpu_models.run_point writes (micro_batch, seq,
@@ -36,6 +45,10 @@ import torch
 import cpu_models
 
 STYLES = ("plain", "closure", "accum", "keep_grads", "trainer", "scaler")
+LATE_STYLES = ("late_adamw", "late_sgdm", "late_keep")
+LATE = {"late_adamw": ("adamw", True), "late_sgdm": ("sgd-momentum", True),
+        "late_keep": ("adamw", False)}  # optimizer, zero_grad's set_to_none
+WARMUP = 2
 ACCUM = {"accum": 4}  # micro-steps per optimizer step, where a style accumulates
 
 
@@ -288,6 +301,9 @@ def run_style(path, family, style, micro_batch=2, seq_mult=1, iterations=2, seed
     The model, optimizer and batches are built inside the captured block. ``oracle`` is off
     by default: the scoring needs the truth, not the peak check (tools/cpu_matrix.py)."""
     import headroom_cpu
+    if style in LATE:
+        return run_late(path, family, style, micro_batch, seq_mult, iterations, seed, truth,
+                        **more)
     if style not in TRAIN:
         raise ValueError("style must be one of %s, not %r" % (STYLES, style))
     seq = cpu_models.BASE_SEQ[family] * seq_mult
@@ -303,4 +319,26 @@ def run_style(path, family, style, micro_batch=2, seq_mult=1, iterations=2, seed
         opt = cpu_models.make_optimizer(optimizer, model.parameters())
         TRAIN[style](cap, model, opt, make_batch, loss_fn, iterations)
         # model and optimizer stay alive past the end of the trace, as in cpu_models.run_point
+    return cap
+
+
+def run_late(path, family, style, micro_batch=2, seq_mult=1, iterations=2, seed=0, truth=True,
+             **more):
+    """A LATE style: built and warmed up before the capture, recorded for ``iterations`` steps."""
+    import headroom_cpu
+    optimizer, set_to_none = LATE[style]
+    more.pop("optimizer", None)
+    more.pop("oracle", None)
+    seq = cpu_models.BASE_SEQ[family] * seq_mult
+    model, make_batch, loss_fn = cpu_models.build(family, micro_batch, seq, "fp32", "none", seed)
+    opt = cpu_models.make_optimizer(optimizer, model.parameters())
+    cpu_models.train(model, opt, make_batch, loss_fn, "fp32", 1, WARMUP, None,
+                     set_to_none=set_to_none)
+    kw = dict(micro_batch=micro_batch, seq=seq, precision="fp32", checkpoint="none", accum=1,
+              devices=1, iterations=iterations, model=model, optimizer=opt, model_name=family,
+              family=family, seq_mult=seq_mult, prebuilt=True, warmup_steps=WARMUP,
+              loop_style=style, oracle=False, truth=truth)
+    kw.update(more)
+    with headroom_cpu.capture(path, **kw) as cap:
+        train_plain(cap, model, opt, make_batch, loss_fn, iterations, set_to_none=set_to_none)
     return cap

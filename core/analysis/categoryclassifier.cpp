@@ -31,6 +31,17 @@ std::string_view categoryRuleText(CategoryRule r)
     case CategoryRule::OptimizerKeptNotState:
         return "born in the optimizer step and kept, but shaped like no parameter: not evidence of state";
     case CategoryRule::UnknownPhase: return "born in an unclassified phase";
+    case CategoryRule::BeforeWindowWeights:
+        return "alive before the trace: one copy of the parameter set, the weights";
+    case CategoryRule::BeforeWindowState:
+        return "alive before the trace: a further copy of the parameter set, optimizer state";
+    case CategoryRule::BeforeWindowGradient:
+        return "alive before the trace: a further copy of the parameter set, gradients kept across steps";
+    case CategoryRule::BeforeWindowUndecided:
+        return "alive before the trace: a further copy of the parameter set, optimizer state or gradients "
+               "(undecided)";
+    case CategoryRule::FreedByOptimizerUpdate:
+        return "alive before the trace, freed by the optimizer's update (not zero_grad): state it replaced";
     }
     return "?";
 }

@@ -31,6 +31,12 @@ enum class CategoryRule : uint8_t {
     OptimizerFirstStepState, ///< born in the optimizer, alive after its step, parameter-shaped
     OptimizerKeptNotState,   ///< born in the optimizer, kept, but shaped like no parameter
     UnknownPhase,            ///< born in an unclassified phase
+    // Memory from before the recording, read from the copies of the parameter set (prerecording.h).
+    BeforeWindowWeights,     ///< one copy of the parameter set alive before the trace: the weights
+    BeforeWindowState,       ///< a further copy: optimizer state
+    BeforeWindowGradient,    ///< a further copy: gradients kept across steps
+    BeforeWindowUndecided,   ///< a further copy the evidence leaves undecided
+    FreedByOptimizerUpdate,  ///< alive before the trace, freed by the optimizer's update: replaced state
 };
 
 std::string_view categoryRuleText(CategoryRule r);

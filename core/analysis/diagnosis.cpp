@@ -4,6 +4,7 @@
 #include "core/analysis/categorychecks.h"
 #include "core/analysis/deviceimbalance.h"
 #include "core/analysis/oomprogress.h"
+#include "core/analysis/prerecordingfinding.h"
 
 #include "core/util/units.h"
 
@@ -566,6 +567,8 @@ std::vector<Finding> diagnose(const LoadedTrace& trace, size_t deviceIndex, cons
     if (auto f = outlierFinding(trace.snapshot.frames, dev.trace, a))
         out.push_back(*f);
     if (auto f = categoryFinding(tl, a))
+        out.push_back(*f);
+    if (auto f = preRecordingFinding(a.preRecording))
         out.push_back(*f);
     return out;
 }

@@ -3,6 +3,7 @@
 
 #include "core/analysis/categoryclassifier.h"
 #include "core/analysis/phaseclassifier.h"
+#include "core/analysis/prerecording.h"
 #include "core/analysis/timelinebands.h"
 #include "core/replay/allocatorhistory.h"
 #include "core/replay/loadedtrace.h"
@@ -59,6 +60,7 @@ struct DeviceAnalysis {
     int device = 0;
     PhaseAnalysis phases;
     std::vector<AllocationClass> classes; ///< parallel to MemoryTimeline::allocations
+    PreRecording preRecording;            ///< what the memory from before the trace was
     std::vector<IterationPeak> iterationPeaks;
     Breakdown atPeak;
     Breakdown atEnd;

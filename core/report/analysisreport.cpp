@@ -187,6 +187,26 @@ nlohmann::json userCategoriesJson(const LiveGroups& g)
     return {{"rules", std::move(rows)}, {"unclaimed_bytes", g.unclaimedBytes}, {"unclaimed_count", g.unclaimedCount}};
 }
 
+static nlohmann::json preRecordingJson(const PreRecording& r)
+{
+    if (!r.found() || r.readings.empty())
+        return nullptr;
+    nlohmann::json readings = nlohmann::json::array();
+    for (const PreRecordingReading& x : r.readings)
+        readings.push_back({{"optimizer_state_copies", x.states},
+                            {"gradient_copies", x.gradients},
+                            {"extra_weight_copies", x.extraWeights}});
+    return {{"bytes", r.bytes},
+            {"weight_bytes", r.weightBytes},
+            {"copies", r.copies},
+            {"reference", r.reference},
+            {"optimizer", r.optimizer.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.optimizer)},
+            {"decided", r.decided()},
+            {"readings", readings},
+            {"optimizer_state_low_bytes", r.stateBytesLow()},
+            {"optimizer_state_high_bytes", r.stateBytesHigh()}};
+}
+
 nlohmann::json analysisJson(const LoadedTrace& trace, std::optional<int64_t> capacity, size_t top,
                             const UserCategories* categories)
 {
@@ -276,6 +296,7 @@ nlohmann::json analysisJson(const LoadedTrace& trace, std::optional<int64_t> cap
                         {"projected_peak_high_bytes", int64_t(r.projection.peakHigh)}};
         }
         j["ladder_first_fit"] = firstFit;
+        j["before_recording"] = preRecordingJson(report.analysis.preRecording);
         nlohmann::json replay = nullptr;
         if (report.allocator) {
             const AllocatorVerdict& v = *report.allocator;

@@ -72,6 +72,41 @@ class ScoreTest(unittest.TestCase):
         self.assertIsNone(res["category_peak"])
         self.assertIsNone(res["phase_timeline"])
 
+    def test_memory_from_before_the_trace_scored_by_size(self):
+        # Three blocks of one size from before the trace: a weight and two moments. Which block
+        # is which no snapshot says, so Headroom is right while its count per category is.
+        before = {1: "parameter", 2: "optimizer_state", 3: "optimizer_state", 4: "parameter"}
+
+        def pre(addr, nbytes, cat):
+            r = row(None, nbytes, -1, -1, cat, "setup")
+            r["addr"] = addr
+            return r
+        doc = {"devices": [{"device": 0, "peak_event": 0, "allocations": [
+            pre(1, 100, "optimizer_state"), pre(2, 100, "parameter"), pre(3, 100, "optimizer_state"),
+            pre(4, 50, "optimizer_state")]}]}
+        res = ct.score({}, doc, before)
+        self.assertAlmostEqual(res["category_peak"], 100.0 * 300 / 350)
+        self.assertEqual(res["unmatched"], 0)
+        self.assertIsNone(res["phase_peak"])  # no phase before the trace: excluded
+
+    def test_mid_run_moves_the_memory_from_before_out_of_the_trace(self):
+        sys.path.insert(0, os.path.join(ROOT, "python"))
+        import mid_run
+        bc = [{"filename": mid_run.BEFORE_CAPTURE, "line": 0, "name": "parameter w"}]
+        snap = {"segments": [], "device_traces": [[
+            {"action": "alloc", "addr": 8, "size": 512, "frames": bc},
+            {"action": "alloc", "addr": 16, "size": 1024, "frames": bc},
+            {"action": "alloc", "addr": 32, "size": 512, "frames": []},
+            {"action": "free_completed", "addr": 16, "size": 1024, "frames": []}]],
+            "headroom_truth": {"version": 1, "allocations": [
+                [1, "parameter", "other"], [2, "gradient", "other"], [3, "temporary", "forward"]]}}
+        mid_run.as_recorded_mid_run(snap)
+        self.assertEqual([e["addr"] for e in snap["device_traces"][0]], [32, 16])
+        self.assertEqual([s["address"] for s in snap["segments"]], [8, 32])
+        self.assertEqual(snap["headroom_truth"]["allocations"], [[3, "temporary", "forward"]])
+        self.assertEqual(snap["headroom_truth"]["before_window"],
+                         [[8, 512, "parameter"], [16, 1024, "gradient"]])
+
     def test_equivalences(self):
         self.assertEqual(set(ct.ACCEPT["temporary"]), {"temporary", "autograd_detail"})
         for cat in ("parameter", "gradient", "optimizer_state", "input", "activation"):

@@ -60,12 +60,35 @@ def main():
         problems.append("the verdict must be the simulated allocator's OOM, beside the fit: %r" % r.stdout[-900:])
 
     problems += one_answer(run, args.source, oom, sample)
+    problems += recorded_mid_run(run, args.source)
 
     if problems:
         print("FAIL:\n  " + "\n  ".join(problems))
         return 1
     print("whatif cli: all checks passed")
     return 0
+
+
+def recorded_mid_run(run, source):
+    """Recorded after AdamW's first step (tests/data/cpu/record_late.py): the moments from before
+    the trace are optimizer state for every consumer, so 8-bit Adam saves what it saves on the
+    same run recorded from the start (issue 46; before, they read as weights and it saved 0)."""
+    problems = []
+    late = os.path.join(source, "tests", "data", "cpu", "decoder_late_adamw_mid.pickle")
+    r = run("analyze", "--json", late)
+    dev = json.loads(r.stdout)["devices"][0] if r.returncode == 0 else {}
+    br = dev.get("before_recording") or {}
+    if br.get("copies") != 3 or not br.get("decided"):
+        problems.append("analyze --json must read the moments from before the trace: %r" % br)
+    runs = []
+    for extra in ((), ("--optimizer", "adamw8bit")):
+        r = run("whatif", "--json", late, *extra)
+        runs.append(json.loads(r.stdout)["peak_allocated_bytes"] if r.returncode == 0 else 0)
+    saved = runs[0] - runs[1]
+    if not (br.get("optimizer_state_low_bytes", 0) * 0.5 < saved):
+        problems.append("8-bit Adam must save on the state from before the trace: %r -> %r (state %r)"
+                        % (runs[0], runs[1], br.get("optimizer_state_low_bytes")))
+    return problems
 
 
 def one_answer(run, source, oom, sample):

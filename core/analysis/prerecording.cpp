@@ -1,0 +1,334 @@
+// SPDX-License-Identifier: MIT
+#include "core/analysis/prerecording.h"
+
+#include "core/util/units.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <optional>
+#include <set>
+
+namespace headroom {
+
+namespace {
+
+using SizeCounts = std::map<int64_t, int64_t>; ///< block size -> how many
+
+/// The smallest block (PyTorch rounds every request up to 512 B): Adam's step counters share it
+/// with small parameters, so its count says nothing about copies.
+constexpr int64_t kSmallBytes = 512;
+
+bool aliveThrough(const Allocation& a)
+{
+    return a.start == Allocation::kBeforeWindow && a.end == Allocation::kStillAlive;
+}
+
+/// The optimizer the update's frames name (torch/optim/<name>.py), and how many
+/// parameter-shaped state tensors it keeps per parameter (every count its options allow).
+struct NamedOptimizer {
+    std::string name;
+    std::set<int> states;
+};
+
+std::optional<NamedOptimizer> optimizerOfFrames(const FrameTable& ft, const MemoryTimeline& tl,
+                                                const PhaseAnalysis& ph)
+{
+    static const std::map<std::string, std::set<int>> kStates = {
+        {"adamw", {2}},   {"adam", {2}},    {"adamax", {2}},  {"nadam", {2}},   {"radam", {2}},
+        {"adadelta", {2}}, {"adagrad", {1}}, {"rmsprop", {1, 2, 3}}, {"sgd", {0, 1}}, {"rprop", {2}},
+        {"asgd", {2}}};
+    std::set<uint32_t> seenStacks;
+    for (size_t i = 0; i < tl.allocations.size(); ++i) {
+        const Allocation& a = tl.allocations[i];
+        if (a.start < 0 || ph.eventPhase[size_t(a.start)] != Phase::Optimizer || !seenStacks.insert(a.stack).second)
+            continue;
+        for (uint32_t f : ft.stack(a.stack)) {
+            const std::string_view file = ft.strings().get(ft.frame(f).file);
+            const size_t at = file.rfind("torch/optim/");
+            if (at == std::string_view::npos || !file.ends_with(".py"))
+                continue;
+            const std::string stem(file.substr(at + 12, file.size() - at - 15));
+            if (const auto it = kStates.find(stem); it != kStates.end())
+                return NamedOptimizer{stem, it->second};
+        }
+    }
+    return std::nullopt;
+}
+
+/// One gradient per trainable parameter: those born in the trace's backward and alive at its
+/// first optimizer event (else at the end of its first backward).
+SizeCounts gradientSizes(const MemoryTimeline& tl, const PhaseAnalysis& ph, const std::vector<AllocationClass>& classes)
+{
+    int64_t at = -1;
+    for (const PhaseSpan& s : ph.spans)
+        if (s.phase == Phase::Backward && at < 0)
+            at = s.endEvent;
+        else if (s.phase == Phase::Optimizer && at >= 0) {
+            at = s.startEvent;
+            break;
+        }
+    SizeCounts out;
+    if (at < 0)
+        return out;
+    for (size_t i = 0; i < tl.allocations.size(); ++i) {
+        const Allocation& a = tl.allocations[i];
+        if (classes[i].category == TensorCategory::Gradient && classes[i].rule == CategoryRule::BackwardOutlivesPass &&
+            a.start >= 0 && a.start <= at && (a.end == Allocation::kStillAlive || a.end > at))
+            ++out[a.size];
+    }
+    return out;
+}
+
+bool backwardRan(const PhaseAnalysis& ph)
+{
+    return std::any_of(ph.spans.begin(), ph.spans.end(), [](const PhaseSpan& s) { return s.phase == Phase::Backward; });
+}
+
+/// The copies of `reference` that `pre` holds: the count most of the bytes agree on.
+int copiesOf(const SizeCounts& pre, const SizeCounts& reference)
+{
+    std::map<int, double> vote;
+    double voted = 0;
+    for (const auto& [size, n] : reference) {
+        const auto it = pre.find(size);
+        const int64_t k = it == pre.end() ? 0 : it->second / n;
+        vote[int(k)] += double(size) * double(n);
+        voted += double(size) * double(n);
+    }
+    const auto best = std::max_element(vote.begin(), vote.end(),
+                                       [](const auto& a, const auto& b) { return a.second < b.second; });
+    return best != vote.end() && best->second >= 0.8 * voted ? best->first : 0;
+}
+
+int64_t countsGcd(const SizeCounts& pre)
+{
+    int64_t g = 0;
+    for (const auto& [size, n] : pre)
+        g = std::gcd(g, n);
+    return g;
+}
+
+std::vector<PreRecordingReading> readingsFor(int copies, std::optional<bool> gradientsKept,
+                                             const std::optional<NamedOptimizer>& opt)
+{
+    std::vector<PreRecordingReading> out;
+    for (int g : {0, 1}) {
+        if (gradientsKept && *gradientsKept != bool(g))
+            continue;
+        const int rest = copies - 1 - g;
+        if (rest < 0)
+            continue;
+        if (!opt) {
+            out.push_back({rest, g, 0});
+        } else if (opt->states.count(rest)) {
+            out.push_back({rest, g, 0});
+        } else if (const int most = *opt->states.rbegin(); rest > most) {
+            // Copies beyond what the named optimizer keeps: further weights (an EMA, a
+            // reference model).
+            out.push_back({most, g, rest - most});
+        }
+    }
+    return out;
+}
+
+/// Without gradients in the trace: every number of copies that divides the count of each size
+/// and that the optimizer (named, or any of none, one or two states) and the gradients allow.
+std::vector<PreRecordingReading> readingsFromCounts(const SizeCounts& pre, std::optional<bool> gradientsKept,
+                                                    const std::optional<NamedOptimizer>& opt)
+{
+    std::vector<PreRecordingReading> out;
+    const int64_t g = countsGcd(pre);
+    // Without a backward or an optimizer step in the trace nothing says this is training: a
+    // few sizes whose counts share a divisor may be the model's own (two blocks of one size), so
+    // it takes four sizes to read copies at all, and the weights alone stay a reading.
+    const bool training = gradientsKept.has_value() || opt.has_value();
+    if (!training && pre.size() < 4)
+        return out;
+    for (int k = 2; k <= 4; ++k) {
+        if (g % k != 0)
+            continue;
+        for (const PreRecordingReading& x : readingsFor(k, gradientsKept, opt))
+            if (x.extraWeights == 0 && x.states <= 2)
+                out.push_back(x);
+        if (!training)
+            out.push_back({0, 0, k - 1});
+    }
+    return out;
+}
+
+/// Without gradients to count them, the parameters in the smallest blocks: that size holds
+/// `copies` blocks for each and a step counter for every parameter, so at most
+/// (blocks - larger parameters) / (copies + 1) of them (small buffers make it fewer).
+void addSmallestParameters(const MemoryTimeline& tl, const std::vector<AllocationClass>& classes, int copies,
+                           SizeCounts& reference)
+{
+    int64_t larger = 0, smallest = 0;
+    for (const auto& [size, n] : reference)
+        larger += n;
+    for (size_t i = 0; i < tl.allocations.size(); ++i)
+        smallest += aliveThrough(tl.allocations[i]) && tl.allocations[i].size <= kSmallBytes &&
+                    classes[i].rule == CategoryRule::AliveThroughWindow;
+    if (const int64_t n = (smallest - larger) / (copies + 1); n > 0)
+        reference[kSmallBytes] = n;
+}
+
+/// Smallest blocks left over, one per parameter: the optimizer's step counters (Adam's kind
+/// keeps one per parameter, on the device where the recorder or `fused`/`capturable` put it).
+/// Blocks of one size are interchangeable, so where small buffers share the size (BatchNorm's
+/// running statistics) as many blocks as parameters are the counters.
+void relabelStepCounters(const MemoryTimeline& tl, std::vector<AllocationClass>& classes, const SizeCounts& reference,
+                         bool countersPerParameter)
+{
+    int64_t params = 0, left = 0;
+    for (const auto& [size, n] : reference)
+        params += n;
+    auto leftOver = [&](size_t i) {
+        return aliveThrough(tl.allocations[i]) && tl.allocations[i].size <= kSmallBytes &&
+               classes[i].rule == CategoryRule::AliveThroughWindow;
+    };
+    for (size_t i = 0; i < tl.allocations.size(); ++i)
+        left += leftOver(i);
+    if (params == 0 || left < params || (left > params && !countersPerParameter))
+        return;
+    for (size_t i = 0; i < tl.allocations.size() && params > 0; ++i)
+        if (leftOver(i)) {
+            classes[i] = {TensorCategory::OptimizerState, CategoryRule::BeforeWindowState, Phase::Setup};
+            --params;
+        }
+}
+
+void relabel(const MemoryTimeline& tl, std::vector<AllocationClass>& classes, const SizeCounts& reference,
+             const PreRecording& r)
+{
+    // Blocks of one size are interchangeable: the first n of a size are the weights, then
+    // the state, the gradients and further weights, by count.
+    std::map<int64_t, int64_t> taken;
+    const bool decided = r.decided();
+    const PreRecordingReading one = decided ? r.readings.front() : PreRecordingReading{};
+    for (size_t i = 0; i < tl.allocations.size(); ++i) {
+        const Allocation& a = tl.allocations[i];
+        if (!aliveThrough(a) || classes[i].rule != CategoryRule::AliveThroughWindow)
+            continue;
+        const auto ref = reference.find(a.size);
+        if (ref == reference.end())
+            continue;
+        const int64_t k = taken[a.size]++ / ref->second; // which copy this block is
+        AllocationClass& c = classes[i];
+        if (k == 0 || k >= r.copies)
+            c.rule = k == 0 ? CategoryRule::BeforeWindowWeights : c.rule;
+        else if (!decided)
+            c = {TensorCategory::Unknown, CategoryRule::BeforeWindowUndecided, Phase::Setup};
+        else if (k <= one.states)
+            c = {TensorCategory::OptimizerState, CategoryRule::BeforeWindowState, Phase::Setup};
+        else if (k <= one.states + one.gradients)
+            c = {TensorCategory::Gradient, CategoryRule::BeforeWindowGradient, Phase::Setup};
+        else
+            c.rule = CategoryRule::BeforeWindowWeights;
+    }
+    if (decided && one.states > 0)
+        relabelStepCounters(tl, classes, reference, r.stepCounters);
+}
+
+/// Memory from before the trace that the optimizer's update frees (not zero_grad, which frees
+/// gradients): the step replaced it, as state.
+void relabelReplacedState(const FrameTable& ft, const MemoryTimeline& tl, std::vector<AllocationClass>& classes)
+{
+    for (size_t i = 0; i < tl.allocations.size(); ++i) {
+        if (classes[i].rule != CategoryRule::FreedByZeroGrad)
+            continue;
+        bool zeroGrad = false, update = false;
+        for (uint32_t f : ft.stack(tl.allocations[i].stack)) {
+            const std::string_view name = ft.strings().get(ft.frame(f).name);
+            const std::string_view file = ft.strings().get(ft.frame(f).file);
+            zeroGrad = zeroGrad || name == "zero_grad";
+            update = update || (file.find("torch/optim/") != std::string_view::npos && name != "zero_grad");
+        }
+        if (update && !zeroGrad)
+            classes[i] = {TensorCategory::OptimizerState, CategoryRule::FreedByOptimizerUpdate, Phase::Setup};
+    }
+}
+
+std::string describe(const PreRecording& r)
+{
+    std::string s = formatBytes(r.bytes) + " alive before the trace holds the parameter set (" +
+                    formatBytes(r.weightBytes) + ", from " + r.reference + ") " + std::to_string(r.copies) + " times";
+    if (!r.optimizer.empty())
+        s += "; the optimizer's frames name " + r.optimizer;
+    return s;
+}
+
+} // namespace
+
+int64_t PreRecording::stateBytesLow() const
+{
+    int lo = INT32_MAX;
+    for (const auto& x : readings)
+        lo = std::min(lo, x.states);
+    return readings.empty() ? 0 : int64_t(lo) * weightBytes;
+}
+
+int64_t PreRecording::stateBytesHigh() const
+{
+    int hi = 0;
+    for (const auto& x : readings)
+        hi = std::max(hi, x.states);
+    return int64_t(hi) * weightBytes;
+}
+
+PreRecording readPreRecording(const FrameTable& frames, const MemoryTimeline& tl, const PhaseAnalysis& ph,
+                              std::vector<AllocationClass>& classes)
+{
+    PreRecording r;
+    relabelReplacedState(frames, tl, classes);
+    SizeCounts pre;
+    for (size_t i = 0; i < tl.allocations.size(); ++i) {
+        const Allocation& a = tl.allocations[i];
+        if (aliveThrough(a) && classes[i].rule == CategoryRule::AliveThroughWindow) {
+            r.bytes += a.size;
+            if (a.size > kSmallBytes)
+                ++pre[a.size];
+        }
+    }
+    if (pre.empty())
+        return r;
+    const std::optional<NamedOptimizer> opt = optimizerOfFrames(frames, tl, ph);
+    if (opt) {
+        r.optimizer = opt->name;
+        r.stepCounters = opt->states == std::set<int>{2};
+    }
+    SizeCounts reference = gradientSizes(tl, ph, classes);
+    if (!reference.empty()) {
+        r.reference = "the gradients born in the trace's backward";
+        r.copies = copiesOf(pre, reference);
+        if (r.found())
+            r.readings = readingsFor(r.copies, false, opt);
+    } else {
+        // A backward that allocates no gradient accumulated into gradients kept from before.
+        r.reference = "the counts of the blocks of each size";
+        r.readings = readingsFromCounts(pre, backwardRan(ph) ? std::optional(true) : std::nullopt, opt);
+        for (const PreRecordingReading& x : r.readings)
+            r.copies = std::max(r.copies, x.copies());
+        reference.clear();
+        for (const auto& [size, n] : pre)
+            if (r.found())
+                reference[size] = n / r.copies;
+        if (r.decided() && r.stepCounters)
+            addSmallestParameters(tl, classes, r.copies, reference);
+    }
+    if (!r.found() || r.readings.empty()) {
+        r.readings.clear();
+        return r;
+    }
+    for (const auto& [size, n] : reference)
+        r.weightBytes += size * n;
+    r.evidence = describe(r);
+    if (!r.decided())
+        r.settle = "a recording that starts before the optimizer's first step, or one whose optimizer step "
+                   "and backward are in the trace (their frames name the optimizer; the gradients they allocate "
+                   "are the parameter set)";
+    relabel(tl, classes, reference, r);
+    return r;
+}
+
+} // namespace headroom

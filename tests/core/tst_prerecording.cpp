@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: MIT
+// Memory from before the recording: the parameter set's copies read as weights, optimizer state
+// and kept gradients (core/analysis/prerecording.h), on CPU recordings made mid-run
+// (tests/data/cpu/record_late.py).
+#include "core/analysis/diagnosis.h"
+#include "core/analysis/memoryanalysis.h"
+#include "core/io/loader.h"
+#include "core/report/analysisreport.h"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <string>
+
+using namespace headroom;
+
+namespace {
+
+std::shared_ptr<const LoadedTrace> lateFile(const std::string& name)
+{
+    return Loader::load(std::string(HEADROOM_SOURCE_DIR) + "/tests/data/cpu/" + name);
+}
+
+/// Bytes alive before the trace and at its end, by category.
+std::array<int64_t, kTensorCategoryCount> beforeTrace(const LoadedTrace& t, const DeviceAnalysis& a)
+{
+    std::array<int64_t, kTensorCategoryCount> out{};
+    const MemoryTimeline& tl = t.timelines[0];
+    for (size_t i = 0; i < tl.allocations.size(); ++i)
+        if (tl.allocations[i].start == Allocation::kBeforeWindow && tl.allocations[i].end == Allocation::kStillAlive)
+            out[size_t(a.classes[i].category)] += tl.allocations[i].size;
+    return out;
+}
+
+const Finding* findingOf(const std::vector<Finding>& fs, const std::string& kind)
+{
+    const auto it = std::find_if(fs.begin(), fs.end(), [&](const Finding& f) { return f.kind == kind; });
+    return it == fs.end() ? nullptr : &*it;
+}
+
+constexpr size_t idx(TensorCategory c) { return size_t(c); }
+
+} // namespace
+
+TEST_CASE("Recorded after AdamW's first step: the weights and two moments, read from the gradients", "[analysis][prerecording]")
+{
+    const auto t = lateFile("decoder_late_adamw_mid.pickle");
+    const DeviceAnalysis a = analyzeDevice(*t, 0);
+    const PreRecording& r = a.preRecording;
+    REQUIRE(r.decided());
+    CHECK(r.copies == 3);
+    CHECK(r.optimizer == "adamw");
+    CHECK(r.readings.front() == PreRecordingReading{2, 0, 0});
+    const auto bytes = beforeTrace(*t, a);
+    // Every copy of the parameter set counted once: weights once, the moments twice (plus a
+    // 512-byte step counter per parameter), nothing left as "parameter" twice over.
+    CHECK(bytes[idx(TensorCategory::Parameter)] == r.weightBytes);
+    CHECK(bytes[idx(TensorCategory::OptimizerState)] >= 2 * r.weightBytes);
+    CHECK(bytes[idx(TensorCategory::Gradient)] == 0);
+    CHECK(bytes[idx(TensorCategory::Unknown)] == 0);
+    const std::vector<Finding> fs = diagnose(*t, 0, a, {});
+    const Finding* f = findingOf(fs, "before_recording");
+    REQUIRE(f);
+    CHECK(f->verdict.find("optimizer state") != std::string::npos);
+    const nlohmann::json j = analysisJson(*t, std::nullopt);
+    CHECK(j["devices"][0]["before_recording"]["decided"] == true);
+    CHECK(j["devices"][0]["before_recording"]["copies"] == 3);
+}
+
+TEST_CASE("Gradients kept across steps: four copies, no gradient born in the trace", "[analysis][prerecording]")
+{
+    const auto t = lateFile("decoder_late_keep_mid.pickle");
+    const DeviceAnalysis a = analyzeDevice(*t, 0);
+    const PreRecording& r = a.preRecording;
+    REQUIRE(r.decided());
+    CHECK(r.copies == 4);
+    CHECK(r.readings.front() == PreRecordingReading{2, 1, 0});
+    const auto bytes = beforeTrace(*t, a);
+    CHECK(bytes[idx(TensorCategory::Gradient)] == r.weightBytes);
+    CHECK(bytes[idx(TensorCategory::Parameter)] == r.weightBytes);
+}
+
+TEST_CASE("Nothing decides without a backward or an optimizer step: both readings and the band", "[analysis][prerecording]")
+{
+    const auto t = lateFile("decoder_late_forward_only.pickle");
+    const DeviceAnalysis a = analyzeDevice(*t, 0);
+    const PreRecording& r = a.preRecording;
+    CHECK(r.copies == 3);
+    CHECK_FALSE(r.decided());
+    // Two moments; one moment and kept gradients; or weights whose sizes repeat (no state).
+    REQUIRE(r.readings.size() == 3);
+    CHECK(std::count(r.readings.begin(), r.readings.end(), PreRecordingReading{0, 0, 2}) == 1);
+    CHECK(r.stateBytesLow() == 0);
+    CHECK(r.stateBytesHigh() == 2 * r.weightBytes);
+    // Not called optimizer state or gradients: unknown, with the readings beside it.
+    const auto bytes = beforeTrace(*t, a);
+    CHECK(bytes[idx(TensorCategory::Unknown)] >= 2 * r.weightBytes);
+    CHECK(bytes[idx(TensorCategory::OptimizerState)] == 0);
+    const Finding* f = findingOf(diagnose(*t, 0, a, {}), "before_recording");
+    REQUIRE(f);
+    CHECK(f->verdict.find(" or ") != std::string::npos);
+    CHECK(f->firstMove.find("settled by") != std::string::npos);
+}
