@@ -18,6 +18,9 @@ style places ``cap.phase("forward" | "loss" | "backward" | "optimizer")`` and
               on_after_backward, on_before_optimizer_step); the loop is Trainer.fit ->
               Trainer._run_batch; a callback computes the gradient norm (small tensors) in
               the optimizer phase, before the step
+  gradpen     plain with a gradient penalty in the loss (``torch.autograd.grad`` of the loss
+              with respect to the model's output, ``create_graph=True``, squared and added, as
+              WGAN-GP and R1 penalties do): autograd's engine runs inside the loss phase
   scaler      loss scaling as torch.cuda.amp.GradScaler does it, emulated on the CPU
               (``GradScaler`` below): scaled loss, in-place unscale of the gradients in
               ``GradScaler.unscale_``, a found-inf check, then the step and the scale update
@@ -44,7 +47,7 @@ import torch
 
 import cpu_models
 
-STYLES = ("plain", "closure", "accum", "keep_grads", "trainer", "scaler")
+STYLES = ("plain", "closure", "accum", "keep_grads", "trainer", "scaler", "gradpen")
 LATE_STYLES = ("late_adamw", "late_sgdm", "late_keep")
 LATE = {"late_adamw": ("adamw", True), "late_sgdm": ("sgd-momentum", True),
         "late_keep": ("adamw", False)}  # optimizer, zero_grad's set_to_none
@@ -290,8 +293,34 @@ def train_scaler(cap, model, optimizer, make_batch, loss_fn, iterations):
                 optimizer.zero_grad(set_to_none=True)
 
 
+def loss_with_penalty(loss_fn, out, y, weight=0.1):
+    """The loss plus the squared gradient of it with respect to ``out`` (a gradient penalty)."""
+    loss = loss_fn(out, y)
+    (g,) = torch.autograd.grad(loss, out, create_graph=True)
+    return loss + weight * g.pow(2).mean()
+
+
+def train_gradpen(cap, model, optimizer, make_batch, loss_fn, iterations):
+    model.train()
+    for _ in range(iterations):
+        with cap.iteration():
+            x, y = cap.inputs(*make_batch())
+            with cap.phase("forward"):
+                out = model(x)
+            with cap.phase("loss"):
+                loss = loss_with_penalty(loss_fn, out, y)
+            del out
+            with cap.phase("backward"):
+                loss.backward()
+            del loss, x, y
+            with cap.phase("optimizer"):
+                optimizer.step()
+                optimizer.zero_grad(set_to_none=True)
+
+
 TRAIN = {"plain": train_plain, "closure": train_closure, "accum": train_accum,
-         "keep_grads": train_keep_grads, "trainer": train_trainer, "scaler": train_scaler}
+         "keep_grads": train_keep_grads, "trainer": train_trainer, "scaler": train_scaler,
+         "gradpen": train_gradpen}
 
 
 def run_style(path, family, style, micro_batch=2, seq_mult=1, iterations=2, seed=0,

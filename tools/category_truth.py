@@ -74,7 +74,7 @@ PYDIR = os.path.join(ROOT, "python")
 sys.path.insert(0, PYDIR)
 
 FAMILIES = ("decoder", "encoder", "convnet", "lstm")
-STYLES = ("plain", "closure", "accum", "keep_grads", "trainer", "scaler")
+STYLES = ("plain", "closure", "accum", "keep_grads", "trainer", "scaler", "gradpen")
 LATE_STYLES = ("late_adamw", "late_sgdm", "late_keep")  # recorded mid-run (issue 46)
 BASE = dict(micro_batch=2, seq_mult=1, iterations=2, optimizer="adamw", seed=0)
 RECORD_VERSION = 2  # bump when record() below changes what is recorded

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 
 namespace headroom {
 
@@ -144,6 +145,58 @@ void releaseClosureWindows(const std::vector<std::pair<int64_t, int64_t>>& windo
     }
 }
 
+/// Autograd called by a forward or a loss (torch.autograd.grad for a gradient penalty,
+/// torch.autograd.functional's jvp, vjp, hessian) is that forward's or loss's work, not the
+/// step's backward: the phase of the nearest forward or loss frame outside the call. A
+/// `.backward()` never is (a checkpoint's recompute runs forward frames inside one).
+std::optional<Phase> autogradCallerPhase(const FrameTable& ft, uint32_t stack)
+{
+    bool inCall = false;
+    for (uint32_t f : ft.stack(stack)) {
+        const Frame& fr = ft.frame(f);
+        const std::string_view file = ft.strings().get(fr.file);
+        const std::string_view name = ft.strings().get(fr.name);
+        if (name == "backward" && (endsWith(file, "torch/autograd/__init__.py") || endsWith(file, "torch/_tensor.py")))
+            return std::nullopt;
+        if (!inCall) {
+            inCall = (name == "grad" && endsWith(file, "torch/autograd/__init__.py")) ||
+                     endsWith(file, "torch/autograd/functional.py");
+            continue;
+        }
+        const uint8_t flags = frameFlags(ft, f);
+        if (flags & kOptim)
+            return std::nullopt;
+        if (flags & kLoss)
+            return Phase::Loss;
+        if (flags & kForward)
+            return Phase::Forward;
+    }
+    return std::nullopt;
+}
+
+/// The first OOM's events after it are not training (an exception handler, a teardown), unless
+/// an optimizer step follows (a loop that caught the OOM and went on): they are Other, and no
+/// phase or iteration starts there.
+void markAfterOom(const TraceEvents& ev, std::vector<uint8_t>& phase, std::vector<PhaseSource>& source)
+{
+    const auto oom = std::find(ev.action.begin(), ev.action.end(), TraceAction::Oom);
+    if (oom == ev.action.end())
+        return;
+    const size_t at = size_t(oom - ev.action.begin());
+    const size_t from = at + 1;
+    // The failing request was made in the phase before it (not the one after, as a gap between
+    // forward and backward would read).
+    if (at > 0 && (source[at] == PhaseSource::Neighbours || source[at] == PhaseSource::Default))
+        phase[at] = phase[at - 1];
+    for (size_t i = from; i < phase.size(); ++i)
+        if (phase[i] == static_cast<uint8_t>(Phase::Optimizer) && source[i] != PhaseSource::Neighbours)
+            return;
+    for (size_t i = from; i < phase.size(); ++i) {
+        phase[i] = static_cast<uint8_t>(Phase::Other);
+        source[i] = PhaseSource::AfterOom;
+    }
+}
+
 } // namespace
 
 bool isWorkerStartFile(std::string_view file)
@@ -171,6 +224,8 @@ Phase PhaseClassifier::phaseOfStack(const FrameTable& ft, uint32_t stack, bool* 
     }
     *matched = all != 0;
     if (innermost & kOptim) return Phase::Optimizer;
+    if (const std::optional<Phase> p = autogradCallerPhase(ft, stack))
+        return *p;
     if (all & kBackward) return Phase::Backward;
     if (innermost & kLoss) return Phase::Loss;
     if (innermost & kForward) return Phase::Forward;
@@ -328,6 +383,7 @@ PhaseAnalysis PhaseClassifier::classify(const Snapshot& snap, const DeviceData& 
         i = j;
     }
 
+    markAfterOom(ev, phase, out.eventSource);
     out.eventPhase.resize(n);
     for (size_t k = 0; k < n; ++k)
         out.eventPhase[k] = static_cast<Phase>(phase[k]);

@@ -12,7 +12,7 @@
 namespace headroom {
 
 /// How an event's phase was decided, best source first.
-enum class PhaseSource : uint8_t { Annotation, Frames, Neighbours, Default };
+enum class PhaseSource : uint8_t { Annotation, Frames, Neighbours, Default, AfterOom };
 
 struct PhaseSpan {
     Phase phase = Phase::Other;

@@ -370,3 +370,57 @@ TEST_CASE("PhaseClassifier: a worker pool's __init__ frames are not a model bein
                                           ft.internFrame("/usr/lib/python3.11/multiprocessing/pool.py", 215, "__init__")};
     CHECK(stackPhase(t, ft.internStack(module), matched) == Phase::Setup);
 }
+
+TEST_CASE("PhaseClassifier::phaseOfStack: autograd called by a forward or a loss is theirs, not backward",
+          "[phaseclassifier]")
+{
+    // PyTorch 2.x frames: torch.autograd.grad and functional.jvp enter the engine through
+    // _engine_run_backward, which alone reads as backward (issue 46: a Lightning model whose
+    // forward calls jvp read as forward-backward-forward, one step as three iterations).
+    Trace t;
+    FrameTable& ft = t.snap.frames;
+    bool matched = false;
+    const uint32_t engine = ft.internFrame("torch/autograd/graph.py", 768, "_engine_run_backward");
+    const uint32_t grad = ft.internFrame("torch/autograd/__init__.py", 412, "grad");
+    const uint32_t loop = ft.internFrame("train.py", 5, "train");
+    const std::vector<uint32_t> jvp = {engine, grad, ft.internFrame("torch/autograd/functional.py", 300, "jvp"),
+                                       ft.internFrame("model.py", 40, "forward"),
+                                       ft.internFrame("torch/nn/modules/module.py", 1750, "_call_impl"), loop};
+    CHECK(stackPhase(t, ft.internStack(jvp), matched) == Phase::Forward);
+    const std::vector<uint32_t> penalty = {engine, grad, ft.internFrame("train.py", 30, "loss_with_penalty"), loop};
+    CHECK(stackPhase(t, ft.internStack(penalty), matched) == Phase::Loss);
+    // autograd.grad from the loop's own code is the step's backward (a functional training loop).
+    const std::vector<uint32_t> functional = {engine, grad, loop};
+    CHECK(stackPhase(t, ft.internStack(functional), matched) == Phase::Backward);
+    // .backward() stays backward wherever it is called, a forward-named wrapper included.
+    const std::vector<uint32_t> wrapped = {engine, ft.internFrame("torch/autograd/__init__.py", 266, "backward"),
+                                           ft.internFrame("torch/_tensor.py", 581, "backward"),
+                                           ft.internFrame("engine.py", 10, "forward"), loop};
+    CHECK(stackPhase(t, ft.internStack(wrapped), matched) == Phase::Backward);
+}
+
+TEST_CASE("PhaseClassifier: the events after an OOM are not more phases or iterations", "[phaseclassifier]")
+{
+    SECTION("nothing trains after the OOM: other")
+    {
+        Trace t;
+        for (uint32_t s : {t.forward, t.backward, t.optim, t.forward})
+            t.add(s);
+        t.dev().trace.append({.action = TraceAction::Oom, .size = 512, .stack = FrameTable::kEmptyStack});
+        for (uint32_t s : {t.backward, t.forward, t.setup})
+            t.add(s);
+        const PhaseAnalysis a = t.classify();
+        CHECK(phases(a) == "FBOFFXXX");
+        CHECK(a.eventSource[6] == PhaseSource::AfterOom);
+        CHECK(a.iterations.size() == 2);
+    }
+    SECTION("a loop that caught the OOM and stepped again keeps its phases")
+    {
+        Trace t;
+        t.add(t.forward);
+        t.dev().trace.append({.action = TraceAction::Oom, .size = 512, .stack = FrameTable::kEmptyStack});
+        for (uint32_t s : {t.forward, t.backward, t.optim})
+            t.add(s);
+        CHECK(phases(t.classify()) == "FFFBO");
+    }
+}
