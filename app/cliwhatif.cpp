@@ -6,6 +6,7 @@
 #include "core/analysis/summary.h"
 #include "core/util/join.h"
 #include "core/util/units.h"
+#include "core/whatif/whatifanswer.h"
 #include "core/whatif/allocatorverdict.h"
 #include "core/whatif/ladderinputs.h"
 #include "core/whatif/peakbreakdown.h"
@@ -384,9 +385,8 @@ CommandOutput whatIfOutput(const WhatIfRequest& o, bool ladder, const TraceSourc
         return verifyAgainst(o, t, m, k, dev, source);
     if (ladder)
         return ladderOutput(o, t, m, k, dev);
-    Projection p = project(m.base, t, k, dev);
-    simulateReserved(p, m.base, m.recordedAllocator);
-    describePeak(p, m.base);
+    const Projection p = answerWhatIf(m.base, t, k, dev,
+                                      {m.recordedAllocator, m.cal ? m.cal->cutStep : std::nullopt});
     CommandOutput out;
     out.json = projectionJson(p, m.items, k, dev);
     out.text = projectionText(p, m.items, dev);

@@ -16,6 +16,7 @@ LadderOptions ladderOptionsFor(const LoadedTrace& trace, const Calibration& cal,
     lo.optimizerStateSuspect = cal.optimizerStateSuspect;
     lo.calibration = &cal;
     lo.simulate = AllocatorConfig::fromSnapshot(trace.snapshot.allocatorSettings);
+    lo.cutStep = cal.cutStep;
     if (verdict)
         lo.allocator = verdict->ladderInput();
     return lo;

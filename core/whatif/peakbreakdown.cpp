@@ -69,6 +69,19 @@ std::string_view breakdownName(TensorCategory c)
     return "unknown";
 }
 
+/// A step the OOM cut short: what the recording never reached, so the parts add up to the
+/// whole step's headline.
+static void addRestOfCutStep(Projection& p)
+{
+    if (!p.wholeStepFromCut)
+        return;
+    double sum = 0;
+    for (const Component& c : p.atPeak)
+        sum += c.bytes;
+    if (p.peak - sum > 0.5)
+        p.atPeak.push_back({"rest_of_cut_step", p.peak - sum, 0, Provenance::Modelled});
+}
+
 void describePeak(Projection& p, const WhatIfBaseline& base)
 {
     p.atPeak.clear();
@@ -76,6 +89,7 @@ void describePeak(Projection& p, const WhatIfBaseline& base)
     if (!p.replayed || !base.trace || !base.categories) {
         for (const Component& c : p.peakProjection().components)
             p.atPeak.push_back(c);
+        addRestOfCutStep(p);
         return;
     }
     const Live live = liveAt(*base.trace, p.replayTarget, p.replayPeakEvent, *base.categories);
@@ -88,6 +102,7 @@ void describePeak(Projection& p, const WhatIfBaseline& base)
     if (p.replayTarget.standing > 0)
         p.atPeak.push_back({"gathered_params", p.replayTarget.standing, 0, Provenance::Modelled});
     addOverhead(p.atPeak, p);
+    addRestOfCutStep(p);
     p.atPeakEvent = p.replayPeakEvent;
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "core/whatif/whatifcalibration.h"
 
+#include "core/analysis/oomprogress.h"
 #include "core/analysis/deviceimbalance.h"
 
 #include "core/analysis/categorychecks.h"
@@ -167,6 +168,20 @@ void readFlashAttention(Calibration& cal)
     }
 }
 
+/// The OOM's step, when it is the calibrated iteration and the OOM stopped it before its
+/// optimizer step.
+std::optional<CutStep> cutStepOf(const LoadedTrace& trace, size_t deviceIndex, const DeviceAnalysis& a, int iteration)
+{
+    const auto& actions = trace.snapshot.devices[deviceIndex].trace.action;
+    const auto oom = std::find(actions.begin(), actions.end(), TraceAction::Oom);
+    if (oom == actions.end() || a.phases.iterationOf(oom - actions.begin()) != iteration)
+        return std::nullopt;
+    const std::optional<OomProgress> pr = oomProgress(trace, deviceIndex, a);
+    if (!pr || pr->phase == Phase::Optimizer || pr->phase == Phase::Other)
+        return std::nullopt;
+    return CutStep{std::string(phaseKey(pr->phase)), pr->lowerBound, pr->estimateLow, pr->estimateHigh};
+}
+
 } // namespace
 
 Calibration calibrate(const LoadedTrace& trace, size_t deviceIndex, const DeviceAnalysis& a, const StatedConfig& stated,
@@ -175,6 +190,7 @@ Calibration calibrate(const LoadedTrace& trace, size_t deviceIndex, const Device
     Calibration cal = calibrateAt(trace, deviceIndex, a, stated, dims, k, -1);
     cal.optimizerStateSuspect = optimizerStateSuspect(brokenCategoryInvariants(trace.timelines.at(deviceIndex), a));
     cal.outlierDevice = findDeviceImbalance(trace, deviceIndex).has_value();
+    cal.cutStep = cutStepOf(trace, deviceIndex, a, cal.iteration);
     readFlashAttention(cal);
     return cal;
 }

@@ -6,6 +6,7 @@
 
 #include "core/analysis/memoryanalysis.h"
 #include "core/replay/loadedtrace.h"
+#include "core/whatif/cutstep.h"
 #include "core/whatif/traceconfig.h"
 #include "core/whatif/whatifprojection.h"
 
@@ -35,6 +36,9 @@ struct Calibration {
     /// This device allocates far more than the others from the same line (deviceimbalance.h):
     /// its inputs are larger, so a batch budget comes before any capacity lever.
     bool outlierDevice = false;
+    /// The calibrated iteration is the one an OOM cut short: its projections are of part of a
+    /// step, and the ladder starts from the whole step's band (cutstep.h).
+    std::optional<CutStep> cutStep;
     /// The file's optimizer state breaks an invariant (analysis/categorychecks.h): the
     /// ladder leaves out the levers that shrink it.
     bool optimizerStateSuspect = false;

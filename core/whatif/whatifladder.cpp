@@ -252,10 +252,18 @@ Ladder buildLadder(const WhatIfBaseline& base, const LeverConfig& start, const W
                    const DeviceSpec& dev, const LadderOptions& opt)
 {
     Ladder L;
-    auto proj = [&](const LeverConfig& c) {
+    auto projectCut = [&](const LeverConfig& c) {
         Projection p = project(base, c, k, dev);
         if (opt.simulate)
             simulateReserved(p, base, *opt.simulate);
+        return p;
+    };
+    // A step the OOM cut short: every projection is of the whole step (cutstep.h).
+    const double cutAllocated = opt.cutStep ? projectCut(base.config).peakAllocated : 0;
+    auto proj = [&](const LeverConfig& c) {
+        Projection p = projectCut(c);
+        if (opt.cutStep)
+            projectWholeStep(p, cutAllocated, *opt.cutStep);
         return p;
     };
     // What the trace cannot answer is left out, by the measured value it needs.

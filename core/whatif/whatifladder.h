@@ -5,6 +5,7 @@
 // the bottleneck, and stop at the first configuration whose high estimate fits.
 
 #include "core/replay/allocatorsimconfig.h"
+#include "core/whatif/cutstep.h"
 #include "core/whatif/whatifprojection.h"
 
 #include <array>
@@ -54,6 +55,9 @@ struct LadderOptions {
     /// The file's allocator settings: each replayed candidate's requests are simulated and its
     /// verdict is the simulation's (judgeBySimulation), as `whatif` judges the same target.
     std::optional<AllocatorConfig> simulate;
+    /// The calibrated iteration is one an OOM cut short: every projection is of the whole step
+    /// (cutstep.h), and a rung fits only when the whole step's high end does.
+    std::optional<CutStep> cutStep;
 };
 
 /// What a rung is: a lever of the model, an allocator setting the replay found, or a bound

@@ -247,6 +247,9 @@ struct Projection {
     /// peakbreakdown.h): the parts sum to `peak`. Empty until described.
     std::vector<Component> atPeak;
     int64_t atPeakEvent = -1; ///< the replay's peak event it was read at; -1: the terms' phase
+    /// The calibrated step was cut short by an OOM and the peak is the whole step's (cutstep.h):
+    /// the breakdown adds what the recording never reached.
+    bool wholeStepFromCut = false;
 
     const PhaseProjection& peakProjection() const { return phases[size_t(peakPhase)]; }
     /// stepPhaseLabel, except that a forward-only run's first moment is its "forward".

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "ui/whatif/whatifpanel.h"
 
+#include "core/whatif/whatifanswer.h"
 #include "core/whatif/batchratio.h"
 
 #include "ui/whatif/wheelguard.h"
@@ -423,12 +424,12 @@ void WhatIfPanel::recompute()
         return;
     }
     const auto t0 = std::chrono::steady_clock::now();
-    m_projection = project(m_base, m_config, m_k, m_device);
+    // The CLI's answer (core/whatif/whatifanswer.h); the allocator's simulation runs in the
+    // timeline job, off the slider's path.
+    const WhatIfContext context{std::nullopt, m_cal ? m_cal->cutStep : std::nullopt};
+    m_projection = answerWhatIf(m_base, m_config, m_k, m_device, context);
     m_lastRecomputeUs = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-    m_measured = project(m_base, m_base.config, m_k, m_device);
-    // The bars show the headline's engine: the replay's categories at its peak where it gave it.
-    describePeak(m_projection, m_base);
-    describePeak(m_measured, m_base);
+    m_measured = answerWhatIf(m_base, m_base.config, m_k, m_device, context);
     m_chart->set(m_cal ? &m_measured : nullptr, m_projection, m_cal ? m_cal->iteration : -1);
     const Projection& p = m_projection;
     m_summaryText = projectionSummaryHtml(p, m_device, m_k);

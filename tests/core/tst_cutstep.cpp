@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: MIT
+// A step the OOM cut short is projected whole (core/whatif/cutstep.h, issue 46 item 3).
+#include "core/analysis/memoryanalysis.h"
+#include "core/io/loader.h"
+#include "core/whatif/cutstep.h"
+#include "core/whatif/ladderinputs.h"
+#include "core/whatif/whatifcalibration.h"
+
+#include <catch2/catch.hpp>
+
+#include <string>
+
+using namespace headroom;
+
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+Projection cutProjection(double allocated, double capacity)
+{
+    Projection p;
+    p.peakAllocated = p.peakAllocatedLow = p.peakAllocatedHigh = allocated;
+    p.peak = p.peakLow = allocated + 10 * kMiB; // context and fragmentation
+    p.peakHigh = allocated + 20 * kMiB;
+    p.capacity = capacity;
+    p.verdict = Verdict::Fits;
+    p.fits = true;
+    return p;
+}
+
+} // namespace
+
+TEST_CASE("A lever on a cut step moves the whole step's band by its share", "[whatif][cutstep]")
+{
+    const CutStep cut{"forward", int64_t(60 * kMiB), int64_t(80 * kMiB), int64_t(200 * kMiB)};
+    // The cut iteration projects 60 MiB as run (the OOM's lower bound); full checkpointing halves
+    // it to 30, so the whole step's 80 to 200 MiB becomes 40 to 100.
+    Projection half = cutProjection(30 * kMiB, 150 * kMiB);
+    projectWholeStep(half, 60 * kMiB, cut);
+    CHECK(half.peakAllocated == Approx(40 * kMiB));
+    CHECK(half.peakAllocatedHigh == Approx(100 * kMiB));
+    CHECK(half.peakHigh == Approx(120 * kMiB));
+    CHECK(half.fits); // the high end fits 150 MiB
+    // On 100 MiB only the low end fits: it may fit, and it is not called a fit.
+    Projection tight = cutProjection(30 * kMiB, 100 * kMiB);
+    projectWholeStep(tight, 60 * kMiB, cut);
+    CHECK_FALSE(tight.fits);
+    CHECK(tight.verdict == Verdict::Tight);
+    REQUIRE_FALSE(tight.notes.empty());
+    CHECK(tight.notes.back().find("may fit") != std::string::npos);
+    // Without a complete step to scale, the high end is unknown: never a fit.
+    Projection unknown = cutProjection(30 * kMiB, 1000 * kMiB);
+    projectWholeStep(unknown, 60 * kMiB, CutStep{"forward", int64_t(60 * kMiB), 0, 0});
+    CHECK_FALSE(unknown.fits);
+    CHECK(unknown.peakAllocated == Approx(30 * kMiB));
+}
+
+TEST_CASE("Only the iteration the OOM cut is a cut step", "[whatif][cutstep]")
+{
+    // Device 1 was cut by the OOM in its forward; devices 0 and 2 ran whole steps.
+    const auto trace = Loader::load(std::string(HEADROOM_SOURCE_DIR) + "/tests/data/cpu/imbalanced_oom.pickle");
+    for (size_t d = 0; d < 3; ++d) {
+        const DeviceAnalysis a = analyzeDevice(*trace, d);
+        const Calibration cal = calibrate(*trace, d, a, StatedConfig{});
+        CHECK(cal.cutStep.has_value() == (d == 1));
+        if (d == 1) {
+            CHECK(cal.cutStep->phase == "forward");
+            CHECK(cal.cutStep->wholeHigh > cal.cutStep->wholeLow);
+            CHECK(ladderOptionsFor(*trace, cal, std::nullopt).cutStep.has_value());
+        }
+    }
+}
