@@ -41,6 +41,8 @@ QString kindTitle(const std::string& kind)
         return QObject::tr("Imbalance across devices");
     if (kind == "categories")
         return QObject::tr("Categories that do not add up");
+    if (kind == "before_recording")
+        return QObject::tr("Memory from before the recording");
     return q(kind);
 }
 
