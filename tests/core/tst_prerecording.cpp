@@ -96,7 +96,8 @@ TEST_CASE("Nothing decides without a backward or an optimizer step: both reading
     const auto bytes = beforeTrace(*t, a);
     CHECK(bytes[idx(TensorCategory::Unknown)] >= 2 * r.weightBytes);
     CHECK(bytes[idx(TensorCategory::OptimizerState)] == 0);
-    const Finding* f = findingOf(diagnose(*t, 0, a, {}), "before_recording");
+    const std::vector<Finding> fs = diagnose(*t, 0, a, {});
+    const Finding* f = findingOf(fs, "before_recording");
     REQUIRE(f);
     CHECK(f->verdict.find(" or ") != std::string::npos);
     CHECK(f->firstMove.find("settled by") != std::string::npos);
