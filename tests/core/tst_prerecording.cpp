@@ -102,3 +102,26 @@ TEST_CASE("Nothing decides without a backward or an optimizer step: both reading
     CHECK(f->verdict.find(" or ") != std::string::npos);
     CHECK(f->firstMove.find("settled by") != std::string::npos);
 }
+
+TEST_CASE("Memory from before the trace that the optimizer's update frees is replaced state, not a gradient",
+          "[analysis][prerecording]")
+{
+    // Two blocks from before the trace, both freed in the optimizer phase: one by zero_grad (a
+    // gradient), one by the update itself (state the step replaced, as a mid-run recording shows).
+    FrameTable ft;
+    const uint32_t main = ft.internFrame("train.py", 1, "main");
+    const std::vector<uint32_t> zeroGrad = {ft.internFrame("torch/optim/optimizer.py", 400, "zero_grad"), main};
+    const std::vector<uint32_t> update = {ft.internFrame("torch/optim/adamw.py", 300, "_single_tensor_adamw"),
+                                          ft.internFrame("torch/optim/adamw.py", 150, "step"), main};
+    MemoryTimeline tl;
+    tl.allocations.push_back({0x1000, 4096, int32_t(Allocation::kBeforeWindow), 0, ft.internStack(zeroGrad)});
+    tl.allocations.push_back({0x2000, 4096, int32_t(Allocation::kBeforeWindow), 1, ft.internStack(update)});
+    PhaseAnalysis ph;
+    ph.eventPhase = {Phase::Optimizer, Phase::Optimizer};
+    ph.spans = {{Phase::Optimizer, 0, 1}};
+    std::vector<AllocationClass> classes(2, {TensorCategory::Gradient, CategoryRule::FreedByZeroGrad, Phase::Setup});
+    readPreRecording(ft, tl, ph, classes);
+    CHECK(classes[0].category == TensorCategory::Gradient);
+    CHECK(classes[1].category == TensorCategory::OptimizerState);
+    CHECK(classes[1].rule == CategoryRule::FreedByOptimizerUpdate);
+}
