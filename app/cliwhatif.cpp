@@ -295,10 +295,10 @@ DeviceSpec deviceOf(const WhatIfRequest& o, std::optional<int64_t> capacity, Mea
     }
     const int64_t capBytes = capacity ? *capacity : (m.traceCapacity > 0 ? m.traceCapacity : dev.capacityBytes);
     if (o.devicePreset.empty())
-        dev = capBytes > 0 ? deviceForCapacity(capBytes) : *devicePreset("80gib");
+        dev = deviceForCapacity(capBytes);
     dev.capacityBytes = capBytes;
     if (capBytes <= 0)
-        dev.name = "capacity unknown (give --capacity; " + dev.name + " speeds)";
+        dev.name = "capacity unknown (give --capacity; " + devicePreset("80gib")->name + " speeds)";
     if (!capacity && m.traceCapacity > 0)
         m.items.push_back({"capacity", formatBytes(m.traceCapacity), "read", "OOM record"});
     return dev;

@@ -94,6 +94,8 @@ DeviceReport DeviceReport::compute(const LoadedTrace& trace, size_t deviceIndex,
     DeviceReport r;
     r.analysis = analyzeDevice(trace, deviceIndex, {o.cancel, o.categorySeries});
     r.capacity = estimateCapacity(trace, deviceIndex, o.capacity);
+    if (o.capacity && !o.capacitySource.empty())
+        r.capacity.source = o.capacitySource;
     if (r.capacity.bytes <= 0 && o.defaultCapacity > 0)
         r.capacity = {o.defaultCapacity, "assumed: Preferences or --capacity"};
     r.findings = diagnose(trace, deviceIndex, r.analysis, r.capacity);

@@ -16,6 +16,7 @@ namespace headroom {
 
 struct DeviceReportOptions {
     std::optional<int64_t> capacity; ///< the user's; else the OOM record's
+    std::string capacitySource;      ///< where the user gave `capacity` ("" : "user")
     int64_t defaultCapacity = 0;     ///< assumed when neither tells it (Preferences); 0: none
     StatedConfig stated;             ///< measured values the trace cannot tell
     WhatIfConstants constants;

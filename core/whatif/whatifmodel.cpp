@@ -231,6 +231,12 @@ std::vector<std::string> devicePresetNames() { return {"24gib", "40gib", "48gib"
 
 DeviceSpec deviceForCapacity(int64_t capacityBytes)
 {
+    if (capacityBytes <= 0) { // judged against nothing: no verdict, the common card's speeds
+        DeviceSpec d = *devicePreset("80gib");
+        d.capacityBytes = 0;
+        d.name = "capacity unknown (" + d.name + " speeds)";
+        return d;
+    }
     const double g = double(capacityBytes) / kGiB;
     const char* name = g < 32 ? "24gib" : g < 44 ? "40gib" : g < 64 ? "48gib" : g < 88 ? "80gib" : g < 120 ? "94gib" : "141gib";
     DeviceSpec d = *devicePreset(name);

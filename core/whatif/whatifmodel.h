@@ -114,7 +114,8 @@ struct DeviceSpec {
 /// "24gib", "40gib", "48gib", "80gib" (H100), "a100-80gb", "94gib", "141gib" (H200), "h100".
 std::optional<DeviceSpec> devicePreset(std::string_view name);
 std::vector<std::string> devicePresetNames();
-/// The best matching speed preset for a capacity (custom capacities keep H100 speeds).
+/// The best matching speed preset for a capacity, named by its size where no preset has it;
+/// 0 or less: the capacity is unknown (80 GiB speeds, no verdict).
 DeviceSpec deviceForCapacity(int64_t capacityBytes);
 
 /// The editable constants, each marked as a guess or sourced.

@@ -11,6 +11,7 @@
 #include "ui/shell/loadcontroller.h"
 #include "ui/shell/mainwindow.h"
 #include "ui/timeline/timelineminimap.h"
+#include "ui/timeline/timelineplotitems.h"
 #include "ui/timeline/timelineview.h"
 #include "ui/views/allocationsmodel.h"
 #include "ui/views/allocationsview.h"
@@ -215,6 +216,57 @@ TEST_CASE("the diagnosis's first move follows the what-if panel's ladder", "[wha
     panel->findChild<QPushButton*>(QStringLiteral("whatifFit"))->click();
     panel->finishLadderNow(); // built off the GUI thread
     CHECK(firstMove().startsWith(QStringLiteral("First move: at the what-if panel's levers (micro_batch=2)")));
+}
+
+TEST_CASE("a capacity chosen in the what-if is the file's in every view", "[whatif][capacity]")
+{
+    // The sample does not tell its device: nothing is judged until the user chooses one, and
+    // then the Diagnosis, the timeline, the ladder and the report all judge against it.
+    Analysed a(realTrace("pt27_kk_memory_ctx128_fullstep.pickle"));
+    Explorer& explorer = a.explorer();
+    WhatIfPanel* panel = explorer.whatIf()->panel();
+    panel->finishCalibration();
+    auto* combo = panel->findChild<QComboBox*>(QStringLiteral("whatifCapacity"));
+    REQUIRE(combo);
+    CHECK(combo->currentText() == QStringLiteral("unknown"));
+    CHECK(panel->device().capacityBytes == 0);
+    CHECK(panel->projection().verdict == Verdict::Unknown);
+    CHECK(panel->ladder().rungs.empty());
+    CHECK(explorer.diagnosis()->browser()->toPlainText().contains(QStringLiteral("Device capacity: unknown")));
+    CHECK(explorer.timeline()->plotItems().capacityLabel().isEmpty());
+
+    // A lever moved first: choosing the capacity keeps it (and the calibration).
+    LeverConfig c = panel->config();
+    c.accum = 3;
+    panel->setConfig(c);
+    QSignalSpy analysed(&explorer, &Explorer::dataAvailable);
+    combo->setCurrentIndex(combo->findText(QStringLiteral("48 GiB")));
+    REQUIRE(analysed.wait(kTimeoutMs));
+    QApplication::processEvents();
+    const int64_t cap = int64_t(48) << 30;
+    CHECK(a.data().capacity.bytes == cap);
+    CHECK(a.data().capacity.source == "chosen in the what-if panel");
+    CHECK(panel->device().capacityBytes == cap);
+    CHECK(panel->config().accum == 3);
+    CHECK_FALSE(panel->isCalibrating());
+    CHECK(combo->currentText() == QStringLiteral("48 GiB"));
+    CHECK(explorer.diagnosis()->browser()->toPlainText().contains(
+        QStringLiteral("Device capacity: 48.00 GiB (chosen in the what-if panel)")));
+    CHECK(explorer.timeline()->plotItems().capacityLabel().contains(QStringLiteral("48.00 GiB")));
+    CHECK(panel->projection().verdict != Verdict::Unknown);
+    panel->finishLadderNow();
+    CHECK_FALSE(panel->ladder().rungs.empty());
+    QTemporaryDir dir;
+    const QString report = a.postmortemReport(dir.path());
+    CHECK(report.contains(QStringLiteral("| Device capacity | 48.00 GiB")));
+
+    // Back to "unknown": every view forgets it.
+    combo->setCurrentIndex(0);
+    REQUIRE(analysed.wait(kTimeoutMs));
+    QApplication::processEvents();
+    CHECK(a.data().capacity.bytes == 0);
+    CHECK(explorer.timeline()->plotItems().capacityLabel().isEmpty());
+    CHECK(panel->projection().verdict == Verdict::Unknown);
 }
 
 TEST_CASE("the what-if panel takes the report's calibration instead of making a second one", "[whatif]")

@@ -219,6 +219,7 @@ TEST_CASE("projected run: a lever move draws it over the measured timeline; the 
     st.seq = 128;
     panel->setStated(st);
     panel->finishCalibration();
+    panel->setCapacity(int64_t(80) << 30); // the file does not tell it
     const LeverConfig measured = panel->config();
     CHECK_FALSE(view->hasProjected());
 

@@ -29,7 +29,7 @@ void AnalysisController::analyze(std::shared_ptr<const LoadedTrace> trace, int d
         return;
     }
     m_job->start(
-        [trace = std::move(trace), deviceIndex, capacity = m_defaultCapacity](BackgroundJob::Control& control) {
+        [capacity = capacityFor(trace), trace, deviceIndex](BackgroundJob::Control& control) {
             // A superseded analysis stops at its next stage instead of finishing for nobody.
             try {
                 QElapsedTimer t;
@@ -43,6 +43,25 @@ void AnalysisController::analyze(std::shared_ptr<const LoadedTrace> trace, int d
         },
         [this](const ExplorerDataPtr& data) { emit analysisAvailable(data); });
     emit analysisStarted();
+}
+
+void AnalysisController::setChosenCapacity(const std::shared_ptr<const LoadedTrace>& trace, int64_t bytes)
+{
+    m_chosenFor = trace;
+    m_chosen = bytes;
+}
+
+CapacityChoice AnalysisController::capacityFor(const std::shared_ptr<const LoadedTrace>& trace) const
+{
+    CapacityChoice c;
+    c.assumed = m_defaultCapacity;
+    if (trace && m_chosenFor.lock() == trace) {
+        if (m_chosen > 0)
+            c.chosen = m_chosen;
+        else
+            c.assumed = 0; // "unknown" chosen: nothing assumed either
+    }
+    return c;
 }
 
 void AnalysisController::clear()

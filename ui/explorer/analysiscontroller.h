@@ -26,6 +26,12 @@ public:
     /// the next analysis.
     void setDefaultCapacity(int64_t bytes) { m_defaultCapacity = bytes; }
     int64_t defaultCapacity() const { return m_defaultCapacity; }
+    /// The capacity the user chose for `trace` (0: unknown, over the file's own); every
+    /// device of that file is analysed against it from the next analysis on. Opening another
+    /// file forgets it.
+    void setChosenCapacity(const std::shared_ptr<const LoadedTrace>& trace, int64_t bytes);
+    /// What `trace` is judged against: the choice made for it, the default capacity.
+    CapacityChoice capacityFor(const std::shared_ptr<const LoadedTrace>& trace) const;
     bool isRunning() const;
 
 signals:
@@ -35,6 +41,8 @@ signals:
 private:
     BackgroundJob* m_job;
     int64_t m_defaultCapacity = 0;
+    std::weak_ptr<const LoadedTrace> m_chosenFor;
+    int64_t m_chosen = 0;
 };
 
 } // namespace headroom

@@ -9,7 +9,7 @@
 namespace headroom {
 
 std::shared_ptr<const ExplorerData> ExplorerData::compute(std::shared_ptr<const LoadedTrace> trace,
-                                                          size_t deviceIndex, int64_t defaultCapacity,
+                                                          size_t deviceIndex, const CapacityChoice& capacity,
                                                           const std::atomic<bool>* cancel)
 {
     auto data = std::make_shared<ExplorerData>();
@@ -19,7 +19,9 @@ std::shared_ptr<const ExplorerData> ExplorerData::compute(std::shared_ptr<const 
     std::future<AllocationBands> bands = std::async(
         std::launch::async, [&timeline = data->timeline()] { return AllocationBands(timeline, size_t(kDefaultBands)); });
     DeviceReportOptions options;
-    options.defaultCapacity = defaultCapacity;
+    options.capacity = capacity.chosen;
+    options.capacitySource = "chosen in the what-if panel";
+    options.defaultCapacity = capacity.assumed;
     options.cancel = cancel;
     options.categorySeries = true;
     DeviceReport report = DeviceReport::compute(*data->trace, deviceIndex, options);

@@ -18,6 +18,13 @@
 
 namespace headroom {
 
+/// The capacity a file is judged against where the file does not tell it, or the user
+/// overrode it: chosen for this file (the what-if panel), else assumed (Preferences).
+struct CapacityChoice {
+    std::optional<int64_t> chosen; ///< the user's, for this file: wins over the OOM record's
+    int64_t assumed = 0;           ///< when neither the user nor the file tells it (0: none)
+};
+
 /// One device of a loaded file with everything the views draw from it, computed off the
 /// GUI thread and immutable afterwards (shared by pointer, as heaptrack's ResultData).
 struct ExplorerData {
@@ -45,12 +52,10 @@ struct ExplorerData {
     const FrameTable& frames() const { return trace->snapshot.frames; }
     int64_t eventCount() const { return static_cast<int64_t>(device().trace.count()); }
 
-    /// Computes it all (seconds on a million events; call from a worker thread).
-    /// `defaultCapacity` (bytes, 0: none) is the capacity to assume when the file does
-    /// not tell it (Preferences).
-    /// Throws LoadCancelled between its stages once `cancel` is set.
+    /// Computes it all (seconds on a million events; call from a worker thread), judged
+    /// against `capacity`. Throws LoadCancelled between its stages once `cancel` is set.
     static std::shared_ptr<const ExplorerData> compute(std::shared_ptr<const LoadedTrace> trace, size_t deviceIndex,
-                                                       int64_t defaultCapacity = 0,
+                                                       const CapacityChoice& capacity = {},
                                                        const std::atomic<bool>* cancel = nullptr);
 };
 

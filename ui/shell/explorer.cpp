@@ -120,6 +120,9 @@ Explorer::Explorer(QMainWindow* window)
     // The diagnosis's first move follows the what-if's ladder once the panel knows more than
     // the file (measured values given) or starts elsewhere (levers moved): one answer.
     connect(m_whatIf->panel(), &WhatIfPanel::ladderChanged, this, &Explorer::followWhatIfLadder);
+    // One capacity per open file: the one chosen in the what-if is the Diagnosis's, the
+    // timeline's capacity line and the report's too.
+    connect(m_whatIf->panel(), &WhatIfPanel::capacityChosen, this, &Explorer::adoptCapacity);
     // As a lever moves, the projected run is drawn over the measured one.
     connect(m_whatIf->panel()->projectedTimeline(), &ProjectedTimelineJob::ready, m_timeline, &TimelineView::setProjected);
     connect(m_whatIf->panel()->projectedTimeline(), &ProjectedTimelineJob::cleared, m_timeline,
@@ -147,6 +150,16 @@ void Explorer::followWhatIfLadder()
         from += ")";
     }
     m_diagnosis->setCapacityFirstMove(QString::fromStdString(ladderFirstMove(panel->ladder(), panel->device(), from)));
+}
+
+void Explorer::adoptCapacity(qint64 bytes)
+{
+    if (!m_data || m_data->capacity.bytes == bytes)
+        return;
+    // Analysed again, the views keeping what they show until it arrives (no reset as for a
+    // device change): the selection, the levers and the calibration stay.
+    m_analysis->setChosenCapacity(m_data->trace, bytes);
+    m_analysis->analyze(m_data->trace, int(m_data->deviceIndex));
 }
 
 QDockWidget* Explorer::addDock(ExplorerView* view, Qt::DockWidgetArea area, QWidget* above)

@@ -108,6 +108,8 @@ signals:
 private:
     /// The diagnosis's capacity first move from the what-if panel's ladder (or the report's).
     void followWhatIfLadder();
+    /// The capacity chosen in the what-if becomes the file's: the device is analysed again.
+    void adoptCapacity(qint64 bytes);
     /// `above`: a bar shown over the view inside its dock (the timeline's capture bar).
     QDockWidget* addDock(ExplorerView* view, Qt::DockWidgetArea area, QWidget* above = nullptr);
     void setData(const ExplorerDataPtr& data);

@@ -271,6 +271,11 @@ void TimelinePlotItems::setCapacity(int64_t bytes, const QString& label)
     }
 }
 
+QString TimelinePlotItems::capacityLabel() const
+{
+    return m_capacityLine->visible() ? m_capacityLabel->text() : QString();
+}
+
 void TimelinePlotItems::clearOomMarkers()
 {
     for (const OomMarker& m : m_ooms) {

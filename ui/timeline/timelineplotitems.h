@@ -77,6 +77,8 @@ public:
     void setPeak(double key, int64_t bytes, const QString& label);
     /// The dotted capacity line and its label; hidden when `bytes` <= 0.
     void setCapacity(int64_t bytes, const QString& label);
+    /// The capacity line's label as drawn (empty while hidden).
+    QString capacityLabel() const;
     void clearOomMarkers();
     /// A dashed line at `key` with its label, the labels staggered over five rows.
     void addOomMarker(double key, const QString& label, const QFont& font, const QColor& background);

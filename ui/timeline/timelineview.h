@@ -147,6 +147,7 @@ public:
     /// The projected curve's items (tests).
     const ProjectedCurveItems& projectedItems() const { return *m_projected; }
     const PoolCurveItems& poolItems() const { return *m_pools; }
+    const TimelinePlotItems& plotItems() const { return *m_items; }
 
 signals:
     void xAxisModeChanged(headroom::TimelineView::XAxisMode mode);

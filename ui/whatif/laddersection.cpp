@@ -90,6 +90,12 @@ LadderSection::LadderSection(QWidget* parent) : QWidget(parent)
 
 void LadderSection::clear() { m_list->clear(); }
 
+void LadderSection::showMessage(const QString& text)
+{
+    m_list->clear();
+    m_list->addItem(text);
+}
+
 void LadderSection::showPending()
 {
     m_list->clear();

@@ -25,6 +25,8 @@ public:
     /// Shows `ladder`'s warnings and rungs (green where the rung fits); clear() empties it.
     void setLadder(const Ladder& ladder);
     void clear();
+    /// Why there is no ladder.
+    void showMessage(const QString& text);
     /// A ladder is being built off the GUI thread.
     void showPending();
     /// The currency spent first, as the combo shows it (no signal).

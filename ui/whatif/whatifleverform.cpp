@@ -2,6 +2,7 @@
 #include "ui/whatif/whatifleverform.h"
 
 #include "core/whatif/batchratio.h"
+#include "ui/plot/categorystyle.h"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -15,6 +16,7 @@
 #include <QSpinBox>
 #include <QToolButton>
 
+#include <algorithm>
 #include <cmath>
 
 namespace headroom {
@@ -107,10 +109,15 @@ void WhatIfLeverForm::buildLevers(QFormLayout* form)
     m_flash = new QCheckBox(tr("FlashAttention"), this); // fits the levers column; the tool tip says the rest
     m_flash->setToolTip(tr("FlashAttention or fused scaled-dot-product attention: no b*s^2 attention scores stored"));
     form->addRow(QString(), m_flash);
+    // The file's capacity, shared with every view (Explorer): "unknown" until the file or the
+    // user tells it, so that no verdict is judged against a card nobody chose.
     m_capacity = new QComboBox(this);
+    m_capacity->setObjectName(QStringLiteral("whatifCapacity"));
+    m_capacity->addItem(tr("unknown"), qlonglong(0));
     for (int g : {24, 40, 48, 80, 94, 141})
-        m_capacity->addItem(QString::number(g) + QStringLiteral(" GiB"), g);
-    m_capacity->setCurrentIndex(3);
+        m_capacity->addItem(QString::number(g) + QStringLiteral(" GiB"), qlonglong(g) << 30);
+    m_capacity->setToolTip(tr("The device the projection is judged against; the timeline, the Diagnosis and "
+                              "the report judge the file against it too"));
     form->addRow(tr("Capacity"), m_capacity);
 
 }
@@ -354,15 +361,15 @@ void WhatIfLeverForm::showMeasured(const std::vector<MeasuredItem>& measured, co
     m_measuredP->setItemText(0, textFor("precision"));
 }
 
-int WhatIfLeverForm::capacityGiB() const { return m_capacity->currentData().toInt(); }
+int64_t WhatIfLeverForm::capacityBytes() const { return m_capacity->currentData().toLongLong(); }
 
 void WhatIfLeverForm::showCapacity(int64_t bytes)
 {
     m_updating = true;
-    const int g = int(std::lround(double(bytes) / kGiB));
-    int idx = m_capacity->findData(g);
-    if (idx < 0) {
-        m_capacity->addItem(QString::number(double(bytes) / kGiB, 'f', 1) + QStringLiteral(" GiB"), g);
+    bytes = std::max<int64_t>(0, bytes);
+    int idx = m_capacity->findData(qlonglong(bytes));
+    if (idx < 0) { // a capacity the file tells (an OOM record's): named by its size, not rounded
+        m_capacity->addItem(formatBytesQ(bytes, 1), qlonglong(bytes));
         idx = m_capacity->count() - 1;
     }
     m_capacity->setCurrentIndex(idx);

@@ -45,8 +45,8 @@ public:
     /// of it ("2 (read)", "fp32 (assumed)") instead of "unknown".
     void showMeasured(const std::vector<MeasuredItem>& measured, const QString& runsText);
 
-    /// The chosen capacity in GiB (the combo's whole number).
-    int capacityGiB() const;
+    /// The chosen capacity in bytes (0: unknown).
+    int64_t capacityBytes() const;
     void showCapacity(int64_t bytes);
 
     /// Adds `extra` (the allocator section) below the capacity.

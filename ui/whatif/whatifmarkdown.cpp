@@ -78,10 +78,13 @@ QString whatIfMarkdown(const Projection& p, const Ladder& ladder, const Calibrat
                    c.flashAttention ? QObject::tr("on") : QObject::tr("off"));
     const QString where = p.replayed ? QObject::tr("at event %1 of the trace (replay)").arg(p.replayPeakEvent)
                                      : QObject::tr("in the %1").arg(QString::fromStdString(std::string(p.phaseLabel(p.peakPhase))));
-    md += QObject::tr("Projected peak **%1** (band %2 to %3) %4, on %5: **%6**. Step time %7.\n\n")
-              .arg(projected(p.peak), projected(p.peakLow), projected(p.peakHigh), where, QString::fromStdString(device.name),
-                   QString::fromStdString(std::string(verdictName(p.verdict))))
-              .arg(QString::fromStdString(stepTimeText(p)));
+    const QString judged = device.capacityBytes > 0
+                               ? QObject::tr("on %1: **%2**").arg(QString::fromStdString(device.name),
+                                                                QString::fromStdString(std::string(verdictName(p.verdict))))
+                               : QObject::tr("not judged (the capacity is unknown)");
+    md += QObject::tr("Projected peak **%1** (band %2 to %3) %4, %5. Step time %6.\n\n")
+              .arg(projected(p.peak), projected(p.peakLow), projected(p.peakHigh), where, judged,
+                   QString::fromStdString(stepTimeText(p)));
     for (const QString& line : replayLines(p))
         md += QStringLiteral("- ") + line + QStringLiteral("\n");
     if (p.replayed)
@@ -94,6 +97,10 @@ QString whatIfMarkdown(const Projection& p, const Ladder& ladder, const Calibrat
                                                          m.value.empty() ? QObject::tr("unknown") : QString::fromStdString(m.value),
                                                          QString::fromStdString(m.how));
         md += QObject::tr("Calibrated on the trace; measured configuration: %1.\n\n").arg(known.join(QStringLiteral(", ")));
+    }
+    if (device.capacityBytes <= 0) {
+        md += QObject::tr("No ladder: nothing to fit without a capacity.\n");
+        return md;
     }
     if (ladder.fitsAsIs) {
         md += QObject::tr("The ladder: it fits as it is.\n");
@@ -139,9 +146,13 @@ QString projectionSummaryHtml(const Projection& p, const DeviceSpec& device, con
                                                         : QStringLiteral("#c62828");
     const QString where = p.replayed ? QObject::tr("at event %1 of the trace (replay)").arg(p.replayPeakEvent)
                                      : QObject::tr("in the %1").arg(QString::fromStdString(std::string(p.phaseLabel(p.peakPhase))));
-    QString s = QStringLiteral("<b>Peak %1</b> (%2 .. %3) %4 &mdash; <b style='color:%5'>%6</b> on %7<br>")
-                    .arg(projected(p.peak), projected(p.peakLow), projected(p.peakHigh), where, color,
-                         QString::fromStdString(std::string(verdictName(p.verdict))), QString::fromStdString(device.name));
+    QString s = QStringLiteral("<b>Peak %1</b> (%2 .. %3) %4 &mdash; ")
+                    .arg(projected(p.peak), projected(p.peakLow), projected(p.peakHigh), where);
+    if (device.capacityBytes > 0)
+        s += QStringLiteral("<b style='color:%1'>%2</b> on %3<br>")
+                 .arg(color, QString::fromStdString(std::string(verdictName(p.verdict))), QString::fromStdString(device.name));
+    else // nothing to judge against: no red verdict for a card nobody chose
+        s += QObject::tr("<b>not judged</b>: the capacity is unknown, choose one under <i>Capacity</i><br>");
     s += QObject::tr("Step time %1").arg(QString::fromStdString(stepTimeText(p)).toHtmlEscaped());
     if (throughputKnown(p))
         s += QObject::tr("; effective batch %1").arg(p.config.effectiveBatch());

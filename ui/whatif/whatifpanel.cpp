@@ -58,7 +58,7 @@ WhatIfPanel::WhatIfPanel(QWidget* parent)
     connect(m_calJob, &CalibrationJob::finished, this, &WhatIfPanel::applyCalibration);
     connect(m_timelineJob, &ProjectedTimelineJob::judged, this, &WhatIfPanel::adoptSimulatedVerdict);
     connect(m_ladderJob, &LadderJob::ready, this, &WhatIfPanel::showLadder);
-    m_device = *devicePreset("80gib");
+    m_device = deviceForCapacity(0);
     buildUi();
 }
 
@@ -161,11 +161,10 @@ void WhatIfPanel::adoptTrace(std::shared_ptr<const LoadedTrace> trace, int devic
     m_deviceIndex = deviceIndex;
     m_cal.reset();
     m_verdict.reset();
-    if (m_trace) {
-        const int64_t cap = estimateCapacity(*m_trace, size_t(deviceIndex), std::nullopt).bytes;
-        if (cap > 0)
-            m_device = deviceForCapacity(cap);
-    }
+    // The file's capacity (the OOM record's) until the view passes the session's (setCapacity).
+    if (m_trace)
+        m_device = deviceForCapacity(estimateCapacity(*m_trace, size_t(deviceIndex), std::nullopt).bytes);
+    m_levers->showCapacity(m_device.capacityBytes);
     m_allocator->setCapacity(m_device.capacityBytes);
     m_allocator->setTrace(m_trace, deviceIndex);
 }
@@ -343,10 +342,11 @@ void WhatIfPanel::readControls()
 {
     LeverConfig c = m_levers->levers(m_config);
     c.expandableSegments = m_allocator->expandable();
-    const int g = m_levers->capacityGiB();
-    if (g > 0 && std::llabs(int64_t(g * kGiB) - m_device.capacityBytes) > int64_t(kGiB / 2)) {
-        m_device = deviceForCapacity(int64_t(g * kGiB));
+    const int64_t chosen = m_levers->capacityBytes();
+    if (chosen != m_device.capacityBytes) {
+        m_device = deviceForCapacity(chosen);
         m_allocator->setCapacity(m_device.capacityBytes);
+        emit capacityChosen(chosen); // the file's capacity: every view judges against it
     }
     lockUnknown(c);
     m_config = c;
@@ -481,6 +481,12 @@ void WhatIfPanel::rebuildLadder()
     m_ladderSection->clear();
     if (!m_haveBase)
         return;
+    if (m_device.capacityBytes <= 0) { // as the CLI's ladder: nothing to fit without a capacity
+        m_ladder = {};
+        m_ladderSection->showMessage(tr("Choose a capacity (under the levers) to build the ladder."));
+        emit ladderChanged();
+        return;
+    }
     // The replay answered for this capacity; at another it says nothing.
     const std::optional<AllocatorVerdict> verdict =
         m_verdict && m_verdict->capacity == m_device.capacityBytes ? m_verdict : std::nullopt;
@@ -571,11 +577,14 @@ bool WhatIfPanel::restoreSettings(const QString& json)
     m_ladderSection->showSpendFirst(m_spendFirst);
     if (m_trace)
         setStated(st->stated);
-    if (st->capacityBytes > 0 && st->capacityBytes != m_device.capacityBytes)
+    const bool newCapacity = st->capacityBytes > 0 && st->capacityBytes != m_device.capacityBytes;
+    if (newCapacity)
         m_device = deviceForCapacity(st->capacityBytes);
     setConfigIn(st->config, st->microBatchUnits);
     m_levers->showCapacity(m_device.capacityBytes);
     m_allocator->setCapacity(m_device.capacityBytes);
+    if (newCapacity) // the saved capacity is the file's again, in every view
+        emit capacityChosen(m_device.capacityBytes);
     return true;
 }
 

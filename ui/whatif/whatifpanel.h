@@ -119,6 +119,9 @@ signals:
     /// The Allocator section replayed a setting other than the recorded one: its reserved curve.
     void allocatorCurveReady(std::shared_ptr<const std::vector<int64_t>> curve, const QString& label);
     void allocatorCurveCleared();
+    /// The user chose a capacity (bytes, 0: unknown), here or in saved settings restored: it is
+    /// the open file's, and the other views follow it.
+    void capacityChosen(qint64 bytes);
 
 private:
     void buildUi();

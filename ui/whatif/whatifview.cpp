@@ -64,16 +64,19 @@ void WhatIfView::setData(const ExplorerDataPtr& data)
 {
     if (data == m_data)
         return;
+    // The same device analysed again for another capacity (one chosen here): the calibration,
+    // the levers and the stated values stay; only the capacity and the replay's verdict change.
+    const bool sameDevice = data && m_data && data->trace == m_data->trace && data->deviceIndex == m_data->deviceIndex;
     m_data = data;
     if (!data)
         return; // keep the last projection until the new analysis arrives
     // The panel shares the explorer's analysis (an aliasing pointer keeps the data alive).
-    m_panel->setTrace(data->trace, int(data->deviceIndex),
-                      std::shared_ptr<const DeviceAnalysis>(data, &data->analysis), data->calibration);
-    // The device the file (an OOM record) or the preferences say; settings saved with
-    // the trace, restored next, win.
-    if (data->capacity.bytes > 0)
-        m_panel->setCapacity(data->capacity.bytes);
+    if (!sameDevice)
+        m_panel->setTrace(data->trace, int(data->deviceIndex),
+                          std::shared_ptr<const DeviceAnalysis>(data, &data->analysis), data->calibration);
+    // The file's capacity as every view has it (the OOM record's, the user's, the
+    // preferences'); settings saved with the trace, restored next, win and become the file's.
+    m_panel->setCapacity(data->capacity.bytes);
     m_panel->setAllocatorVerdict(data->allocator);
     if (!m_pending.isEmpty()) {
         m_panel->restoreSettings(m_pending);
