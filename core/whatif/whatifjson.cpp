@@ -226,11 +226,15 @@ std::string projectionText(const Projection& p, const std::vector<MeasuredItem>&
                   << (m.detail.empty() ? "" : ": " + m.detail) << "]\n";
     }
     const auto& c = p.config;
+    const std::string precision(precisionName(c.precision));
+    const std::string checkpoint(checkpointName(c.checkpoint, c.checkpointEvery));
+    const std::string devices = std::to_string(c.devices);
+    const std::string flash = c.flashAttention ? "on" : "off";
     o << "Projected for: micro-batch " << microBatchText(c.microBatch, p.microBatchUnits) << " x accum " << countText(c.accum) << ", seq "
-      << countText(c.seq) << ", "
-      << precisionName(c.precision) << ", " << optimizerName(c.optimizer) << ", checkpoint "
-      << checkpointName(c.checkpoint, c.checkpointEvery) << ", ZeRO " << c.zero << " over " << c.devices
-      << ", offload " << offloadName(c.offload) << ", flash " << (c.flashAttention ? "on" : "off") << "\n\n";
+      << countText(c.seq) << ", " << precision << assumedSuffix(measured, "precision", precision) << ", "
+      << optimizerName(c.optimizer) << ", checkpoint " << checkpoint << assumedSuffix(measured, "checkpointing", checkpoint)
+      << ", ZeRO " << c.zero << " over " << devices << assumedSuffix(measured, "devices", devices) << ", offload "
+      << offloadName(c.offload) << ", flash " << flash << assumedSuffix(measured, "flash_attention", flash) << "\n\n";
     // The headline's engine speaks first; the terms' phases follow, labelled, where the replay
     // gave the headline (they are the model's own totals, not the headline's parts).
     if (p.replayed)
@@ -346,6 +350,20 @@ std::string ladderText(const Ladder& l)
 }
 
 std::string countText(int value) { return value > 0 ? std::to_string(value) : std::string("unknown"); }
+
+std::string assumedSuffix(const std::vector<MeasuredItem>& measured, std::string_view key, std::string_view shown)
+{
+    for (const MeasuredItem& m : measured) {
+        if (m.key != key)
+            continue;
+        if (m.value.empty())
+            return " (not measured: the trace does not tell it)";
+        if (m.how == "assumed" && m.value == shown)
+            return " (assumed)";
+        return {};
+    }
+    return {};
+}
 
 bool throughputKnown(const Projection& p)
 {

@@ -33,6 +33,13 @@ std::string reservedVerdictText(const Projection& p);
 
 /// A count of the configuration as text: "unknown" when the trace does not tell it (0).
 std::string countText(int value);
+/// What follows a projected lever's value `shown` where the measured run's value behind it is
+/// not known: " (not measured: the trace does not tell it)" when the calibration could not
+/// read it (such a lever is locked, so the value is the one projected in its place),
+/// " (assumed)" when it assumed `shown`; "" when it was read or stated, or the lever moved
+/// off the assumption. So the configuration line never states what the measured line calls
+/// unknown.
+std::string assumedSuffix(const std::vector<MeasuredItem>& measured, std::string_view key, std::string_view shown);
 /// Whether tokens/s and the effective batch mean anything: the micro-batch, the sequence and
 /// the devices are known (a trace alone tells none of them), and the micro-batch is a count,
 /// not a ratio of the measured run.

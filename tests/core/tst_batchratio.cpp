@@ -91,3 +91,21 @@ TEST_CASE("A ratio of an unknown micro-batch projects as the count would", "[wha
             CHECK(r.title.find("micro-batch x") != std::string::npos);
     CHECK(ratioRung);
 }
+
+TEST_CASE("The configuration line never states what the measured line calls unknown", "[whatif][measured]")
+{
+    // The kk full step does not tell its precision (no autocast frames: fp32 or pure bf16); the
+    // lever is locked at the fp32 it is projected as, which is not a reading.
+    const auto trace = Loader::load(std::string(HEADROOM_REAL_TRACES_DIR) + "/pt27_kk_memory_ctx128_fullstep.pickle");
+    const DeviceAnalysis a = analyzeDevice(*trace, 0);
+    const Calibration cal = calibrate(*trace, 0, a, {});
+    REQUIRE_FALSE(cal.known("precision"));
+    CHECK(assumedSuffix(cal.measured, "precision", "fp32") == " (not measured: the trace does not tell it)");
+    CHECK(assumedSuffix(cal.measured, "accum", "1").empty()); // read
+    CHECK(assumedSuffix(cal.measured, "checkpointing", "none") == " (assumed)");
+    CHECK(assumedSuffix(cal.measured, "checkpointing", "full").empty()); // moved off the assumption
+    const Projection p = project(cal.baseline, cal.baseline.config, WhatIfConstants{}, deviceForCapacity(0));
+    const std::string text = projectionText(p, cal.measured, deviceForCapacity(0));
+    CHECK(text.find("fp32 (not measured: the trace does not tell it)") != std::string::npos);
+    CHECK(p.verdict == Verdict::Unknown); // no capacity, no verdict
+}

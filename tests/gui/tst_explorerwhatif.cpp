@@ -259,6 +259,8 @@ TEST_CASE("a capacity chosen in the what-if is the file's in every view", "[what
     QTemporaryDir dir;
     const QString report = a.postmortemReport(dir.path());
     CHECK(report.contains(QStringLiteral("| Device capacity | 48.00 GiB")));
+    // The what-if's configuration line keeps the measured line's unknowns.
+    CHECK(report.contains(QStringLiteral("precision fp32 (not measured: the trace does not tell it)")));
 
     // Back to "unknown": every view forgets it.
     combo->setCurrentIndex(0);

@@ -62,20 +62,27 @@ QString rungCosts(const Rung& rung)
 QString whatIfMarkdown(const Projection& p, const Ladder& ladder, const Calibration* cal, const DeviceSpec& device)
 {
     const LeverConfig& c = p.config;
+    // As the measured line has them: what the trace does not tell is not stated as read.
+    static const std::vector<MeasuredItem> none;
+    const std::vector<MeasuredItem>& measured = cal ? cal->measured : none;
+    auto lever = [&](std::string_view key, const std::string& shown) {
+        return QString::fromStdString(shown + assumedSuffix(measured, key, shown));
+    };
     QString md = QObject::tr("Configuration: micro-batch %1, accumulation %2 (effective batch %3), sequence %4, checkpointing %5, "
-                    "precision %6, optimizer %7, ZeRO %8 over %9 devices")
+                    "precision %6, optimizer %7, ZeRO %8 over %9")
                      .arg(QString::fromStdString(microBatchText(c.microBatch, p.microBatchUnits)),
                           QString::fromStdString(countText(c.accum)),
                           QString::fromStdString(countText(throughputKnown(p) ? c.effectiveBatch() : 0)),
                           QString::fromStdString(countText(c.seq)))
-                     .arg(QString::fromStdString(std::string(checkpointName(c.checkpoint, c.checkpointEvery))),
-                          QString::fromStdString(std::string(precisionName(c.precision))),
+                     .arg(lever("checkpointing", std::string(checkpointName(c.checkpoint, c.checkpointEvery))),
+                          lever("precision", std::string(precisionName(c.precision))),
                           QString::fromStdString(std::string(optimizerName(c.optimizer))))
                      .arg(c.zero)
-                     .arg(c.devices);
+                     .arg(QObject::tr("%1 devices").arg(c.devices) +
+                          QString::fromStdString(assumedSuffix(measured, "devices", std::to_string(c.devices))));
     md += QObject::tr(", offload %1, FlashAttention %2.\n\n")
               .arg(QString::fromStdString(std::string(offloadName(c.offload))),
-                   c.flashAttention ? QObject::tr("on") : QObject::tr("off"));
+                   lever("flash_attention", c.flashAttention ? "on" : "off"));
     const QString where = p.replayed ? QObject::tr("at event %1 of the trace (replay)").arg(p.replayPeakEvent)
                                      : QObject::tr("in the %1").arg(QString::fromStdString(std::string(p.phaseLabel(p.peakPhase))));
     const QString judged = device.capacityBytes > 0
