@@ -9,6 +9,7 @@
 #include "core/whatif/allocationlaw.h"
 #include "core/whatif/autocastcache.h"
 #include "core/whatif/autocastplan.h"
+#include "core/whatif/calibrationpoints.h"
 #include "core/whatif/precisionevidence.h"
 #include "core/whatif/traceprojector.h"
 #include "core/whatif/checkpointplan.h"
@@ -48,14 +49,13 @@ Live liveAt(const MemoryTimeline& tl, const DeviceAnalysis& a, int64_t e)
     return l;
 }
 
-bool isActivation(TensorCategory c) { return c == TensorCategory::Activation || c == TensorCategory::AutogradDetail; }
 
 /// The allocations of `l` that are activations.
 std::vector<uint32_t> activations(const Live& l)
 {
     std::vector<uint32_t> out;
     for (size_t i = 0; i < l.allocs.size(); ++i)
-        if (isActivation(l.allocs[i].first))
+        if (isActivationCategory(l.allocs[i].first))
             out.push_back(l.index[i]);
     return out;
 }
@@ -217,115 +217,23 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
     if (phase.empty() || a.iterationPeaks.empty())
         throw std::runtime_error("the trace has no allocation events to calibrate on");
 
-    // 1. A steady-state iteration: past the first when there are several, with an optimizer
-    // step, not an outlier batch; the largest of the rest.
-    struct Cand { size_t idx; bool opt, bwd; };
-    std::vector<Cand> cands;
+    // 1. A steady-state iteration, 2. its measured points (calibrationpoints.h).
     const auto& its = a.iterationPeaks;
-    for (size_t i = 0; i < its.size(); ++i) {
-        bool opt = false, bwd = false;
-        for (int64_t e = its[i].startEvent; e <= its[i].endEvent && e < int64_t(phase.size()); ++e) {
-            opt |= phase[size_t(e)] == Phase::Optimizer;
-            bwd |= phase[size_t(e)] == Phase::Backward;
-        }
-        cands.push_back({i, opt, bwd});
-    }
-    std::vector<Cand> steady;
-    for (const auto& c : cands)
-        if ((c.idx > 0 || cands.size() == 1) && (c.opt || std::none_of(cands.begin(), cands.end(), [](auto& x) { return x.opt; })))
-            steady.push_back(c);
-    if (steady.empty())
-        steady = cands;
-    if (steady.size() >= 3) {
-        std::vector<int64_t> peaks;
-        for (const auto& c : steady)
-            peaks.push_back(its[c.idx].peakBytes);
-        std::nth_element(peaks.begin(), peaks.begin() + peaks.size() / 2, peaks.end());
-        const double median = double(peaks[peaks.size() / 2]);
-        std::vector<Cand> kept;
-        for (const auto& c : steady)
-            if (double(its[c.idx].peakBytes) <= 1.2 * median)
-                kept.push_back(c);
-            else
-                cal.outlierBatch = true;
-        steady = kept;
-    }
-    const Cand chosen = *std::max_element(steady.begin(), steady.end(), [&](const Cand& x, const Cand& y) {
-        return its[x.idx].peakBytes < its[y.idx].peakBytes;
-    });
-    const IterationPeak& it = its[chosen.idx];
+    const SteadyIteration chosen = chooseSteadyIteration(a);
+    cal.outlierBatch = chosen.outlierBatch;
+    const IterationPeak& it = its[chosen.index];
     cal.iteration = it.iteration;
     cal.measuredPeak = double(it.peakBytes);
-    s.forwardOnly = !chosen.bwd && !chosen.opt;
+    s.forwardOnly = !chosen.backward && !chosen.optimizer;
     std::optional<WeightUses> weightUses;
     if (s.forwardOnly) {
         weightUses = weightUsesBefore(tl, trace.snapshot.frames, it.startEvent, it.endEvent, it.peakEvent);
         s.forwardWeightUses = weightUses ? weightUses->share() : -1.0;
     }
-
-    // 2. The three measured points.
-    int64_t e1 = -1, e2 = -1, e3 = -1;
-    int backwardSpans = 0;
-    Phase prev = Phase::Other;
-    for (int64_t e = it.startEvent; e <= it.endEvent && e < int64_t(phase.size()); ++e) {
-        const Phase p = phase[size_t(e)];
-        const int64_t bytes = tl.allocated[size_t(e)];
-        if (p == Phase::Optimizer) {
-            if (e2 < 0 || bytes > tl.allocated[size_t(e2)])
-                e2 = e;
-        } else if (e1 < 0 || bytes > tl.allocated[size_t(e1)]) {
-            e1 = e;
-        }
-        if (p == Phase::Backward) {
-            e3 = e;
-            if (prev != Phase::Backward)
-                ++backwardSpans;
-        }
-        if (p != Phase::Other)
-            prev = p;
-    }
-    if (e1 < 0)
-        e1 = it.peakEvent >= 0 ? it.peakEvent : it.startEvent;
-    // The activations are read where they all live. The highest point outside the optimizer
-    // step usually sits at the start of the backward, but where gradients outgrow the
-    // activations they replace (a large model at a small batch) it lies late in the backward,
-    // after most activations were freed: reading them there scales a fraction of them. Then
-    // the start of backward is read at the forward/backward boundary, and the late point is
-    // kept as a second reading of the same phase: the projection takes the higher of the two
-    // (at the measured configuration, the late point: the trace's own peak).
-    // A point that freed fewer activations than that (a small convnet peaks a third of the way
-    // into its backward, its last blocks' gradients allocated and their activations freed)
-    // stays the first reading, and the boundary becomes the second: at the boundary every
-    // activation is alive, and where a lever keeps the gradients alive through the forward
-    // (accumulation) or grows the activations more than the gradients (the batch), the
-    // boundary is the higher point of the step.
-    int64_t latePoint = -1, boundaryPoint = -1;
-    if (forcedStart >= 0) {
-        e1 = forcedStart;
-    } else if (e1 >= 0 && size_t(e1) < phase.size() && phase[size_t(e1)] == Phase::Backward) {
-        int64_t boundary = -1;
-        for (int64_t e = it.startEvent + 1; e <= e1; ++e)
-            if (phase[size_t(e)] == Phase::Backward && phase[size_t(e - 1)] != Phase::Backward &&
-                phase[size_t(e - 1)] != Phase::Optimizer &&
-                (boundary < 0 || tl.allocated[size_t(e - 1)] > tl.allocated[size_t(boundary)]))
-                boundary = e - 1;
-        auto activations = [&](int64_t e) {
-            int64_t bytes = 0;
-            for (size_t i : a.liveAt(tl, e))
-                if (isActivation(a.classes[i].category))
-                    bytes += tl.allocations[i].size;
-            return bytes;
-        };
-        if (boundary >= 0) {
-            const int64_t atPoint = activations(e1), atBoundary = activations(boundary);
-            if (2 * atPoint < atBoundary) {
-                latePoint = e1;
-                e1 = boundary;
-            } else if (atPoint < atBoundary) {
-                boundaryPoint = boundary;
-            }
-        }
-    }
+    const MeasuredPoints points = measuredPoints(tl, a, it, forcedStart);
+    const int64_t e1 = points.startOfBackward, e2 = points.optimizer, e3 = points.endOfBackward;
+    const int64_t latePoint = points.latePoint, boundaryPoint = points.boundaryPoint;
+    const int backwardSpans = points.backwardSpans;
     cal.events = {e1, e3, e2};
     const Live L1 = liveAt(tl, a, e1);
     const Live L2 = e2 >= 0 ? liveAt(tl, a, e2) : Live{};
@@ -360,56 +268,16 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
     auto itos = [](int v) { return std::to_string(v); };
     std::optional<int> readB = read.microBatch, readS = read.seq;
     // Tensor sizes, when the model's hidden size and head count are known.
-    std::string sizeDetail;
     if (dims.hidden > 0 && dims.heads > 0 && (!readB || !readS) && (!stated.microBatch || !stated.seq)) {
-        std::map<int64_t, int> counts;
-        for (const auto& [c, sz] : L1.allocs)
-            if (isActivation(c))
-                ++counts[sz];
-        std::vector<std::pair<int, int64_t>> bySize;
-        for (auto [sz, n] : counts)
-            bySize.push_back({n, sz});
-        std::sort(bySize.rbegin(), bySize.rend());
-        int64_t bs = 0;
-        for (auto [n, sz] : bySize) {
-            for (int e : {2, 4})
-                if (sz % (int64_t(dims.hidden) * e) == 0 && sz / (int64_t(dims.hidden) * e) >= 64) {
-                    bs = sz / (int64_t(dims.hidden) * e); // at least 64 tokens: not a per-token statistic
-                    break;
-                }
-            if (bs)
-                break;
+        const std::optional<SizeReading> sized = readBatchFromSizes(L1.allocs, dims, stated.seq ? stated.seq : readS,
+                                                                    stated.microBatch ? stated.microBatch : readB);
+        if (sized && !readB) {
+            readB = sized->microBatch;
+            readHow.push_back({"micro_batch", itos(sized->microBatch), "read", sized->detail});
         }
-        const std::optional<int> knownS = stated.seq ? stated.seq : readS;
-        const std::optional<int> knownB = stated.microBatch ? stated.microBatch : readB;
-        int64_t bestB = 0, bestS = 0;
-        int bestN = 0;
-        if (bs > 0) {
-            for (auto [n, sz] : bySize)
-                for (int e : {2, 4, 1}) {
-                    // A small multiple of b*s*h is a linear activation (MLP inner, QKV), not scores.
-                    if (sz % (bs * dims.hidden) == 0 && sz / (bs * dims.hidden) <= 16)
-                        break;
-                    if (sz % (int64_t(dims.heads) * e))
-                        continue;
-                    const int64_t q = sz / (int64_t(dims.heads) * e);
-                    if (q % bs)
-                        continue;
-                    const int64_t sq = q / bs;
-                    if (sq >= 64 && bs % sq == 0 && n > bestN && (!knownS || *knownS == sq)) {
-                        bestN = n;
-                        bestS = sq;
-                        bestB = bs / sq;
-                    }
-                }
-            if (!bestS && knownS && bs % *knownS == 0) { bestS = *knownS; bestB = bs / *knownS; }
-            if (!bestS && knownB && bs % *knownB == 0) { bestB = *knownB; bestS = bs / *knownB; }
-        }
-        if (bestB > 0 && bestS > 0) {
-            sizeDetail = "tensor sizes: activations of b*s*h = " + std::to_string(bs) + "*" + std::to_string(dims.hidden) +
-                         " elements" + (bestN ? ", attention scores of b*a*s^2" : "");
-            if (!readB) { readB = int(bestB); readHow.push_back({"micro_batch", itos(int(bestB)), "read", sizeDetail}); }
-            if (!readS) { readS = int(bestS); readHow.push_back({"seq", itos(int(bestS)), "read", sizeDetail}); }
+        if (sized && !readS) {
+            readS = sized->seq;
+            readHow.push_back({"seq", itos(sized->seq), "read", sized->detail});
         }
     }
     const auto b0 = settle("micro_batch", stated.microBatch, readB, itos);
@@ -458,7 +326,7 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
     for (const auto& [c, sz] : L2.allocs) {
         if (isTemporary(c) && c != TensorCategory::Input)
             optTemps += double(sz);
-        else if (isActivation(c) || c == TensorCategory::Input)
+        else if (isActivationCategory(c) || c == TensorCategory::Input)
             optBatch += double(sz);
     }
     std::optional<OptimizerKind> readO = read.optimizer;
@@ -545,7 +413,7 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
     };
     for (size_t i = 0; i < L1.allocs.size(); ++i) {
         const auto [c, sz] = L1.allocs[i];
-        if (isActivation(c)) {
+        if (isActivationCategory(c)) {
             if (sz <= kMinBlock) {
                 // In the allocator's smallest block: it does not shrink with the batch and grows
                 // only once its true size (unknown, below 512 bytes) passes the block, but there
@@ -601,7 +469,7 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
     s.constTemp = measured(constT);
     double bwdT = 0;
     for (const auto& [c, sz] : L3.allocs)
-        if ((isActivation(c) || isTemporary(c)) && batchShaped(sz))
+        if ((isActivationCategory(c) || isTemporary(c)) && batchShaped(sz))
             bwdT += double(sz);
     s.bwdTemp = measured(bwdT);
     s.optTemp = measured(optTemps);
@@ -684,10 +552,10 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
     if (dev.trace.anyTime) {
         const auto& t = dev.trace.timeUs;
         int64_t endEvent = it.endEvent;
-        if (chosen.idx + 1 < its.size())
-            endEvent = its[chosen.idx + 1].startEvent;
+        if (chosen.index + 1 < its.size())
+            endEvent = its[chosen.index + 1].startEvent;
         if (t[size_t(it.startEvent)] != TraceEvents::kNoTime && t[size_t(endEvent)] != TraceEvents::kNoTime &&
-            t[size_t(endEvent)] > t[size_t(it.startEvent)] && chosen.opt)
+            t[size_t(endEvent)] > t[size_t(it.startEvent)] && chosen.optimizer)
             s.measuredStepTime = double(t[size_t(endEvent)] - t[size_t(it.startEvent)]) * 1e-6;
     }
     cal.measured.push_back({"step_time_s", s.measuredStepTime > 0 ? std::to_string(s.measuredStepTime) : "",
