@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "core/analysis/prerecording.h"
+#include "core/replay/allocatorconstants.h"
 
 #include "core/util/units.h"
 
@@ -17,7 +18,7 @@ using SizeCounts = std::map<int64_t, int64_t>; ///< block size -> how many
 
 /// The smallest block (PyTorch rounds every request up to 512 B): Adam's step counters share it
 /// with small parameters, so its count says nothing about copies.
-constexpr int64_t kSmallBytes = 512;
+constexpr int64_t kSmallBytes = allocator::kMinBlock;
 
 bool aliveThrough(const Allocation& a)
 {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "core/replay/allocatorhistory.h"
+#include "core/replay/allocatorconstants.h"
 
 #include "core/model/recordedtensors.h"
 #include "core/replay/addressmap.h"
@@ -12,8 +13,8 @@ namespace headroom {
 
 namespace {
 
-constexpr int64_t kSmallSegment = 2 << 20; ///< small-pool segments are 2 MiB (kSmallBuffer)
-constexpr int64_t kMaxUnsplit = 1 << 20;   ///< a large-pool block keeps a remainder <= 1 MiB (kSmallSize)
+constexpr int64_t kSmallSegment = allocator::kSmallBuffer; ///< small-pool segments are 2 MiB
+constexpr int64_t kMaxUnsplit = allocator::kSmallSize;     ///< a large-pool block keeps a remainder <= 1 MiB
 
 bool isSegmentOpen(TraceAction a) { return a == TraceAction::SegmentAlloc || a == TraceAction::SegmentMap; }
 bool isSegmentClose(TraceAction a) { return a == TraceAction::SegmentFree || a == TraceAction::SegmentUnmap; }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "core/model/snapshotmodel.h"
+#include "core/replay/allocatorconstants.h"
 #include "core/replay/allocatorsimconfig.h"
 
 #include <cstdint>
@@ -36,12 +37,12 @@ public:
 class AllocatorSim {
 public:
     static constexpr int32_t kNone = -1;
-    static constexpr int64_t kMinBlock = 512;
-    static constexpr int64_t kSmallSize = 1 << 20;
-    static constexpr int64_t kSmallBuffer = 2 << 20;
-    static constexpr int64_t kLargeBuffer = 20 << 20;
-    static constexpr int64_t kMinLargeAlloc = 10 << 20;
-    static constexpr int64_t kRoundLarge = 2 << 20;
+    static constexpr int64_t kMinBlock = allocator::kMinBlock;
+    static constexpr int64_t kSmallSize = allocator::kSmallSize;
+    static constexpr int64_t kSmallBuffer = allocator::kSmallBuffer;
+    static constexpr int64_t kLargeBuffer = allocator::kLargeBuffer;
+    static constexpr int64_t kMinLargeAlloc = allocator::kMinLargeAlloc;
+    static constexpr int64_t kRoundLarge = allocator::kRoundLarge;
 
     struct SegmentEvent {
         TraceAction action = TraceAction::SegmentAlloc;

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "core/replay/allocatorstate.h"
+#include "core/replay/allocatorconstants.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -8,7 +9,7 @@ namespace headroom {
 
 int64_t allocatorRoundSize(int64_t requested)
 {
-    constexpr int64_t kMinBlock = 512;
+    using allocator::kMinBlock;
     if (requested < kMinBlock)
         return kMinBlock;
     if (requested > INT64_MAX - kMinBlock)

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "core/whatif/allocationlaw.h"
+#include "core/replay/allocatorconstants.h"
 #include "core/whatif/lawlinks.h"
 
 #include "core/model/recordedtensors.h"
@@ -18,7 +19,7 @@ namespace headroom {
 
 namespace {
 
-constexpr int64_t kMinBlock = 512;   // the caching allocator's smallest block and its rounding
+using allocator::kMinBlock; // the caching allocator's smallest block and its rounding
 constexpr int64_t kTiny = 1 << 20;   // below this, a size that is no multiple of b*s is constant
 constexpr size_t kMaxAmbiguities = 64; // groups named; the rest still widen the band
 

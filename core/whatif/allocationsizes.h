@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include "core/replay/allocatorconstants.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -23,7 +25,7 @@ public:
     size_t size() const { return m_units.size(); }
 
 private:
-    static constexpr int64_t kUnit = 512;
+    static constexpr int64_t kUnit = allocator::kMinBlock; ///< sizes are kept in the allocator's blocks
     static constexpr uint32_t kOther = UINT32_MAX;
     int64_t other(size_t i) const;
 

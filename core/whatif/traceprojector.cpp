@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "core/whatif/traceprojector.h"
+#include "core/replay/allocatorconstants.h"
 
 #include <algorithm>
 #include <array>
@@ -17,7 +18,7 @@ namespace {
 /// is still 512 B. Unresized, the size as recorded (some sources record requested sizes).
 double allocatorSize(double bytes, double factor)
 {
-    constexpr double kBlock = 512;
+    constexpr double kBlock = double(allocator::kMinBlock);
     if (factor == 1)
         return bytes;
     const double b = bytes * factor;

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "core/whatif/whatifcalibration.h"
+#include "core/replay/allocatorconstants.h"
 
 #include "core/analysis/oomprogress.h"
 #include "core/analysis/deviceimbalance.h"
@@ -27,7 +28,7 @@ namespace {
 
 constexpr int64_t kTiny = 1 << 20; // below this a temporary counts as constant (workspaces, scalars)
 constexpr double kMaxFragRatio = 0.20; // fragmentation per transient byte, at most
-constexpr int64_t kMinBlock = 512;     // the caching allocator's smallest block
+using allocator::kMinBlock; // the caching allocator's smallest block and its rounding
 
 struct Live {
     std::map<TensorCategory, int64_t> byCat;

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "core/whatif/widthlaw.h"
+#include "core/replay/allocatorconstants.h"
 
 #include <algorithm>
 
@@ -22,7 +23,7 @@ WidthClass widthOf(const Allocation& a, const AllocationClass& c, const Recorded
     if (c.category != TensorCategory::Input)
         return WidthClass::Float;
     // int64 token ids are 8 bytes per token, as the allocator rounds them to 512 bytes.
-    constexpr int64_t kBlock = 512;
+    constexpr int64_t kBlock = allocator::kMinBlock;
     const int64_t ids = tokens > 0 ? (8 * tokens + kBlock - 1) / kBlock * kBlock : -1;
     return a.size == ids ? WidthClass::MaybeFloat : WidthClass::MaybeFixed;
 }
