@@ -1,12 +1,44 @@
 // SPDX-License-Identifier: MIT
 #include "core/whatif/calibrationpoints.h"
 
+#include "core/replay/allocatorconstants.h"
+
 #include <algorithm>
 #include <map>
 
 namespace headroom {
 
 bool isActivationCategory(TensorCategory c) { return c == TensorCategory::Activation || c == TensorCategory::AutogradDetail; }
+
+bool isTemporaryCategory(TensorCategory c)
+{
+    return c == TensorCategory::Temporary || c == TensorCategory::Input || c == TensorCategory::Unknown;
+}
+
+bool batchShaped(int64_t sz, int64_t tokens)
+{
+    constexpr int64_t kTiny = 1 << 20;
+    return sz >= kTiny || (tokens > 0 && sz > allocator::kMinBlock && sz >= 4 * tokens && sz % tokens == 0);
+}
+
+double LivePoint::bytes(TensorCategory c) const
+{
+    auto f = byCat.find(c);
+    return f == byCat.end() ? 0.0 : double(f->second);
+}
+
+LivePoint livePointAt(const MemoryTimeline& tl, const DeviceAnalysis& a, int64_t e)
+{
+    LivePoint l;
+    for (size_t i : a.liveAt(tl, e)) {
+        const TensorCategory c = a.classes[i].category;
+        l.byCat[c] += tl.allocations[i].size;
+        l.allocs.push_back({c, tl.allocations[i].size});
+        l.stacks.push_back(tl.allocations[i].stack);
+        l.index.push_back(uint32_t(i));
+    }
+    return l;
+}
 
 SteadyIteration chooseSteadyIteration(const DeviceAnalysis& a)
 {

@@ -9,6 +9,7 @@
 #include "core/whatif/whatifmodel.h"
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -18,6 +19,27 @@ namespace headroom {
 
 /// A saved activation or autograd's detail: what the batch and sequence levers grow.
 bool isActivationCategory(TensorCategory c);
+/// A temporary, an input or memory no rule classified: what the calibration weighs as
+/// transient unless it outlives the iteration.
+bool isTemporaryCategory(TensorCategory c);
+/// Whether a temporary of `bytes` grows with the batch. One below 1 MiB counts as constant
+/// (workspaces, scalars) unless it has a token dimension: a multiple of `tokens` (b*s, 0 when
+/// unknown) elements of at least 4 bytes. On a small model the logits, the loss's
+/// log-probabilities and their gradients are all below 1 MiB and grow with the batch (whatif
+/// --verify on the CPU matrix's decoder: 0 B projected against 2 MiB at x4). The allocator's
+/// smallest block is left out: a tensor that fits in it does not shrink with the batch, and
+/// its true size (below 512 bytes) says when it starts to grow.
+bool batchShaped(int64_t bytes, int64_t tokens);
+
+/// What is alive after one event, as the calibration reads it.
+struct LivePoint {
+    std::map<TensorCategory, int64_t> byCat;
+    std::vector<std::pair<TensorCategory, int64_t>> allocs; ///< category, size
+    std::vector<uint32_t> stacks;                           ///< the stack of each of `allocs`
+    std::vector<uint32_t> index;                            ///< into MemoryTimeline::allocations
+    double bytes(TensorCategory c) const;                   ///< of category `c`
+};
+LivePoint livePointAt(const MemoryTimeline& tl, const DeviceAnalysis& a, int64_t e);
 
 /// The iteration the calibration reads: past the first when there are several, with an
 /// optimizer step where any has one, not an outlier batch (above 1.2x the median of three or

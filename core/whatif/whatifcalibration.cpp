@@ -11,6 +11,7 @@
 #include "core/whatif/autocastcache.h"
 #include "core/whatif/autocastplan.h"
 #include "core/whatif/calibrationpoints.h"
+#include "core/whatif/transientsplit.h"
 #include "core/whatif/precisionevidence.h"
 #include "core/whatif/traceprojector.h"
 #include "core/whatif/checkpointplan.h"
@@ -26,33 +27,10 @@ namespace headroom {
 
 namespace {
 
-constexpr int64_t kTiny = 1 << 20; // below this a temporary counts as constant (workspaces, scalars)
 constexpr double kMaxFragRatio = 0.20; // fragmentation per transient byte, at most
-using allocator::kMinBlock; // the caching allocator's smallest block and its rounding
-
-struct Live {
-    std::map<TensorCategory, int64_t> byCat;
-    std::vector<std::pair<TensorCategory, int64_t>> allocs; ///< category, size
-    std::vector<uint32_t> stacks;                           ///< the stack of each of `allocs`
-    std::vector<uint32_t> index;                            ///< into MemoryTimeline::allocations
-};
-
-Live liveAt(const MemoryTimeline& tl, const DeviceAnalysis& a, int64_t e)
-{
-    Live l;
-    for (size_t i : a.liveAt(tl, e)) {
-        const TensorCategory c = a.classes[i].category;
-        l.byCat[c] += tl.allocations[i].size;
-        l.allocs.push_back({c, tl.allocations[i].size});
-        l.stacks.push_back(tl.allocations[i].stack);
-        l.index.push_back(uint32_t(i));
-    }
-    return l;
-}
-
 
 /// The allocations of `l` that are activations.
-std::vector<uint32_t> activations(const Live& l)
+std::vector<uint32_t> activations(const LivePoint& l)
 {
     std::vector<uint32_t> out;
     for (size_t i = 0; i < l.allocs.size(); ++i)
@@ -62,15 +40,10 @@ std::vector<uint32_t> activations(const Live& l)
 }
 
 /// The repeated blocks among the activations of `l`, in allocation order.
-RepeatedBlocks repeatedBlocks(const MemoryTimeline& tl, const Live& l)
+RepeatedBlocks repeatedBlocks(const MemoryTimeline& tl, const LivePoint& l)
 {
     const SavedSequence seq = savedSequence(tl, activations(l));
     return findRepeatedBlocks(seq.keys, seq.bytes);
-}
-
-bool isTemporary(TensorCategory c)
-{
-    return c == TensorCategory::Temporary || c == TensorCategory::Input || c == TensorCategory::Unknown;
 }
 
 Term measured(double bytes) { return {bytes, 0.01, Provenance::Measured}; }
@@ -236,13 +209,10 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
     const int64_t latePoint = points.latePoint, boundaryPoint = points.boundaryPoint;
     const int backwardSpans = points.backwardSpans;
     cal.events = {e1, e3, e2};
-    const Live L1 = liveAt(tl, a, e1);
-    const Live L2 = e2 >= 0 ? liveAt(tl, a, e2) : Live{};
-    const Live L3 = e3 >= 0 ? liveAt(tl, a, e3) : Live{};
-    auto cat = [](const Live& l, TensorCategory c) {
-        auto f = l.byCat.find(c);
-        return f == l.byCat.end() ? 0.0 : double(f->second);
-    };
+    const LivePoint L1 = livePointAt(tl, a, e1);
+    const LivePoint L2 = e2 >= 0 ? livePointAt(tl, a, e2) : LivePoint{};
+    const LivePoint L3 = e3 >= 0 ? livePointAt(tl, a, e3) : LivePoint{};
+    auto cat = [](const LivePoint& l, TensorCategory c) { return l.bytes(c); };
 
     // 3. The measured configuration: stated wins over read; read from annotations and sizes.
     std::vector<MeasuredItem> readHow;
@@ -325,7 +295,7 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
     // parameter-sized temporaries.
     double optTemps = 0, optBatch = 0;
     for (const auto& [c, sz] : L2.allocs) {
-        if (isTemporary(c) && c != TensorCategory::Input)
+        if (isTemporaryCategory(c) && c != TensorCategory::Input)
             optTemps += double(sz);
         else if (isActivationCategory(c) || c == TensorCategory::Input)
             optBatch += double(sz);
@@ -355,15 +325,7 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
     const auto o0 = settle("optimizer", stated.optimizer, readO, [](OptimizerKind o) { return std::string(optimizerName(o)); });
 
     // 5. Activations and temporaries at the start of backward.
-    std::set<int64_t> paramSizes;
-    std::map<int64_t, int> castsLeft; ///< per weight size: how many casts of it may still be seen
-    for (const auto& [c, sz] : L1.allocs)
-        if (c == TensorCategory::Parameter) {
-            paramSizes.insert(sz);
-            ++castsLeft[sz];
-        }
     const bool amp = p0 && (*p0 == Precision::AmpBf16 || *p0 == Precision::AmpFp16);
-    double lin = 0, quad = 0, cache = 0, batchT = 0, constT = 0, small = 0;
     // Which saved tensors are attention scores: each allocation's own law (core/whatif/
     // allocationlaw.h), the same reading the replay projects with, never a set of byte sizes.
     std::optional<AllocationLaws> laws;
@@ -373,74 +335,12 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
     if (laws && laws->shapeRead() > 0)
         cal.measured.push_back({"shapes", std::to_string(laws->shapeRead()), "read",
                                 "allocations whose growth their recorded shape decides (headroom_tensor)"});
-    // Unclassified memory that lives through the whole iteration is state (an optimizer outside
-    // torch.optim, a cache), not a batch-sized temporary: it does not grow with the batch.
-    // A temporary below kTiny counts as constant (workspaces, scalars) unless it has a token
-    // dimension: a multiple of b*s elements of at least 4 bytes. On a small model the logits,
-    // the loss's log-probabilities and their gradients are all below 1 MiB and grow with the
-    // batch (whatif --verify on the CPU matrix's decoder: 0 B projected against 2 MiB at x4).
     const int64_t tokens = b0 && s0 ? int64_t(*b0) * *s0 : 0;
-    // The allocator's smallest block is left out: a tensor that fits in it does not shrink
-    // with the batch, and its true size (below 512 bytes) says when it starts to grow.
-    auto batchShaped = [&](int64_t sz) {
-        return sz >= kTiny || (tokens > 0 && sz > kMinBlock && sz >= 4 * tokens && sz % tokens == 0);
-    };
-    // Autograd gives a gradient the dtype of the tensor it is the gradient of: the loss's
-    // tensors (fp32 under autocast) get theirs first, before any weight gradient; what the
-    // backward allocates after this backward's first weight gradient are gradients of the
-    // network's activations, and under autocast they are as wide as those activations.
-    // The weight gradients this backward allocated before the reading also say how far it
-    // got (gradients alive from before it, kept or accumulated, say nothing).
-    int64_t firstWeightGrad = -1;
-    double gradsThisBackward = 0;
-    if (size_t(e1) < phase.size() && phase[size_t(e1)] == Phase::Backward) {
-        int64_t spanStart = e1;
-        while (spanStart > it.startEvent && phase[size_t(spanStart - 1)] == Phase::Backward)
-            --spanStart;
-        for (size_t i = 0; i < L1.allocs.size(); ++i) {
-            const int64_t start = tl.allocations[L1.index[i]].start;
-            if (L1.allocs[i].first != TensorCategory::Gradient || start < spanStart)
-                continue;
-            gradsThisBackward += double(L1.allocs[i].second);
-            if (firstWeightGrad < 0 || start < firstWeightGrad)
-                firstWeightGrad = start;
-        }
-    }
-    s.backwardDone = Gfull > 0 ? std::min(1.0, gradsThisBackward / Gfull) : 0;
-    double batchGradT = 0;
-    auto persistent = [&](size_t i) {
-        const Allocation& al = tl.allocations[L1.index[i]];
-        return al.start < it.startEvent && (al.end == Allocation::kStillAlive || al.end > it.endEvent);
-    };
-    for (size_t i = 0; i < L1.allocs.size(); ++i) {
-        const auto [c, sz] = L1.allocs[i];
-        if (isActivationCategory(c)) {
-            if (sz <= kMinBlock) {
-                // In the allocator's smallest block: it does not shrink with the batch and grows
-                // only once its true size (unknown, below 512 bytes) passes the block, but there
-                // is one per step of the sequence (the CPU matrix's LSTM keeps 384 per-step
-                // tensors there: 192 KiB that follow the sequence, not the batch).
-                small += double(sz);
-                continue;
-            }
-            // The autocast cast of an fp32 weight, saved for backward: half a weight's size,
-            // at most one per weight of that size. Sizes alone cannot tell a cast from an
-            // activation of the same size (b*s equal to the hidden size makes every b*s*h
-            // bf16 activation half an h*h weight), so the rest of that size are activations.
-            if (amp && paramSizes.count(sz * 2) && castsLeft[sz * 2] > 0) {
-                --castsLeft[sz * 2];
-                cache += double(sz);
-                continue;
-            }
-            const bool isQuad = laws && laws->laws()[L1.index[i]].central == SizeLaw::TokensBySeq;
-            (isQuad ? quad : lin) += double(sz);
-        } else if (isTemporary(c)) {
-            const bool constant = !batchShaped(sz) || (c == TensorCategory::Unknown && persistent(i));
-            (constant ? constT : batchT) += double(sz);
-            if (!constant && firstWeightGrad >= 0 && tl.allocations[L1.index[i]].start > firstWeightGrad)
-                batchGradT += double(sz);
-        }
-    }
+    const TransientSplit split =
+        splitTransients({tl, phase, it, e1, L1, Gfull, amp, laws ? &*laws : nullptr, tokens});
+    s.backwardDone = split.backwardDone;
+    const double lin = split.linear, quad = split.quadratic, cache = split.autocastCache, batchT = split.batchTemps,
+                 constT = split.constTemps, small = split.small, batchGradT = split.batchGradTemps;
     // The replay keeps the laws (the main reading only; the late-backward one is terms alone).
     if (laws && forcedStart < 0 && b0 && *b0 > 0) {
         auto categories = std::make_shared<std::vector<TensorCategory>>();
@@ -451,7 +351,7 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
         auto tp = std::make_shared<TraceProjector>(tl, std::move(*laws), *b0, *s0,
                                                    dev.ooms.empty() ? -1 : dev.ooms.front().eventIndex);
         // The blocks are read where every saved activation is alive: the forward/backward boundary.
-        const Live atBoundary = boundaryPoint >= 0 ? liveAt(tl, a, boundaryPoint) : Live{};
+        const LivePoint atBoundary = boundaryPoint >= 0 ? livePointAt(tl, a, boundaryPoint) : LivePoint{};
         tp->setCheckpointPlan(
             planCheckpointing(tl, activations(boundaryPoint >= 0 ? atBoundary : L1), it.startEvent, it.endEvent,
                               dev.trace.tensors, &trace.snapshot.frames.strings()));
@@ -470,7 +370,7 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
     s.constTemp = measured(constT);
     double bwdT = 0;
     for (const auto& [c, sz] : L3.allocs)
-        if ((isActivationCategory(c) || isTemporary(c)) && batchShaped(sz))
+        if ((isActivationCategory(c) || isTemporaryCategory(c)) && batchShaped(sz, tokens))
             bwdT += double(sz);
     s.bwdTemp = measured(bwdT);
     s.optTemp = measured(optTemps);
