@@ -12,6 +12,7 @@
 #include "core/whatif/autocastplan.h"
 #include "core/whatif/calibrationpoints.h"
 #include "core/whatif/transientsplit.h"
+#include "core/whatif/measuredsettler.h"
 #include "core/whatif/precisionevidence.h"
 #include "core/whatif/traceprojector.h"
 #include "core/whatif/checkpointplan.h"
@@ -156,6 +157,148 @@ std::optional<CutStep> cutStepOf(const LoadedTrace& trace, size_t deviceIndex, c
     return CutStep{std::string(phaseKey(pr->phase)), pr->lowerBound, pr->estimateLow, pr->estimateHigh};
 }
 
+/// What the trace says of attention, the allocator's expandable segments and checkpointing
+/// (the configuration items a lever starts from).
+void readAttentionAndAllocator(Calibration& cal, LeverConfig& c, const LoadedTrace& trace, const DeviceData& dev,
+                               bool scoresSaved, bool seqKnown)
+{
+    if (scoresSaved) {
+        c.flashAttention = false;
+        cal.measured.push_back({"flash_attention", "off", "read", "attention scores (b*s^2 tensors) in the forward"});
+    } else {
+        c.flashAttention = true;
+        cal.measured.push_back({"flash_attention", "on", seqKnown ? "read" : "assumed",
+                                seqKnown ? "no b*s^2 tensors in the forward" : "sequence length unknown"});
+    }
+    for (const auto& [key, val] : trace.snapshot.allocatorSettings)
+        if (key.find("expandable") != std::string::npos && (val == "True" || val == "true" || val == "1"))
+            c.expandableSegments = true;
+    for (const auto& seg : dev.segments)
+        c.expandableSegments |= seg.expandable;
+    cal.measured.push_back({"expandable_segments", c.expandableSegments ? "on" : "off", "read", "allocator settings"});
+    // The stored activations are what the run kept, checkpointed or not: they are projected as is.
+    MeasuredItem ck{"checkpointing", "none", "assumed", "a measured run with checkpointing is projected as is"};
+    for (const auto& [key, value] : trace.snapshot.runConfig)
+        if (key == "checkpoint" || key == "checkpointing")
+            ck = {"checkpointing", value, "read", std::string(kRunConfigSource) + "; projected as is"};
+    cal.measured.push_back(ck);
+}
+
+/// The model's layers: the dimensions given, the layer lists the recorder named, the blocks
+/// whose saved tensors repeat through the forward, else a guess of 24.
+void readLayers(Calibration& cal, WhatIfBaseline& s, const ModelDims& dims, const MemoryTimeline& tl,
+                const LivePoint& L1)
+{
+    if (dims.layers > 0) { // given (dims.valid() implies it)
+        s.layers = dims.layers;
+    } else if (s.trace && s.trace->checkpointPlan().byModule && s.trace->checkpointPlan().blocks >= 2) {
+        // The layers the recorder named (moduleblocks.h): the model's layer lists.
+        const CheckpointPlan& plan = s.trace->checkpointPlan();
+        s.layers = plan.blocks;
+        cal.measured.push_back({"layers", std::to_string(plan.blocks), "read",
+                                std::to_string(plan.blocks) + " layers the recorder named in " +
+                                    std::to_string(plan.runs) + (plan.runs == 1 ? " list" : " lists")});
+    } else if (const RepeatedBlocks rb = repeatedBlocks(tl, L1); rb.count >= 2) {
+        // The layers are the blocks whose saved tensors repeat through the forward.
+        s.layers = rb.count;
+        cal.measured.push_back({"layers", std::to_string(rb.count), "read",
+                                std::to_string(rb.count) + " repeated blocks of " + std::to_string(rb.period) +
+                                    " saved tensors in the forward"});
+    } else {
+        s.layers = 24;
+        s.layersGuessed = true;
+    }
+}
+
+/// The chosen iteration's step time, from its start to the next one's (seconds; 0: the trace
+/// has no times, or the iteration has no optimizer step).
+double measuredStepTime(const DeviceData& dev, const std::vector<IterationPeak>& its, const SteadyIteration& chosen)
+{
+    const IterationPeak& it = its[chosen.index];
+    if (dev.trace.anyTime) {
+        const auto& t = dev.trace.timeUs;
+        int64_t endEvent = it.endEvent;
+        if (chosen.index + 1 < its.size())
+            endEvent = its[chosen.index + 1].startEvent;
+        if (t[size_t(it.startEvent)] != TraceEvents::kNoTime && t[size_t(endEvent)] != TraceEvents::kNoTime &&
+            t[size_t(endEvent)] > t[size_t(it.startEvent)] && chosen.optimizer)
+            return double(t[size_t(endEvent)] - t[size_t(it.startEvent)]) * 1e-6;
+    }
+    return 0;
+}
+
+/// The measured values the levers start from, each settled (stated over read).
+struct SettledConfig {
+    std::optional<int> microBatch, seq, devices, accum;
+    std::optional<Precision> precision;
+};
+
+/// Stage 3: micro-batch and sequence (annotations, else the activations' sizes when the
+/// model's width is known), precision (the recorder's record, else what the stacks show;
+/// never assumed: an unknown one is projected under each open reading), devices, and the
+/// accumulation steps (the backward passes per optimizer step).
+SettledConfig settleConfiguration(MeasuredSettler& settler, const StatedConfig& read, const StatedConfig& stated,
+                                  const ModelDims& dims, const LivePoint& L1, int backwardSpans,
+                                  const PrecisionEvidence& pEvidence)
+{
+    auto itos = [](int v) { return std::to_string(v); };
+    std::optional<int> readB = read.microBatch, readS = read.seq;
+    if (dims.hidden > 0 && dims.heads > 0 && (!readB || !readS) && (!stated.microBatch || !stated.seq)) {
+        const std::optional<SizeReading> sized = readBatchFromSizes(L1.allocs, dims, stated.seq ? stated.seq : readS,
+                                                                    stated.microBatch ? stated.microBatch : readB);
+        if (sized && !readB) {
+            readB = sized->microBatch;
+            settler.addReading({"micro_batch", itos(sized->microBatch), "read", sized->detail});
+        }
+        if (sized && !readS) {
+            readS = sized->seq;
+            settler.addReading({"seq", itos(sized->seq), "read", sized->detail});
+        }
+    }
+    SettledConfig out;
+    out.microBatch = settler.count("micro_batch", stated.microBatch, readB);
+    out.seq = settler.count("seq", stated.seq, readS);
+    std::optional<Precision> readP = read.precision;
+    if (!readP && pEvidence.precision()) {
+        readP = pEvidence.precision();
+        settler.addReading({"precision", std::string(precisionName(*readP)), "read", pEvidence.detail()});
+    }
+    out.precision = settler.precision(stated.precision, readP, pEvidence.detail());
+    out.devices = settler.count("devices", stated.devices, read.devices);
+    std::optional<int> readK = read.accum;
+    if (!readK && backwardSpans > 0) {
+        readK = backwardSpans;
+        settler.addReading({"accum", itos(backwardSpans), "read", itos(backwardSpans) + " backward passes per optimizer step"});
+    }
+    out.accum = settler.count("accum", stated.accum, readK);
+    return out;
+}
+
+/// The optimizer: the annotation, else the state-to-gradient ratio `state` / `gradients`;
+/// fused when the step leaves no parameter-sized temporaries (`stepTemps`).
+std::optional<OptimizerKind> settleOptimizer(Calibration& cal, MeasuredSettler& settler,
+                                             std::optional<OptimizerKind> stated, std::optional<OptimizerKind> readO,
+                                             double state, double gradients, double stepTemps)
+{
+    if (gradients > 0 && state > 0) {
+        const double ratio = state / gradients;
+        const bool foreach = stepTemps > 0.25 * gradients;
+        if (!readO || *readO == OptimizerKind::AdamW || *readO == OptimizerKind::Sgd) {
+            OptimizerKind o = ratio > 1.5 ? OptimizerKind::AdamW : ratio > 0.6 ? OptimizerKind::SgdMomentum : OptimizerKind::Sgd;
+            if (readO && *readO == OptimizerKind::AdamW)
+                o = OptimizerKind::AdamW;
+            if (o == OptimizerKind::AdamW && !foreach)
+                o = OptimizerKind::AdamWFused;
+            settler.addOptimizerDetail("optimizer state / gradients = " + std::to_string(ratio).substr(0, 4) +
+                                       (foreach ? ", parameter-sized step temporaries (foreach)"
+                                                : ", no step temporaries (fused)"));
+            readO = o;
+        }
+        cal.measured.push_back({"optimizer_bytes", "", "read", "optimizer state measured"});
+    }
+    return settler.optimizer(stated, readO);
+}
+
 } // namespace
 
 Calibration calibrate(const LoadedTrace& trace, size_t deviceIndex, const DeviceAnalysis& a, const StatedConfig& stated,
@@ -217,62 +360,12 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
     // 3. The measured configuration: stated wins over read; read from annotations and sizes.
     std::vector<MeasuredItem> readHow;
     const StatedConfig read = readTraceConfig(trace, deviceIndex, &readHow);
-    auto settle = [&](const char* key, auto statedV, auto readV, auto&& fmt) {
-        using V = std::decay_t<decltype(*statedV)>;
-        std::optional<V> out;
-        MeasuredItem m{key, "", "unknown", ""};
-        if (statedV) {
-            out = statedV;
-            m = {key, fmt(*statedV), "stated", "command line / panel"};
-            if (readV && *readV != *statedV)
-                m.detail += "; the trace says " + fmt(*readV);
-        } else if (readV) {
-            out = readV;
-            m = {key, fmt(*readV), "read", ""};
-            for (const auto& h : readHow)
-                if (h.key == key)
-                    m.detail = h.detail;
-        }
-        cal.measured.push_back(m);
-        return out;
-    };
-    auto itos = [](int v) { return std::to_string(v); };
-    std::optional<int> readB = read.microBatch, readS = read.seq;
-    // Tensor sizes, when the model's hidden size and head count are known.
-    if (dims.hidden > 0 && dims.heads > 0 && (!readB || !readS) && (!stated.microBatch || !stated.seq)) {
-        const std::optional<SizeReading> sized = readBatchFromSizes(L1.allocs, dims, stated.seq ? stated.seq : readS,
-                                                                    stated.microBatch ? stated.microBatch : readB);
-        if (sized && !readB) {
-            readB = sized->microBatch;
-            readHow.push_back({"micro_batch", itos(sized->microBatch), "read", sized->detail});
-        }
-        if (sized && !readS) {
-            readS = sized->seq;
-            readHow.push_back({"seq", itos(sized->seq), "read", sized->detail});
-        }
-    }
-    const auto b0 = settle("micro_batch", stated.microBatch, readB, itos);
-    const auto s0 = settle("seq", stated.seq, readS, itos);
-    // Precision: the recorder's record or the user first, then what the stacks show; never
-    // assumed (an unknown precision is projected under each open reading, see below).
+    MeasuredSettler settler(cal.measured, std::move(readHow));
     const PrecisionEvidence pEvidence = PrecisionEvidence::read(trace.snapshot.frames);
-    std::optional<Precision> readP = read.precision;
-    if (!readP && pEvidence.precision()) {
-        readP = pEvidence.precision();
-        readHow.push_back({"precision", std::string(precisionName(*readP)), "read", pEvidence.detail()});
-    }
-    const auto p0 = settle("precision", stated.precision, readP, [](Precision p) { return std::string(precisionName(p)); });
-    if (!p0)
-        for (auto& m : cal.measured)
-            if (m.key == "precision")
-                m.detail = pEvidence.detail();
-    const auto n0 = settle("devices", stated.devices, read.devices, itos);
-    std::optional<int> readK = read.accum;
-    if (!readK && backwardSpans > 0) {
-        readK = backwardSpans;
-        readHow.push_back({"accum", itos(backwardSpans), "read", itos(backwardSpans) + " backward passes per optimizer step"});
-    }
-    const auto k0 = settle("accum", stated.accum, readK, itos);
+    const SettledConfig settled = settleConfiguration(settler, read, stated, dims, L1, backwardSpans, pEvidence);
+    const auto& b0 = settled.microBatch;
+    const auto& s0 = settled.seq;
+    const auto& p0 = settled.precision;
 
     // 4. Model states.
     s.weights = measured(cat(L1, TensorCategory::Parameter));
@@ -291,38 +384,15 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
     if (s.forwardOnly)
         s.notes.push_back("forward-only trace: projecting weights and activations (no gradients or optimizer state)");
 
-    // Optimizer: the annotation, else the state-to-gradient ratio; fused when the step leaves no
-    // parameter-sized temporaries.
-    double optTemps = 0, optBatch = 0;
+    double optTemps = 0, optBatch = 0; // what the optimizer step allocates besides its state
     for (const auto& [c, sz] : L2.allocs) {
         if (isTemporaryCategory(c) && c != TensorCategory::Input)
             optTemps += double(sz);
         else if (isActivationCategory(c) || c == TensorCategory::Input)
             optBatch += double(sz);
     }
-    std::optional<OptimizerKind> readO = read.optimizer;
-    std::string oDetail;
-    if (Gfull > 0 && O > 0) {
-        const double ratio = O / Gfull;
-        const bool foreach = optTemps > 0.25 * Gfull;
-        if (!readO || *readO == OptimizerKind::AdamW || *readO == OptimizerKind::Sgd) {
-            OptimizerKind o = ratio > 1.5 ? OptimizerKind::AdamW : ratio > 0.6 ? OptimizerKind::SgdMomentum : OptimizerKind::Sgd;
-            if (readO && *readO == OptimizerKind::AdamW)
-                o = OptimizerKind::AdamW;
-            if (o == OptimizerKind::AdamW && !foreach)
-                o = OptimizerKind::AdamWFused;
-            oDetail = "optimizer state / gradients = " + std::to_string(ratio).substr(0, 4) +
-                      (foreach ? ", parameter-sized step temporaries (foreach)" : ", no step temporaries (fused)");
-            readO = o;
-        }
-        cal.measured.push_back({"optimizer_bytes", "", "read", "optimizer state measured"});
-    }
-    auto oItem = std::find_if(readHow.begin(), readHow.end(), [](auto& m) { return m.key == "optimizer"; });
-    if (oItem != readHow.end() && !oDetail.empty())
-        oItem->detail += "; " + oDetail;
-    else if (!oDetail.empty())
-        readHow.push_back({"optimizer", "", "read", oDetail});
-    const auto o0 = settle("optimizer", stated.optimizer, readO, [](OptimizerKind o) { return std::string(optimizerName(o)); });
+    const std::optional<OptimizerKind> o0 =
+        settleOptimizer(cal, settler, stated.optimizer, read.optimizer, O, Gfull, optTemps);
 
     // 5. Activations and temporaries at the start of backward.
     const bool amp = p0 && (*p0 == Precision::AmpBf16 || *p0 == Precision::AmpFp16);
@@ -380,8 +450,8 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
     LeverConfig& c = s.config;
     c.microBatch = b0.value_or(0);
     c.seq = s0.value_or(0);
-    c.accum = k0.value_or(1);
-    c.devices = n0.value_or(0);
+    c.accum = settled.accum.value_or(1);
+    c.devices = settled.devices.value_or(0);
     if (p0) {
         c.precision = *p0;
     } else {
@@ -390,55 +460,14 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
         s.precisionAlternatives.assign(open.begin() + 1, open.end());
     }
     c.optimizer = o0.value_or(OptimizerKind::AdamW);
-    if (quad > 0) {
-        c.flashAttention = false;
-        cal.measured.push_back({"flash_attention", "off", "read", "attention scores (b*s^2 tensors) in the forward"});
-    } else {
-        c.flashAttention = true;
-        cal.measured.push_back({"flash_attention", "on", s0 ? "read" : "assumed",
-                                s0 ? "no b*s^2 tensors in the forward" : "sequence length unknown"});
-    }
-    for (const auto& [key, val] : trace.snapshot.allocatorSettings)
-        if (key.find("expandable") != std::string::npos && (val == "True" || val == "true" || val == "1"))
-            c.expandableSegments = true;
-    for (const auto& seg : dev.segments)
-        c.expandableSegments |= seg.expandable;
-    cal.measured.push_back({"expandable_segments", c.expandableSegments ? "on" : "off", "read", "allocator settings"});
-    {
-        // The stored activations are what the run kept, checkpointed or not: they are projected as is.
-        MeasuredItem ck{"checkpointing", "none", "assumed", "a measured run with checkpointing is projected as is"};
-        for (const auto& [key, value] : trace.snapshot.runConfig)
-            if (key == "checkpoint" || key == "checkpointing")
-                ck = {"checkpointing", value, "read", std::string(kRunConfigSource) + "; projected as is"};
-        cal.measured.push_back(ck);
-    }
+    readAttentionAndAllocator(cal, c, trace, dev, quad > 0, s0.has_value());
     if (s.forwardOnly)
         cal.measured.push_back(weightUsesItem(weightUses));
     if (p0) {
         const StateBytes t = s.table(*p0, c.optimizer);
         s.params = s.weights.bytes / std::max(1.0, t.weights + t.master);
     }
-    if (dims.valid()) {
-        s.layers = dims.layers;
-    } else if (dims.layers > 0) {
-        s.layers = dims.layers;
-    } else if (s.trace && s.trace->checkpointPlan().byModule && s.trace->checkpointPlan().blocks >= 2) {
-        // The layers the recorder named (moduleblocks.h): the model's layer lists.
-        const CheckpointPlan& plan = s.trace->checkpointPlan();
-        s.layers = plan.blocks;
-        cal.measured.push_back({"layers", std::to_string(plan.blocks), "read",
-                                std::to_string(plan.blocks) + " layers the recorder named in " +
-                                    std::to_string(plan.runs) + (plan.runs == 1 ? " list" : " lists")});
-    } else if (const RepeatedBlocks rb = repeatedBlocks(tl, L1); rb.count >= 2) {
-        // The layers are the blocks whose saved tensors repeat through the forward.
-        s.layers = rb.count;
-        cal.measured.push_back({"layers", std::to_string(rb.count), "read",
-                                std::to_string(rb.count) + " repeated blocks of " + std::to_string(rb.period) +
-                                    " saved tensors in the forward"});
-    } else {
-        s.layers = 24;
-        s.layersGuessed = true;
-    }
+    readLayers(cal, s, dims, tl, L1);
     const double A1 = lin + quad + cache + batchT + small;
     const double F1 = double(tl.reserved[size_t(e1)] - tl.allocated[size_t(e1)]);
     if (A1 > 0 && F1 >= 0) {
@@ -450,15 +479,7 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
     }
     s.measuredAllocated = {double(tl.allocated[size_t(e1)]), e3 >= 0 ? double(tl.allocated[size_t(e3)]) : -1,
                            e2 >= 0 ? double(tl.allocated[size_t(e2)]) : -1};
-    if (dev.trace.anyTime) {
-        const auto& t = dev.trace.timeUs;
-        int64_t endEvent = it.endEvent;
-        if (chosen.index + 1 < its.size())
-            endEvent = its[chosen.index + 1].startEvent;
-        if (t[size_t(it.startEvent)] != TraceEvents::kNoTime && t[size_t(endEvent)] != TraceEvents::kNoTime &&
-            t[size_t(endEvent)] > t[size_t(it.startEvent)] && chosen.optimizer)
-            s.measuredStepTime = double(t[size_t(endEvent)] - t[size_t(it.startEvent)]) * 1e-6;
-    }
+    s.measuredStepTime = measuredStepTime(dev, its, chosen);
     cal.measured.push_back({"step_time_s", s.measuredStepTime > 0 ? std::to_string(s.measuredStepTime) : "",
                             s.measuredStepTime > 0 ? "read" : "unknown", "iteration " + std::to_string(it.iteration)});
     if (cal.outlierBatch)
