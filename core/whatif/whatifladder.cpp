@@ -248,50 +248,98 @@ std::optional<Currency> currencyFromName(std::string_view s)
     return std::nullopt;
 }
 
-Ladder buildLadder(const WhatIfBaseline& base, const LeverConfig& start, const WhatIfConstants& k,
-                   const DeviceSpec& dev, const LadderOptions& opt)
+namespace {
+
+/// One ladder being built (buildLadder): the projections it makes, what the trace cannot
+/// answer, and the rungs so far.
+class LadderBuilder {
+public:
+    LadderBuilder(const WhatIfBaseline& base, const LeverConfig& start, const WhatIfConstants& k, const DeviceSpec& dev,
+                  const LadderOptions& opt)
+        : m_base(base), m_start(start), m_k(k), m_dev(dev), m_opt(opt)
+    {
+    }
+
+    Ladder build();
+
+private:
+    Projection projectCut(const LeverConfig& c) const;
+    /// The projection of `c`, of the whole step where the OOM cut the recorded one short.
+    Projection proj(const LeverConfig& c) const;
+    /// Whether the trace can answer `c`; if not, `title` is left out by the value it needs.
+    bool answerable(const std::string& title, const LeverConfig& c);
+    /// The free allocator setting and the batch budget, before any lever; whether the ladder
+    /// ends there (it fits as it is, or the budget is enough).
+    bool settleBeforeLevers();
+    void warnIfDifferentPlan();
+    /// The least the step can take with the least activation memory it can have.
+    double floorOf(const LeverConfig& c) const;
+    double activationShare() const;
+    /// Hygiene, then the group that attacks the bottleneck, then the other, then what
+    /// changes the result.
+    std::vector<const Tier*> order(const std::vector<Tier>& all, bool staticBound) const;
+    /// The candidate of `t` to spend on from `cur`: the cheapest that fits, else the one that
+    /// lowers the high estimate most (none when nothing gains).
+    std::optional<std::pair<std::string, Projection>> pick(const Tier& t, const LeverConfig& cur, const Projection& curP);
+    void climb(const std::vector<const Tier*>& order, bool staticBound);
+    /// Where each currency alone could get (shown always; essential when the miss is large).
+    void addAlternatives();
+    void warnLeftOut();
+
+    const WhatIfBaseline& m_base;
+    const LeverConfig& m_start;
+    const WhatIfConstants& m_k;
+    const DeviceSpec& m_dev;
+    const LadderOptions& m_opt;
+    Ladder m_ladder;
+    double m_cutAllocated = 0;
+    double m_context = 0; ///< the CUDA context's high estimate
+    double m_budget = 0;  ///< what the levers may fill
+    std::map<std::string, std::vector<std::string>> m_leftOut;
+};
+
+Projection LadderBuilder::projectCut(const LeverConfig& c) const
 {
-    Ladder L;
-    auto projectCut = [&](const LeverConfig& c) {
-        Projection p = project(base, c, k, dev);
-        if (opt.simulate)
-            simulateReserved(p, base, *opt.simulate);
-        return p;
-    };
-    // A step the OOM cut short: every projection is of the whole step (cutstep.h).
-    const double cutAllocated = opt.cutStep ? projectCut(base.config).peakAllocated : 0;
-    auto proj = [&](const LeverConfig& c) {
-        Projection p = projectCut(c);
-        if (opt.cutStep)
-            projectWholeStep(p, cutAllocated, *opt.cutStep);
-        return p;
-    };
-    // What the trace cannot answer is left out, by the measured value it needs.
-    std::map<std::string, std::vector<std::string>> leftOut;
-    auto answerable = [&](const std::string& title, const LeverConfig& c) {
-        const std::optional<WhatIfMissingValue> m =
-            opt.calibration ? opt.calibration->missing(c, &start) : std::nullopt;
-        if (m) {
-            auto& titles = leftOut[m->key];
-            if (std::find(titles.begin(), titles.end(), title) == titles.end())
-                titles.push_back(title);
-        }
-        return !m;
-    };
-    L.start = proj(start);
-    const double cHigh = std::max(base.context, base.contextHigh);
-    const double budget = (double(dev.capacityBytes) - cHigh) * (1 - k.marginStructural);
+    Projection p = project(m_base, c, m_k, m_dev);
+    if (m_opt.simulate)
+        simulateReserved(p, m_base, *m_opt.simulate);
+    return p;
+}
+
+Projection LadderBuilder::proj(const LeverConfig& c) const
+{
+    Projection p = projectCut(c);
+    if (m_opt.cutStep)
+        projectWholeStep(p, m_cutAllocated, *m_opt.cutStep);
+    return p;
+}
+
+bool LadderBuilder::answerable(const std::string& title, const LeverConfig& c)
+{
+    const std::optional<WhatIfMissingValue> m =
+        m_opt.calibration ? m_opt.calibration->missing(c, &m_start) : std::nullopt;
+    if (m) {
+        auto& titles = m_leftOut[m->key];
+        if (std::find(titles.begin(), titles.end(), title) == titles.end())
+            titles.push_back(title);
+    }
+    return !m;
+}
+
+bool LadderBuilder::settleBeforeLevers()
+{
+    Ladder& L = m_ladder;
     // A setting the replay found to avoid the recorded OOM costs nothing: it comes first, also
     // when the steady state fits and the OOM was an outlier batch (the batch budget follows it).
-    const bool recordedMisses = !L.start.fits || opt.outlierBatch;
-    if (recordedMisses && opt.allocator && opt.allocator->avoidsOom && start == base.config) {
-        const AllocatorRungInput& a = *opt.allocator;
+    const bool recordedMisses = !L.start.fits || m_opt.outlierBatch;
+    if (recordedMisses && m_opt.allocator && m_opt.allocator->avoidsOom && m_start == m_base.config) {
+        const AllocatorRungInput& a = *m_opt.allocator;
         Rung r;
         r.kind = RungKind::AllocatorSetting;
         r.title = "allocator setting PYTORCH_CUDA_ALLOC_CONF=" + a.setting;
         r.allocatorSetting = a.setting;
-        r.config = start;
-        r.config.expandableSegments = start.expandableSegments || a.setting.find("expandable_segments:True") != std::string::npos;
+        r.config = m_start;
+        r.config.expandableSegments = m_start.expandableSegments || a.setting.find("expandable_segments:True") != std::string::npos;
         r.levers = {"PYTORCH_CUDA_ALLOC_CONF=" + a.setting};
         // The replay runs the recorded requests through the allocator: a measurement of this
         // run, so it stands in for the model's steady-state estimate and has no band.
@@ -304,61 +352,62 @@ Ladder buildLadder(const WhatIfBaseline& base, const LeverConfig& start, const W
         r.warnings.push_back(a.evidence + "; the peak shown is the replay's reserved peak, not the model's");
         L.rungs.push_back(std::move(r));
         L.firstFit = int(L.rungs.size()) - 1;
-    } else if (opt.allocator && !opt.allocator->evidence.empty()) {
-        L.warnings.push_back(opt.allocator->evidence);
+    } else if (m_opt.allocator && !m_opt.allocator->evidence.empty()) {
+        L.warnings.push_back(m_opt.allocator->evidence);
     }
-    if (opt.outlierBatch) {
-        L.rungs.push_back(batchBudgetRung(start, L.start));
+    if (m_opt.outlierBatch) {
+        L.rungs.push_back(batchBudgetRung(m_start, L.start));
         if (L.start.fits) {
             if (L.firstFit < 0)
                 L.firstFit = int(L.rungs.size()) - 1;
-            return L;
+            return true;
         }
     }
     if (L.start.fits) {
         L.fitsAsIs = true;
-        return L;
+        return true;
     }
-    if (L.firstFit < 0 && (budget <= 0 || L.start.peakHigh - cHigh > 3 * budget)) {
-        L.needsDifferentPlan = true;
-        char times[48];
-        std::snprintf(times, sizeof times, "%.1fx the usable memory", (L.start.peakHigh - cHigh) / budget);
-        L.warnings.push_back(std::string("the job needs ") +
-                             (budget > 0 ? times : "more than the device has outside the CUDA context") +
-                             ": it needs a different plan, not a tweak; see the alternatives by currency");
-    }
-    // The bottleneck: does the job fit with the least activation memory it can have?
-    auto floorOf = [&](const LeverConfig& c) {
-        LeverConfig x = c;
-        x.accum = c.accum * c.microBatch;
-        x.microBatch = 1;
-        x.checkpoint = Checkpointing::Full;
-        x.flashAttention = true;
-        LeverConfig y = c;
-        y.checkpoint = Checkpointing::Full;
-        y.flashAttention = true;
-        return std::min(proj(x).peakHigh, proj(y).peakHigh);
-    };
-    const double actShare = [&] {
-        const auto& ph = L.start.phases[0];
-        double a = 0;
-        for (const auto& comp : ph.components)
-            if (comp.name.rfind("activations", 0) == 0 || comp.name == "temporaries_batch")
-                a += comp.bytes;
-        return ph.total > 0 ? a / ph.total : 0;
-    }();
-    std::vector<Tier> all = tiers(opt, base);
-    if (opt.optimizerStateSuspect) {
-        std::erase_if(all, [](const Tier& t) { return t.title == "8-bit optimizer" || t.title == "pure bf16 / Adafactor"; });
-        L.warnings.push_back("the file's optimizer state breaks what an optimizer keeps (see the categories finding): "
-                             "the 8-bit optimizer and Adafactor rungs are left out until a recording settles it");
-    }
-    LeverConfig cur = start;
-    Projection curP = L.start;
-    const bool staticBound = floorOf(cur) - cHigh > budget;
-    L.bottleneck = staticBound ? "static memory (does not fit even at micro-batch 1 with full checkpointing)"
-                               : (actShare > 0.5 ? "activations" : "mixed");
-    // Order: hygiene, then the group that attacks the bottleneck, then the other, then what changes the result.
+    return false;
+}
+
+void LadderBuilder::warnIfDifferentPlan()
+{
+    Ladder& L = m_ladder;
+    if (L.firstFit >= 0 || (m_budget > 0 && L.start.peakHigh - m_context <= 3 * m_budget))
+        return;
+    L.needsDifferentPlan = true;
+    char times[48];
+    std::snprintf(times, sizeof times, "%.1fx the usable memory", (L.start.peakHigh - m_context) / m_budget);
+    L.warnings.push_back(std::string("the job needs ") +
+                         (m_budget > 0 ? times : "more than the device has outside the CUDA context") +
+                         ": it needs a different plan, not a tweak; see the alternatives by currency");
+}
+
+double LadderBuilder::floorOf(const LeverConfig& c) const
+{
+    LeverConfig x = c;
+    x.accum = c.accum * c.microBatch;
+    x.microBatch = 1;
+    x.checkpoint = Checkpointing::Full;
+    x.flashAttention = true;
+    LeverConfig y = c;
+    y.checkpoint = Checkpointing::Full;
+    y.flashAttention = true;
+    return std::min(proj(x).peakHigh, proj(y).peakHigh);
+}
+
+double LadderBuilder::activationShare() const
+{
+    const auto& ph = m_ladder.start.phases[0];
+    double a = 0;
+    for (const auto& comp : ph.components)
+        if (comp.name.rfind("activations", 0) == 0 || comp.name == "temporaries_batch")
+            a += comp.bytes;
+    return ph.total > 0 ? a / ph.total : 0;
+}
+
+std::vector<const Tier*> LadderBuilder::order(const std::vector<Tier>& all, bool staticBound) const
+{
     std::vector<const Tier*> order;
     for (const auto& t : all)
         if (t.position == 1)
@@ -374,47 +423,57 @@ Ladder buildLadder(const WhatIfBaseline& base, const LeverConfig& start, const W
         if (t.position >= 8 || t.resultChanging)
             if (std::find(order.begin(), order.end(), &t) == order.end())
                 order.push_back(&t);
+    return order;
+}
 
+std::optional<std::pair<std::string, Projection>> LadderBuilder::pick(const Tier& t, const LeverConfig& cur,
+                                                                      const Projection& curP)
+{
+    std::vector<std::pair<std::string, Projection>> evaluated;
+    for (auto& [title, c] : t.candidates(cur))
+        if (!(c == cur) && answerable(title, c))
+            evaluated.push_back({title, proj(c)});
+    if (evaluated.empty())
+        return std::nullopt;
+    std::stable_sort(evaluated.begin(), evaluated.end(),
+                     [](const auto& a, const auto& b) { return a.second.time.total < b.second.time.total; });
+    for (const auto& e : evaluated)
+        if (e.second.fits)
+            return e;
+    const std::pair<std::string, Projection>* best = nullptr;
+    for (const auto& e : evaluated)
+        if (!best || e.second.peakHigh < best->second.peakHigh - 1e-6 * best->second.peakHigh)
+            best = &e;
+    if (t.position != 1 && best->second.peakHigh >= curP.peakHigh * 0.99)
+        return std::nullopt; // no gain: not worth its currency
+    return *best;
+}
+
+void LadderBuilder::climb(const std::vector<const Tier*>& order, bool staticBound)
+{
+    Ladder& L = m_ladder;
+    LeverConfig cur = m_start;
+    Projection curP = L.start;
     for (const Tier* t : order) {
         if (L.firstFit >= 0)
             break;
         // Static levers only until the floor fits: then the activation levers can finish the job.
-        if (t->staticMemory && staticBound && floorOf(cur) - cHigh <= budget && t->position < 8) {
+        if (t->staticMemory && staticBound && floorOf(cur) - m_context <= m_budget && t->position < 8) {
             bool activationTried = false;
             for (const auto& r : L.rungs)
                 activationTried = activationTried || r.activation;
             if (!activationTried)
                 continue; // the floor fits now: spend on activations first
         }
-        auto cands = t->candidates(cur);
-        std::vector<std::pair<std::string, Projection>> evaluated;
-        for (auto& [title, c] : cands)
-            if (!(c == cur) && answerable(title, c))
-                evaluated.push_back({title, proj(c)});
-        if (evaluated.empty())
+        const auto chosen = pick(*t, cur, curP);
+        if (!chosen)
             continue;
-        // The cheapest that fits; else the one that lowers the high estimate most.
-        std::stable_sort(evaluated.begin(), evaluated.end(),
-                         [](const auto& a, const auto& b) { return a.second.time.total < b.second.time.total; });
-        const std::pair<std::string, Projection>* pick = nullptr;
-        for (const auto& e : evaluated)
-            if (e.second.fits) {
-                pick = &e;
-                break;
-            }
-        if (!pick) {
-            for (const auto& e : evaluated)
-                if (!pick || e.second.peakHigh < pick->second.peakHigh - 1e-6 * pick->second.peakHigh)
-                    pick = &e;
-            if (t->position != 1 && pick->second.peakHigh >= curP.peakHigh * 0.99)
-                continue; // no gain: not worth its currency
-        }
         Rung r;
         r.activation = t->activation;
-        r.title = pick->first;
-        r.config = pick->second.config;
-        r.levers = r.config.differences(cur, base.microBatchUnits);
-        r.projection = pick->second;
+        r.title = chosen->first;
+        r.config = chosen->second.config;
+        r.levers = r.config.differences(cur, m_base.microBatchUnits);
+        r.projection = chosen->second;
         describe(r, curP, L.start, cur);
         if (t->resultChanging && !r.changesResult) {
             r.changesResult = true;
@@ -428,36 +487,78 @@ Ladder buildLadder(const WhatIfBaseline& base, const LeverConfig& start, const W
             break;
         }
     }
-    // Where each currency alone could get (shown always; essential when the miss is large).
+}
+
+void LadderBuilder::addAlternatives()
+{
     auto alt = [&](const char* currency, const std::string& title, LeverConfig c) {
         if (answerable(title, c))
-            L.alternatives.push_back({currency, title, c, proj(c)});
+            m_ladder.alternatives.push_back({currency, title, c, proj(c)});
     };
-    LeverConfig hw = start;
+    LeverConfig hw = m_start;
     hw.zero = 3;
-    hw.devices = std::max(8, opt.availableDevices);
+    hw.devices = std::max(8, m_opt.availableDevices);
     hw.optimizer = hw.optimizer == OptimizerKind::AdamW ? OptimizerKind::AdamWFused : hw.optimizer;
     alt("hardware", "ZeRO-3 over 8+ devices", hw);
-    LeverConfig tp = start;
+    LeverConfig tp = m_start;
     tp.offload = Offload::Params;
     tp.checkpoint = Checkpointing::Full;
-    tp.accum = start.accum * start.microBatch;
+    tp.accum = m_start.accum * m_start.microBatch;
     tp.microBatch = 1;
     alt("throughput",
-        "offload parameters and optimizer, full checkpointing, micro-batch " + microBatchText(1, base.microBatchUnits),
+        "offload parameters and optimizer, full checkpointing, micro-batch " + microBatchText(1, m_base.microBatchUnits),
         tp);
-    LeverConfig fi = start;
+    LeverConfig fi = m_start;
     fi.trainableFraction = 0.01;
     fi.precision = fi.precision == Precision::Fp32 ? Precision::AmpBf16 : fi.precision;
     fi.checkpoint = Checkpointing::Full;
     alt("fidelity", "LoRA (1% trainable) with full checkpointing", fi);
-    for (const auto& [key, titles] : leftOut) {
+}
+
+void LadderBuilder::warnLeftOut()
+{
+    for (const auto& [key, titles] : m_leftOut) {
         std::string w = "left out until the measured " + key + " is given (the trace does not tell it): ";
         for (size_t i = 0; i < titles.size(); ++i)
             w += (i ? "; " : "") + titles[i];
-        L.warnings.push_back(std::move(w));
+        m_ladder.warnings.push_back(std::move(w));
     }
-    return L;
+}
+
+Ladder LadderBuilder::build()
+{
+    Ladder& L = m_ladder;
+    // A step the OOM cut short: every projection is of the whole step (cutstep.h).
+    m_cutAllocated = m_opt.cutStep ? projectCut(m_base.config).peakAllocated : 0;
+    L.start = proj(m_start);
+    m_context = std::max(m_base.context, m_base.contextHigh);
+    m_budget = (double(m_dev.capacityBytes) - m_context) * (1 - m_k.marginStructural);
+    if (settleBeforeLevers())
+        return std::move(m_ladder);
+    warnIfDifferentPlan();
+    // The bottleneck: does the job fit with the least activation memory it can have?
+    const double actShare = activationShare();
+    std::vector<Tier> all = tiers(m_opt, m_base);
+    if (m_opt.optimizerStateSuspect) {
+        std::erase_if(all, [](const Tier& t) { return t.title == "8-bit optimizer" || t.title == "pure bf16 / Adafactor"; });
+        L.warnings.push_back("the file's optimizer state breaks what an optimizer keeps (see the categories finding): "
+                             "the 8-bit optimizer and Adafactor rungs are left out until a recording settles it");
+    }
+    const bool staticBound = floorOf(m_start) - m_context > m_budget;
+    L.bottleneck = staticBound ? "static memory (does not fit even at micro-batch 1 with full checkpointing)"
+                               : (actShare > 0.5 ? "activations" : "mixed");
+    climb(order(all, staticBound), staticBound);
+    addAlternatives();
+    warnLeftOut();
+    return std::move(m_ladder);
+}
+
+} // namespace
+
+Ladder buildLadder(const WhatIfBaseline& base, const LeverConfig& start, const WhatIfConstants& k,
+                   const DeviceSpec& dev, const LadderOptions& opt)
+{
+    return LadderBuilder(base, start, k, dev, opt).build();
 }
 
 } // namespace headroom
