@@ -299,6 +299,124 @@ std::optional<OptimizerKind> settleOptimizer(Calibration& cal, MeasuredSettler& 
     return settler.optimizer(stated, readO);
 }
 
+/// The states the step keeps: weights, optimizer state and gradients.
+struct ModelStates {
+    double optimizer = 0;
+    double gradients = 0;
+};
+
+/// Stage 4: the weights at the start of backward; the optimizer state there, else the one a
+/// first optimizer step creates; the gradients at their fullest of the three points.
+ModelStates readModelStates(Calibration& cal, WhatIfBaseline& s, const DeviceAnalysis& a, const LivePoint& L1,
+                            const LivePoint& L2, const LivePoint& L3)
+{
+    s.weights = measured(L1.bytes(TensorCategory::Parameter));
+    double O = L1.bytes(TensorCategory::OptimizerState);
+    const double Oopt = std::max(L2.bytes(TensorCategory::OptimizerState),
+                                 double(a.atEnd.byCategory[size_t(TensorCategory::OptimizerState)]));
+    if (O <= 0 && Oopt > 0) {
+        O = Oopt;
+        cal.firstStep = true;
+        s.notes.push_back("first optimizer step: the optimizer state it creates (" + formatBytes(int64_t(O)) +
+                          ") is added to the forward and backward");
+    }
+    s.optimizer = measured(O);
+    const double G = std::max({L2.bytes(TensorCategory::Gradient), L3.bytes(TensorCategory::Gradient),
+                               L1.bytes(TensorCategory::Gradient)});
+    s.grads = measured(G);
+    s.gradFwdFraction = G > 0 ? L1.bytes(TensorCategory::Gradient) / G : 0;
+    if (s.forwardOnly)
+        s.notes.push_back("forward-only trace: projecting weights and activations (no gradients or optimizer state)");
+    return {O, G};
+}
+
+std::shared_ptr<const std::vector<TensorCategory>> categoriesOf(const DeviceAnalysis& a)
+{
+    auto categories = std::make_shared<std::vector<TensorCategory>>();
+    categories->reserve(a.classes.size());
+    for (const AllocationClass& c : a.classes)
+        categories->push_back(c.category);
+    return categories;
+}
+
+/// The replay of every recorded allocation under its law, with the plans the levers need:
+/// checkpointing (from `saved`, the activations alive where all are), accumulation, casts,
+/// autocast and pure-precision flows.
+std::shared_ptr<TraceProjector> replayProjector(const LoadedTrace& trace, size_t deviceIndex, const DeviceAnalysis& a,
+                                                const IterationPeak& it, AllocationLaws laws, int microBatch, int seq,
+                                                const std::vector<uint32_t>& saved)
+{
+    const MemoryTimeline& tl = trace.timelines.at(deviceIndex);
+    const DeviceData& dev = trace.snapshot.devices.at(deviceIndex);
+    auto tp = std::make_shared<TraceProjector>(tl, std::move(laws), microBatch, seq,
+                                               dev.ooms.empty() ? -1 : dev.ooms.front().eventIndex);
+    tp->setCheckpointPlan(planCheckpointing(tl, saved, it.startEvent, it.endEvent, dev.trace.tensors,
+                                            &trace.snapshot.frames.strings()));
+    tp->setAccumulationPlan(planAccumulation(tl, a.classes, a.phases, Iteration{it.iteration, it.startEvent, it.endEvent}));
+    tp->setCastPlan(planCast(tl, a.classes, a.phases, tp->laws()));
+    tp->setAutocastPlan(planAutocast(tl, dev.trace, trace.snapshot.frames, a.phases, trace.snapshot.annotations));
+    tp->setPureFlowPlan(planPureFlow(tl, dev.trace, trace.snapshot.frames, a.phases));
+    return tp;
+}
+
+/// What every calibrated baseline starts from: the constants' CUDA context, the dimensions
+/// given, and which autocast the recorder ran (the CPU recorder's, or CUDA's).
+void startBaseline(WhatIfBaseline& s, const LoadedTrace& trace, const ModelDims& dims, const WhatIfConstants& k)
+{
+    s.calibrated = true;
+    s.torchAutocast = true;
+    for (const auto& [key, value] : trace.snapshot.runConfig)
+        if (key == "recorder" && value == "headroom_cpu")
+            s.cpuAutocast = true;
+    s.dims = dims;
+    s.context = k.contextBytes;
+    s.contextHigh = k.contextHighBytes;
+}
+
+/// The cache's free bytes per transient byte at the start of backward (`transients`: the
+/// activations and batch temporaries there).
+void readFragmentation(WhatIfBaseline& s, const MemoryTimeline& tl, int64_t e1, double transients)
+{
+    const double F1 = double(tl.reserved[size_t(e1)] - tl.allocated[size_t(e1)]);
+    if (transients > 0 && F1 >= 0) {
+        // Capped: at the peaks of the real snapshots 1.3-19% of reserved memory is unallocated;
+        // a trace whose cache holds more than its transients (freed activations kept cached)
+        // would otherwise add a byte of fragmentation for every projected activation byte.
+        s.fragRatio = std::min(kMaxFragRatio, F1 / transients);
+        s.fragProvenance = Provenance::Measured;
+    }
+}
+
+/// The levers at the measured run: the settled values, an unknown precision projected as the
+/// first reading the stacks leave open (the others kept as alternatives for the band).
+void setMeasuredLevers(WhatIfBaseline& s, const SettledConfig& settled, std::optional<OptimizerKind> optimizer,
+                       const PrecisionEvidence& pEvidence)
+{
+    LeverConfig& c = s.config;
+    c.microBatch = settled.microBatch.value_or(0);
+    c.seq = settled.seq.value_or(0);
+    c.accum = settled.accum.value_or(1);
+    c.devices = settled.devices.value_or(0);
+    if (settled.precision) {
+        c.precision = *settled.precision;
+    } else {
+        const std::vector<Precision> open = pEvidence.candidates();
+        c.precision = open.front();
+        s.precisionAlternatives.assign(open.begin() + 1, open.end());
+    }
+    c.optimizer = optimizer.value_or(OptimizerKind::AdamW);
+}
+
+/// The activations and temporaries of `live` that grow with the batch (`tokens`: b*s).
+double batchShapedBytes(const LivePoint& live, int64_t tokens)
+{
+    double bytes = 0;
+    for (const auto& [c, sz] : live.allocs)
+        if ((isActivationCategory(c) || isTemporaryCategory(c)) && batchShaped(sz, tokens))
+            bytes += double(sz);
+    return bytes;
+}
+
 } // namespace
 
 Calibration calibrate(const LoadedTrace& trace, size_t deviceIndex, const DeviceAnalysis& a, const StatedConfig& stated,
@@ -323,14 +441,7 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
     const MemoryTimeline& tl = trace.timelines.at(deviceIndex);
     const DeviceData& dev = trace.snapshot.devices.at(deviceIndex);
     const auto& phase = a.phases.eventPhase;
-    s.calibrated = true;
-    s.torchAutocast = true;
-    for (const auto& [key, value] : trace.snapshot.runConfig)
-        if (key == "recorder" && value == "headroom_cpu")
-            s.cpuAutocast = true;
-    s.dims = dims;
-    s.context = k.contextBytes;
-    s.contextHigh = k.contextHighBytes;
+    startBaseline(s, trace, dims, k);
     if (phase.empty() || a.iterationPeaks.empty())
         throw std::runtime_error("the trace has no allocation events to calibrate on");
 
@@ -355,7 +466,6 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
     const LivePoint L1 = livePointAt(tl, a, e1);
     const LivePoint L2 = e2 >= 0 ? livePointAt(tl, a, e2) : LivePoint{};
     const LivePoint L3 = e3 >= 0 ? livePointAt(tl, a, e3) : LivePoint{};
-    auto cat = [](const LivePoint& l, TensorCategory c) { return l.bytes(c); };
 
     // 3. The measured configuration: stated wins over read; read from annotations and sizes.
     std::vector<MeasuredItem> readHow;
@@ -368,21 +478,8 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
     const auto& p0 = settled.precision;
 
     // 4. Model states.
-    s.weights = measured(cat(L1, TensorCategory::Parameter));
-    double O = cat(L1, TensorCategory::OptimizerState);
-    const double Oopt = std::max(cat(L2, TensorCategory::OptimizerState), double(a.atEnd.byCategory[size_t(TensorCategory::OptimizerState)]));
-    if (O <= 0 && Oopt > 0) {
-        O = Oopt;
-        cal.firstStep = true;
-        s.notes.push_back("first optimizer step: the optimizer state it creates (" + formatBytes(int64_t(O)) +
-                          ") is added to the forward and backward");
-    }
-    s.optimizer = measured(O);
-    const double Gfull = std::max({cat(L2, TensorCategory::Gradient), cat(L3, TensorCategory::Gradient), cat(L1, TensorCategory::Gradient)});
-    s.grads = measured(Gfull);
-    s.gradFwdFraction = Gfull > 0 ? cat(L1, TensorCategory::Gradient) / Gfull : 0;
-    if (s.forwardOnly)
-        s.notes.push_back("forward-only trace: projecting weights and activations (no gradients or optimizer state)");
+    const ModelStates states = readModelStates(cal, s, a, L1, L2, L3);
+    const double O = states.optimizer, Gfull = states.gradients;
 
     double optTemps = 0, optBatch = 0; // what the optimizer step allocates besides its state
     for (const auto& [c, sz] : L2.allocs) {
@@ -413,23 +510,11 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
                  constT = split.constTemps, small = split.small, batchGradT = split.batchGradTemps;
     // The replay keeps the laws (the main reading only; the late-backward one is terms alone).
     if (laws && forcedStart < 0 && b0 && *b0 > 0) {
-        auto categories = std::make_shared<std::vector<TensorCategory>>();
-        categories->reserve(a.classes.size());
-        for (const AllocationClass& c : a.classes)
-            categories->push_back(c.category);
-        s.categories = std::move(categories);
-        auto tp = std::make_shared<TraceProjector>(tl, std::move(*laws), *b0, *s0,
-                                                   dev.ooms.empty() ? -1 : dev.ooms.front().eventIndex);
+        s.categories = categoriesOf(a);
         // The blocks are read where every saved activation is alive: the forward/backward boundary.
         const LivePoint atBoundary = boundaryPoint >= 0 ? livePointAt(tl, a, boundaryPoint) : LivePoint{};
-        tp->setCheckpointPlan(
-            planCheckpointing(tl, activations(boundaryPoint >= 0 ? atBoundary : L1), it.startEvent, it.endEvent,
-                              dev.trace.tensors, &trace.snapshot.frames.strings()));
-        tp->setAccumulationPlan(planAccumulation(tl, a.classes, a.phases, Iteration{it.iteration, it.startEvent, it.endEvent}));
-        tp->setCastPlan(planCast(tl, a.classes, a.phases, tp->laws()));
-        tp->setAutocastPlan(planAutocast(tl, dev.trace, trace.snapshot.frames, a.phases, trace.snapshot.annotations));
-        tp->setPureFlowPlan(planPureFlow(tl, dev.trace, trace.snapshot.frames, a.phases));
-        s.trace = std::move(tp);
+        s.trace = replayProjector(trace, deviceIndex, a, it, std::move(*laws), *b0, *s0,
+                                  activations(boundaryPoint >= 0 ? atBoundary : L1));
     }
     s.actLin = measured(lin);
     s.actSmall = measured(small);
@@ -438,28 +523,13 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
     s.logits = measured(batchT);
     s.logitsGradShare = batchT > 0 ? batchGradT / batchT : 0;
     s.constTemp = measured(constT);
-    double bwdT = 0;
-    for (const auto& [c, sz] : L3.allocs)
-        if ((isActivationCategory(c) || isTemporaryCategory(c)) && batchShaped(sz, tokens))
-            bwdT += double(sz);
-    s.bwdTemp = measured(bwdT);
+    s.bwdTemp = measured(batchShapedBytes(L3, tokens));
     s.optTemp = measured(optTemps);
     s.optAct = measured(optBatch);
 
     // 6. Configuration, allocator, step time.
     LeverConfig& c = s.config;
-    c.microBatch = b0.value_or(0);
-    c.seq = s0.value_or(0);
-    c.accum = settled.accum.value_or(1);
-    c.devices = settled.devices.value_or(0);
-    if (p0) {
-        c.precision = *p0;
-    } else {
-        const std::vector<Precision> open = pEvidence.candidates();
-        c.precision = open.front();
-        s.precisionAlternatives.assign(open.begin() + 1, open.end());
-    }
-    c.optimizer = o0.value_or(OptimizerKind::AdamW);
+    setMeasuredLevers(s, settled, o0, pEvidence);
     readAttentionAndAllocator(cal, c, trace, dev, quad > 0, s0.has_value());
     if (s.forwardOnly)
         cal.measured.push_back(weightUsesItem(weightUses));
@@ -468,15 +538,7 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
         s.params = s.weights.bytes / std::max(1.0, t.weights + t.master);
     }
     readLayers(cal, s, dims, tl, L1);
-    const double A1 = lin + quad + cache + batchT + small;
-    const double F1 = double(tl.reserved[size_t(e1)] - tl.allocated[size_t(e1)]);
-    if (A1 > 0 && F1 >= 0) {
-        // Capped: at the peaks of the real snapshots 1.3-19% of reserved memory is unallocated;
-        // a trace whose cache holds more than its transients (freed activations kept cached)
-        // would otherwise add a byte of fragmentation for every projected activation byte.
-        s.fragRatio = std::min(kMaxFragRatio, F1 / A1);
-        s.fragProvenance = Provenance::Measured;
-    }
+    readFragmentation(s, tl, e1, lin + quad + cache + batchT + small);
     s.measuredAllocated = {double(tl.allocated[size_t(e1)]), e3 >= 0 ? double(tl.allocated[size_t(e3)]) : -1,
                            e2 >= 0 ? double(tl.allocated[size_t(e2)]) : -1};
     s.measuredStepTime = measuredStepTime(dev, its, chosen);
