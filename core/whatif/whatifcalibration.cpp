@@ -541,6 +541,10 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
     readFragmentation(s, tl, e1, lin + quad + cache + batchT + small);
     s.measuredAllocated = {double(tl.allocated[size_t(e1)]), e3 >= 0 ? double(tl.allocated[size_t(e3)]) : -1,
                            e2 >= 0 ? double(tl.allocated[size_t(e2)]) : -1};
+    s.measuredEvents = cal.events;
+    for (size_t i = 0; i < kStepPhaseCount; ++i)
+        if (const int64_t e = s.measuredEvents[i]; e >= 0 && size_t(e) < phase.size())
+            s.measuredEventPhases[i] = std::string(phaseKey(phase[size_t(e)]));
     s.measuredStepTime = measuredStepTime(dev, its, chosen);
     cal.measured.push_back({"step_time_s", s.measuredStepTime > 0 ? std::to_string(s.measuredStepTime) : "",
                             s.measuredStepTime > 0 ? "read" : "unknown", "iteration " + std::to_string(it.iteration)});

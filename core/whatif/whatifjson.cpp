@@ -153,6 +153,10 @@ nlohmann::json projectionJson(const Projection& p, const std::vector<MeasuredIte
                          {"components", list}};
         if (ph.measured >= 0)
             details[name]["measured_allocated_bytes"] = int64_t(ph.measured);
+        if (ph.measuredEvent >= 0) {
+            details[name]["measured_event"] = ph.measuredEvent;
+            details[name]["measured_event_phase"] = ph.measuredEventPhase;
+        }
     }
     j["phases"] = phases;
     j["phase_details"] = details;
@@ -249,6 +253,8 @@ std::string projectionText(const Projection& p, const std::vector<MeasuredItem>&
           << sizeText(ph.low) << " .. " << sizeText(ph.high) << ")";
         if (ph.measured >= 0)
             o << ", measured allocated " << sizeText(ph.measured);
+        if (ph.measuredEvent >= 0)
+            o << " at event " << ph.measuredEvent << " (" << ph.measuredEventPhase << ")";
         o << "\n";
         for (const auto& comp : ph.components)
             o << "    " << comp.name << ": " << sizeText(comp.bytes) << " [" << provenanceName(comp.provenance) << "]\n";

@@ -170,6 +170,8 @@ struct PhaseProjection {
     double total = 0;     ///< + fragmentation + outside the allocator
     double low = 0, high = 0;
     double measured = -1; ///< measured total at the calibration point (calibrated mode)
+    int64_t measuredEvent = -1;    ///< the event it was read at (-1: none)
+    std::string measuredEventPhase; ///< that event's phase ("backward", "forward", ...)
 };
 
 /// Step time, itemised: seconds per optimizer step.

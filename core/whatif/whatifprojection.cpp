@@ -309,6 +309,8 @@ Projection evaluate(const WhatIfState& s, const WhatIfBaseline& base, const What
         PhaseProjection& ph = pr.phases[i];
         ph.phase = StepPhase(i);
         ph.measured = s.measuredAllocated[i];
+        ph.measuredEvent = s.measuredEvents[i];
+        ph.measuredEventPhase = s.measuredEventPhases[i];
         if (s.forwardOnly && i != 0) {
             ph.present = false;
             continue;

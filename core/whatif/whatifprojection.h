@@ -85,6 +85,10 @@ struct WhatIfState {
     bool structural = false;       ///< a lever that changes the allocation pattern was applied
     double measuredStepTime = -1;  ///< seconds per optimizer step in the trace
     std::array<double, kStepPhaseCount> measuredAllocated{-1, -1, -1};
+    /// The event each measured point was read at and its phase as the classifier has it (what
+    /// the Breakdown shows when that event is selected): a label says which moment a number is.
+    std::array<int64_t, kStepPhaseCount> measuredEvents{-1, -1, -1};
+    std::array<std::string, kStepPhaseCount> measuredEventPhases;
     std::vector<std::string> notes;
 
     double trainable() const { return params * config.trainableFraction; }
