@@ -56,10 +56,12 @@ void WhatIfCommands::addCommon(CLI::App* cmd, Options& o, bool ladder)
     cmd->add_option("--measured-micro-batch", o.measuredMicroBatch,
                     "Micro-batch the trace was measured at (with several FILEs: one per file, comma-separated)")
         ->delimiter(',')
+        ->allow_extra_args(false) // one comma-separated list: the FILE after it is not a value
         ->check(CLI::PositiveNumber);
     cmd->add_option("--measured-seq", o.measuredSeq,
                     "Sequence length the trace was measured at (with several FILEs: one per file, comma-separated)")
         ->delimiter(',')
+        ->allow_extra_args(false) // one comma-separated list: the FILE after it is not a value
         ->check(CLI::PositiveNumber);
     cmd->add_option("--measured-precision", o.measuredPrecision, "Precision the trace was measured at");
     cmd->add_option("--measured-devices", o.measuredDevices, "Devices the trace's run used")

@@ -59,6 +59,11 @@ def main():
             "ratio): the projected run's requests fail at event" not in joined or ": does not fit (margin" not in joined:
         problems.append("the verdict must be the simulated allocator's OOM, beside the fit: %r" % r.stdout[-900:])
 
+    # A measured value list takes one argument: the FILE after it is the file, not a value.
+    r = run("ladder", "--capacity", "1GiB", "--measured-micro-batch", "2", "--measured-seq", "128", sample)
+    if r.returncode == 2 and "not in range" in r.stderr:
+        problems.append("--measured-seq must not take the FILE after it as a value: %r" % r.stderr[:200])
+
     problems += one_answer(run, args.source, oom, sample)
     problems += recorded_mid_run(run, args.source)
 
