@@ -17,6 +17,9 @@
 #include "core/whatif/whatifmultifit.h"
 #include "core/whatif/whatifverify.h"
 
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
 #include <sstream>
 
 namespace headroom::cli {
@@ -50,8 +53,11 @@ void WhatIfCommands::addCommon(CLI::App* cmd, Options& o, bool ladder)
     cmd->add_option("--expandable-segments", o.expandable, "on|off");
     cmd->add_option("--capacity", o.capacity,
                     "Device capacity, e.g. 80GiB, 24GB or a byte count (default: the OOM record's)");
-    cmd->add_option("--device", o.devicePreset,
+    cmd->add_option("--speeds", o.devicePreset,
                     "Device speeds preset: 24gib, 40gib, 48gib, 80gib, a100-80gb, 94gib, 141gib");
+    cmd->add_option("--device", o.device,
+                    "Device ordinal of a multi-device trace, as in check, compare and state (default: the device "
+                    "with an OOM, else the highest peak); a preset name is the old spelling of --speeds");
     cmd->add_flag("--json", o.json, "Machine-readable JSON output");
     cmd->add_option("--measured-micro-batch", o.measuredMicroBatch,
                     "Micro-batch the trace was measured at (with several FILEs: one per file, comma-separated)")
@@ -164,6 +170,24 @@ StatedConfig statedFor(const WhatIfRequest& o, size_t i)
     return st;
 }
 
+/// `--device` as a device ordinal; none when it is absent or names a speed preset.
+std::optional<int> deviceOrdinal(const WhatIfRequest& o)
+{
+    if (o.device.empty() || !std::all_of(o.device.begin(), o.device.end(), [](unsigned char c) { return std::isdigit(c); }))
+        return std::nullopt;
+    return std::stoi(o.device);
+}
+
+/// The speed preset: --speeds, else --device in its old meaning (a preset name), with a note.
+std::string speedsPreset(const WhatIfRequest& o)
+{
+    if (!o.devicePreset.empty() || o.device.empty() || deviceOrdinal(o))
+        return o.devicePreset;
+    std::fprintf(stderr, "headroom-cli: --device %s: a speed preset is --speeds now; --device is the device "
+                         "ordinal, as in check, compare and state\n", o.device.c_str());
+    return o.device;
+}
+
 /// Calibrates on the first file and refits with the others.
 Measured calibrateFiles(const WhatIfRequest& o, const ModelDims& dims, const WhatIfConstants& k, bool ladder,
                         std::optional<int64_t> capacity, const TraceSource& source, const Calibrator& calibrator)
@@ -171,8 +195,10 @@ Measured calibrateFiles(const WhatIfRequest& o, const ModelDims& dims, const Wha
     Measured m;
     auto trace = source(o.files.front());
     // The device the GUI opens unless one is named: the one with an OOM, else the highest peak.
-    const size_t di = o.deviceIndex ? devicePosition(*trace, *o.deviceIndex, "--device-index")
-                                    : size_t(primaryDeviceIndex(*trace));
+    const std::optional<int> ordinal = deviceOrdinal(o);
+    const size_t di = ordinal             ? pickDevice(*trace, ordinal, o.files.front())
+                      : o.deviceIndex ? devicePosition(*trace, *o.deviceIndex, "--device-index")
+                                      : size_t(primaryDeviceIndex(*trace));
     m.device = di;
     auto calibrated = [&](const LoadedTrace& t, const std::string& path, const StatedConfig& stated) {
         return calibrator ? calibrator(path, di, stated, dims) : calibrate(t, di, analyzeDevice(t, di), stated, dims, k);
@@ -289,14 +315,15 @@ LeverConfig targetOf(const WhatIfRequest& o, const Measured& m)
 DeviceSpec deviceOf(const WhatIfRequest& o, std::optional<int64_t> capacity, Measured& m)
 {
     DeviceSpec dev;
-    if (!o.devicePreset.empty()) {
-        auto d = devicePreset(o.devicePreset);
+    const std::string preset = speedsPreset(o);
+    if (!preset.empty()) {
+        auto d = devicePreset(preset);
         if (!d)
-            throw BadInput("--device: unknown preset '" + o.devicePreset + "' (" + joinWith(devicePresetNames()) + ")");
+            throw BadInput("--speeds: unknown preset '" + preset + "' (" + joinWith(devicePresetNames()) + ")");
         dev = *d;
     }
     const int64_t capBytes = capacity ? *capacity : (m.traceCapacity > 0 ? m.traceCapacity : dev.capacityBytes);
-    if (o.devicePreset.empty())
+    if (preset.empty())
         dev = deviceForCapacity(capBytes);
     dev.capacityBytes = capBytes;
     if (capBytes <= 0)

@@ -30,6 +30,9 @@ struct WhatIfRequest {
     std::optional<int> layers, hidden, heads, ffn, vocab;
     std::optional<double> params;
     std::optional<int> deviceIndex; ///< position; default: the one the GUI opens (an OOM's, else the highest peak)
+    /// `--device`: the device ordinal, as in check, compare, replay and state; a speed preset
+    /// name there is the old spelling of --speeds (taken, with a note on stderr).
+    std::string device;
     std::string currencyOrder;
     int availableDevices = 1;
     std::string verify; ///< the run that followed: check the projection against it

@@ -59,6 +59,16 @@ def main():
             "ratio): the projected run's requests fail at event" not in joined or ": does not fit (margin" not in joined:
         problems.append("the verdict must be the simulated allocator's OOM, beside the fit: %r" % r.stdout[-900:])
 
+    # --device is the device ordinal in every subcommand; a speed preset there is --speeds's old spelling.
+    by_ordinal = run("whatif", "--json", "--device", "1", oom)
+    by_position = run("whatif", "--json", "--device-index", "1", oom)
+    if by_ordinal.returncode != 0 or by_ordinal.stdout != by_position.stdout:
+        problems.append("whatif --device 1 must be device ordinal 1: %r" % by_ordinal.stderr[:200])
+    old = run("whatif", "--json", "--device", "24gib", oom)
+    new = run("whatif", "--json", "--speeds", "24gib", oom)
+    if old.stdout != new.stdout or "--speeds" not in old.stderr:
+        problems.append("whatif --device 24gib must be --speeds 24gib with a note: %r" % old.stderr[:200])
+
     # A measured value list takes one argument: the FILE after it is the file, not a value.
     r = run("ladder", "--capacity", "1GiB", "--measured-micro-batch", "2", "--measured-seq", "128", sample)
     if r.returncode == 2 and "not in range" in r.stderr:
