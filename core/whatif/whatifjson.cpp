@@ -277,8 +277,12 @@ std::string projectionText(const Projection& p, const std::vector<MeasuredItem>&
     }
     if (p.replayed) {
         o << "Allocated peak " << sizeText(p.peakAllocated) << " (band " << sizeText(p.peakAllocatedLow) << " .. "
-          << sizeText(p.peakAllocatedHigh) << "): every allocation of the trace replayed with its law; at event "
-          << p.replayPeakEvent << " of the trace (the measured peak: event " << p.measuredPeakEvent << ")\n";
+          << sizeText(p.peakAllocatedHigh) << "): every allocation of the trace replayed with its law";
+        if (p.replayPeakEvent >= 0)
+            o << "; at event " << p.replayPeakEvent << " of the trace";
+        if (p.measuredPeakEvent >= 0)
+            o << " (the measured peak: event " << p.measuredPeakEvent << ")";
+        o << "\n";
         if (p.simulated) {
             const SimulatedReserved& r = *p.simulated;
             o << "Simulated reserved memory (the caching allocator, expandable_segments "
@@ -287,7 +291,8 @@ std::string projectionText(const Projection& p, const std::vector<MeasuredItem>&
                 o << "OOM at event " << r.oomEvent << " of the projected run: a request of " << formatBytes(r.oomSize)
                   << " with " << sizeText(double(r.oomReserved)) << " reserved of " << sizeText(double(r.capacity)) << "\n";
             else
-                o << "peak " << sizeText(double(r.peak)) << " at event " << r.peakEvent << "\n";
+                o << "peak " << sizeText(double(r.peak))
+                  << (r.peakEvent >= 0 ? " at event " + std::to_string(r.peakEvent) : std::string()) << "\n";
         }
         for (const auto& a : p.ambiguities) {
             o << "Ambiguous: " << a.count << " x " << formatBytes(a.sizeEach) << " from " << a.where << " read as "
@@ -327,7 +332,9 @@ std::string ladderText(const Ladder& l)
 {
     std::ostringstream o;
     o << "Start: " << sizeText(l.start.peak) << " (high " << sizeText(l.start.peakHigh) << "), " << verdictName(l.start.verdict)
-      << "\nBottleneck: " << l.bottleneck << "\n";
+      << "\n";
+    if (!l.bottleneck.empty()) // none where no lever is climbed (it fits, or a setting or budget does)
+        o << "Bottleneck: " << l.bottleneck << "\n";
     for (const auto& w : l.warnings)
         o << "Warning: " << w << "\n";
     if (l.fitsAsIs)
