@@ -42,8 +42,15 @@ nlohmann::json stateJson(const AllocatorState& st, int device)
         }
         segs.push_back({{"address", s.address}, {"total_size", s.size}, {"stream", s.stream},
                         {"large_pool", s.largePool}, {"before_window", s.beforeWindow},
+                        {"pool_id", {s.poolId.first, s.poolId.second}},
                         {"allocated_size", s.allocated}, {"blocks", std::move(blocks)}});
     }
+    nlohmann::json pools = nlohmann::json::array();
+    for (const AllocatorState::PoolShare& p : st.privatePools())
+        pools.push_back({{"pool_id", {p.poolId.first, p.poolId.second}},
+                         {"segments", p.segments},
+                         {"reserved", p.reserved},
+                         {"allocated", p.allocated}});
     return {{"device", device},
             {"event_index", st.event},
             {"reserved", st.reserved},
@@ -56,6 +63,7 @@ nlohmann::json stateJson(const AllocatorState& st, int device)
             {"internal_fragmentation", st.internal},
             {"external_fragmentation", st.externalFragmentation()},
             {"unplaced_allocations", st.unplacedCount},
+            {"private_pools", std::move(pools)},
             {"segments", std::move(segs)}};
 }
 
@@ -71,6 +79,10 @@ void printState(const AllocatorState& st, int device, int maxBlocks)
     if (st.unplacedCount > 0)
         std::cout << "  " << st.unplacedCount << " live allocations (" << formatBytes(st.unplacedBytes)
                   << ") lie in no known segment: events were lost\n";
+    for (const AllocatorState::PoolShare& p : st.privatePools())
+        std::cout << "  private pool (" << p.poolId.first << ", " << p.poolId.second << "): " << p.segments
+                  << (p.segments == 1 ? " segment, reserved " : " segments, reserved ") << formatBytes(p.reserved)
+                  << ", allocated " << formatBytes(p.allocated) << "\n";
     std::vector<const StateSegment*> order;
     for (const StateSegment& s : st.segments)
         order.push_back(&s);
@@ -80,7 +92,11 @@ void printState(const AllocatorState& st, int device, int maxBlocks)
         if (shown >= maxBlocks)
             break;
         std::cout << "  segment 0x" << std::hex << s->address << std::dec << " " << formatBytes(s->size) << " ("
-                  << (s->largePool ? "large" : "small") << " pool, stream " << s->stream << "): "
+                  << (s->largePool ? "large" : "small") << " pool"
+                  << (s->privatePool() ? ", private pool (" + std::to_string(s->poolId.first) + ", " +
+                                             std::to_string(s->poolId.second) + ")"
+                                       : std::string())
+                  << ", stream " << s->stream << "): "
                   << formatBytes(s->allocated) << " in use, " << s->blockCount << " blocks\n";
         ++shown;
     }

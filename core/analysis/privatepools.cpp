@@ -3,6 +3,7 @@
 
 #include "core/analysis/timelinebands.h"
 #include "core/model/recordedtensors.h"
+#include "core/replay/allocatorstate.h"
 #include "core/replay/privatepoolranges.h"
 
 #include <algorithm>
@@ -50,6 +51,27 @@ PrivatePoolCurves privatePoolCurves(const DeviceData& device, const MemoryTimeli
         const auto& c = out.liveBytes.back();
         out.peakBytes.push_back(c.empty() ? 0 : *std::max_element(c.begin(), c.end()));
     }
+    return out;
+}
+
+std::vector<PrivatePoolSummary> privatePoolSummaries(const DeviceData& device, const MemoryTimeline& timeline)
+{
+    std::vector<PrivatePoolSummary> out;
+    auto entry = [&](PoolId id) -> PrivatePoolSummary& {
+        auto it = std::lower_bound(out.begin(), out.end(), id, [](const PrivatePoolSummary& p, PoolId x) { return p.id < x; });
+        if (it == out.end() || it->id != id)
+            it = out.insert(it, PrivatePoolSummary{id});
+        return *it;
+    };
+    for (const AllocatorState::PoolShare& share : recordedAllocatorState(device).privatePools()) {
+        PrivatePoolSummary& p = entry(share.poolId);
+        p.segments = share.segments;
+        p.reserved = share.reserved;
+        p.allocated = share.allocated;
+    }
+    const PrivatePoolCurves curves = privatePoolCurves(device, timeline);
+    for (size_t i = 0; i < curves.ids.size(); ++i)
+        entry(curves.ids[i]).peakLive = curves.peakBytes[i];
     return out;
 }
 

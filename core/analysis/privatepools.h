@@ -31,4 +31,16 @@ std::vector<int> allocationPools(const DeviceData& device, const MemoryTimeline&
 /// Each private pool's live bytes after every event; empty when the file names none.
 PrivatePoolCurves privatePoolCurves(const DeviceData& device, const MemoryTimeline& timeline);
 
+/// One private pool as `summary` and `analyze` report it: its segments and bytes in the
+/// snapshot's recorded state (the end of the file) and its live peak over the trace.
+struct PrivatePoolSummary {
+    PrivatePoolCurves::PoolId id;
+    size_t segments = 0;
+    int64_t reserved = 0;  ///< in its segments at the end
+    int64_t allocated = 0; ///< block bytes allocated or pending free at the end
+    int64_t peakLive = 0;  ///< its allocations' highest live bytes over the trace
+};
+/// Every private pool of `device`, in the order of their ids; empty when it has none.
+std::vector<PrivatePoolSummary> privatePoolSummaries(const DeviceData& device, const MemoryTimeline& timeline);
+
 } // namespace headroom

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "core/analysis/summary.h"
+#include "core/analysis/privatepools.h"
 
 #include "core/util/units.h"
 
@@ -72,6 +73,14 @@ nlohmann::json summaryJson(const LoadedTrace& trace)
         d["initial_allocated_bytes"] = tl.initialAllocated;
         d["allocations_before_window"] = tl.initialAllocationCount;
         d["pending_frees"] = tl.pendingFreeCount;
+        nlohmann::json pools = nlohmann::json::array();
+        for (const PrivatePoolSummary& p : privatePoolSummaries(dev, tl))
+            pools.push_back({{"pool_id", {p.id.first, p.id.second}},
+                             {"segments", p.segments},
+                             {"reserved_bytes", p.reserved},
+                             {"allocated_bytes", p.allocated},
+                             {"peak_live_bytes", p.peakLive}});
+        d["private_pools"] = std::move(pools);
         d["has_time"] = dev.trace.anyTime;
         if (const auto duration = traceDurationUs(dev.trace))
             d["duration_us"] = *duration;
@@ -134,6 +143,11 @@ std::string summaryText(const LoadedTrace& trace)
             os << " (before the first event)";
         os << "\n";
         os << "  peak reserved:   " << formatBytes(tl.peakReserved) << "\n";
+        for (const PrivatePoolSummary& p : privatePoolSummaries(dev, tl))
+            os << "  private pool (" << p.id.first << ", " << p.id.second << "): " << p.segments
+               << (p.segments == 1 ? " segment, reserved " : " segments, reserved ") << formatBytes(p.reserved)
+               << ", allocated " << formatBytes(p.allocated) << " at the end; live peak " << formatBytes(p.peakLive)
+               << "\n";
         for (const OomEvent& o : dev.ooms)
             os << "  OUT OF MEMORY at event " << o.eventIndex << ": requested " << formatBytes(o.size)
                << ", device free " << formatBytes(o.deviceFree) << "\n";

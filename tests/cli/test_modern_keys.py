@@ -39,6 +39,18 @@ def check_file(cli, path, workdir):
     expected_segments = 4 if "pools" in features else 3  # two pools, or both graphs in the default pool
     if replay["segment_events_recorded"] != expected_segments:
         problems.append("%s: %d segments, expected %d" % (name, replay["segment_events_recorded"], expected_segments))
+    # Each private pool reaches a script: state --json lists it with its segments and bytes.
+    state = json.loads(run(cli, "state", "--json", path))
+    pools = state["private_pools"]
+    if ("pools" in features) != (len(pools) == 2):
+        problems.append("%s: state --json lists %d private pools" % (name, len(pools)))
+    if sum(p["reserved"] for p in pools) != sum(s["total_size"] for s in state["segments"] if s["pool_id"] != [0, 0]):
+        problems.append("%s: the private pools' reserved bytes are not their segments'" % name)
+    for cmd in ("summary", "analyze"):
+        listed = json.loads(run(cli, cmd, "--json", path))["devices"][0]["private_pools"]
+        if [p["pool_id"] for p in listed] != [p["pool_id"] for p in pools] or \
+                [p["reserved_bytes"] for p in listed] != [p["reserved"] for p in pools]:
+            problems.append("%s: %s --json lists other private pools than state: %r" % (name, cmd, listed))
     hrt = os.path.join(workdir, name + ".hrt")
     run(cli, "convert", path, hrt)
     if json.loads(run(cli, "classify", "--json", hrt))["devices"][0]["allocations"] != rows:
