@@ -37,6 +37,18 @@ nlohmann::json oomRecordsJson(const Snapshot& snap, const DeviceData& dev)
     return out;
 }
 
+nlohmann::json privatePoolsJson(const DeviceData& device, const MemoryTimeline& timeline)
+{
+    nlohmann::json pools = nlohmann::json::array();
+    for (const PrivatePoolSummary& p : privatePoolSummaries(device, timeline))
+        pools.push_back({{"pool_id", {p.id.first, p.id.second}},
+                         {"segments", p.segments},
+                         {"reserved_bytes", p.reserved},
+                         {"allocated_bytes", p.allocated},
+                         {"peak_live_bytes", p.peakLive}});
+    return pools;
+}
+
 nlohmann::json summaryJson(const LoadedTrace& trace)
 {
     const Snapshot& snap = trace.snapshot;
@@ -73,14 +85,7 @@ nlohmann::json summaryJson(const LoadedTrace& trace)
         d["initial_allocated_bytes"] = tl.initialAllocated;
         d["allocations_before_window"] = tl.initialAllocationCount;
         d["pending_frees"] = tl.pendingFreeCount;
-        nlohmann::json pools = nlohmann::json::array();
-        for (const PrivatePoolSummary& p : privatePoolSummaries(dev, tl))
-            pools.push_back({{"pool_id", {p.id.first, p.id.second}},
-                             {"segments", p.segments},
-                             {"reserved_bytes", p.reserved},
-                             {"allocated_bytes", p.allocated},
-                             {"peak_live_bytes", p.peakLive}});
-        d["private_pools"] = std::move(pools);
+        d["private_pools"] = privatePoolsJson(dev, tl);
         d["has_time"] = dev.trace.anyTime;
         if (const auto duration = traceDurationUs(dev.trace))
             d["duration_us"] = *duration;

@@ -19,6 +19,8 @@ nlohmann::json oomRecordsJson(const Snapshot& snapshot, const DeviceData& device
 /// The `headroom-cli summary` report: per device, the final allocator state and the
 /// replayed peak. JSON keys are a stable contract (see README).
 nlohmann::json summaryJson(const LoadedTrace& trace);
+/// Each private pool of a device (privatePoolSummaries) as summary and analyze --json list it.
+nlohmann::json privatePoolsJson(const DeviceData& device, const MemoryTimeline& timeline);
 std::string summaryText(const LoadedTrace& trace);
 /// The device a postmortem starts on (an index into snapshot.devices): the one with an OOM
 /// record, else the one with the highest allocated peak, else the first with a history;

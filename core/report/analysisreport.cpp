@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "core/report/analysisreport.h"
-#include "core/analysis/privatepools.h"
+#include "core/analysis/summary.h"
 
 #include "core/analysis/diagnosis.h"
 #include "core/analysis/memoryanalysis.h"
@@ -281,14 +281,7 @@ nlohmann::json analysisJson(const LoadedTrace& trace, std::optional<int64_t> cap
                                      {"unusable_for_request_bytes", fj.unusableForRequest},
                                      {"expandable_segments", settingStateName(fj.expandable)}};
         j["capacity"] = {{"bytes", cap.bytes}, {"source", cap.source}};
-        nlohmann::json pools = nlohmann::json::array();
-        for (const PrivatePoolSummary& p : privatePoolSummaries(trace.snapshot.devices[d], tl))
-            pools.push_back({{"pool_id", {p.id.first, p.id.second}},
-                             {"segments", p.segments},
-                             {"reserved_bytes", p.reserved},
-                             {"allocated_bytes", p.allocated},
-                             {"peak_live_bytes", p.peakLive}});
-        j["private_pools"] = std::move(pools);
+        j["private_pools"] = privatePoolsJson(trace.snapshot.devices[d], tl);
         nlohmann::json findings = nlohmann::json::array();
         for (const Finding& f : report.findings)
             findings.push_back(
