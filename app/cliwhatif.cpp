@@ -17,8 +17,7 @@
 #include "core/whatif/whatifmultifit.h"
 #include "core/whatif/whatifverify.h"
 
-#include <algorithm>
-#include <cctype>
+#include <charconv>
 #include <cstdio>
 #include <sstream>
 
@@ -173,9 +172,12 @@ StatedConfig statedFor(const WhatIfRequest& o, size_t i)
 /// `--device` as a device ordinal; none when it is absent or names a speed preset.
 std::optional<int> deviceOrdinal(const WhatIfRequest& o)
 {
-    if (o.device.empty() || !std::all_of(o.device.begin(), o.device.end(), [](unsigned char c) { return std::isdigit(c); }))
+    int ordinal = 0;
+    const char* end = o.device.data() + o.device.size();
+    const auto [at, ec] = std::from_chars(o.device.data(), end, ordinal);
+    if (o.device.empty() || ec != std::errc() || at != end) // a preset name, or no number an int holds
         return std::nullopt;
-    return std::stoi(o.device);
+    return ordinal;
 }
 
 /// The speed preset: --speeds, else --device in its old meaning (a preset name), with a note.
