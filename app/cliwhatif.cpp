@@ -6,16 +6,9 @@
 #include "core/analysis/summary.h"
 #include "core/util/join.h"
 #include "core/util/units.h"
-#include "core/whatif/whatifanswer.h"
 #include "core/whatif/allocatorverdict.h"
-#include "core/whatif/ladderinputs.h"
-#include "core/whatif/peakbreakdown.h"
-#include "core/whatif/projectedallocator.h"
-#include "core/whatif/whatifcalibration.h"
 #include "core/whatif/whatifjson.h"
-#include "core/whatif/whatifladder.h"
-#include "core/whatif/whatifmultifit.h"
-#include "core/whatif/whatifverify.h"
+#include "core/whatif/whatifsession.h"
 
 #include <charconv>
 #include <cstdio>
@@ -149,14 +142,13 @@ ModelDims dimsOf(const WhatIfRequest& o)
 
 /// What the files (or the analytic model) say about the measured run.
 struct Measured {
-    WhatIfBaseline base;
+    std::optional<WhatIfSession> session;
     std::vector<MeasuredItem> items;
-    std::optional<Calibration> cal;
     int64_t traceCapacity = 0;
-    std::shared_ptr<const LoadedTrace> trace; ///< the first FILE
     std::optional<AllocatorVerdict> allocatorVerdict; ///< for an OOM record, at the capacity
-    AllocatorConfig recordedAllocator; ///< the file's PYTORCH_CUDA_ALLOC_CONF, for the projected run's simulation
-    size_t device = 0;                 ///< position of the device calibrated on
+    size_t device = 0;                                ///< position of the device calibrated on
+    const WhatIfBaseline& base() const { return session->baseline(); }
+    const std::optional<Calibration>& cal() const { return session->calibration(); }
 };
 
 StatedConfig statedFor(const WhatIfRequest& o, size_t i)
@@ -190,20 +182,19 @@ std::string speedsPreset(const WhatIfRequest& o)
     return o.device;
 }
 
-/// Calibrates on the first file and refits with the others.
-Measured calibrateFiles(const WhatIfRequest& o, const ModelDims& dims, const WhatIfConstants& k, bool ladder,
-                        std::optional<int64_t> capacity, const TraceSource& source, const Calibrator& calibrator)
+/// The measured run as a query: the stated values, the device, the other files' runs.
+WhatIfQuery queryOf(const WhatIfRequest& o, const ModelDims& dims, const WhatIfConstants& k, size_t di,
+                    const TraceSource& source, const Calibrator& calibrator)
 {
-    Measured m;
-    auto trace = source(o.files.front());
-    // The device the GUI opens unless one is named: the one with an OOM, else the highest peak.
-    const std::optional<int> ordinal = deviceOrdinal(o);
-    const size_t di = ordinal             ? pickDevice(*trace, ordinal, o.files.front())
-                      : o.deviceIndex ? devicePosition(*trace, *o.deviceIndex, "--device-index")
-                                      : size_t(primaryDeviceIndex(*trace));
-    m.device = di;
-    auto calibrated = [&](const LoadedTrace& t, const std::string& path, const StatedConfig& stated) {
-        return calibrator ? calibrator(path, di, stated, dims) : calibrate(t, di, analyzeDevice(t, di), stated, dims, k);
+    WhatIfQuery q;
+    q.device = di;
+    q.dims = dims;
+    q.constants = k;
+    auto run = [&](const std::string& path, std::shared_ptr<const LoadedTrace> trace, const StatedConfig& stated) {
+        CalibrationRun r{std::move(trace), stated, nullptr};
+        if (calibrator) // MCP's cache of calibrations
+            r.calibrated = std::make_shared<const Calibration>(calibrator(path, di, stated, dims));
+        return r;
     };
     StatedConfig st = statedFor(o, 0);
     st.devices = o.measuredDevices;
@@ -214,31 +205,39 @@ Measured calibrateFiles(const WhatIfRequest& o, const ModelDims& dims, const Wha
             throw BadInput("--measured-precision: expected fp32, amp-bf16, amp-fp16 or bf16, got '" +
                            o.measuredPrecision + "'");
     }
-    m.cal = calibrated(*trace, o.files.front(), st);
-    if (o.files.size() > 1) {
-        std::vector<Calibration> runs{*m.cal};
-        for (size_t i = 1; i < o.files.size(); ++i) {
-            auto other = source(o.files[i]);
-            if (di >= other->snapshot.devices.size())
-                throw BadInput(o.files[i] + ": has no device " + std::to_string(di));
-            StatedConfig si = statedFor(o, i);
-            si.devices = st.devices;
-            si.precision = st.precision;
-            runs.push_back(calibrated(*other, o.files[i], si));
-        }
-        const MultiFit fit = fitCalibrationRuns(runs, k);
-        m.cal->baseline = fit.baseline;
-        if (!fit.microBatchFit && !fit.sequenceFit)
-            throw BadInput("several FILEs: none differs from the first in micro-batch alone or sequence alone "
-                           "(give --measured-micro-batch / --measured-seq per file, comma-separated)");
+    q.measured = run(o.files.front(), source(o.files.front()), st);
+    for (size_t i = 1; i < o.files.size(); ++i) {
+        auto other = source(o.files[i]);
+        if (di >= other->snapshot.devices.size())
+            throw BadInput(o.files[i] + ": has no device " + std::to_string(di));
+        StatedConfig si = statedFor(o, i);
+        si.devices = st.devices;
+        si.precision = st.precision;
+        q.others.push_back(run(o.files[i], other, si));
     }
-    m.base = m.cal->baseline;
-    m.items = m.cal->measured;
+    return q;
+}
+
+/// Calibrates on the first file and refits with the others.
+Measured calibrateFiles(const WhatIfRequest& o, const ModelDims& dims, const WhatIfConstants& k, bool ladder,
+                        std::optional<int64_t> capacity, const TraceSource& source, const Calibrator& calibrator)
+{
+    Measured m;
+    auto trace = source(o.files.front());
+    // The device the GUI opens unless one is named: the one with an OOM, else the highest peak.
+    const std::optional<int> ordinal = deviceOrdinal(o);
+    const size_t di = ordinal         ? pickDevice(*trace, ordinal, o.files.front())
+                      : o.deviceIndex ? devicePosition(*trace, *o.deviceIndex, "--device-index")
+                                      : size_t(primaryDeviceIndex(*trace));
+    m.device = di;
+    m.session.emplace(queryOf(o, dims, k, di, source, calibrator));
+    if (m.session->fit() && !m.session->fit()->microBatchFit && !m.session->fit()->sequenceFit)
+        throw BadInput("several FILEs: none differs from the first in micro-batch alone or sequence alone "
+                       "(give --measured-micro-batch / --measured-seq per file, comma-separated)");
+    m.items = m.cal()->measured;
     m.traceCapacity = estimateCapacity(*trace, di, std::nullopt).bytes;
-    m.recordedAllocator = AllocatorConfig::fromSnapshot(trace->snapshot.allocatorSettings);
     if (ladder)
         m.allocatorVerdict = AllocatorVerdict::forOom(*trace, di, capacity.value_or(0));
-    m.trace = trace;
     return m;
 }
 
@@ -248,10 +247,12 @@ Measured analyticModel(const ModelDims& dims, const WhatIfConstants& k)
         throw BadInput("give a trace FILE, or --model PRESET, or --layers, --hidden, --heads and --vocab "
                        "(and --params or --ffn) for analytic mode");
     Measured m;
-    LeverConfig c0;
-    c0.microBatch = dims.microBatch;
-    c0.seq = dims.seq;
-    m.base = analyticBaseline(dims, c0, k);
+    WhatIfQuery q;
+    q.dims = dims;
+    q.constants = k;
+    q.start.microBatch = dims.microBatch;
+    q.start.seq = dims.seq;
+    m.session.emplace(q);
     m.items.push_back({"model", dims.name, "stated", "analytic mode"});
     return m;
 }
@@ -268,7 +269,7 @@ bool onOff(const std::string& v, const char* flag)
 /// The target: the measured configuration with the given levers moved.
 LeverConfig targetOf(const WhatIfRequest& o, const Measured& m)
 {
-    LeverConfig t = m.base.config;
+    LeverConfig t = m.base().config;
     if (o.microBatch)
         t.microBatch = *o.microBatch;
     if (o.accum)
@@ -294,7 +295,7 @@ LeverConfig targetOf(const WhatIfRequest& o, const Measured& m)
         t.zero = *o.zero;
     if (o.devices)
         t.devices = *o.devices;
-    if (t.zero > 0 && !o.devices && t.devices <= 1 && !m.cal)
+    if (t.zero > 0 && !o.devices && t.devices <= 1 && !m.cal())
         throw BadInput("--zero needs --devices N (N > 1)");
     if (!o.offload.empty()) {
         auto p = offloadFromName(o.offload);
@@ -308,27 +309,23 @@ LeverConfig targetOf(const WhatIfRequest& o, const Measured& m)
         t.expandableSegments = onOff(o.expandable, "--expandable-segments");
     if (o.loraFraction)
         t.trainableFraction = *o.loraFraction;
-    if (m.cal)
-        m.cal->require(t);
+    if (m.cal())
+        m.cal()->require(t);
     return t;
 }
 
 /// The device: a preset's speeds, the capacity given, else the OOM record's.
 DeviceSpec deviceOf(const WhatIfRequest& o, std::optional<int64_t> capacity, Measured& m)
 {
-    DeviceSpec dev;
     const std::string preset = speedsPreset(o);
+    std::optional<DeviceSpec> speeds;
     if (!preset.empty()) {
-        auto d = devicePreset(preset);
-        if (!d)
+        speeds = devicePreset(preset);
+        if (!speeds)
             throw BadInput("--speeds: unknown preset '" + preset + "' (" + joinWith(devicePresetNames()) + ")");
-        dev = *d;
     }
-    const int64_t capBytes = capacity ? *capacity : (m.traceCapacity > 0 ? m.traceCapacity : dev.capacityBytes);
-    if (preset.empty())
-        dev = deviceForCapacity(capBytes);
-    dev.capacityBytes = capBytes;
-    if (capBytes <= 0)
+    DeviceSpec dev = whatIfDevice(capacity.value_or(m.traceCapacity), speeds);
+    if (dev.capacityBytes <= 0)
         dev.name = "capacity unknown (give --capacity; " + devicePreset("80gib")->name + " speeds)";
     if (!capacity && m.traceCapacity > 0)
         m.items.push_back({"capacity", formatBytes(m.traceCapacity), "read", "OOM record"});
@@ -339,7 +336,7 @@ DeviceSpec deviceOf(const WhatIfRequest& o, std::optional<int64_t> capacity, Mea
 CommandOutput verifyAgainst(const WhatIfRequest& o, const LeverConfig& t, const Measured& m, const WhatIfConstants& k,
                             const DeviceSpec& dev, const TraceSource& source)
 {
-    if (!m.cal)
+    if (!m.cal())
         throw BadInput("--verify needs a trace FILE to calibrate on (the run before)");
     auto after = source(o.verify);
     const size_t di = devicePosition(*after, o.deviceIndex.value_or(int(m.device)), "--verify");
@@ -351,9 +348,7 @@ CommandOutput verifyAgainst(const WhatIfRequest& o, const LeverConfig& t, const 
     moved.optimizer = !o.optimizer.empty();
     moved.devices = o.devices.has_value();
     moved.checkpoint = !o.checkpoint.empty();
-    const LeverConfig target = configOfAfter(t, moved, *after, di);
-    m.cal->require(target);
-    const Verification v = verifyProjection(m.base, target, k, dev, *after, di);
+    const Verification v = m.session->verify(*after, di, t, moved, dev);
     CommandOutput out;
     out.json = verificationJson(v);
     out.json["before"] = o.files.front();
@@ -363,26 +358,25 @@ CommandOutput verifyAgainst(const WhatIfRequest& o, const LeverConfig& t, const 
     return out;
 }
 
-CommandOutput ladderOutput(const WhatIfRequest& o, const LeverConfig& t, const Measured& m, const WhatIfConstants& k,
+CommandOutput ladderOutput(const WhatIfRequest& o, const LeverConfig& t, const Measured& m, const WhatIfConstants&,
                            const DeviceSpec& dev)
 {
-    // The file's ladder inputs, as DeviceReport and the panel take them (ladderinputs.h).
-    std::optional<Calibration> cal = m.cal ? std::optional<Calibration>(ladderCalibration(*m.cal)) : std::nullopt;
-    LadderOptions lo = cal ? ladderOptionsFor(*m.trace, *cal, m.allocatorVerdict) : LadderOptions{};
-    lo.availableDevices = o.availableDevices;
-    const WhatIfBaseline& base = cal ? cal->baseline : m.base;
-    LeverConfig start = t;
-    if (base.microBatchUnits > 0) // an unknown micro-batch, counted in ratios (a moved one was refused)
-        start.microBatch = base.config.microBatch;
+    LadderRequest r;
+    r.device = dev;
+    r.availableDevices = o.availableDevices;
+    r.allocator = m.allocatorVerdict;
+    r.start = t;
+    if (m.session->baseline(BatchUnits::Ratios).microBatchUnits > 0) // an unknown micro-batch, in ratios (a moved one was refused)
+        r.start->microBatch = m.session->baseline(BatchUnits::Ratios).config.microBatch;
     std::stringstream ss(o.currencyOrder);
     for (std::string item; std::getline(ss, item, ',');) {
         auto c = currencyFromName(item);
         if (!c)
             throw BadInput("--currency-order: unknown currency '" + item +
                            "' (engineering, throughput, fidelity, hardware)");
-        lo.currencyOrder.push_back(*c);
+        r.currencyOrder.push_back(*c);
     }
-    const Ladder l = buildLadder(base, start, k, dev, lo);
+    const Ladder l = m.session->ladder(r);
     CommandOutput out;
     out.json = ladderJson(l);
     nlohmann::json measured = nlohmann::json::object();
@@ -416,8 +410,7 @@ CommandOutput whatIfOutput(const WhatIfRequest& o, bool ladder, const TraceSourc
         return verifyAgainst(o, t, m, k, dev, source);
     if (ladder)
         return ladderOutput(o, t, m, k, dev);
-    const Projection p = answerWhatIf(m.base, t, k, dev,
-                                      {m.recordedAllocator, m.cal ? m.cal->cutStep : std::nullopt});
+    const Projection p = m.session->project(t, dev);
     CommandOutput out;
     out.json = projectionJson(p, m.items, k, dev);
     out.text = projectionText(p, m.items, dev);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "app/tracecache.h"
 
+#include "core/whatif/whatifsession.h"
+
 #include <algorithm>
 
 namespace headroom::cli {
@@ -135,9 +137,14 @@ std::shared_ptr<const Calibration> TraceCache::calibration(const std::string& pa
 {
     Entry& e = entry(path); // one look at the file on disk, not one per cached piece
     auto& slot = e.calibrations[calibrationKey(index, stated, dims)];
-    if (!slot)
-        slot = std::make_shared<const Calibration>(
-            calibrate(*e.trace, index, analysisOf(e, index), stated, dims, WhatIfConstants{}));
+    if (!slot) {
+        WhatIfQuery q; // the session's calibration, kept for the next whatif or ladder on the file
+        q.measured = {e.trace, stated, nullptr};
+        q.device = index;
+        q.analysis = std::shared_ptr<const DeviceAnalysis>(std::shared_ptr<void>(), &analysisOf(e, index));
+        q.dims = dims;
+        slot = std::make_shared<const Calibration>(*WhatIfSession(q).calibration());
+    }
     return slot;
 }
 

@@ -3,7 +3,7 @@
 
 #include "core/util/loaderror.h"
 #include "core/util/units.h"
-#include "core/whatif/ladderinputs.h"
+#include "core/whatif/whatifsession.h"
 
 #include <algorithm>
 
@@ -105,8 +105,17 @@ DeviceReport DeviceReport::compute(const LoadedTrace& trace, size_t deviceIndex,
     throwIfCancelled(o.cancel);
     auto capacityFinding = std::find_if(r.findings.begin(), r.findings.end(),
                                         [](const Finding& f) { return f.kind == "capacity"; });
+    std::shared_ptr<const WhatIfSession> session;
     try {
-        r.calibration = calibrate(trace, deviceIndex, r.analysis, o.stated, ModelDims{}, o.constants);
+        WhatIfQuery q;
+        // Borrowed for the calibration (aliasing pointers that own nothing).
+        q.measured = {std::shared_ptr<const LoadedTrace>(std::shared_ptr<void>(), &trace), o.stated, nullptr};
+        q.device = deviceIndex;
+        q.analysis = std::shared_ptr<const DeviceAnalysis>(std::shared_ptr<void>(), &r.analysis);
+        q.constants = o.constants;
+        session = std::make_shared<const WhatIfSession>(q);
+        r.calibration = session->calibration();
+        r.whatIf = session;
     } catch (const std::exception& e) {
         r.calibrationError = e.what();
     }
@@ -115,11 +124,11 @@ DeviceReport DeviceReport::compute(const LoadedTrace& trace, size_t deviceIndex,
             adoptAllocatorVerdict(r.findings, *r.allocator, false);
         return r;
     }
-    DeviceSpec device = deviceForCapacity(r.capacity.bytes);
-    device.capacityBytes = r.capacity.bytes;
-    const Calibration ladderCal = ladderCalibration(*r.calibration);
-    const LadderOptions lo = ladderOptionsFor(trace, ladderCal, r.allocator);
-    r.ladder = buildLadder(ladderCal.baseline, ladderCal.baseline.config, o.constants, device, lo);
+    LadderRequest request;
+    request.device = whatIfDevice(r.capacity.bytes);
+    request.allocator = r.allocator;
+    r.ladder = session->ladder(request);
+    const DeviceSpec& device = request.device;
     if (const std::string move = ladderFirstMove(*r.ladder, device); !move.empty())
         capacityFinding->firstMove = move;
     if (r.allocator)

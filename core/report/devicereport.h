@@ -6,6 +6,7 @@
 #include "core/replay/loadedtrace.h"
 #include "core/whatif/allocatorverdict.h"
 #include "core/whatif/whatifcalibration.h"
+#include "core/whatif/whatifsession.h"
 #include "core/whatif/whatifladder.h"
 
 #include <optional>
@@ -33,6 +34,9 @@ struct DeviceReport {
     CapacityEstimate capacity;
     std::vector<Finding> findings;
     std::optional<Calibration> calibration;
+    /// The what-if of this device on the file alone, which the ladder came from; the panel
+    /// starts from it. Null: calibrationError says why.
+    std::shared_ptr<const WhatIfSession> whatIf;
     std::string calibrationError; ///< why there is no calibration (or no ladder)
     std::optional<Ladder> ladder; ///< for the capacity, when it is known and the step misses it
     std::optional<AllocatorVerdict> allocator; ///< for a device with an OOM record

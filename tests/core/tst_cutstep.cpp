@@ -3,7 +3,7 @@
 #include "core/analysis/memoryanalysis.h"
 #include "core/io/loader.h"
 #include "core/whatif/cutstep.h"
-#include "core/whatif/ladderinputs.h"
+#include "core/whatif/whatifsession.h"
 #include "core/whatif/whatifcalibration.h"
 
 #include <catch2/catch.hpp>
@@ -66,7 +66,11 @@ TEST_CASE("Only the iteration the OOM cut is a cut step", "[whatif][cutstep]")
         if (d == 1) {
             CHECK(cal.cutStep->phase == "forward");
             CHECK(cal.cutStep->wholeHigh > cal.cutStep->wholeLow);
-            CHECK(ladderOptionsFor(*trace, cal, std::nullopt).cutStep.has_value());
+            // The ladder's calibration (in ratios) keeps it: every rung is of the whole step.
+            WhatIfQuery q;
+            q.measured = {trace, StatedConfig{}, nullptr};
+            q.device = d;
+            CHECK(WhatIfSession(q).ratioCalibration()->cutStep.has_value());
         }
     }
 }

@@ -4,7 +4,7 @@
 #include "core/io/loader.h"
 #include "core/report/analysisreport.h"
 #include "core/report/devicereport.h"
-#include "core/whatif/ladderinputs.h"
+#include "core/whatif/whatifsession.h"
 #include "core/util/loaderror.h"
 #include "core/util/units.h"
 
@@ -199,8 +199,9 @@ TEST_CASE("The ladder offers no rung the what-if would refuse: what the trace ca
     REQUIRE(r.calibration);
     REQUIRE(r.ladder);
     REQUIRE_FALSE(r.calibration->known("precision"));
-    // The ladder counts the unknown micro-batch in ratios, as every frontend's does (ladderinputs.h).
-    const Calibration ladderCal = ladderCalibration(*r.calibration);
+    // The ladder counts the unknown micro-batch in ratios, as every frontend's does (whatifsession.h).
+    REQUIRE(r.whatIf);
+    const Calibration& ladderCal = *r.whatIf->ratioCalibration();
     for (const Rung& rung : r.ladder->rungs) {
         INFO(rung.title);
         CHECK_FALSE(ladderCal.missing(rung.config));

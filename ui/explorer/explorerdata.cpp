@@ -30,6 +30,7 @@ std::shared_ptr<const ExplorerData> ExplorerData::compute(std::shared_ptr<const 
     data->findings = std::move(report.findings);
     data->allocator = std::move(report.allocator);
     data->calibration = std::move(report.calibration);
+    data->whatIf = std::move(report.whatIf);
     data->calibrationError = std::move(report.calibrationError);
     throwIfCancelled(cancel);
     data->bands = bands.get();

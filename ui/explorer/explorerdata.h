@@ -9,6 +9,7 @@
 #include "core/replay/allocationbands.h"
 #include "core/whatif/allocatorverdict.h"
 #include "core/whatif/whatifcalibration.h"
+#include "core/whatif/whatifsession.h"
 
 #include <QMetaType>
 
@@ -38,6 +39,7 @@ struct ExplorerData {
     /// The what-if's calibration on the file alone (no stated values, default constants): the
     /// one the diagnosis's ladder used, handed to the what-if panel so it is not made twice.
     std::optional<Calibration> calibration;
+    std::shared_ptr<const WhatIfSession> whatIf; ///< the session the calibration belongs to
     std::string calibrationError;
     /// The timeline's by-allocation bands at the default detail, built with the rest in
     /// the worker so that showing the analysis does not build them on the GUI thread.

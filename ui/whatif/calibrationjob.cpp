@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "ui/whatif/calibrationjob.h"
 
-#include "core/whatif/whatifmultifit.h"
 #include "ui/explorer/backgroundjob.h"
 
 #include <QCoreApplication>
@@ -40,24 +39,26 @@ CalibrationJob::Outcome CalibrationJob::run(const Input& in)
     try {
         out.analysis = in.analysis ? in.analysis
                                    : std::make_shared<const DeviceAnalysis>(analyzeDevice(*in.trace, in.deviceIndex));
-        out.calibration = calibrate(*in.trace, in.deviceIndex, *out.analysis, in.stated, in.dims, in.constants);
-        if (!in.runs.empty()) {
-            std::vector<Calibration> runs{*out.calibration};
-            runs.insert(runs.end(), in.runs.begin(), in.runs.end());
-            const MultiFit fit = fitCalibrationRuns(runs, in.constants);
-            out.calibration->baseline = fit.baseline;
-            out.runsText = fit.microBatchFit || fit.sequenceFit
+        WhatIfQuery q;
+        q.measured = {in.trace, in.stated, nullptr};
+        q.device = in.deviceIndex;
+        q.analysis = out.analysis;
+        q.dims = in.dims;
+        q.constants = in.constants;
+        q.others = in.runs;
+        out.session = std::make_shared<const WhatIfSession>(q);
+        if (const std::optional<MultiFit>& fit = out.session->fit())
+            out.runsText = fit->microBatchFit || fit->sequenceFit
                                ? QCoreApplication::translate(
                                      "headroom", "Fitted on %1 runs (this one and %2): largest residual %3%")
-                                     .arg(fit.runs)
+                                     .arg(fit->runs)
                                      .arg(in.runNames.join(QStringLiteral(", ")))
-                                     .arg(fit.residual * 100, 0, 'f', 1)
+                                     .arg(fit->residual * 100, 0, 'f', 1)
                                : QCoreApplication::translate(
                                      "headroom",
                                      "The added runs differ in neither micro-batch alone nor sequence alone: not used");
-        }
     } catch (const std::exception& e) {
-        out.calibration.reset();
+        out.session.reset();
         out.error = QString::fromUtf8(e.what());
     }
     return out;

@@ -2,7 +2,7 @@
 #pragma once
 
 #include "core/analysis/memoryanalysis.h"
-#include "core/whatif/whatifcalibration.h"
+#include "core/whatif/whatifsession.h"
 
 #include <QObject>
 #include <QString>
@@ -29,12 +29,12 @@ public:
         StatedConfig stated;
         ModelDims dims;
         WhatIfConstants constants;
-        std::vector<Calibration> runs; ///< added calibration runs: refit with them
+        std::vector<CalibrationRun> runs; ///< added calibration runs: refit with them
         QStringList runNames;
     };
     struct Outcome {
         std::shared_ptr<const DeviceAnalysis> analysis;
-        std::optional<Calibration> calibration; ///< none: `error` says why
+        std::shared_ptr<const WhatIfSession> session; ///< null: `error` says why
         QString error;
         QString runsText; ///< what the added runs' fit says
     };

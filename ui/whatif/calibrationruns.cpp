@@ -14,7 +14,7 @@ namespace headroom {
 namespace {
 
 struct Added {
-    std::optional<Calibration> calibration;
+    std::optional<CalibrationRun> run;
     QString error;
 };
 
@@ -53,18 +53,25 @@ void CalibrationRuns::add(const QString& path, const StatedConfig& stated, const
                                                     "whatif FILE1 FILE2 --measured-micro-batch B1,B2)");
                 st.precision = stated.precision;
                 st.devices = stated.devices;
-                a.calibration = calibrate(*trace, deviceIndex, analyzeDevice(*trace, deviceIndex), st, ModelDims{}, k);
+                // Calibrated on its own now, so a run that cannot be read is refused when added.
+                WhatIfQuery q;
+                q.measured = {trace, st, nullptr};
+                q.device = deviceIndex;
+                q.constants = k;
+                const WhatIfSession session(q);
+                // The calibration is all the refit reads: the trace is not kept.
+                a.run = CalibrationRun{nullptr, st, std::make_shared<const Calibration>(*session.calibration())};
             } catch (const std::exception& e) {
                 a.error = QString::fromStdString(e.what());
             }
             return a;
         },
         [this, name](const Added& a) {
-            if (!a.calibration) {
+            if (!a.run) {
                 emit failed(a.error);
                 return;
             }
-            m_runs.push_back(*a.calibration);
+            m_runs.push_back(*a.run);
             m_names << name;
             emit changed();
         });

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-#include "core/whatif/whatifcalibration.h"
+#include "core/whatif/whatifsession.h"
 
 #include <QObject>
 #include <QString>
@@ -27,7 +27,7 @@ public:
     /// was stated at (precision, devices), which the added run shares.
     void add(const QString& path, const StatedConfig& stated, const WhatIfConstants& k, size_t deviceIndex = 0);
     void clear();
-    const std::vector<Calibration>& runs() const { return m_runs; }
+    const std::vector<CalibrationRun>& runs() const { return m_runs; }
     const QStringList& names() const { return m_names; }
     bool isLoading() const;
 
@@ -38,7 +38,7 @@ signals:
     void failed(const QString& message);
 
 private:
-    std::vector<Calibration> m_runs;
+    std::vector<CalibrationRun> m_runs;
     QStringList m_names;
     BackgroundJob* m_job;
 };

@@ -11,22 +11,17 @@ LadderJob::LadderJob(QObject* parent)
 {
 }
 
-void LadderJob::request(const WhatIfBaseline& base, const LeverConfig& start, const WhatIfConstants& k,
-                        const DeviceSpec& device, LadderOptions options, const std::optional<Calibration>& calibration)
+void LadderJob::request(std::shared_ptr<const WhatIfSession> session, LadderRequest request)
 {
-    auto cal = calibration ? std::make_shared<const Calibration>(*calibration) : nullptr;
-    options.calibration = nullptr;
     m_job->start(
-        [base, start, k, device, options, cal](BackgroundJob::Control&) {
-            LadderOptions o = options;
-            o.calibration = cal.get();
+        [session, request](BackgroundJob::Control&) {
             try {
-                return std::make_shared<const Ladder>(buildLadder(base, start, k, device, o));
+                return std::make_shared<const Ladder>(session->ladder(request));
             } catch (const std::exception&) {
                 return std::shared_ptr<const Ladder>(); // what the panel's projection already reports
             }
         },
-        [this, start](std::shared_ptr<const Ladder> ladder) {
+        [this, start = *request.start](std::shared_ptr<const Ladder> ladder) {
             if (ladder)
                 emit ready(*ladder, start);
         });

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "ui/whatif/whatifpanel.h"
 
-#include "core/whatif/whatifanswer.h"
+#include "core/whatif/whatifsession.h"
 #include "core/whatif/batchratio.h"
 
 #include "ui/whatif/wheelguard.h"
@@ -21,7 +21,6 @@
 #include "core/analysis/diagnosis.h"
 #include "core/analysis/memoryanalysis.h"
 #include "core/util/units.h"
-#include "core/whatif/ladderinputs.h"
 #include "core/whatif/peakbreakdown.h"
 #include "core/whatif/whatifmultifit.h"
 #include "core/whatif/whatifsettings.h"
@@ -159,6 +158,7 @@ void WhatIfPanel::adoptTrace(std::shared_ptr<const LoadedTrace> trace, int devic
     m_trace = std::move(trace);
     m_analysis = std::move(analysis);
     m_deviceIndex = deviceIndex;
+    m_session.reset();
     m_cal.reset();
     m_verdict.reset();
     // The file's capacity (the OOM record's) until the view passes the session's (setCapacity).
@@ -178,7 +178,7 @@ void WhatIfPanel::setTrace(std::shared_ptr<const LoadedTrace> trace, int deviceI
 
 void WhatIfPanel::setTrace(std::shared_ptr<const LoadedTrace> trace, int deviceIndex,
                            std::shared_ptr<const DeviceAnalysis> analysis,
-                           const std::optional<Calibration>& fileCalibration)
+                           std::shared_ptr<const WhatIfSession> fileSession)
 {
     const StatedConfig& st = m_stated;
     const bool stated = st.microBatch || st.seq || st.devices || st.accum || st.precision || st.optimizer;
@@ -187,15 +187,15 @@ void WhatIfPanel::setTrace(std::shared_ptr<const LoadedTrace> trace, int deviceI
     for (const auto& e : WhatIfConstants::entries())
         defaults = defaults && m_k.*(e.member) == k0.*(e.member);
     const bool sameJob = trace == m_trace || m_runs->runs().empty();
-    if (!fileCalibration || stated || !defaults || !sameJob) {
+    if (!fileSession || stated || !defaults || !sameJob) {
         setTrace(std::move(trace), deviceIndex, std::move(analysis));
         return;
     }
     adoptTrace(std::move(trace), deviceIndex, analysis);
-    // The report's calibration is the one the panel would make: applied now.
+    // The report's session is the one the panel would make: applied now.
     m_calJob->cancel();
     m_pendingConfig.reset();
-    applyCalibration({std::move(analysis), fileCalibration, QString(), QString()});
+    applyCalibration({std::move(analysis), std::move(fileSession), QString(), QString()});
 }
 
 void WhatIfPanel::setAnalyticModel(const ModelDims& dims, const LeverConfig& config)
@@ -206,7 +206,12 @@ void WhatIfPanel::setAnalyticModel(const ModelDims& dims, const LeverConfig& con
     m_verdict.reset();
     m_allocator->setTrace(nullptr, 0);
     m_dims = dims;
-    m_base = analyticBaseline(dims, config, m_k);
+    WhatIfQuery q;
+    q.dims = dims;
+    q.constants = m_k;
+    q.start = config;
+    m_session = std::make_shared<const WhatIfSession>(q);
+    m_base = m_session->baseline();
     m_haveBase = true;
     m_error.clear();
     m_config = config;
@@ -299,7 +304,8 @@ void WhatIfPanel::applyCalibration(const CalibrationJob::Outcome& out)
         m_analysis = out.analysis;
     m_error = out.error;
     // Without the measured micro-batch the lever still moves, in ratios of the measured run.
-    m_cal = out.calibration ? std::optional<Calibration>(withBatchRatios(*out.calibration)) : std::nullopt;
+    m_session = out.session;
+    m_cal = m_session ? m_session->ratioCalibration() : std::nullopt;
     m_runsText = out.runsText;
     m_haveBase = m_cal.has_value();
     if (m_cal) {
@@ -424,12 +430,11 @@ void WhatIfPanel::recompute()
         return;
     }
     const auto t0 = std::chrono::steady_clock::now();
-    // The CLI's answer (core/whatif/whatifanswer.h); the allocator's simulation runs in the
-    // timeline job, off the slider's path.
-    const WhatIfContext context{std::nullopt, m_cal ? m_cal->cutStep : std::nullopt};
-    m_projection = answerWhatIf(m_base, m_config, m_k, m_device, context);
+    // The session's answer, as the CLI's (core/whatif/whatifsession.h); the allocator's
+    // simulation runs in the timeline job, off the slider's path.
+    m_projection = m_session->project(m_config, m_device, BatchUnits::Ratios, Simulation::Later);
     m_lastRecomputeUs = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-    m_measured = answerWhatIf(m_base, m_base.config, m_k, m_device, context);
+    m_measured = m_session->project(m_base.config, m_device, BatchUnits::Ratios, Simulation::Later);
     m_chart->set(m_cal ? &m_measured : nullptr, m_projection, m_cal ? m_cal->iteration : -1);
     const Projection& p = m_projection;
     m_summaryText = projectionSummaryHtml(p, m_device, m_k);
@@ -487,23 +492,23 @@ void WhatIfPanel::rebuildLadder()
         emit ladderChanged();
         return;
     }
+    // The session's ladder, as the CLI's and the diagnosis's (core/whatif/whatifsession.h).
+    LadderRequest r;
+    r.device = m_device;
+    r.start = m_config;
     // The replay answered for this capacity; at another it says nothing.
-    const std::optional<AllocatorVerdict> verdict =
-        m_verdict && m_verdict->capacity == m_device.capacityBytes ? m_verdict : std::nullopt;
-    // The file's ladder inputs, as the CLI and the diagnosis take them (ladderinputs.h); the
-    // panel's calibration already counts an unknown micro-batch in ratios.
-    LadderOptions lo = m_cal && m_trace ? ladderOptionsFor(*m_trace, *m_cal, verdict)
-                                        : LadderOptions{};
-    lo.availableDevices = std::max(1, m_config.devices);
+    if (m_verdict && m_verdict->capacity == m_device.capacityBytes)
+        r.allocator = m_verdict;
+    r.availableDevices = std::max(1, m_config.devices);
     if (m_spendFirst) {
-        lo.currencyOrder = {*m_spendFirst};
+        r.currencyOrder = {*m_spendFirst};
         for (Currency cur : kDefaultCurrencyOrder)
             if (cur != *m_spendFirst)
-                lo.currencyOrder.push_back(cur);
+                r.currencyOrder.push_back(cur);
     }
     m_ladder = {};
     m_ladderSection->showPending();
-    m_ladderJob->request(m_base, m_config, m_k, m_device, lo, m_cal);
+    m_ladderJob->request(m_session, std::move(r));
 }
 
 void WhatIfPanel::showLadder(const Ladder& ladder, const LeverConfig& start)
@@ -535,7 +540,8 @@ WhatIfVerifyDialog* WhatIfPanel::compareWithRun(const QString& path)
     moved.optimizer = m_config.optimizer != b.optimizer;
     moved.devices = m_config.devices != b.devices;
     moved.checkpoint = m_config.checkpoint != b.checkpoint || m_config.checkpointEvery != b.checkpointEvery;
-    auto* dialog = new WhatIfVerifyDialog(m_base, m_config, moved, m_k, m_device, path, this);
+    auto* dialog = new WhatIfVerifyDialog(m_session, m_config, moved, m_device, size_t(std::max(0, m_deviceIndex)),
+                                          path, this);
     dialog->setAttribute(Qt::WA_DeleteOnClose);
     dialog->show();
     return dialog;
@@ -573,6 +579,8 @@ bool WhatIfPanel::restoreSettings(const QString& json)
     if (!st)
         return false;
     m_k = st->constants;
+    if (!m_trace && m_dims) // the model's session is made with the constants (a trace's: by setStated)
+        setAnalyticModel(*m_dims, m_config);
     m_spendFirst = st->spendFirst;
     m_ladderSection->showSpendFirst(m_spendFirst);
     if (m_trace)

@@ -43,11 +43,11 @@ public:
     /// the background job analyses the device first.
     void setTrace(std::shared_ptr<const LoadedTrace> trace, int deviceIndex,
                   std::shared_ptr<const DeviceAnalysis> analysis = nullptr);
-    /// The same, with the calibration the explorer's report made on the file alone: used at
-    /// once when the panel has nothing to add (no measured values given, no added runs, the
-    /// default constants), instead of calibrating a second time.
+    /// The same, with the session the explorer's report made on the file alone: used at once
+    /// when the panel has nothing to add (no measured values given, no added runs, the default
+    /// constants), instead of calibrating a second time.
     void setTrace(std::shared_ptr<const LoadedTrace> trace, int deviceIndex,
-                  std::shared_ptr<const DeviceAnalysis> analysis, const std::optional<Calibration>& fileCalibration);
+                  std::shared_ptr<const DeviceAnalysis> analysis, std::shared_ptr<const WhatIfSession> fileSession);
     /// Analytic mode: a preset or hand-entered dimensions trained at `config`.
     void setAnalyticModel(const ModelDims& dims, const LeverConfig& config);
     void setCapacity(int64_t bytes);
@@ -150,7 +150,9 @@ private:
     int m_deviceIndex = 0;
     std::optional<ModelDims> m_dims;
     StatedConfig m_stated;
-    std::optional<Calibration> m_cal;
+    /// The file's what-if (or the analytic model's): every figure the panel shows is its answer.
+    std::shared_ptr<const WhatIfSession> m_session;
+    std::optional<Calibration> m_cal; ///< the session's, an unknown micro-batch in ratios
     CalibrationJob* m_calJob;
     ProjectedTimelineJob* m_timelineJob;
     LadderJob* m_ladderJob;

@@ -28,9 +28,9 @@ QString bytes(double b) { return formatBytesQ(int64_t(b), 2); }
 
 } // namespace
 
-WhatIfVerifyDialog::WhatIfVerifyDialog(const WhatIfBaseline& before, const LeverConfig& target, const LeverMask& moved,
-                                       const WhatIfConstants& k, const DeviceSpec& device, const QString& afterPath,
-                                       QWidget* parent)
+WhatIfVerifyDialog::WhatIfVerifyDialog(std::shared_ptr<const WhatIfSession> before, const LeverConfig& target,
+                                       const LeverMask& moved, const DeviceSpec& device, size_t deviceIndex,
+                                       const QString& afterPath, QWidget* parent)
     : QDialog(parent)
     , m_summary(new QLabel(this))
     , m_terms(new QTableWidget(0, 3, this))
@@ -57,16 +57,17 @@ WhatIfVerifyDialog::WhatIfVerifyDialog(const WhatIfBaseline& before, const Lever
     const std::string path = afterPath.toStdString();
     auto* job = new BackgroundJob(this);
     job->start(
-        [before, target, moved, k, device, path](BackgroundJob::Control& control) -> Outcome {
+        [before, target, moved, device, deviceIndex, path](BackgroundJob::Control& control) -> Outcome {
             Outcome o;
             try {
                 LoadOptions options;
                 options.cancel = control.cancelFlag();
                 const auto after = Loader::load(path, options);
-                if (after->snapshot.devices.empty())
-                    throw std::runtime_error(path + ": no device to compare with");
-                const LeverConfig t = configOfAfter(target, moved, *after, 0);
-                o.v = verifyProjection(before, t, k, device, *after, 0);
+                if (deviceIndex >= after->snapshot.devices.size())
+                    throw std::runtime_error(path + ": has " + std::to_string(after->snapshot.devices.size()) +
+                                             " device(s), not the device " + std::to_string(deviceIndex) +
+                                             " the panel projects");
+                o.v = before->verify(*after, deviceIndex, target, moved, device, BatchUnits::Ratios);
             } catch (const std::exception& e) {
                 o.error = QString::fromStdString(e.what());
             }

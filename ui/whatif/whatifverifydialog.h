@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-#include "core/whatif/whatifverify.h"
+#include "core/whatif/whatifsession.h"
 
 #include <QDialog>
 
@@ -19,8 +19,10 @@ class WhatIfVerifyDialog : public QDialog {
     Q_OBJECT
 public:
     /// `moved`: the levers the user set in the panel; the others come from AFTER's file.
-    WhatIfVerifyDialog(const WhatIfBaseline& before, const LeverConfig& target, const LeverMask& moved,
-                       const WhatIfConstants& k, const DeviceSpec& device, const QString& afterPath,
+    /// `before` projects `target` (in its ratio units) to AFTER's device `deviceIndex` (the
+    /// position the panel projects, as `whatif --verify` takes it).
+    WhatIfVerifyDialog(std::shared_ptr<const WhatIfSession> before, const LeverConfig& target, const LeverMask& moved,
+                       const DeviceSpec& device, size_t deviceIndex, const QString& afterPath,
                        QWidget* parent = nullptr);
     ~WhatIfVerifyDialog() override;
 

@@ -73,7 +73,7 @@ void WhatIfView::setData(const ExplorerDataPtr& data)
     // The panel shares the explorer's analysis (an aliasing pointer keeps the data alive).
     if (!sameDevice)
         m_panel->setTrace(data->trace, int(data->deviceIndex),
-                          std::shared_ptr<const DeviceAnalysis>(data, &data->analysis), data->calibration);
+                          std::shared_ptr<const DeviceAnalysis>(data, &data->analysis), data->whatIf);
     // The file's capacity as every view has it (the OOM record's, the user's, the
     // preferences'); settings saved with the trace, restored next, win and become the file's.
     m_panel->setCapacity(data->capacity.bytes);
