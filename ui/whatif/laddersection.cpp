@@ -22,15 +22,22 @@ namespace {
 /// Projected sizes in the units of the preferences, one decimal ("52.3 GiB", "56.2 GB").
 QString projected(double bytes) { return formatBytesQ(int64_t(bytes), 1); }
 
+/// The rung's line: what it is, its peak and verdict.
+QString rungHeadline(const Ladder& ladder, size_t i)
+{
+    const Rung& r = ladder.rungs[i];
+    return QStringLiteral("%1. %2 -> %3 (high %4), %5, %6")
+        .arg(i + 1)
+        .arg(QString::fromStdString(r.title), projected(r.projection.peak), projected(r.projection.peakHigh),
+             QString::fromStdString(std::string(verdictName(r.projection.verdict))))
+        .arg(QString::fromStdString(rungTimeText(r.projection)));
+}
+
+/// The headline with what the rung costs, what it sets and its warnings.
 QString rungText(const Ladder& ladder, size_t i)
 {
     const Rung& r = ladder.rungs[i];
-    QString text = QStringLiteral("%1. %2 -> %3 (high %4), %5, %6\n    %7")
-                       .arg(i + 1)
-                       .arg(QString::fromStdString(r.title), projected(r.projection.peak), projected(r.projection.peakHigh),
-                            QString::fromStdString(std::string(verdictName(r.projection.verdict))))
-                       .arg(QString::fromStdString(rungTimeText(r.projection)))
-                       .arg(rungCosts(r));
+    QString text = rungHeadline(ladder, i) + QStringLiteral("\n    ") + rungCosts(r);
     text += QStringLiteral("\n    ") + rungSettings(ladder, i);
     for (const auto& w : r.warnings)
         text += QStringLiteral("\n    ! ") + QString::fromStdString(w);
@@ -105,18 +112,23 @@ void LadderSection::showPending()
 void LadderSection::setLadder(const Ladder& ladder)
 {
     m_list->clear();
-    for (const auto& w : ladder.warnings)
-        m_list->addItem(QStringLiteral("! ") + QString::fromStdString(w));
     if (ladder.fitsAsIs)
         m_list->addItem(tr("It fits as it is."));
     for (size_t i = 0; i < ladder.rungs.size(); ++i) {
-        auto* it = new QListWidgetItem(rungText(ladder, i), m_list);
+        // One line a rung, so the first rungs show in the dock's default height; the first
+        // that fits, the ladder's answer, in full; every rung's costs in its tooltip.
+        const bool answer = int(i) == ladder.firstFit;
+        auto* it = new QListWidgetItem(answer ? rungText(ladder, i) : rungHeadline(ladder, i), m_list);
+        it->setToolTip(rungText(ladder, i));
         it->setData(Qt::UserRole, int(i));
         if (ladder.rungs[i].projection.fits)
             it->setForeground(QColor(0x2e, 0x7d, 0x32));
     }
     if (!ladder.fitsAsIs && ladder.firstFit < 0)
         m_list->addItem(tr("No rung fits: see the alternatives by currency (headroom-cli ladder)."));
+    // After the rungs: in a short dock the first rungs are what must show without scrolling.
+    for (const auto& w : ladder.warnings)
+        m_list->addItem(QStringLiteral("! ") + QString::fromStdString(w));
 }
 
 void LadderSection::showSpendFirst(std::optional<Currency> currency)

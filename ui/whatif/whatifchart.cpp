@@ -124,7 +124,9 @@ void WhatIfChart::paintEvent(QPaintEvent*)
     const int barW = std::max(6, std::min(56, (groupW - 16) / perGroup));
     // Bar captions in full where they fit under the bar, else their initials (the legend
     // then says what M and P stand for).
-    const bool fullCaptions = fm.horizontalAdvance(QStringLiteral("projected")) <= barW + 6;
+    // Both captions whole or both as letters: "steady state" cut to "teady stat" read as a word.
+    const bool fullCaptions = std::max(fm.horizontalAdvance(tr("projected")), fm.horizontalAdvance(tr("steady state"))) <=
+                              barW + 6;
     for (int g = 0; g < groups; ++g) {
         const int gx = area.left() + g * groupW + (groupW - perGroup * barW - (perGroup - 1) * 6) / 2;
         for (int k = 0; k < perGroup; ++k) {
@@ -200,7 +202,11 @@ void WhatIfChart::paintEvent(QPaintEvent*)
         key << tr("\u2501 measured (iteration %1)").arg(m_iteration);
     if (!key.isEmpty()) {
         p.setPen(palette().color(QPalette::Text));
-        p.drawText(QRect(area.left(), area.top() - lineH, area.width(), lineH), Qt::AlignRight, key.join(QStringLiteral(" \u00b7 ")));
+        QString text = key.join(QStringLiteral(" \u00b7 "));
+        if (!fullCaptions && fm.horizontalAdvance(text) > area.width()) // the short key, not one cut mid-word
+            text.replace(tr("S steady state (projected at the measured setting), P projected"),
+                         tr("S steady state, P projected"));
+        p.drawText(QRect(area.left(), area.top() - lineH, area.width(), lineH), Qt::AlignRight, text);
     }
     const int lx0 = legendRight ? area.right() + 12 : 8;
     const int ly0 = legendRight ? area.top() : area.bottom() + 2 * lineH + 6;

@@ -87,19 +87,21 @@ void WhatIfPanel::buildUi()
 
     auto* right = new QWidget(this);
     auto* rv = new QVBoxLayout(right);
-    m_chart = new WhatIfChart(right);
-    rv->addWidget(m_chart, 3);
+    // The verdict and the ladder first: in the dock's default height (about 330 px of an 800 px
+    // window) they are what must show without scrolling; the bars and the notes follow.
     m_summary = new QLabel(right);
     m_summary->setObjectName(QStringLiteral("whatifSummary"));
     m_summary->setWordWrap(true);
     m_summary->setTextFormat(Qt::RichText);
     rv->addWidget(m_summary);
+    m_ladderSection = new LadderSection(right);
+    rv->addWidget(m_ladderSection, 2);
+    m_chart = new WhatIfChart(right);
+    rv->addWidget(m_chart, 3);
     m_notes = new QLabel(right);
     m_notes->setObjectName(QStringLiteral("whatifNotes"));
     m_notes->setWordWrap(true);
     rv->addWidget(m_notes);
-    m_ladderSection = new LadderSection(right);
-    rv->addWidget(m_ladderSection, 2);
     root->addWidget(right, 1);
 
     connect(m_levers, &WhatIfLeverForm::leversChanged, this, [this] {
