@@ -316,11 +316,92 @@ void TimelinePlotItems::updateLabelAlignment(const QCPRange& r)
             return Qt::AlignLeft;
         return Qt::AlignHCenter;
     };
-    m_peakLabel->setPositionAlignment(Qt::AlignBottom | alignFor(m_peakKey));
+    m_peakAlign = alignFor(m_peakKey);
     for (const OomMarker& m : m_ooms) {
         const Qt::Alignment h = alignFor(m.key) == Qt::AlignRight ? Qt::AlignRight : Qt::AlignLeft;
         m.label->setPositionAlignment(Qt::AlignTop | h);
     }
+    placeLabels();
+}
+
+QRectF TimelinePlotItems::phaseStrip() const
+{
+    // As tall as timelineoverlay.cpp draws it (its font is the label's size, not bold).
+    const QRect area = m_plot->axisRect()->rect();
+    const int textH = QFontMetrics(m_peakLabel->font()).height() + 2;
+    return QRectF(area.left(), area.top(), area.width(), std::max(double(textH), area.height() * kPhaseBandRatio));
+}
+
+std::vector<std::pair<QString, QRectF>> TimelinePlotItems::markerLabels() const
+{
+    std::vector<std::pair<QString, QRectF>> out;
+    auto add = [&out](const QCPItemText* t) {
+        if (t->visible() && !t->text().isEmpty())
+            out.emplace_back(t->text(), QRectF(t->topLeft->pixelPosition(), t->bottomRight->pixelPosition()));
+    };
+    add(m_peakLabel);
+    add(m_capacityLabel);
+    for (const OomMarker& m : m_ooms)
+        add(m.label);
+    return out;
+}
+
+namespace {
+
+QRectF labelRect(const QCPItemText* t)
+{
+    return QRectF(t->topLeft->pixelPosition(), t->bottomRight->pixelPosition());
+}
+
+bool clear(const QCPItemText* t, const std::vector<QRectF>& taken)
+{
+    const QRectF r = labelRect(t);
+    return std::none_of(taken.begin(), taken.end(), [&r](const QRectF& o) { return r.intersects(o); });
+}
+
+} // namespace
+
+void TimelinePlotItems::placeLabels()
+{
+    const QRectF strip = phaseStrip();
+    const QRect area = m_plot->axisRect()->rect();
+    std::vector<QRectF> taken{strip};
+    // The OOM labels in rows under the phase names' strip (not at a share of the height, which
+    // in a short plot is inside the strip).
+    for (size_t row = 0; row < m_ooms.size(); ++row) {
+        QCPItemText* label = m_ooms[row].label;
+        const double h = labelRect(label).height();
+        const double y = strip.bottom() + 3 + double(row % 5) * (h + 2);
+        label->position->setCoords(m_ooms[row].key, (y - area.top()) / std::max(1, area.height()));
+        taken.push_back(labelRect(label));
+    }
+    // The capacity label above its line, else under it.
+    if (m_capacityLabel->visible()) {
+        m_capacityLabel->setPositionAlignment(Qt::AlignLeft | Qt::AlignBottom);
+        if (!clear(m_capacityLabel, taken))
+            m_capacityLabel->setPositionAlignment(Qt::AlignLeft | Qt::AlignTop);
+        taken.push_back(labelRect(m_capacityLabel));
+    }
+    // The peak's: above it, beside it (inwards), under it, or beside on the other side: the
+    // first place clear of the others.
+    constexpr double kGap = 9; // past the tracer's circle
+    const bool inwardsLeft = m_peakAlign == Qt::AlignRight;
+    const Qt::Alignment inwards = inwardsLeft ? Qt::AlignRight : Qt::AlignLeft;
+    const Qt::Alignment outwards = inwardsLeft ? Qt::AlignLeft : Qt::AlignRight;
+    const std::array<std::pair<QPointF, Qt::Alignment>, 4> places{{
+        {{0, -kGap}, Qt::AlignBottom | m_peakAlign},
+        {{inwardsLeft ? -kGap : kGap, 0}, Qt::AlignVCenter | inwards},
+        {{0, kGap}, Qt::AlignTop | m_peakAlign},
+        {{inwardsLeft ? kGap : -kGap, 0}, Qt::AlignVCenter | outwards},
+    }};
+    for (const auto& [offset, align] : places) {
+        m_peakLabel->position->setCoords(offset);
+        m_peakLabel->setPositionAlignment(align);
+        if (clear(m_peakLabel, taken))
+            return;
+    }
+    m_peakLabel->position->setCoords(places[0].first);
+    m_peakLabel->setPositionAlignment(places[0].second);
 }
 
 } // namespace headroom

@@ -3,11 +3,13 @@
 
 #include "core/model/tensorcategory.h"
 
+#include <QRectF>
 #include <QString>
 
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <vector>
 
 class QColor;
@@ -84,6 +86,15 @@ public:
     void addOomMarker(double key, const QString& label, const QFont& font, const QColor& background);
     /// Turns the peak and OOM labels inwards near the edges of the visible range.
     void updateLabelAlignment(const QCPRange& range);
+    /// Places the OOM labels under the phase names' strip, the capacity label above its line
+    /// (else under it) and the peak's label where it is clear of them all. Run after each
+    /// layout, when the pixel positions are known.
+    void placeLabels();
+    /// The marker labels drawn (peak, capacity, OOMs) and where, in the plot's pixels, and the
+    /// phase names' strip: what must not collide (a GUI test checks it).
+    std::vector<std::pair<QString, QRectF>> markerLabels() const;
+    QRectF phaseStrip() const;
+    const QCPTextElement* title() const { return m_title; }
 
 private:
     struct OomMarker {
@@ -109,6 +120,7 @@ private:
     QCPTextElement* m_title;
     std::vector<OomMarker> m_ooms;
     double m_peakKey = 0;
+    Qt::Alignment m_peakAlign = Qt::AlignHCenter; ///< updateLabelAlignment's, for placePeakLabel
 };
 
 } // namespace headroom

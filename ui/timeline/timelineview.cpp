@@ -57,6 +57,11 @@ TimelineView::TimelineView(Selection* selection, QWidget* parent)
     m_plot->setMouseTracking(true);
     m_plot->setNoAntialiasingOnDrag(true);
     m_items = std::make_unique<TimelinePlotItems>(m_plot, font());
+    // The marker labels' places depend on pixels (the phase names' strip), known after layout.
+    connect(m_plot, &QCustomPlot::afterLayout, this, [this] {
+        m_items->placeLabels();
+        refitHeight();
+    });
     m_projected = std::make_unique<ProjectedCurveItems>(m_plot);
     m_pools = std::make_unique<PoolCurveItems>(m_plot);
 
@@ -372,6 +377,28 @@ void TimelineView::rebuildMarkers()
                               QFont(font().family(), font().pointSize(), QFont::Bold), bg);
 }
 
+double TimelineView::yTop() const
+{
+    // Room above the highest curve for the phase names' strip and a label beside the peak, in
+    // the plot's pixels as laid out: 18% of a tall plot, up to 40% of a short one (in the
+    // default window the strip alone is an eighth of it).
+    const int height = m_plot->axisRect()->height();
+    const double reserve = m_items->phaseStrip().height() + QFontMetrics(font()).height() + 8;
+    const double share = height > 0 ? std::clamp(reserve / height, 0.15, 0.4) : 0.15;
+    return fitTop() / (1 - share);
+}
+
+void TimelineView::refitHeight()
+{
+    // The share above the curves depends on the plot's height: a resized plot is fitted again.
+    const int height = m_plot->axisRect()->height();
+    if (height == m_fittedHeight)
+        return;
+    m_fittedHeight = height;
+    m_plot->yAxis->setRange(0, yTop());
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
 double TimelineView::fitTop() const
 {
     double top = 1;
@@ -403,7 +430,7 @@ void TimelineView::zoomToFit()
         lo -= pad;
         hi += pad;
     }
-    m_plot->yAxis->setRange(0, fitTop() * 1.18); // headroom above the peak for its label and the phase bands
+    m_plot->yAxis->setRange(0, yTop());
     const QCPRange before = m_plot->xAxis->range();
     m_plot->xAxis->setRange(lo, hi);
     if (before == m_plot->xAxis->range())
@@ -417,7 +444,7 @@ void TimelineView::setProjected(std::shared_ptr<const ProjectedTimeline> project
     m_state.projected = projection;
     m_state.projectedLabel = projection ? label : QString();
     m_projected->set(std::move(projection), m_state.projectedLabel);
-    m_plot->yAxis->setRange(0, fitTop() * 1.18);
+    m_plot->yAxis->setRange(0, yTop());
     updateGraphs();
     m_plot->replot(QCustomPlot::rpQueuedReplot);
 }

@@ -169,6 +169,9 @@ private:
     /// The highest value the y axis must show: the measured curves, the capacity when near,
     /// the projected run's band.
     double fitTop() const;
+    /// The y axis's top: fitTop() with room for the phase names and the peak's label.
+    double yTop() const;
+    void refitHeight();
     void applyPalette();
 
     /// First, so it outlives the layers and the interaction that read it.
@@ -195,6 +198,7 @@ private:
     std::weak_ptr<const LoadedTrace> m_preparedTrace;
     std::vector<std::shared_ptr<const TimelineCurves>> m_prepared;
     bool m_inRangeChange = false;
+    int m_fittedHeight = 0; ///< the axis rect height the y range was last fitted to (refitHeight)
 };
 
 } // namespace headroom
