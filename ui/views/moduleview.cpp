@@ -14,6 +14,7 @@
 #include <QTreeWidgetItemIterator>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <map>
 
 namespace headroom {
@@ -140,6 +141,7 @@ ModuleView::ModuleView(Selection* selection, QWidget* parent)
     m_tree->setSortingEnabled(true);
     m_tree->setUniformRowHeights(true);
     m_tree->header()->setStretchLastSection(false);
+    m_tree->setTextElideMode(Qt::ElideMiddle); // a frame's file and function at its two ends
     m_tree->setToolTip(tr("Click a module to filter the timeline, the allocations and the stacks to it; click it again to show all"));
     connect(m_tree, &QTreeWidget::itemClicked, this, [this](QTreeWidgetItem* item) { toggleFilter(item); });
     m_rebuild = new DeferredRebuild(this, [this] { rebuild(); });
@@ -305,6 +307,11 @@ void ModuleView::fill(const LiveGroups& g, const ModuleForwardWindows& windows)
     m_tree->expandToDepth(2);
     for (int c = 0; c < m_tree->columnCount(); ++c)
         m_tree->resizeColumnToContents(c);
+    // A module's frame path can be wider than the dock: the name column is capped (its middle
+    // elided, the whole name in the tooltip) so the byte columns beside it show.
+    const int nameCap = std::max(220, m_tree->viewport()->width() * 2 / 5);
+    if (m_tree->columnWidth(0) > nameCap)
+        m_tree->setColumnWidth(0, nameCap);
 
     const QString at = g.event == m_data->timeline().peakEventIndex ? tr("the peak (event %1)").arg(g.event)
                                                                       : tr("event %1").arg(g.event);
