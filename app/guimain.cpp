@@ -26,6 +26,7 @@
 #include <QEventLoop>
 #include <QIcon>
 #include <QPixmap>
+#include <QScreen>
 #include <QTimer>
 
 #include <cstdio>
@@ -296,7 +297,14 @@ int main(int argc, char** argv)
         return takeScreenshot(window, parser.value(screenshotOption), files.first(), device, parser.value(viewOption),
                               parser.value(allocConfOption), parser.value(whatIfOption));
     }
-    window.resize(kScreenshotWidth, kScreenshotHeight);
+    // The default size, within the screen the window starts on (a 1280 x 1024 screen would
+    // lose its right edge).
+    const QRect screen = window.screen() ? window.screen()->availableGeometry() : QRect();
+    const QSize size = screen.isValid() ? QSize(kScreenshotWidth, kScreenshotHeight).boundedTo(screen.size())
+                                        : QSize(kScreenshotWidth, kScreenshotHeight);
+    window.resize(size);
+    if (screen.isValid() && !screen.contains(window.geometry()))
+        window.move(screen.topLeft());
     window.show();
     if (!files.isEmpty()) {
         window.openFile(files.first());

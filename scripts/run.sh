@@ -10,6 +10,7 @@ if [ $# -eq 0 ]; then
 fi
 if [ -z "${DISPLAY:-}" ] && [ -z "${WAYLAND_DISPLAY:-}" ] && [ -z "${QT_QPA_PLATFORM:-}" ]; then
   echo "run: no display found; starting Headroom under xvfb-run (set QT_QPA_PLATFORM to override)" >&2
-  exec xvfb-run -a build/release/app/headroom "$@"
+  # A screen the default 1400 x 800 window fits on (xvfb-run's own is 640 x 480 or 1280 x 1024).
+  exec xvfb-run -a -s "-screen 0 1400x900x24" build/release/app/headroom "$@"
 fi
 exec build/release/app/headroom "$@"

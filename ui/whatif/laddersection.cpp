@@ -53,13 +53,16 @@ LadderSection::LadderSection(QWidget* parent) : QWidget(parent)
     // The heading (and Compare) on a line of its own, the controls below: one row of all set
     // the panel's minimum width near 1000 px.
     auto* heading = new QHBoxLayout;
-    heading->addWidget(new QLabel(tr("<b>Make it fit</b>: click a rung to apply it"), this), 1);
+    auto* title = new QLabel(tr("<b>Make it fit</b>: click a rung to apply it"), this);
+    title->setWordWrap(true); // the half-window dock of a 1280 px screen is about 370 px wide here
+    heading->addWidget(title, 1);
     auto* compare = new QPushButton(tr("Compare with a Run\u2026"), this);
     compare->setObjectName(QStringLiteral("whatifCompare"));
     compare->setToolTip(tr("Check this projection against the run that followed: its measured peak, the "
                            "error and the term that was off (headroom-cli whatif --verify)"));
     heading->addWidget(compare);
     v->addLayout(heading);
+    // Two buttons a row: one row of all four set a minimum width the dock does not have.
     auto* controls = new QHBoxLayout;
     auto* fit = new QPushButton(tr("Rebuild ladder"), this);
     fit->setObjectName(QStringLiteral("whatifFit"));
@@ -75,7 +78,7 @@ LadderSection::LadderSection(QWidget* parent) : QWidget(parent)
     controls->addStretch();
     controls->addWidget(new QLabel(tr("Spend first:"), this));
     controls->addWidget(m_spendFirst);
-    controls->addWidget(constants);
+    heading->addWidget(constants);
     controls->addWidget(fit);
     v->addLayout(controls);
     m_list = new QListWidget(this);
