@@ -21,6 +21,10 @@ style places ``cap.phase("forward" | "loss" | "backward" | "optimizer")`` and
   gradpen     plain with a gradient penalty in the loss (``torch.autograd.grad`` of the loss
               with respect to the model's output, ``create_graph=True``, squared and added, as
               WGAN-GP and R1 penalties do): autograd's engine runs inside the loss phase
+  jvp         plain whose model's forward adds a forward-mode product
+              (``torch.autograd.functional.jvp`` of a tanh head, ``create_graph=True``), as a
+              model regularised by its Jacobian does: autograd's engine runs inside the forward
+              phase, and none of it is the backward
   scaler      loss scaling as torch.cuda.amp.GradScaler does it, emulated on the CPU
               (``GradScaler`` below): scaled loss, in-place unscale of the gradients in
               ``GradScaler.unscale_``, a found-inf check, then the step and the scale update
@@ -33,6 +37,9 @@ trace is (tools/category_truth.py then moves them out of the trace, as a real sn
   late_adamw  the plain loop with AdamW: weights and two moments alive before the trace
   late_sgdm   the plain loop with SGD momentum 0.9: weights and one momentum buffer
   late_keep   AdamW with ``zero_grad(set_to_none=False)``: the gradients too (four copies)
+  late_adafactor  an Adafactor-like optimizer (``Adafactor`` below: a factored second moment,
+              a row and a column vector per matrix, no first moment): weights and state a
+              fraction of their size, which must not be read as parameters or gradients
 
 ``run_style(path, family, style)`` builds the family inside a capture (every tensor is seen
 being allocated), trains ``iterations`` optimizer steps in the style and writes the
@@ -48,10 +55,10 @@ import torch
 
 import cpu_models
 
-STYLES = ("plain", "closure", "accum", "keep_grads", "trainer", "scaler", "gradpen")
-LATE_STYLES = ("late_adamw", "late_sgdm", "late_keep")
+STYLES = ("plain", "closure", "accum", "keep_grads", "trainer", "scaler", "gradpen", "jvp")
+LATE_STYLES = ("late_adamw", "late_sgdm", "late_keep", "late_adafactor")
 LATE = {"late_adamw": ("adamw", True), "late_sgdm": ("sgd-momentum", True),
-        "late_keep": ("adamw", False)}  # optimizer, zero_grad's set_to_none
+        "late_keep": ("adamw", False), "late_adafactor": ("adafactor", True)}  # optimizer, set_to_none
 WARMUP = 2
 ACCUM = {"accum": 4}  # micro-steps per optimizer step, where a style accumulates
 
@@ -308,9 +315,29 @@ def train_gradpen(cap, model, optimizer, make_batch, loss_fn, iterations):
                 iterations)
 
 
+class JvpForward(torch.nn.Module):
+    """The model, its output plus a small Jacobian term computed in its forward: the jvp of a
+    tanh head along ones (functional.jvp runs autograd's engine twice, the double-vjp trick)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):
+        out = self.model(x)
+        _, tangent = torch.autograd.functional.jvp(torch.tanh, (out,), (torch.ones_like(out),),
+                                                   create_graph=True)
+        return out + 1e-3 * tangent
+
+
+def train_jvp(cap, model, optimizer, make_batch, loss_fn, iterations):
+    """The plain loop over a model whose forward calls torch.autograd.functional.jvp."""
+    train_plain(cap, JvpForward(model), optimizer, make_batch, loss_fn, iterations)
+
+
 TRAIN = {"plain": train_plain, "closure": train_closure, "accum": train_accum,
          "keep_grads": train_keep_grads, "trainer": train_trainer, "scaler": train_scaler,
-         "gradpen": train_gradpen}
+         "gradpen": train_gradpen, "jvp": train_jvp}
 
 
 def run_style(path, family, style, micro_batch=2, seq_mult=1, iterations=2, seed=0,
@@ -341,6 +368,59 @@ def run_style(path, family, style, micro_batch=2, seq_mult=1, iterations=2, seed
     return cap
 
 
+class Adafactor(torch.optim.Optimizer):
+    """Adafactor's memory, not its whole algorithm (torch 1.13 has none): per matrix a row and a
+    column mean of the squared gradient (its last two dimensions factored), per vector the full
+    second moment, no first moment, an integer step; the update is the gradient scaled by the
+    reconstructed inverse root, made as temporaries in the step (Shazeer and Stern, 2018)."""
+
+    def __init__(self, params, lr=1e-3, beta2=0.999, eps=1e-30):
+        super().__init__(params, dict(lr=lr, beta2=beta2, eps=eps))
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        loss = closure() if closure is not None else None
+        for group in self.param_groups:
+            beta2, eps, lr = group["beta2"], group["eps"], group["lr"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                self._update(p, self.state[p], beta2, eps, lr)
+        return loss
+
+    @staticmethod
+    def _update(p, state, beta2, eps, lr):
+        grad = p.grad
+        factored = grad.dim() >= 2
+        if not state:
+            state["step"] = 0
+            if factored:
+                state["exp_avg_sq_row"] = torch.zeros(grad.shape[:-1])
+                state["exp_avg_sq_col"] = torch.zeros(grad.shape[:-2] + grad.shape[-1:])
+            else:
+                state["exp_avg_sq"] = torch.zeros_like(grad)
+        state["step"] += 1
+        g2 = grad * grad + eps
+        if factored:
+            row, col = state["exp_avg_sq_row"], state["exp_avg_sq_col"]
+            row.mul_(beta2).add_(g2.mean(dim=-1), alpha=1 - beta2)
+            col.mul_(beta2).add_(g2.mean(dim=-2), alpha=1 - beta2)
+            r = (row / row.mean(dim=-1, keepdim=True)).rsqrt().unsqueeze(-1)
+            update = grad * r * col.rsqrt().unsqueeze(-2)
+        else:
+            v = state["exp_avg_sq"]
+            v.mul_(beta2).add_(g2, alpha=1 - beta2)
+            update = grad * v.rsqrt()
+        p.add_(update, alpha=-lr)
+
+
+def make_optimizer(name, params):
+    """cpu_models.make_optimizer, and the Adafactor-like one above."""
+    if name == "adafactor":
+        return Adafactor(params)
+    return cpu_models.make_optimizer(name, params)
+
+
 def run_late(path, family, style, micro_batch=2, seq_mult=1, iterations=2, seed=0, truth=True,
              **more):
     """A LATE style: built and warmed up before the capture, recorded for ``iterations`` steps."""
@@ -350,7 +430,7 @@ def run_late(path, family, style, micro_batch=2, seq_mult=1, iterations=2, seed=
     more.pop("oracle", None)
     seq = cpu_models.BASE_SEQ[family] * seq_mult
     model, make_batch, loss_fn = cpu_models.build(family, micro_batch, seq, "fp32", "none", seed)
-    opt = cpu_models.make_optimizer(optimizer, model.parameters())
+    opt = make_optimizer(optimizer, model.parameters())
     cpu_models.train(model, opt, make_batch, loss_fn, "fp32", 1, WARMUP, None,
                      set_to_none=set_to_none)
     kw = dict(micro_batch=micro_batch, seq=seq, precision="fp32", checkpoint="none", accum=1,

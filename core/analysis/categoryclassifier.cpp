@@ -42,6 +42,9 @@ std::string_view categoryRuleText(CategoryRule r)
                "(undecided)";
     case CategoryRule::FreedByOptimizerUpdate:
         return "alive before the trace, freed by the optimizer's update (not zero_grad): state it replaced";
+    case CategoryRule::BeforeWindowStateBySize:
+        return "alive before the trace, of a size the weights do not take, and the optimizer step computes with "
+               "blocks of that size: state of its own shape (a factored second moment)";
     }
     return "?";
 }

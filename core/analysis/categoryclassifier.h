@@ -37,6 +37,7 @@ enum class CategoryRule : uint8_t {
     BeforeWindowGradient,    ///< a further copy: gradients kept across steps
     BeforeWindowUndecided,   ///< a further copy the evidence leaves undecided
     FreedByOptimizerUpdate,  ///< alive before the trace, freed by the optimizer's update: replaced state
+    BeforeWindowStateBySize, ///< alive before the trace, of a size no weight takes, computed with in the step
 };
 
 std::string_view categoryRuleText(CategoryRule r);

@@ -250,6 +250,31 @@ void relabelReplacedState(const FrameTable& ft, const MemoryTimeline& tl, std::v
     }
 }
 
+/// Memory from before the trace that is no copy of the parameter set: blocks of a size no
+/// gradient born in the trace has, where the optimizer step allocates blocks of that size as it
+/// computes. That is state of its own shape (Adafactor's row and column factors), not weights: a
+/// frozen weight or a buffer is not computed with in the step. Blocks of the allocator's
+/// smallest size are left alone: every scalar the step makes has it.
+void relabelStateBySize(const MemoryTimeline& tl, std::vector<AllocationClass>& classes, const SizeCounts& gradients)
+{
+    if (gradients.empty())
+        return; // no parameter set to tell them from
+    std::set<int64_t> stepSizes;
+    for (size_t i = 0; i < tl.allocations.size(); ++i)
+        if (classes[i].birthPhase == Phase::Optimizer && tl.allocations[i].start >= 0)
+            stepSizes.insert(tl.allocations[i].size);
+    for (size_t i = 0; i < tl.allocations.size(); ++i) {
+        const Allocation& a = tl.allocations[i];
+        if (!aliveThrough(a) || classes[i].rule != CategoryRule::AliveThroughWindow || a.size <= kSmallBytes)
+            continue;
+        // Only sizes no gradient has: a block of a trained weight's size may be a frozen weight
+        // of the same shape (a position table the size of an MLP matrix), which the step's
+        // temporaries of that size say nothing about.
+        if (!gradients.count(a.size) && stepSizes.count(a.size))
+            classes[i] = {TensorCategory::OptimizerState, CategoryRule::BeforeWindowStateBySize, Phase::Setup};
+    }
+}
+
 std::string describe(const PreRecording& r)
 {
     std::string s = formatBytes(r.bytes) + " alive before the trace holds the parameter set (" +
@@ -298,7 +323,8 @@ PreRecording readPreRecording(const FrameTable& frames, const MemoryTimeline& tl
         r.optimizer = opt->name;
         r.stepCounters = opt->states == std::set<int>{2};
     }
-    SizeCounts reference = gradientSizes(tl, ph, classes);
+    const SizeCounts gradients = gradientSizes(tl, ph, classes);
+    SizeCounts reference = gradients;
     if (!reference.empty()) {
         r.reference = "the gradients born in the trace's backward";
         r.copies = copiesOf(pre, reference);
@@ -319,6 +345,7 @@ PreRecording readPreRecording(const FrameTable& frames, const MemoryTimeline& tl
     }
     if (!r.found() || r.readings.empty()) {
         r.readings.clear();
+        relabelStateBySize(tl, classes, gradients);
         return r;
     }
     for (const auto& [size, n] : reference)
@@ -329,6 +356,7 @@ PreRecording readPreRecording(const FrameTable& frames, const MemoryTimeline& tl
                    "and backward are in the trace (their frames name the optimizer; the gradients they allocate "
                    "are the parameter set)";
     relabel(tl, classes, reference, r);
+    relabelStateBySize(tl, classes, gradients);
     return r;
 }
 

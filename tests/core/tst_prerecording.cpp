@@ -125,3 +125,33 @@ TEST_CASE("Memory from before the trace that the optimizer's update frees is rep
     CHECK(classes[1].category == TensorCategory::OptimizerState);
     CHECK(classes[1].rule == CategoryRule::FreedByOptimizerUpdate);
 }
+
+TEST_CASE("State of its own shape from before the trace: a size no gradient has, computed with in the step",
+          "[analysis][prerecording]")
+{
+    // Recorded after an Adafactor-like optimizer's first step: a weight (its gradient is born in
+    // the backward), a factor of its squared gradient (a size no gradient has; the step makes
+    // temporaries of that size), and a frozen table (no gradient, nothing of its size in the step).
+    FrameTable ft;
+    const std::vector<uint32_t> frames = {ft.internFrame("train.py", 1, "main")};
+    const uint32_t stack = ft.internStack(frames);
+    MemoryTimeline tl;
+    const int32_t before = int32_t(Allocation::kBeforeWindow), alive = int32_t(Allocation::kStillAlive);
+    tl.allocations.push_back({0x1000, 8192, before, alive, stack}); // the weight
+    tl.allocations.push_back({0x3000, 2048, before, alive, stack}); // its row factor
+    tl.allocations.push_back({0x4000, 4096, before, alive, stack}); // a frozen table
+    tl.allocations.push_back({0x6000, 8192, 0, alive, stack});      // the gradient, born in the backward
+    tl.allocations.push_back({0x8000, 2048, 1, 2, stack});          // the step's temporary of the factor's size
+    PhaseAnalysis ph;
+    ph.eventPhase = {Phase::Backward, Phase::Optimizer, Phase::Optimizer};
+    ph.spans = {{Phase::Backward, 0, 0}, {Phase::Optimizer, 1, 2}};
+    const AllocationClass pre{TensorCategory::Parameter, CategoryRule::AliveThroughWindow, Phase::Setup};
+    std::vector<AllocationClass> classes = {pre, pre, pre,
+                                            {TensorCategory::Gradient, CategoryRule::BackwardOutlivesPass, Phase::Backward},
+                                            {TensorCategory::Temporary, CategoryRule::SamePhaseTemporary, Phase::Optimizer}};
+    readPreRecording(ft, tl, ph, classes);
+    CHECK(classes[0].category == TensorCategory::Parameter);
+    CHECK(classes[1].category == TensorCategory::OptimizerState);
+    CHECK(classes[1].rule == CategoryRule::BeforeWindowStateBySize);
+    CHECK(classes[2].category == TensorCategory::Parameter); // frozen: the step never computes at its size
+}
