@@ -14,6 +14,12 @@ recording to that form, in place:
   holds ``[address, bytes, category]`` for each storage from before the trace (the tensor names
   in the frames are dropped with the entries: Headroom must not read them).
 
+``as_wrapped(snap)`` makes a recording look as one whose ring buffer wrapped mid-epoch
+(``record_memory_history(max_entries=N)``): the trace keeps only its entries from the middle of
+the last iteration's forward on; what was allocated before that point and is still alive there
+(the weights, the optimizer state, the first half of the forward's activations) has no
+``alloc`` entry, only its ``free`` or a segment, and its truth goes to ``before_window``.
+
 Nothing here imports torch.
 """
 
@@ -67,4 +73,40 @@ def as_recorded_mid_run(snap):
     if truth is not None:
         truth["allocations"] = kept_rows
         truth["before_window"] = before
+    return snap
+
+
+def _wrap_point(allocs, rows):
+    """Index into ``allocs`` of the middle of the last iteration's forward: halfway through
+    the run of truth-"forward" allocations after the last "optimizer" one before it."""
+    phases = [r[2] for r in rows]
+    last_backward = max(i for i, p in enumerate(phases) if p == "backward")
+    start = last_backward
+    while start > 0 and phases[start - 1] != "optimizer":
+        start -= 1
+    forward = [i for i in range(start, last_backward) if phases[i] == "forward"]
+    if len(forward) < 2:
+        raise ValueError("no forward to wrap in")
+    return forward[len(forward) // 2]
+
+
+def as_wrapped(snap):
+    """Rewrites ``snap`` (a plain dict from headroom_cpu.py, with its truth) in place as a
+    recording whose ring buffer wrapped in the last iteration's forward; returns it."""
+    entries = snap["device_traces"][0]
+    truth = snap["headroom_truth"]
+    rows = truth["allocations"]
+    alloc_at = [k for k, e in enumerate(entries) if e.get("action") == "alloc"]
+    if len(rows) != len(alloc_at):
+        raise ValueError("%d truth rows for %d alloc entries" % (len(rows), len(alloc_at)))
+    cut_alloc = _wrap_point([entries[k] for k in alloc_at], rows)
+    cut = alloc_at[cut_alloc]
+    alive = _alive_at_end(entries[:cut])
+    row_of = {alloc_at[i]: rows[i] for i in range(len(rows))}
+    index_of = {id(e): k for k, e in enumerate(entries)}
+    before = [[addr, size, row_of[index_of[id(e)]][1]] for addr, (size, e) in sorted(alive.items())]
+    snap["device_traces"][0] = entries[cut:]
+    snap["segments"] = [_segment(addr, size) for addr, (size, _e) in sorted(_alive_at_end(entries).items())]
+    truth["allocations"] = rows[cut_alloc:]
+    truth["before_window"] = before
     return snap

@@ -77,6 +77,9 @@ sys.path.insert(0, PYDIR)
 FAMILIES = ("decoder", "encoder", "convnet", "lstm")
 STYLES = ("plain", "closure", "accum", "keep_grads", "trainer", "scaler", "gradpen", "jvp")
 LATE_STYLES = ("late_adamw", "late_sgdm", "late_keep", "late_adafactor")  # recorded mid-run (issue 46)
+# The plain loop as a ring buffer that wrapped mid-epoch keeps it (python/mid_run.py as_wrapped):
+# the trace starts in the middle of the last iteration's forward (issue 46).
+WRAPPED_STYLES = ("wrapped",)
 BASE = dict(micro_batch=2, seq_mult=1, iterations=2, optimizer="adamw", seed=0)
 RECORD_VERSION = 2  # bump when record() below changes what is recorded
 THRESHOLD = 98.0
@@ -200,6 +203,9 @@ def stacks_only_copy(src, dst, style=None):
     if style in LATE_STYLES:
         import mid_run
         mid_run.as_recorded_mid_run(snap)
+    elif style in WRAPPED_STYLES:
+        import mid_run
+        mid_run.as_wrapped(snap)
     tmp = dst + ".tmp"
     with open(tmp, "wb") as f:
         pickle.dump(snap, f, protocol=4)
@@ -368,7 +374,7 @@ def main(argv=None):
     ap.add_argument("--cli", default=DEFAULT_CLI,
                     help="headroom-cli (default build/release/app/headroom-cli)")
     ap.add_argument("--families", default=",".join(FAMILIES))
-    ap.add_argument("--styles", default=",".join(STYLES + LATE_STYLES))
+    ap.add_argument("--styles", default=",".join(STYLES + LATE_STYLES + WRAPPED_STYLES))
     ap.add_argument("--check", action="store_true",
                     help="exit 1 if a family x style scores under %g%% anywhere" % THRESHOLD)
     ap.add_argument("--json", metavar="OUT", help="write the table as JSON")
@@ -388,8 +394,8 @@ def main(argv=None):
         if f not in FAMILIES:
             ap.error("unknown family %r (families: %s)" % (f, ", ".join(FAMILIES)))
     for s in styles:
-        if s not in STYLES + LATE_STYLES:
-            ap.error("unknown style %r (styles: %s)" % (s, ", ".join(STYLES + LATE_STYLES)))
+        if s not in STYLES + LATE_STYLES + WRAPPED_STYLES:
+            ap.error("unknown style %r (styles: %s)" % (s, ", ".join(STYLES + LATE_STYLES + WRAPPED_STYLES)))
     cli = os.path.abspath(args.cli)
     if not args.record_only and not (os.path.isfile(cli) and os.access(cli, os.X_OK)):
         print("category_truth: the Headroom CLI %s does not exist (or is not executable); build "
