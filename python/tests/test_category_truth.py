@@ -107,6 +107,36 @@ class ScoreTest(unittest.TestCase):
         self.assertEqual(snap["headroom_truth"]["before_window"],
                          [[8, 512, "parameter"], [16, 1024, "gradient"]])
 
+    def test_wrapped_keeps_the_trace_from_the_middle_of_the_last_forward(self):
+        sys.path.insert(0, os.path.join(ROOT, "python"))
+        import mid_run
+
+        def alloc(addr, size):
+            return {"action": "alloc", "addr": addr, "size": size, "frames": []}
+
+        def free(addr, size):
+            return {"action": "free_completed", "addr": addr, "size": size, "frames": []}
+        # a weight; iteration 1: forward a, backward, optimizer state s; iteration 2: forward
+        # b, c, d (the wrap falls at c), backward, the forward's frees
+        snap = {"segments": [], "device_traces": [[
+            alloc(8, 512), alloc(16, 512), alloc(24, 512), free(16, 512), alloc(32, 512),
+            alloc(40, 512), alloc(48, 512), alloc(56, 512), alloc(64, 512), free(40, 512),
+            free(48, 512), free(56, 512), free(64, 512)]],
+            "headroom_truth": {"version": 1, "allocations": [
+                [1, "parameter", "setup"], [2, "activation", "forward"], [3, "gradient", "backward"],
+                [4, "optimizer_state", "optimizer"], [5, "activation", "forward"],
+                [6, "activation", "forward"], [7, "activation", "forward"],
+                [8, "temporary", "backward"]]}}
+        mid_run.as_wrapped(snap)
+        entries = snap["device_traces"][0]
+        self.assertEqual(entries[0], alloc(48, 512))  # c: the middle of the last forward
+        self.assertEqual([r[0] for r in snap["headroom_truth"]["allocations"]], [6, 7, 8])
+        # alive at the wrap, with no alloc entry left: the weight, a gradient, the state, b
+        self.assertEqual(snap["headroom_truth"]["before_window"],
+                         [[8, 512, "parameter"], [24, 512, "gradient"], [32, 512, "optimizer_state"],
+                          [40, 512, "activation"]])
+        self.assertEqual([s["address"] for s in snap["segments"]], [8, 24, 32])
+
     def test_equivalences(self):
         self.assertEqual(set(ct.ACCEPT["temporary"]), {"temporary", "autograd_detail"})
         for cat in ("parameter", "gradient", "optimizer_state", "input", "activation"):
