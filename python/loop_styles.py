@@ -339,7 +339,9 @@ TRAIN = {"plain": train_plain, "closure": train_closure, "accum": train_accum,
          "keep_grads": train_keep_grads, "trainer": train_trainer, "scaler": train_scaler,
          "gradpen": train_gradpen, "jvp": train_jvp,
          # plain, cut by python/mid_run.py's as_wrapped to what a wrapped ring buffer keeps
-         "wrapped": train_plain}
+         "wrapped": train_plain,
+         # plain, cut by as_out_of_memory at an OOM halfway through the last forward / backward
+         "oom_forward": train_plain, "oom_backward": train_plain}
 
 
 def run_style(path, family, style, micro_batch=2, seq_mult=1, iterations=2, seed=0,

@@ -20,6 +20,12 @@ the last iteration's forward on; what was allocated before that point and is sti
 (the weights, the optimizer state, the first half of the forward's activations) has no
 ``alloc`` entry, only its ``free`` or a segment, and its truth goes to ``before_window``.
 
+``as_out_of_memory(snap, phase)`` makes it look as a run whose last iteration ran out of memory
+in its ``phase`` ("forward" or "backward"): the request halfway through that phase becomes an
+``oom`` entry (its size, its frames, the device free being what a capacity of the bytes then
+alive allows) and nothing after it is kept, as a CUDA OOM ends the step. What is alive at the OOM
+stays in ``segments``; the truth keeps the rows before it.
+
 Nothing here imports torch.
 """
 
@@ -76,18 +82,26 @@ def as_recorded_mid_run(snap):
     return snap
 
 
-def _wrap_point(allocs, rows):
-    """Index into ``allocs`` of the middle of the last iteration's forward: halfway through
-    the run of truth-"forward" allocations after the last "optimizer" one before it."""
+def _middle_of(rows, phase="forward"):
+    """Index of the truth row halfway through the last iteration's ``phase`` (the rows after
+    the last "optimizer" row before its last backward)."""
     phases = [r[2] for r in rows]
     last_backward = max(i for i, p in enumerate(phases) if p == "backward")
     start = last_backward
     while start > 0 and phases[start - 1] != "optimizer":
         start -= 1
-    forward = [i for i in range(start, last_backward) if phases[i] == "forward"]
-    if len(forward) < 2:
-        raise ValueError("no forward to wrap in")
-    return forward[len(forward) // 2]
+    end = last_backward + 1
+    while phase == "backward" and end < len(phases) and phases[end] == "backward":
+        end += 1
+    picked = [i for i in range(start, end) if phases[i] == phase]
+    if len(picked) < 2:
+        raise ValueError("no %s in the last iteration" % phase)
+    return picked[len(picked) // 2]
+
+
+def _wrap_point(allocs, rows):
+    """Index into ``allocs`` of the middle of the last iteration's forward."""
+    return _middle_of(rows, "forward")
 
 
 def as_wrapped(snap):
@@ -109,4 +123,28 @@ def as_wrapped(snap):
     snap["segments"] = [_segment(addr, size) for addr, (size, _e) in sorted(_alive_at_end(entries).items())]
     truth["allocations"] = rows[cut_alloc:]
     truth["before_window"] = before
+    return snap
+
+
+def as_out_of_memory(snap, phase):
+    """Rewrites ``snap`` (a plain dict from headroom_cpu.py, with its truth) in place as a run
+    that ran out of memory halfway through its last iteration's ``phase``; returns it."""
+    entries = snap["device_traces"][0]
+    truth = snap["headroom_truth"]
+    rows = truth["allocations"]
+    alloc_at = [k for k, e in enumerate(entries) if e.get("action") == "alloc"]
+    if len(rows) != len(alloc_at):
+        raise ValueError("%d truth rows for %d alloc entries" % (len(rows), len(alloc_at)))
+    cut_alloc = _middle_of(rows, phase)
+    cut = alloc_at[cut_alloc]
+    request = entries[cut]
+    alive = _alive_at_end(entries[:cut])
+    live = sum(size for size, _e in alive.values())
+    oom = {"action": "oom", "addr": 0, "size": request["size"], "stream": request.get("stream", 0),
+           "time_us": request.get("time_us", 0), "frames": request.get("frames", []),
+           "device_free": request["size"] // 2}  # the capacity: what was alive and half the request
+    snap["device_traces"][0] = entries[:cut] + [oom]
+    snap["segments"] = [_segment(addr, size) for addr, (size, _e) in sorted(alive.items())]
+    truth["allocations"] = rows[:cut_alloc]
+    snap.setdefault("headroom_config", {})["oom_capacity_bytes"] = live + request["size"] // 2
     return snap

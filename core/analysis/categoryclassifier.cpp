@@ -42,6 +42,9 @@ std::string_view categoryRuleText(CategoryRule r)
                "(undecided)";
     case CategoryRule::FreedByOptimizerUpdate:
         return "alive before the trace, freed by the optimizer's update (not zero_grad): state it replaced";
+    case CategoryRule::SetupBatchOfCutStep:
+        return "born outside any training phase after the last optimizer step, alive at the OOM that cut the step "
+               "short: that step's batch";
     case CategoryRule::BeforeWindowStateBySize:
         return "alive before the trace, of a size the weights do not take, and the optimizer step computes with "
                "blocks of that size: state of its own shape (a factored second moment)";
@@ -164,6 +167,26 @@ void requireStateEvidence(const MemoryTimeline& timeline, std::vector<Allocation
     }
 }
 
+/// A step an OOM cut short never frees its batch: what its data phase made (after the last
+/// optimizer step, before the OOM) and the trace ends with is the batch, not memory kept for
+/// nothing known (written from the CPU recorder's OOM cases, tools/category_truth.py).
+void batchOfCutStep(const DeviceData& device, const MemoryTimeline& timeline, const PhaseAnalysis& phases,
+                    std::vector<AllocationClass>& classes)
+{
+    if (device.ooms.empty())
+        return;
+    int64_t lastStep = -1;
+    for (const PhaseSpan& s : phases.spans)
+        if (s.phase == Phase::Optimizer)
+            lastStep = std::max(lastStep, s.endEvent);
+    const int64_t oom = device.ooms.back().eventIndex;
+    for (size_t i = 0; i < classes.size(); ++i) {
+        const Allocation& a = timeline.allocations[i];
+        if (classes[i].rule == CategoryRule::SetupKeptAfterTraining && a.start > lastStep && a.start < oom)
+            classes[i] = {TensorCategory::Input, CategoryRule::SetupBatchOfCutStep, classes[i].birthPhase};
+    }
+}
+
 } // namespace
 
 std::vector<AllocationClass> CategoryClassifier::classify(const Snapshot& snapshot, const DeviceData& device,
@@ -189,6 +212,7 @@ std::vector<AllocationClass> CategoryClassifier::classify(const Snapshot& snapsh
         out.push_back(c);
     }
     requireStateEvidence(timeline, out);
+    batchOfCutStep(device, timeline, phases, out);
     return out;
 }
 

@@ -38,6 +38,7 @@ enum class CategoryRule : uint8_t {
     BeforeWindowUndecided,   ///< a further copy the evidence leaves undecided
     FreedByOptimizerUpdate,  ///< alive before the trace, freed by the optimizer's update: replaced state
     BeforeWindowStateBySize, ///< alive before the trace, of a size no weight takes, computed with in the step
+    SetupBatchOfCutStep,     ///< born in the data phase of the step an OOM cut short, alive at the OOM: its batch
 };
 
 std::string_view categoryRuleText(CategoryRule r);

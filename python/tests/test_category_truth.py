@@ -137,6 +137,27 @@ class ScoreTest(unittest.TestCase):
                           [40, 512, "activation"]])
         self.assertEqual([s["address"] for s in snap["segments"]], [8, 24, 32])
 
+    def test_out_of_memory_ends_the_step_at_the_request_halfway_through_the_phase(self):
+        sys.path.insert(0, os.path.join(ROOT, "python"))
+        import mid_run
+
+        def alloc(addr, size):
+            return {"action": "alloc", "addr": addr, "size": size, "frames": [{"name": "f%d" % addr}]}
+        snap = {"segments": [], "device_traces": [[
+            alloc(8, 512), alloc(16, 512), alloc(24, 1024), alloc(32, 2048), alloc(40, 512),
+            {"action": "free_completed", "addr": 16, "size": 512, "frames": []}]],
+            "headroom_truth": {"version": 1, "allocations": [
+                [1, "parameter", "setup"], [2, "activation", "forward"], [3, "activation", "forward"],
+                [4, "activation", "forward"], [5, "temporary", "backward"]]}}
+        mid_run.as_out_of_memory(snap, "forward")
+        entries = snap["device_traces"][0]
+        self.assertEqual([e["action"] for e in entries], ["alloc", "alloc", "oom"])
+        self.assertEqual(entries[-1]["size"], 1024)  # the request halfway through the forward
+        self.assertEqual(entries[-1]["frames"], [{"name": "f24"}])
+        self.assertEqual(snap["headroom_truth"]["allocations"], [[1, "parameter", "setup"],
+                                                                  [2, "activation", "forward"]])
+        self.assertEqual([s["address"] for s in snap["segments"]], [8, 16])
+
     def test_equivalences(self):
         self.assertEqual(set(ct.ACCEPT["temporary"]), {"temporary", "autograd_detail"})
         for cat in ("parameter", "gradient", "optimizer_state", "input", "activation"):
