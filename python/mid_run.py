@@ -82,6 +82,17 @@ def as_recorded_mid_run(snap):
     return snap
 
 
+def _with_truth(snap):
+    """The trace, the truth, its rows and each row's entry index (rows and alloc entries pair up)."""
+    entries = snap["device_traces"][0]
+    truth = snap["headroom_truth"]
+    rows = truth["allocations"]
+    alloc_at = [k for k, e in enumerate(entries) if e.get("action") == "alloc"]
+    if len(rows) != len(alloc_at):
+        raise ValueError("%d truth rows for %d alloc entries" % (len(rows), len(alloc_at)))
+    return entries, truth, rows, alloc_at
+
+
 def _middle_of(rows, phase="forward"):
     """Index of the truth row halfway through the last iteration's ``phase`` (the rows after
     the last "optimizer" row before its last backward)."""
@@ -107,12 +118,7 @@ def _wrap_point(allocs, rows):
 def as_wrapped(snap):
     """Rewrites ``snap`` (a plain dict from headroom_cpu.py, with its truth) in place as a
     recording whose ring buffer wrapped in the last iteration's forward; returns it."""
-    entries = snap["device_traces"][0]
-    truth = snap["headroom_truth"]
-    rows = truth["allocations"]
-    alloc_at = [k for k, e in enumerate(entries) if e.get("action") == "alloc"]
-    if len(rows) != len(alloc_at):
-        raise ValueError("%d truth rows for %d alloc entries" % (len(rows), len(alloc_at)))
+    entries, truth, rows, alloc_at = _with_truth(snap)
     cut_alloc = _wrap_point([entries[k] for k in alloc_at], rows)
     cut = alloc_at[cut_alloc]
     alive = _alive_at_end(entries[:cut])
@@ -129,12 +135,7 @@ def as_wrapped(snap):
 def as_out_of_memory(snap, phase):
     """Rewrites ``snap`` (a plain dict from headroom_cpu.py, with its truth) in place as a run
     that ran out of memory halfway through its last iteration's ``phase``; returns it."""
-    entries = snap["device_traces"][0]
-    truth = snap["headroom_truth"]
-    rows = truth["allocations"]
-    alloc_at = [k for k, e in enumerate(entries) if e.get("action") == "alloc"]
-    if len(rows) != len(alloc_at):
-        raise ValueError("%d truth rows for %d alloc entries" % (len(rows), len(alloc_at)))
+    entries, truth, rows, alloc_at = _with_truth(snap)
     cut_alloc = _middle_of(rows, phase)
     cut = alloc_at[cut_alloc]
     request = entries[cut]
