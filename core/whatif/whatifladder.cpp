@@ -133,10 +133,12 @@ std::vector<Tier> tiers(const LadderOptions& opt, const WhatIfBaseline& base)
     if (opt.allowResultChanging) {
         t.push_back({"shorter sequences", Currency::Fidelity, 9, false, true, true, [](const LeverConfig& c) {
                          Cands out;
-                         for (double f : {0.75, 0.5, 0.25}) {
+                         for (const auto& [f, share] : {std::pair{0.75, "3/4"}, {0.5, "1/2"}, {0.25, "1/4"}}) {
                              LeverConfig x = c;
                              x.seq = std::max(1, int(c.seq * f));
-                             out.push_back({"sequence length " + std::to_string(x.seq), x});
+                             // An unknown sequence is 1 here: "sequence length 1" named no lever.
+                             out.push_back({c.seq > 1 ? "sequence length " + std::to_string(x.seq)
+                                                      : std::string("sequence x") + share, x});
                          }
                          return out;
                      }});
