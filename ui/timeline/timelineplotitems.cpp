@@ -361,6 +361,27 @@ bool clear(const QCPItemText* t, const std::vector<QRectF>& taken)
 
 } // namespace
 
+bool TimelinePlotItems::fitLegend()
+{
+    // As many columns as fit beside the title at this width, so an entry is never cut (the
+    // simulated line's "reserved, simulated (recorded setting)" at 1280 px ran off the edge and
+    // pushed the title off the left).
+    QCPLegend* legend = m_plot->legend;
+    int widest = 1;
+    for (int i = 0; i < legend->itemCount(); ++i)
+        if (QCPAbstractLegendItem* item = legend->item(i))
+            widest = std::max(widest, item->minimumOuterSizeHint().width());
+    const int titleW = QFontMetrics(m_title->font()).horizontalAdvance(m_title->text()) + 24;
+    const QMargins m = legend->margins();
+    const int room = m_plot->viewport().width() - titleW - m.left() - m.right();
+    const int columns = std::clamp((room + legend->columnSpacing()) / (widest + legend->columnSpacing()), 1, 6);
+    if (columns == legend->wrap())
+        return false;
+    legend->setWrap(columns);
+    legend->setFillOrder(legend->fillOrder(), true); // a new wrap moves only what is added later
+    return true;
+}
+
 void TimelinePlotItems::placeLabels()
 {
     const QRectF strip = phaseStrip();

@@ -90,6 +90,9 @@ public:
     /// (else under it) and the peak's label where it is clear of them all. Run after each
     /// layout, when the pixel positions are known.
     void placeLabels();
+    /// Sets the legend's columns to what fits beside the title; true when they changed (the
+    /// plot must be laid out again).
+    bool fitLegend();
     /// The marker labels drawn (peak, capacity, OOMs) and where, in the plot's pixels, and the
     /// phase names' strip: what must not collide (a GUI test checks it).
     std::vector<std::pair<QString, QRectF>> markerLabels() const;

@@ -60,6 +60,8 @@ TimelineView::TimelineView(Selection* selection, QWidget* parent)
     // The marker labels' places depend on pixels (the phase names' strip), known after layout.
     connect(m_plot, &QCustomPlot::afterLayout, this, [this] {
         m_items->placeLabels();
+        if (m_items->fitLegend())
+            m_plot->replot(QCustomPlot::rpQueuedReplot);
         refitHeight();
     });
     m_projected = std::make_unique<ProjectedCurveItems>(m_plot);
