@@ -161,7 +161,6 @@ void WhatIfPanel::adoptTrace(std::shared_ptr<const LoadedTrace> trace, int devic
     m_analysis = std::move(analysis);
     m_deviceIndex = deviceIndex;
     m_session.reset();
-    m_cal.reset();
     m_verdict.reset();
     // The file's capacity (the OOM record's) until the view passes the session's (setCapacity).
     if (m_trace)
@@ -204,7 +203,6 @@ void WhatIfPanel::setAnalyticModel(const ModelDims& dims, const LeverConfig& con
 {
     m_trace.reset();
     m_analysis.reset();
-    m_cal.reset();
     m_verdict.reset();
     m_allocator->setTrace(nullptr, 0);
     m_dims = dims;
@@ -307,11 +305,10 @@ void WhatIfPanel::applyCalibration(const CalibrationJob::Outcome& out)
     m_error = out.error;
     // Without the measured micro-batch the lever still moves, in ratios of the measured run.
     m_session = out.session;
-    m_cal = m_session ? m_session->ratioCalibration() : std::nullopt;
     m_runsText = out.runsText;
-    m_haveBase = m_cal.has_value();
-    if (m_cal) {
-        m_base = m_cal->baseline;
+    m_haveBase = cal() != nullptr;
+    if (cal()) {
+        m_base = cal()->baseline;
         // The moves made meanwhile, in the new calibration's units (a ratio becomes a count
         // once the measured micro-batch is known).
         m_config = m_pendingConfig ? rebasedLevers(inBaselineUnits(*m_pendingConfig, m_pendingUnits, m_base),
@@ -319,7 +316,7 @@ void WhatIfPanel::applyCalibration(const CalibrationJob::Outcome& out)
                                                    m_base.config)
                                    : m_base.config;
         lockUnknown(m_config);
-        m_levers->showMeasured(m_cal->measured, m_runsText);
+        m_levers->showMeasured(cal()->measured, m_runsText);
     }
     m_pendingConfig.reset();
     writeControls();
@@ -367,16 +364,16 @@ void WhatIfPanel::lockUnknown(LeverConfig& c) const
     // A lever whose measured value is unknown is locked (WhatIfLeverForm::showLevers): it stays as
     // measured, whatever its widget shows (a spin box cannot show "unknown" devices). One left
     // unknown by an earlier calibration takes the new one's value.
-    if (!m_cal)
+    if (!cal())
         return;
     const LeverConfig& b = m_base.config;
-    if ((!m_cal->known("micro_batch") && m_base.microBatchUnits == 0) || c.microBatch <= 0)
+    if ((!cal()->known("micro_batch") && m_base.microBatchUnits == 0) || c.microBatch <= 0)
         c.microBatch = b.microBatch;
-    if (!m_cal->known("seq") || c.seq <= 0)
+    if (!cal()->known("seq") || c.seq <= 0)
         c.seq = b.seq;
-    if (!m_cal->known("precision"))
+    if (!cal()->known("precision"))
         c.precision = b.precision;
-    if (!m_cal->known("devices") || c.devices <= 0) {
+    if (!cal()->known("devices") || c.devices <= 0) {
         c.devices = b.devices;
         c.zero = b.zero;
     }
@@ -385,7 +382,7 @@ void WhatIfPanel::lockUnknown(LeverConfig& c) const
 void WhatIfPanel::writeControls()
 {
     m_updating = true;
-    m_levers->showLevers(m_config, m_cal ? &*m_cal : nullptr);
+    m_levers->showLevers(m_config, cal());
     m_levers->showStated(m_stated, m_trace != nullptr);
     m_allocator->showExpandable(m_config.expandableSegments);
     m_updating = false;
@@ -411,9 +408,9 @@ void WhatIfPanel::recompute()
         return;
     }
     QString missing;
-    if (m_cal) {
+    if (cal()) {
         try {
-            m_cal->require(m_config);
+            cal()->require(m_config);
         } catch (const WhatIfMissingValue& e) {
             const QString field = e.key == "micro_batch" ? tr("micro-batch")
                                   : e.key == "seq"       ? tr("sequence")
@@ -437,7 +434,7 @@ void WhatIfPanel::recompute()
     m_projection = m_session->project(m_config, m_device, BatchUnits::Ratios, Simulation::Later);
     m_lastRecomputeUs = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
     m_measured = m_session->project(m_base.config, m_device, BatchUnits::Ratios, Simulation::Later);
-    m_chart->set(m_cal ? &m_measured : nullptr, m_projection, m_cal ? m_cal->iteration : -1);
+    m_chart->set(cal() ? &m_measured : nullptr, m_projection, cal() ? cal()->iteration : -1);
     const Projection& p = m_projection;
     m_summaryText = projectionSummaryHtml(p, m_device, m_k);
     showSummary();
@@ -447,7 +444,7 @@ void WhatIfPanel::recompute()
     m_notes->setText(notes.join(QStringLiteral("\n")));
     // At the measured levers too: nothing to draw, but the verdict is the simulation's, as in
     // `headroom-cli whatif`.
-    if (m_cal && m_trace)
+    if (cal() && m_trace)
         m_timelineJob->request(m_base, m_config, m_projection, *m_trace, m_deviceIndex, !(m_config == m_base.config));
     else
         m_timelineJob->clear();
@@ -531,7 +528,7 @@ void WhatIfPanel::addCalibrationRun(const QString& path)
 
 WhatIfVerifyDialog* WhatIfPanel::compareWithRun(const QString& path)
 {
-    if (!m_cal || !m_haveBase)
+    if (!cal() || !m_haveBase)
         return nullptr;
     const LeverConfig& b = m_base.config;
     LeverMask moved; // what the panel moved; AFTER's file tells the rest
@@ -603,7 +600,7 @@ QString WhatIfPanel::markdown() const
     if (!m_haveBase)
         return tr("_No what-if projection: %1_\n").arg(m_error.isEmpty() ? tr("no trace or model.") : m_error);
     m_ladderJob->finishNow(); // the ladder being built is delivered (showLadder) before it is written
-    QString md = whatIfMarkdown(m_projection, m_ladder, m_cal ? &*m_cal : nullptr, m_device);
+    QString md = whatIfMarkdown(m_projection, m_ladder, cal(), m_device);
     if (m_allocator->result() && !m_allocator->isRecordedSetting())
         md += tr("\nAllocator replay of the recorded requests: %1\n")
                   .arg(QTextDocumentFragment::fromHtml(m_allocator->summaryHtml()).toPlainText());

@@ -152,7 +152,11 @@ private:
     StatedConfig m_stated;
     /// The file's what-if (or the analytic model's): every figure the panel shows is its answer.
     std::shared_ptr<const WhatIfSession> m_session;
-    std::optional<Calibration> m_cal; ///< the session's, an unknown micro-batch in ratios
+    /// The session's calibration, an unknown micro-batch in ratios; null in analytic mode.
+    const Calibration* cal() const
+    {
+        return m_session && m_session->ratioCalibration() ? &*m_session->ratioCalibration() : nullptr;
+    }
     CalibrationJob* m_calJob;
     ProjectedTimelineJob* m_timelineJob;
     LadderJob* m_ladderJob;
