@@ -366,8 +366,7 @@ CommandOutput ladderOutput(const WhatIfRequest& o, const LeverConfig& t, const M
     r.availableDevices = o.availableDevices;
     r.allocator = m.allocatorVerdict;
     r.start = t;
-    if (m.session->baseline(BatchUnits::Ratios).microBatchUnits > 0) // an unknown micro-batch, in ratios (a moved one was refused)
-        r.start->microBatch = m.session->baseline(BatchUnits::Ratios).config.microBatch;
+    r.startUnits = BatchUnits::Measured;
     std::stringstream ss(o.currencyOrder);
     for (std::string item; std::getline(ss, item, ',');) {
         auto c = currencyFromName(item);

@@ -105,7 +105,10 @@ LadderOptions WhatIfSession::ladderOptions(const LadderRequest& r) const
 Ladder WhatIfSession::ladder(const LadderRequest& r) const
 {
     const WhatIfBaseline& base = baseline(BatchUnits::Ratios);
-    return buildLadder(base, r.start.value_or(base.config), m_k, r.device, ladderOptions(r));
+    LeverConfig start = r.start.value_or(base.config);
+    if (r.startUnits == BatchUnits::Measured && base.microBatchUnits > 0)
+        start.microBatch = base.config.microBatch; // the measured run's, counted in ratios
+    return buildLadder(base, start, m_k, r.device, ladderOptions(r));
 }
 
 Verification WhatIfSession::verify(const LoadedTrace& after, size_t afterDevice, const LeverConfig& target,

@@ -59,6 +59,9 @@ enum class Simulation : uint8_t { Now, Later };
 struct LadderRequest {
     DeviceSpec device;
     std::optional<LeverConfig> start; ///< none: the measured configuration
+    /// How `start`'s micro-batch counts: Measured (the CLI's levers: a micro-batch the trace
+    /// does not tell is taken as the measured run's, since a moved one was refused) or Ratios.
+    BatchUnits startUnits = BatchUnits::Ratios;
     std::vector<Currency> currencyOrder;
     int availableDevices = 1;
     /// The replay of the recorded requests at the device's capacity (AllocatorVerdict::forOom),
