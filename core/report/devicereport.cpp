@@ -114,12 +114,11 @@ DeviceReport DeviceReport::compute(const LoadedTrace& trace, size_t deviceIndex,
         q.analysis = std::shared_ptr<const DeviceAnalysis>(std::shared_ptr<void>(), &r.analysis);
         q.constants = o.constants;
         session = std::make_shared<const WhatIfSession>(q);
-        r.calibration = session->calibration();
         r.whatIf = session;
     } catch (const std::exception& e) {
         r.calibrationError = e.what();
     }
-    if (!r.calibration || r.capacity.bytes <= 0 || capacityFinding == r.findings.end()) {
+    if (!session || r.capacity.bytes <= 0 || capacityFinding == r.findings.end()) {
         if (r.allocator)
             adoptAllocatorVerdict(r.findings, *r.allocator, false);
         return r;

@@ -5,7 +5,6 @@
 #include "core/analysis/memoryanalysis.h"
 #include "core/replay/loadedtrace.h"
 #include "core/whatif/allocatorverdict.h"
-#include "core/whatif/whatifcalibration.h"
 #include "core/whatif/whatifsession.h"
 #include "core/whatif/whatifladder.h"
 
@@ -33,9 +32,9 @@ struct DeviceReport {
     DeviceAnalysis analysis;
     CapacityEstimate capacity;
     std::vector<Finding> findings;
-    std::optional<Calibration> calibration;
     /// The what-if of this device on the file alone, which the ladder came from; the panel
-    /// starts from it. Null: calibrationError says why.
+    /// starts from it and its calibration() is the one the ladder used. Null: calibrationError
+    /// says why.
     std::shared_ptr<const WhatIfSession> whatIf;
     std::string calibrationError; ///< why there is no calibration (or no ladder)
     std::optional<Ladder> ladder; ///< for the capacity, when it is known and the step misses it

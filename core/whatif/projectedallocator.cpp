@@ -113,7 +113,7 @@ void judgeBySimulation(Projection& p)
     // it may take does not fit, whatever one reading's simulation served (the headline's band
     // may hold readings the simulated central one does not).
     const bool overAllocated = p.peakAllocated > double(p.simulated->capacity) || p.peak > p.capacity;
-    if (p.simulated->oomEvent >= 0 || overAllocated)
+    if (p.simulated->refused() || overAllocated)
         p.verdict = Verdict::DoesNotFit;
     else if (p.verdict == Verdict::DoesNotFit)
         p.verdict = Verdict::Tight;

@@ -3,6 +3,8 @@
 
 #include "core/whatif/projectedallocator.h"
 
+#include <algorithm>
+
 namespace headroom {
 
 void adoptSimulation(Projection& p, const ProjectedTimeline& t)
@@ -32,8 +34,8 @@ ProjectedTimeline projectTimeline(const WhatIfBaseline& base, const Projection& 
     out.simulated = withReserved.simulated;
     out.verdict = withReserved.verdict;
     out.verdictByRatio = withReserved.verdictByRatio;
-    if (out.simulated && out.simulated->oomEvent >= 0)
-        out.oomEvent = out.simulated->oomEvent;
+    if (out.simulated && out.simulated->refused())
+        out.oomEvent = std::max<int64_t>(0, out.simulated->oomEvent); // before the trace: at its start
     return out;
 }
 

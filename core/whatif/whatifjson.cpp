@@ -17,6 +17,13 @@ namespace headroom {
 
 namespace {
 
+/// Where the simulated allocator refused a request: an event of the trace, or before it.
+std::string oomPlace(const SimulatedReserved& r)
+{
+    return r.oomEvent >= 0 ? "at event " + std::to_string(r.oomEvent)
+                           : std::string("before the trace's first event (what was allocated before it began)");
+}
+
 /// A figure of the step time, or null where the trace gave no step time to calibrate on.
 nlohmann::json timed(const StepTime& t, double v) { return t.known ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
@@ -61,6 +68,7 @@ nlohmann::json replayJson(const Projection& p)
                                    {"peak_event", r.peakEvent},
                                    {"capacity_bytes", r.capacity},
                                    {"expandable_segments", r.expandableSegments},
+                                   {"oom", r.refused()},
                                    {"oom_event", r.oomEvent},
                                    {"oom_request_bytes", r.oomSize},
                                    {"oom_reserved_bytes", r.oomReserved}};
@@ -287,8 +295,8 @@ std::string projectionText(const Projection& p, const std::vector<MeasuredItem>&
             const SimulatedReserved& r = *p.simulated;
             o << "Simulated reserved memory (the caching allocator, expandable_segments "
               << (r.expandableSegments ? "on" : "off") << "): ";
-            if (r.oomEvent >= 0)
-                o << "OOM at event " << r.oomEvent << " of the projected run: a request of " << formatBytes(r.oomSize)
+            if (r.refused())
+                o << "OOM " << oomPlace(r) << " of the projected run: a request of " << formatBytes(r.oomSize)
                   << " with " << sizeText(double(r.oomReserved)) << " reserved of " << sizeText(double(r.capacity)) << "\n";
             else
                 o << "peak " << sizeText(double(r.peak))
@@ -317,13 +325,13 @@ std::string reservedVerdictText(const Projection& p)
         return {};
     const SimulatedReserved& r = *p.simulated;
     const std::string byRatio(verdictName(p.verdictByRatio));
-    if (r.oomEvent < 0)
+    if (!r.refused())
         return "Tight by the caching allocator's simulation: every request of the projected run is served within the " +
                sizeText(double(r.capacity)) + " the allocator may take (reserved peak " + sizeText(double(r.peak)) +
                "), where the allocated peak and a fragmentation ratio said " + byRatio + "\n";
     return "Does not fit by the caching allocator's simulation (" + byRatio +
-           " by allocated memory and a fragmentation ratio): the projected run's requests fail at event " +
-           std::to_string(r.oomEvent) + ": a request of " + formatBytes(r.oomSize) + " with " +
+           " by allocated memory and a fragmentation ratio): the projected run's requests fail " +
+           oomPlace(r) + ": a request of " + formatBytes(r.oomSize) + " with " +
            sizeText(double(r.oomReserved)) + " reserved of the " + sizeText(double(r.capacity)) +
            " the allocator may take (OOM; memory cached in blocks too small for it: try expandable_segments)\n";
 }

@@ -208,7 +208,10 @@ struct SimulatedReserved {
     int64_t peak = 0, peakEvent = -1; ///< reserved bytes; the event of the measured trace
     int64_t capacity = 0;             ///< what the allocator could reserve; 0 unlimited
     bool expandableSegments = false;
-    int64_t oomEvent = -1, oomSize = 0, oomReserved = 0; ///< the first refused request, if any
+    /// The first refused request, if any (oomSize > 0): oomEvent -1 is one of the requests
+    /// alive before the trace's first event (what was allocated before the recording began).
+    int64_t oomEvent = -1, oomSize = 0, oomReserved = 0;
+    bool refused() const { return oomSize > 0; }
 };
 
 enum class Verdict : uint8_t { Fits, Tight, DoesNotFit, Unknown };

@@ -48,7 +48,7 @@ TEST_CASE("The capacity finding's first move is the ladder's first fitting rung"
     // a smaller micro-batch would not move that peak, which is what `analyze` used to advise.
     const auto trace = loadReal("pt27_kk_memory_ctx128_fullstep.pickle");
     const DeviceReport r = reportAt(*trace, 48 * kGiB);
-    REQUIRE(r.calibration);
+    REQUIRE(r.whatIf);
     REQUIRE(r.ladder);
     REQUIRE_FALSE(r.ladder->fitsAsIs);
     REQUIRE(r.ladder->firstFit >= 0);
@@ -196,9 +196,9 @@ TEST_CASE("The ladder offers no rung the what-if would refuse: what the trace ca
     // fp32; applied in the panel, the same config said "Needs a measured value".
     const auto trace = loadReal("pt27_kk_memory_ctx128_fullstep.pickle");
     const DeviceReport r = reportAt(*trace, 40 * kGiB);
-    REQUIRE(r.calibration);
+    REQUIRE(r.whatIf);
     REQUIRE(r.ladder);
-    REQUIRE_FALSE(r.calibration->known("precision"));
+    REQUIRE_FALSE(r.whatIf->calibration()->known("precision"));
     // The ladder counts the unknown micro-batch in ratios, as every frontend's does (whatifsession.h).
     REQUIRE(r.whatIf);
     const Calibration& ladderCal = *r.whatIf->ratioCalibration();

@@ -282,12 +282,12 @@ TEST_CASE("the what-if panel takes the report's calibration instead of making a 
 {
     Analysed a(realTrace("pt27_kk_memory_ctx128_fullstep.pickle"));
     WhatIfPanel* panel = a.explorer().whatIf()->panel();
-    REQUIRE(a.data().calibration);
+    REQUIRE(a.data().whatIf);
     // Delivered with the analysis: nothing to wait for, the same baseline as the diagnosis's.
     CHECK_FALSE(panel->isCalibrating());
     CHECK(panel->projection().peak > 0);
     // The same baseline, its unknown micro-batch counted in ratios (core/whatif/batchratio.h).
-    CHECK(panel->measuredConfig() == withBatchRatios(*a.data().calibration).baseline.config);
+    CHECK(panel->measuredConfig() == withBatchRatios(*a.data().whatIf->calibration()).baseline.config);
     // Given a measured value, the panel knows more than the file: it calibrates itself.
     StatedConfig st;
     st.microBatch = 4;

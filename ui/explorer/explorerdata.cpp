@@ -29,7 +29,6 @@ std::shared_ptr<const ExplorerData> ExplorerData::compute(std::shared_ptr<const 
     data->capacity = std::move(report.capacity);
     data->findings = std::move(report.findings);
     data->allocator = std::move(report.allocator);
-    data->calibration = std::move(report.calibration);
     data->whatIf = std::move(report.whatIf);
     data->calibrationError = std::move(report.calibrationError);
     throwIfCancelled(cancel);

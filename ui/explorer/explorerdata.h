@@ -8,7 +8,6 @@
 #include "core/io/loader.h"
 #include "core/replay/allocationbands.h"
 #include "core/whatif/allocatorverdict.h"
-#include "core/whatif/whatifcalibration.h"
 #include "core/whatif/whatifsession.h"
 
 #include <QMetaType>
@@ -36,10 +35,9 @@ struct ExplorerData {
     std::vector<Finding> findings;
     /// Whether an allocator setting alone avoids the device's OOM (none without an OOM record).
     std::optional<AllocatorVerdict> allocator;
-    /// The what-if's calibration on the file alone (no stated values, default constants): the
-    /// one the diagnosis's ladder used, handed to the what-if panel so it is not made twice.
-    std::optional<Calibration> calibration;
-    std::shared_ptr<const WhatIfSession> whatIf; ///< the session the calibration belongs to
+    /// The what-if on the file alone (no stated values, default constants): the session the
+    /// diagnosis's ladder used, handed to the what-if panel so it is not calibrated twice.
+    std::shared_ptr<const WhatIfSession> whatIf;
     std::string calibrationError;
     /// The timeline's by-allocation bands at the default detail, built with the rest in
     /// the worker so that showing the analysis does not build them on the GUI thread.
