@@ -867,6 +867,15 @@ class Capture(object):
                     self._label(t, _INPUT)
         return tensors[0] if len(tensors) == 1 else tensors
 
+    def gradients(self, *tensors):
+        """``cap.gradients(bucket.buffer())`` labels memory that holds gradients without being
+        a parameter's ``.grad`` (DistributedDataParallel's flat gradient buckets) as "gradient"
+        in headroom_truth."""
+        if self._roles_on and self._active:
+            for t in tensors:
+                if isinstance(t, self._torch.Tensor):
+                    self._label(t, _GRADIENT)
+
     # ------------------------------------------------------------------ modules
     def _names_from(self, root, prefix=None):
         """Qualified names of ``root``'s modules, as ``root.named_modules()`` gives them (a

@@ -351,6 +351,10 @@ def run_style(path, family, style, micro_batch=2, seq_mult=1, iterations=2, seed
     The model, optimizer and batches are built inside the captured block. ``oracle`` is off
     by default: the scoring needs the truth, not the peak check (tools/cpu_matrix.py)."""
     import headroom_cpu
+    import distributed_styles
+    if style in distributed_styles.DIST_STYLES:
+        return distributed_styles.run_distributed(path, family, style, micro_batch, seq_mult,
+                                                  iterations, seed, truth)
     if style in LATE:
         return run_late(path, family, style, micro_batch, seq_mult, iterations, seed, truth,
                         **more)

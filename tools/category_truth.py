@@ -83,6 +83,10 @@ WRAPPED_STYLES = ("wrapped",)
 # The plain loop cut by an OOM halfway through its last forward or backward (as_out_of_memory):
 # the step the OOM ends, with its activations alive at the end of the trace (issue 46).
 OOM_STYLES = {"oom_forward": "forward", "oom_backward": "backward"}
+# Data parallel over gloo, one rank or two (python/distributed_styles.py, issue 47): DDP's flat
+# gradient buckets, ZeroRedundancyOptimizer's sharded state.
+DIST_STYLES = ("ddp_1", "ddp_2", "zero1_1", "zero1_2")
+ALL_STYLES = STYLES + LATE_STYLES + WRAPPED_STYLES + tuple(OOM_STYLES) + DIST_STYLES
 BASE = dict(micro_batch=2, seq_mult=1, iterations=2, optimizer="adamw", seed=0)
 RECORD_VERSION = 2  # bump when record() below changes what is recorded
 THRESHOLD = 98.0
@@ -128,7 +132,8 @@ def load_plain(path):
 
 def source_hash():
     h = hashlib.sha256(b"record-%d" % RECORD_VERSION)
-    for name in ("headroom_cpu.py", "cpu_models.py", "loop_styles.py", "mid_run.py"):
+    for name in ("headroom_cpu.py", "cpu_models.py", "loop_styles.py", "mid_run.py",
+                 "distributed_styles.py"):
         with open(os.path.join(PYDIR, name), "rb") as f:
             h.update(f.read())
     return h.hexdigest()
@@ -383,7 +388,7 @@ def main(argv=None):
     ap.add_argument("--cli", default=DEFAULT_CLI,
                     help="headroom-cli (default build/release/app/headroom-cli)")
     ap.add_argument("--families", default=",".join(FAMILIES))
-    ap.add_argument("--styles", default=",".join(STYLES + LATE_STYLES + WRAPPED_STYLES + tuple(OOM_STYLES)))
+    ap.add_argument("--styles", default=",".join(ALL_STYLES))
     ap.add_argument("--check", action="store_true",
                     help="exit 1 if a family x style scores under %g%% anywhere" % THRESHOLD)
     ap.add_argument("--json", metavar="OUT", help="write the table as JSON")
@@ -403,8 +408,8 @@ def main(argv=None):
         if f not in FAMILIES:
             ap.error("unknown family %r (families: %s)" % (f, ", ".join(FAMILIES)))
     for s in styles:
-        if s not in STYLES + LATE_STYLES + WRAPPED_STYLES + tuple(OOM_STYLES):
-            ap.error("unknown style %r (styles: %s)" % (s, ", ".join(STYLES + LATE_STYLES + WRAPPED_STYLES + tuple(OOM_STYLES))))
+        if s not in ALL_STYLES:
+            ap.error("unknown style %r (styles: %s)" % (s, ", ".join(ALL_STYLES)))
     cli = os.path.abspath(args.cli)
     if not args.record_only and not (os.path.isfile(cli) and os.access(cli, os.X_OK)):
         print("category_truth: the Headroom CLI %s does not exist (or is not executable); build "
@@ -519,6 +524,14 @@ def main(argv=None):
             print("    %-8s truth %-15s headroom %-15s %6.2f%% at peak %6.2f%% of the timeline"
                   "  (%s)" % (c["kind"], c["truth"], c["headroom"], c["peak_percent"],
                               c["timeline_percent"], c["rule"]))
+    sharding_failed = []
+    if args.check and not args.record_only and set(DIST_STYLES) <= set(styles):
+        import sharding_check
+        sharding_failed = sharding_check.check(args.cli, out, families)
+        for f in sharding_failed:
+            print("category_truth: sharding: %s" % f, file=sys.stderr)
+    if args.check and sharding_failed and not failed:
+        return 1
     if args.check and failed:
         print("category_truth: %d of %d points under %g%%: %s" % (
             len(failed), len(points), THRESHOLD,

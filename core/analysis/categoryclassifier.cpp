@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 #include "core/analysis/categoryclassifier.h"
 
+#include "core/analysis/frameworksites.h"
 #include "core/analysis/phaseclassifier.h"
 
+#include <optional>
 #include <unordered_set>
 
 namespace headroom {
@@ -45,6 +47,12 @@ std::string_view categoryRuleText(CategoryRule r)
     case CategoryRule::SetupBatchOfCutStep:
         return "born outside any training phase after the last optimizer step, alive at the OOM that cut the step "
                "short: that step's batch";
+    case CategoryRule::DdpGradientBucket:
+        return "allocated by DistributedDataParallel's Reducer and kept past its phase: a flat gradient bucket "
+               "(the gradients a second time, for the all-reduce)";
+    case CategoryRule::DdpConstructionTemporary:
+        return "allocated in DistributedDataParallel's constructor outside its Reducer: the broadcast of the "
+               "module's state or the shape check across ranks";
     case CategoryRule::BeforeWindowStateBySize:
         return "alive before the trace, of a size the weights do not take, and the optimizer step computes with "
                "blocks of that size: state of its own shape (a factored second moment)";
@@ -83,8 +91,18 @@ std::vector<int64_t> nextBackwardStarts(const PhaseAnalysis& ph)
     return out;
 }
 
-AllocationClass classifyOne(const FrameTable& ft, const Allocation& a, const PhaseAnalysis& ph,
-                            const std::vector<int64_t>& nextBackward)
+/// A framework's own allocation, by its site: DDP's buckets whatever phase rebuilt them.
+std::optional<AllocationClass> frameworkClass(FrameworkSite site, Phase birth, bool diesInSpan)
+{
+    if (site == FrameworkSite::DdpReducer && !diesInSpan)
+        return AllocationClass{TensorCategory::Gradient, CategoryRule::DdpGradientBucket, birth};
+    if (site == FrameworkSite::DdpConstruction)
+        return AllocationClass{TensorCategory::Temporary, CategoryRule::DdpConstructionTemporary, birth};
+    return std::nullopt;
+}
+
+AllocationClass classifyOne(const FrameTable& ft, FrameworkSites& sites, const Allocation& a,
+                            const PhaseAnalysis& ph, const std::vector<int64_t>& nextBackward)
 {
     using C = TensorCategory;
     using R = CategoryRule;
@@ -103,6 +121,8 @@ AllocationClass classifyOne(const FrameTable& ft, const Allocation& a, const Pha
     const PhaseSpan* span = ph.spanOf(a.start);
     const bool diesInSpan = !alive && span && a.end <= span->endEvent;
     const Phase death = alive ? Phase::Other : ph.eventPhase[a.end];
+    if (auto fw = frameworkClass(sites.of(a.stack), birth, diesInSpan))
+        return *fw;
     switch (birth) {
     case Phase::Setup:
         if (hasModuleSetupFrames(ft, a.stack))
@@ -197,13 +217,14 @@ std::vector<AllocationClass> CategoryClassifier::classify(const Snapshot& snapsh
     out.reserve(timeline.allocations.size());
     const auto& exact = device.trace.category;
     const std::vector<int64_t> nextBackward = nextBackwardStarts(phases);
+    FrameworkSites sites(snapshot.frames);
     for (const Allocation& a : timeline.allocations) {
         if (phases.eventPhase.empty()) {
             // No trace: only the final state is known.
             out.push_back({TensorCategory::Unknown, CategoryRule::BeforeWindowOther, Phase::Setup});
             continue;
         }
-        AllocationClass c = classifyOne(snapshot.frames, a, phases, nextBackward);
+        AllocationClass c = classifyOne(snapshot.frames, sites, a, phases, nextBackward);
         if (!exact.empty() && a.start >= 0 && static_cast<size_t>(a.start) < exact.size() &&
             exact[a.start] < static_cast<uint8_t>(kTensorCategoryCount)) {
             c.category = static_cast<TensorCategory>(exact[a.start]);

@@ -27,6 +27,16 @@ double LivePoint::bytes(TensorCategory c) const
     return f == byCat.end() ? 0.0 : double(f->second);
 }
 
+double LivePoint::bytesAt(TensorCategory c, const FrameTable& frames, FrameworkSite site) const
+{
+    FrameworkSites sites(frames);
+    double sum = 0;
+    for (size_t i = 0; i < allocs.size(); ++i)
+        if (allocs[i].first == c && sites.of(stacks[i]) == site)
+            sum += double(allocs[i].second);
+    return sum;
+}
+
 LivePoint livePointAt(const MemoryTimeline& tl, const DeviceAnalysis& a, int64_t e)
 {
     LivePoint l;

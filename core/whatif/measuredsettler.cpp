@@ -21,9 +21,12 @@ std::optional<V> MeasuredSettler::settle(const char* key, std::optional<V> state
         m = {key, format(*stated), "stated", "command line / panel"};
         if (read && *read != *stated)
             m.detail += "; the trace says " + format(*read);
-    } else if (read) {
-        out = read;
-        m = {key, format(*read), "read", ""};
+    } else {
+        // Read: where from; unknown: why, where a reading was looked at and could not tell.
+        if (read) {
+            out = read;
+            m = {key, format(*read), "read", ""};
+        }
         for (const auto& h : m_readHow)
             if (h.key == key)
                 m.detail = h.detail;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "core/whatif/traceconfig.h"
 
+#include "core/analysis/frameworksites.h"
+
 #include <algorithm>
 #include <cctype>
 #include <regex>
@@ -97,6 +99,30 @@ std::optional<OptimizerKind> optimizerFromAnnotation(const std::string& name)
     return std::nullopt;
 }
 
+/// The sharding stage from the frameworks' code in the device's stacks, unless a record said it:
+/// ZeroRedundancyOptimizer's step is ZeRO stage 1; DDP's Reducer without it, no sharding.
+void readSharding(Reader& r, const Snapshot& snapshot, size_t deviceIndex)
+{
+    if (r.cfg.zero || deviceIndex >= snapshot.devices.size())
+        return;
+    FrameworkSites sites(snapshot.frames);
+    bool ddp = false, zero = false;
+    for (uint32_t stack : snapshot.devices[deviceIndex].trace.stack) {
+        const FrameworkSite s = sites.of(stack);
+        zero = zero || s == FrameworkSite::ZeroRedundancyOptimizer;
+        ddp = ddp || s == FrameworkSite::DdpReducer || s == FrameworkSite::DdpConstruction;
+    }
+    if (zero) {
+        r.cfg.zero = 1;
+        r.items.push_back({"zero", "1", "read", "ZeroRedundancyOptimizer's step in the stacks: ZeRO stage 1 "
+                                                "(each device keeps its share of the optimizer state)"});
+    } else if (ddp) {
+        r.cfg.zero = 0;
+        r.items.push_back({"zero", "0", "read", "DistributedDataParallel's Reducer in the stacks and no sharded "
+                                                "optimizer: every device keeps all of the state"});
+    }
+}
+
 } // namespace
 
 StatedConfig readTraceConfig(const LoadedTrace& trace, size_t deviceIndex, std::vector<MeasuredItem>* how)
@@ -132,6 +158,7 @@ StatedConfig readTraceConfig(const LoadedTrace& trace, size_t deviceIndex, std::
             r.cfg.optimizer = o;
             r.items.push_back({"optimizer", std::string(optimizerName(*o)), "read", "annotation '" + name + "'"});
         }
+    readSharding(r, trace.snapshot, deviceIndex);
     if (how)
         *how = r.items;
     return r.cfg;

@@ -23,6 +23,7 @@ struct StatedConfig {
     std::optional<int> microBatch, seq, devices, accum;
     std::optional<Precision> precision;
     std::optional<OptimizerKind> optimizer;
+    std::optional<int> zero; ///< the sharding stage, where a framework's code in the stacks tells it
 };
 
 /// One value of the measured configuration and how it is known.

@@ -229,7 +229,7 @@ double measuredStepTime(const DeviceData& dev, const std::vector<IterationPeak>&
 
 /// The measured values the levers start from, each settled (stated over read).
 struct SettledConfig {
-    std::optional<int> microBatch, seq, devices, accum;
+    std::optional<int> microBatch, seq, devices, accum, zero;
     std::optional<Precision> precision;
 };
 
@@ -265,6 +265,8 @@ SettledConfig settleConfiguration(MeasuredSettler& settler, const StatedConfig& 
     }
     out.precision = settler.precision(stated.precision, readP, pEvidence.detail());
     out.devices = settler.count("devices", stated.devices, read.devices);
+    if (read.zero)
+        out.zero = settler.count("zero", std::nullopt, read.zero);
     std::optional<int> readK = read.accum;
     if (!readK && backwardSpans > 0) {
         readK = backwardSpans;
@@ -274,14 +276,18 @@ SettledConfig settleConfiguration(MeasuredSettler& settler, const StatedConfig& 
     return out;
 }
 
-/// The optimizer: the annotation, else the state-to-gradient ratio `state` / `gradients`;
+/// The optimizer: the annotation, else the state-to-gradient ratio `state` x `shards` /
+/// `gradients` (`shards`: the devices a sharded state is split over, 0 unknown: no ratio);
 /// fused when the step leaves no parameter-sized temporaries (`stepTemps`).
 std::optional<OptimizerKind> settleOptimizer(Calibration& cal, MeasuredSettler& settler,
                                              std::optional<OptimizerKind> stated, std::optional<OptimizerKind> readO,
-                                             double state, double gradients, double stepTemps)
+                                             double state, double gradients, double stepTemps, int shards)
 {
-    if (gradients > 0 && state > 0) {
-        const double ratio = state / gradients;
+    if (gradients > 0 && state > 0 && shards <= 0)
+        settler.addOptimizerDetail("optimizer state sharded over an unknown number of devices: its ratio to the "
+                                   "gradients does not tell the optimizer");
+    if (gradients > 0 && state > 0 && shards > 0) {
+        const double ratio = state * shards / gradients;
         const bool foreach = stepTemps > 0.25 * gradients;
         if (!readO || *readO == OptimizerKind::AdamW || *readO == OptimizerKind::Sgd) {
             OptimizerKind o = ratio > 1.5 ? OptimizerKind::AdamW : ratio > 0.6 ? OptimizerKind::SgdMomentum : OptimizerKind::Sgd;
@@ -397,6 +403,7 @@ void setMeasuredLevers(WhatIfBaseline& s, const SettledConfig& settled, std::opt
     c.seq = settled.seq.value_or(0);
     c.accum = settled.accum.value_or(1);
     c.devices = settled.devices.value_or(0);
+    c.zero = settled.zero.value_or(0);
     if (settled.precision) {
         c.precision = *settled.precision;
     } else {
@@ -488,8 +495,11 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
         else if (isActivationCategory(c) || c == TensorCategory::Input)
             optBatch += double(sz);
     }
+    // DDP's buckets hold the gradients a second time: the ratio is to the parameters' own.
+    const double buckets = L2.bytesAt(TensorCategory::Gradient, trace.snapshot.frames, FrameworkSite::DdpReducer);
+    const int shards = settled.zero.value_or(0) >= 1 ? settled.devices.value_or(0) : 1;
     const std::optional<OptimizerKind> o0 =
-        settleOptimizer(cal, settler, stated.optimizer, read.optimizer, O, Gfull, optTemps);
+        settleOptimizer(cal, settler, stated.optimizer, read.optimizer, O, Gfull - buckets, optTemps, shards);
 
     // 5. Activations and temporaries at the start of backward.
     const bool amp = p0 && (*p0 == Precision::AmpBf16 || *p0 == Precision::AmpFp16);
