@@ -305,6 +305,23 @@ std::optional<OptimizerKind> settleOptimizer(Calibration& cal, MeasuredSettler& 
     return settler.optimizer(stated, readO);
 }
 
+/// What the optimizer step allocates besides its state: temporaries, and the batch it holds.
+struct StepExtras {
+    double temps = 0, batch = 0;
+};
+
+StepExtras stepExtras(const LivePoint& L2)
+{
+    StepExtras out;
+    for (const auto& [c, sz] : L2.allocs) {
+        if (isTemporaryCategory(c) && c != TensorCategory::Input)
+            out.temps += double(sz);
+        else if (isActivationCategory(c) || c == TensorCategory::Input)
+            out.batch += double(sz);
+    }
+    return out;
+}
+
 /// The states the step keeps: weights, optimizer state and gradients.
 struct ModelStates {
     double optimizer = 0;
@@ -488,18 +505,12 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
     const ModelStates states = readModelStates(cal, s, a, L1, L2, L3);
     const double O = states.optimizer, Gfull = states.gradients;
 
-    double optTemps = 0, optBatch = 0; // what the optimizer step allocates besides its state
-    for (const auto& [c, sz] : L2.allocs) {
-        if (isTemporaryCategory(c) && c != TensorCategory::Input)
-            optTemps += double(sz);
-        else if (isActivationCategory(c) || c == TensorCategory::Input)
-            optBatch += double(sz);
-    }
+    const StepExtras step = stepExtras(L2);
     // DDP's buckets hold the gradients a second time: the ratio is to the parameters' own.
     const double buckets = L2.bytesAt(TensorCategory::Gradient, trace.snapshot.frames, FrameworkSite::DdpReducer);
     const int shards = settled.zero.value_or(0) >= 1 ? settled.devices.value_or(0) : 1;
     const std::optional<OptimizerKind> o0 =
-        settleOptimizer(cal, settler, stated.optimizer, read.optimizer, O, Gfull - buckets, optTemps, shards);
+        settleOptimizer(cal, settler, stated.optimizer, read.optimizer, O, Gfull - buckets, step.temps, shards);
 
     // 5. Activations and temporaries at the start of backward.
     const bool amp = p0 && (*p0 == Precision::AmpBf16 || *p0 == Precision::AmpFp16);
@@ -534,8 +545,8 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
     s.logitsGradShare = batchT > 0 ? batchGradT / batchT : 0;
     s.constTemp = measured(constT);
     s.bwdTemp = measured(batchShapedBytes(L3, tokens));
-    s.optTemp = measured(optTemps);
-    s.optAct = measured(optBatch);
+    s.optTemp = measured(step.temps);
+    s.optAct = measured(step.batch);
 
     // 6. Configuration, allocator, step time.
     LeverConfig& c = s.config;
