@@ -8,31 +8,17 @@
 // measured run"). The sequence cannot: whether a tensor is b*s^2 or b*s*4d needs the
 // absolute length to factor its size, so a sequence lever waits for the measured value.
 
+#include "core/whatif/batchunits.h"
 #include "core/whatif/whatifcalibration.h"
 
-#include <array>
 #include <string>
 
 namespace headroom {
-
-/// The measured micro-batch counts as this many units: x1/4 is one unit, x16 is 64.
-constexpr int kBatchRatioUnits = 4;
-/// The ratios a micro-batch lever offers, in units: x1/4, x1/2, x3/4, x1, x3/2, x2 ... x16.
-constexpr std::array<int, 12> kBatchRatioSteps{1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64};
-/// The index of the step nearest `units`.
-size_t batchRatioStep(int units);
 
 /// `cal` with its unknown micro-batch counted in ratio units: the baseline's micro-batch is
 /// kBatchRatioUnits, its `microBatchUnits` says so, and the measured item reads "ratio".
 /// A calibration that knows its micro-batch comes back unchanged.
 Calibration withBatchRatios(Calibration cal);
-
-/// "x1/4", "x3/4", "x1", "x2": `units` of a measured run worth `unitsPerRun`.
-std::string batchRatioText(int units, int unitsPerRun);
-
-/// The micro-batch as the configuration's text: the count, or its ratio when `unitsPerRun`
-/// > 0, or "unknown" (0).
-std::string microBatchText(int microBatch, int unitsPerRun);
 
 /// `c`'s micro-batch in ratio units turned into a count, once the measured run's is known.
 LeverConfig countedFromRatio(LeverConfig c, int unitsPerRun, int measuredMicroBatch);

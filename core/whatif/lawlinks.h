@@ -8,7 +8,7 @@
 
 #include "core/model/snapshotmodel.h"
 #include "core/replay/replay.h"
-#include "core/whatif/allocationlaw.h"
+#include "core/whatif/sizelaw.h"
 
 #include <cstddef>
 #include <cstdint>

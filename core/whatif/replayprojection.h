@@ -5,7 +5,7 @@
 // measured history can be transformed to, and the allocated peak, band, ambiguities and notes
 // of that replay, laid over the terms' projection.
 
-#include "core/whatif/whatifprojection.h"
+#include "core/whatif/whatifstate.h"
 
 namespace headroom {
 

@@ -10,7 +10,7 @@
 // (AllocationLaws::readShapes); marks that give no law the replay knows tell nothing.
 
 #include "core/model/snapshotmodel.h"
-#include "core/whatif/allocationlaw.h"
+#include "core/whatif/sizelaw.h"
 
 #include <cstdint>
 #include <utility>

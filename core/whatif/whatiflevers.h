@@ -5,7 +5,7 @@
 // of `config`, re-prices or rescales the terms it touches, and marks provenance and uncertainty.
 // The step-time effect follows from the config in stepTime().
 
-#include "core/whatif/whatifprojection.h"
+#include "core/whatif/whatifstate.h"
 
 namespace headroom::levers {
 

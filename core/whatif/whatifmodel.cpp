@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "core/whatif/whatifmodel.h"
 
-#include "core/whatif/batchratio.h"
+#include "core/whatif/batchunits.h"
 #include "core/util/units.h"
 
 #include <algorithm>
