@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include "core/analysis/finding.h"
 #include "core/analysis/memoryanalysis.h"
 
 #include <optional>
@@ -8,15 +9,6 @@
 #include <vector>
 
 namespace headroom {
-
-/// One diagnosis: what kind of problem, the verdict, the evidence in numbers, and the
-/// first move to try.
-struct Finding {
-    std::string kind; ///< capacity, leak, fragmentation, outlier_batch, oom
-    std::string verdict;
-    std::string evidence;
-    std::string firstMove;
-};
 
 /// Where the device capacity came from.
 struct CapacityEstimate {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-#include "core/analysis/diagnosis.h"
+#include "core/analysis/finding.h"
 #include "core/analysis/prerecording.h"
 
 #include <optional>
