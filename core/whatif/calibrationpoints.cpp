@@ -27,12 +27,11 @@ double LivePoint::bytes(TensorCategory c) const
     return f == byCat.end() ? 0.0 : double(f->second);
 }
 
-double LivePoint::bytesAt(TensorCategory c, const FrameTable& frames, FrameworkSite site) const
+double LivePoint::bytesByRule(const DeviceAnalysis& a, CategoryRule r) const
 {
-    FrameworkSites sites(frames);
     double sum = 0;
     for (size_t i = 0; i < allocs.size(); ++i)
-        if (allocs[i].first == c && sites.of(stacks[i]) == site)
+        if (a.classes[index[i]].rule == r)
             sum += double(allocs[i].second);
     return sum;
 }

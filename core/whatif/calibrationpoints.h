@@ -4,7 +4,6 @@
 // the steady state, the three measured points inside it, and the batch and sequence its
 // tensor sizes tell. The first stages of calibrate(), apart so that each can be named.
 
-#include "core/analysis/frameworksites.h"
 #include "core/analysis/memoryanalysis.h"
 #include "core/replay/replay.h"
 #include "core/whatif/whatifmodel.h"
@@ -39,8 +38,8 @@ struct LivePoint {
     std::vector<uint32_t> stacks;                           ///< the stack of each of `allocs`
     std::vector<uint32_t> index;                            ///< into MemoryTimeline::allocations
     double bytes(TensorCategory c) const;                   ///< of category `c`
-    /// Of category `c` allocated at a framework's `site` (frameworksites.h).
-    double bytesAt(TensorCategory c, const FrameTable& frames, FrameworkSite site) const;
+    /// Of the allocations the classifier gave rule `r` (`a`: the analysis this point came from).
+    double bytesByRule(const DeviceAnalysis& a, CategoryRule r) const;
 };
 LivePoint livePointAt(const MemoryTimeline& tl, const DeviceAnalysis& a, int64_t e);
 

@@ -507,7 +507,7 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
 
     const StepExtras step = stepExtras(L2);
     // DDP's buckets hold the gradients a second time: the ratio is to the parameters' own.
-    const double buckets = L2.bytesAt(TensorCategory::Gradient, trace.snapshot.frames, FrameworkSite::DdpReducer);
+    const double buckets = L2.bytesByRule(a, CategoryRule::DdpGradientBucket);
     const int shards = settled.zero.value_or(0) >= 1 ? settled.devices.value_or(0) : 1;
     const std::optional<OptimizerKind> o0 =
         settleOptimizer(cal, settler, stated.optimizer, read.optimizer, O, Gfull - buckets, step.temps, shards);
