@@ -283,10 +283,13 @@ std::optional<OptimizerKind> settleOptimizer(Calibration& cal, MeasuredSettler& 
                                              std::optional<OptimizerKind> stated, std::optional<OptimizerKind> readO,
                                              double state, double gradients, double stepTemps, int shards)
 {
-    if (gradients > 0 && state > 0 && shards <= 0)
+    if (gradients <= 0 || state <= 0)
+        return settler.optimizer(stated, readO);
+    cal.measured.push_back({"optimizer_bytes", "", "read", "optimizer state measured"});
+    if (shards <= 0) {
         settler.addOptimizerDetail("optimizer state sharded over an unknown number of devices: its ratio to the "
                                    "gradients does not tell the optimizer");
-    if (gradients > 0 && state > 0 && shards > 0) {
+    } else {
         const double ratio = state * shards / gradients;
         const bool foreach = stepTemps > 0.25 * gradients;
         if (!readO || *readO == OptimizerKind::AdamW || *readO == OptimizerKind::Sgd) {
@@ -300,7 +303,6 @@ std::optional<OptimizerKind> settleOptimizer(Calibration& cal, MeasuredSettler& 
                                                 : ", no step temporaries (fused)"));
             readO = o;
         }
-        cal.measured.push_back({"optimizer_bytes", "", "read", "optimizer state measured"});
     }
     return settler.optimizer(stated, readO);
 }
