@@ -6,9 +6,9 @@
 #include "core/analysis/summary.h"
 #include "core/util/join.h"
 #include "core/util/units.h"
-#include "core/whatif/allocatorverdict.h"
-#include "core/whatif/whatifjson.h"
-#include "core/whatif/whatifsession.h"
+#include "core/whatif/ladder/allocatorverdict.h"
+#include "core/whatif/query/whatifjson.h"
+#include "core/whatif/query/whatifsession.h"
 
 #include <charconv>
 #include <cstdio>

@@ -5,7 +5,7 @@
 // ladder as text or JSON.
 
 #include "app/clicommand.h"
-#include "core/whatif/whatifcalibration.h"
+#include "core/whatif/calibration/whatifcalibration.h"
 
 #include <CLI/CLI.hpp>
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "app/tracecache.h"
 
-#include "core/whatif/whatifsession.h"
+#include "core/whatif/query/whatifsession.h"
 
 #include <algorithm>
 

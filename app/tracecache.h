@@ -10,7 +10,7 @@
 #include "app/clicommand.h"
 #include "core/analysis/memoryanalysis.h"
 #include "core/report/devicereport.h"
-#include "core/whatif/whatifcalibration.h"
+#include "core/whatif/calibration/whatifcalibration.h"
 
 #include <cstdint>
 #include <filesystem>

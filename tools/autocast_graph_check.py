@@ -4,7 +4,7 @@
 From an fp32 recording whose entries carry ``headroom_tensor``'s ``op``, ``inputs`` and
 ``saves`` (docs/formats.md), this replays the run as PyTorch 1.13's CPU bf16 autocast would
 make it and compares the peak with a recording of that autocast run. It is the same replay as the projection's
-(core/whatif/autocastplan.cpp; docs/whatif-model.md, "Autocast from the op graph"), written
+(core/whatif/replay/autocastplan.cpp; docs/whatif-model.md, "Autocast from the op graph"), written
 again in stdlib Python as an independent check: the two print the same peaks.
 
 The replay, per allocation in trace order, inside each autocast region (a ``## forward ##``

@@ -3,7 +3,7 @@
 
 #include "core/util/loaderror.h"
 #include "core/util/units.h"
-#include "core/whatif/whatifsession.h"
+#include "core/whatif/query/whatifsession.h"
 
 #include <algorithm>
 

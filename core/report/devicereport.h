@@ -4,9 +4,9 @@
 #include "core/analysis/diagnosis.h"
 #include "core/analysis/memoryanalysis.h"
 #include "core/replay/loadedtrace.h"
-#include "core/whatif/allocatorverdict.h"
-#include "core/whatif/whatifsession.h"
-#include "core/whatif/whatifladder.h"
+#include "core/whatif/ladder/allocatorverdict.h"
+#include "core/whatif/query/whatifsession.h"
+#include "core/whatif/ladder/whatifladder.h"
 
 #include <optional>
 #include <string>

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
 // A micro-batch the trace does not tell, counted in ratios of the measured run
-// (core/whatif/batchratio.h; docs/whatif-model.md, "Ratios of the measured run").
+// (core/whatif/calibration/batchratio.h; docs/whatif-model.md, "Ratios of the measured run").
 #include "core/analysis/memoryanalysis.h"
 #include "core/io/loader.h"
-#include "core/whatif/batchratio.h"
-#include "core/whatif/whatifcalibration.h"
-#include "core/whatif/whatifjson.h"
-#include "core/whatif/whatifladder.h"
-#include "core/whatif/whatifprojection.h"
+#include "core/whatif/calibration/batchratio.h"
+#include "core/whatif/calibration/whatifcalibration.h"
+#include "core/whatif/query/whatifjson.h"
+#include "core/whatif/ladder/whatifladder.h"
+#include "core/whatif/projection/whatifprojection.h"
 
 #include <catch2/catch.hpp>
 

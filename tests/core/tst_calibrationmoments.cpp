@@ -4,8 +4,8 @@
 // selected, and each moment sits in the phase it names.
 #include "core/analysis/memoryanalysis.h"
 #include "core/io/loader.h"
-#include "core/whatif/whatifcalibration.h"
-#include "core/whatif/whatifprojection.h"
+#include "core/whatif/calibration/whatifcalibration.h"
+#include "core/whatif/projection/whatifprojection.h"
 
 #include <catch2/catch.hpp>
 

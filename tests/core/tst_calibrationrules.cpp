@@ -3,7 +3,7 @@
 // Debian's PyTorch 1.13, micro-batch 2, sequence 128, fp32): what grows with the batch.
 #include "core/analysis/memoryanalysis.h"
 #include "core/io/loader.h"
-#include "core/whatif/whatifcalibration.h"
+#include "core/whatif/calibration/whatifcalibration.h"
 
 #include <catch2/catch.hpp>
 

@@ -4,11 +4,11 @@
 // llama family recorded with and without torch.utils.checkpoint).
 #include "core/analysis/memoryanalysis.h"
 #include "core/io/loader.h"
-#include "core/whatif/checkpointplan.h"
-#include "core/whatif/projectedtimeline.h"
-#include "core/whatif/traceprojector.h"
-#include "core/whatif/whatifcalibration.h"
-#include "core/whatif/whatifprojection.h"
+#include "core/whatif/replay/checkpointplan.h"
+#include "core/whatif/projection/projectedtimeline.h"
+#include "core/whatif/replay/traceprojector.h"
+#include "core/whatif/calibration/whatifcalibration.h"
+#include "core/whatif/projection/whatifprojection.h"
 
 #include <catch2/catch.hpp>
 

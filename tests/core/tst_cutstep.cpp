@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
-// A step the OOM cut short is projected whole (core/whatif/cutstep.h, issue 46 item 3).
+// A step the OOM cut short is projected whole (core/whatif/calibration/cutstep.h, issue 46 item 3).
 #include "core/analysis/memoryanalysis.h"
 #include "core/io/loader.h"
-#include "core/whatif/cutstep.h"
-#include "core/whatif/whatifsession.h"
-#include "core/whatif/whatifcalibration.h"
+#include "core/whatif/calibration/cutstep.h"
+#include "core/whatif/query/whatifsession.h"
+#include "core/whatif/calibration/whatifcalibration.h"
 
 #include <catch2/catch.hpp>
 

@@ -4,7 +4,7 @@
 #include "core/io/loader.h"
 #include "core/report/analysisreport.h"
 #include "core/report/devicereport.h"
-#include "core/whatif/whatifsession.h"
+#include "core/whatif/query/whatifsession.h"
 #include "core/util/loaderror.h"
 #include "core/util/units.h"
 

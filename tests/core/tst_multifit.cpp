@@ -3,7 +3,7 @@
 // directly.
 #include "core/analysis/memoryanalysis.h"
 #include "core/io/loader.h"
-#include "core/whatif/whatifmultifit.h"
+#include "core/whatif/calibration/whatifmultifit.h"
 #include "generated.h"
 
 #include <catch2/catch.hpp>

@@ -8,8 +8,8 @@
 #include "core/native/sectionreader.h"
 #include "core/util/atomicfile.h"
 #include "core/util/loaderror.h"
-#include "core/whatif/whatifcalibration.h"
-#include "core/whatif/whatifprojection.h"
+#include "core/whatif/calibration/whatifcalibration.h"
+#include "core/whatif/projection/whatifprojection.h"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

@@ -3,11 +3,11 @@
 // carried into the band under each open reading instead of assumed.
 #include "core/analysis/memoryanalysis.h"
 #include "core/io/loader.h"
-#include "core/whatif/precisionevidence.h"
-#include "core/whatif/whatifcalibration.h"
-#include "core/whatif/whatifladder.h"
-#include "core/whatif/whatiflevers.h"
-#include "core/whatif/whatifprojection.h"
+#include "core/whatif/calibration/precisionevidence.h"
+#include "core/whatif/calibration/whatifcalibration.h"
+#include "core/whatif/ladder/whatifladder.h"
+#include "core/whatif/terms/whatiflevers.h"
+#include "core/whatif/projection/whatifprojection.h"
 
 #include <catch2/catch.hpp>
 

@@ -11,10 +11,10 @@
 #include "core/io/loader.h"
 #include "core/report/analysisreport.h"
 #include "core/report/devicereport.h"
-#include "core/whatif/whatifladder.h"
-#include "core/whatif/whatiflevers.h"
-#include "core/whatif/whatifmodel.h"
-#include "core/whatif/whatifverify.h"
+#include "core/whatif/ladder/whatifladder.h"
+#include "core/whatif/terms/whatiflevers.h"
+#include "core/whatif/vocabulary/whatifmodel.h"
+#include "core/whatif/query/whatifverify.h"
 
 #include <catch2/catch.hpp>
 

@@ -5,10 +5,10 @@
 // against a CPU recording of real PyTorch at the target setting (tests/data/cpu/README.md).
 #include "core/analysis/memoryanalysis.h"
 #include "core/io/loader.h"
-#include "core/whatif/traceprojector.h"
-#include "core/whatif/whatifcalibration.h"
-#include "core/whatif/whatifprojection.h"
-#include "core/whatif/widthlaw.h"
+#include "core/whatif/replay/traceprojector.h"
+#include "core/whatif/calibration/whatifcalibration.h"
+#include "core/whatif/projection/whatifprojection.h"
+#include "core/whatif/laws/widthlaw.h"
 
 #include <catch2/catch.hpp>
 

@@ -4,11 +4,11 @@
 #include "core/analysis/memoryanalysis.h"
 #include "core/io/loader.h"
 #include "core/model/recordedtensors.h"
-#include "core/whatif/allocationlaw.h"
-#include "core/whatif/shapelaw.h"
-#include "core/whatif/traceprojector.h"
-#include "core/whatif/whatifcalibration.h"
-#include "core/whatif/whatifprojection.h"
+#include "core/whatif/laws/allocationlaw.h"
+#include "core/whatif/laws/shapelaw.h"
+#include "core/whatif/replay/traceprojector.h"
+#include "core/whatif/calibration/whatifcalibration.h"
+#include "core/whatif/projection/whatifprojection.h"
 
 #include <catch2/catch.hpp>
 

@@ -4,14 +4,14 @@
 // and on real GPU series (tests/data/real/gpu_series, each measured at two sequence lengths).
 #include "core/analysis/memoryanalysis.h"
 #include "core/io/loader.h"
-#include "core/whatif/allocationlaw.h"
-#include "core/whatif/allocationsizes.h"
-#include "core/whatif/projectedallocator.h"
-#include "core/whatif/projectedtimeline.h"
-#include "core/whatif/runlaws.h"
-#include "core/whatif/traceprojector.h"
-#include "core/whatif/whatifcalibration.h"
-#include "core/whatif/whatifprojection.h"
+#include "core/whatif/laws/allocationlaw.h"
+#include "core/whatif/vocabulary/allocationsizes.h"
+#include "core/whatif/projection/projectedallocator.h"
+#include "core/whatif/projection/projectedtimeline.h"
+#include "core/whatif/replay/runlaws.h"
+#include "core/whatif/replay/traceprojector.h"
+#include "core/whatif/calibration/whatifcalibration.h"
+#include "core/whatif/projection/whatifprojection.h"
 
 #include <catch2/catch.hpp>
 

@@ -3,7 +3,7 @@
 // against its measured peak, term by term.
 #include "core/analysis/memoryanalysis.h"
 #include "core/io/loader.h"
-#include "core/whatif/whatifverify.h"
+#include "core/whatif/query/whatifverify.h"
 #include "generated.h"
 
 #include <catch2/catch.hpp>

@@ -4,12 +4,12 @@
 #include "core/analysis/diagnosis.h"
 #include "core/analysis/memoryanalysis.h"
 #include "core/io/loader.h"
-#include "core/whatif/whatifblocks.h"
-#include "core/whatif/whatifcalibration.h"
-#include "core/whatif/whatifjson.h"
-#include "core/whatif/whatifladder.h"
-#include "core/whatif/whatiflevers.h"
-#include "core/whatif/whatifprojection.h"
+#include "core/whatif/vocabulary/whatifblocks.h"
+#include "core/whatif/calibration/whatifcalibration.h"
+#include "core/whatif/query/whatifjson.h"
+#include "core/whatif/ladder/whatifladder.h"
+#include "core/whatif/terms/whatiflevers.h"
+#include "core/whatif/projection/whatifprojection.h"
 
 #include <catch2/catch.hpp>
 

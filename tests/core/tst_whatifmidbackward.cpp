@@ -5,7 +5,7 @@
 // activation gradients and the earlier blocks' activations are alive together.
 #include "core/analysis/memoryanalysis.h"
 #include "core/io/loader.h"
-#include "core/whatif/whatifcalibration.h"
+#include "core/whatif/calibration/whatifcalibration.h"
 
 #include <catch2/catch.hpp>
 

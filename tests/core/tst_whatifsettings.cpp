@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The what-if settings saved in a trace's user data: one writer, one reader, a round trip.
-#include "core/whatif/batchratio.h"
-#include "core/whatif/whatifmodel.h"
-#include "core/whatif/whatifsettings.h"
+#include "core/whatif/calibration/batchratio.h"
+#include "core/whatif/vocabulary/whatifmodel.h"
+#include "core/whatif/query/whatifsettings.h"
 
 #include <catch2/catch.hpp>
 

@@ -10,7 +10,7 @@
 
 #include "core/analysis/diagnosis.h"
 #include "core/io/loader.h"
-#include "core/whatif/allocatorverdict.h"
+#include "core/whatif/ladder/allocatorverdict.h"
 
 #include <QCheckBox>
 #include <QLabel>

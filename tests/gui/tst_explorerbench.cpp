@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/io/loader.h"
-#include "core/whatif/batchratio.h"
+#include "core/whatif/calibration/batchratio.h"
 #include "ui/explorer/analysiscontroller.h"
 #include "ui/explorer/viewexport.h"
 #include "ui/shell/explorer.h"

@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/io/loader.h"
-#include "core/whatif/batchratio.h"
+#include "core/whatif/calibration/batchratio.h"
 #include "ui/explorer/analysiscontroller.h"
 #include "ui/explorer/viewexport.h"
 #include "ui/shell/explorer.h"
@@ -286,7 +286,7 @@ TEST_CASE("the what-if panel takes the report's calibration instead of making a 
     // Delivered with the analysis: nothing to wait for, the same baseline as the diagnosis's.
     CHECK_FALSE(panel->isCalibrating());
     CHECK(panel->projection().peak > 0);
-    // The same baseline, its unknown micro-batch counted in ratios (core/whatif/batchratio.h).
+    // The same baseline, its unknown micro-batch counted in ratios (core/whatif/calibration/batchratio.h).
     CHECK(panel->measuredConfig() == withBatchRatios(*a.data().whatIf->calibration()).baseline.config);
     // Given a measured value, the panel knows more than the file: it calibrates itself.
     StatedConfig st;

@@ -6,7 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/util/units.h"
-#include "core/whatif/whatifmodel.h"
+#include "core/whatif/vocabulary/whatifmodel.h"
 #include "ui/shell/explorer.h"
 #include "ui/views/diagnosisview.h"
 #include "ui/whatif/projectedtimelinejob.h"

@@ -11,7 +11,7 @@
 #include "ui/shell/loadcontroller.h"
 #include "ui/shell/mainwindow.h"
 #include "ui/shell/theme.h"
-#include "core/whatif/projectedtimeline.h"
+#include "core/whatif/projection/projectedtimeline.h"
 #include "ui/timeline/projectedcurveitems.h"
 #include "ui/timeline/timelineview.h"
 #include "ui/whatif/projectedtimelinejob.h"

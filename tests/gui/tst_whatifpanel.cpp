@@ -6,8 +6,8 @@
 
 #include "core/analysis/memoryanalysis.h"
 #include "core/io/loader.h"
-#include "core/whatif/batchratio.h"
-#include "core/whatif/whatifcalibration.h"
+#include "core/whatif/calibration/batchratio.h"
+#include "core/whatif/calibration/whatifcalibration.h"
 #include "ui/whatif/calibrationruns.h"
 #include "ui/whatif/whatifconstantsdialog.h"
 #include "ui/whatif/whatifpanel.h"

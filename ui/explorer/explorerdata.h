@@ -7,8 +7,8 @@
 #include "core/analysis/timelinebands.h"
 #include "core/io/loader.h"
 #include "core/replay/allocationbands.h"
-#include "core/whatif/allocatorverdict.h"
-#include "core/whatif/whatifsession.h"
+#include "core/whatif/ladder/allocatorverdict.h"
+#include "core/whatif/query/whatifsession.h"
 
 #include <QMetaType>
 

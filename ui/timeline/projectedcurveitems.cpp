@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "ui/timeline/projectedcurveitems.h"
 
-#include "core/whatif/projectedtimeline.h"
+#include "core/whatif/projection/projectedtimeline.h"
 #include "ui/plot/categorystyle.h"
 #include "ui/timeline/timelinesampler.h"
 #include "ui/timeline/timelinestate.h"

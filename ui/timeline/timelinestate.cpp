@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "ui/timeline/timelinestate.h"
 
-#include "core/whatif/projectedtimeline.h"
+#include "core/whatif/projection/projectedtimeline.h"
 
 #include "core/io/loader.h"
 #include "ui/timeline/timelinecurves.h"

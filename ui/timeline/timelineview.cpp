@@ -17,7 +17,7 @@
 #include "ui/timeline/timelineinteraction.h"
 #include "ui/timeline/timelineminimap.h"
 #include "ui/timeline/timelineoverlay.h"
-#include "core/whatif/projectedtimeline.h"
+#include "core/whatif/projection/projectedtimeline.h"
 #include "ui/timeline/projectedcurveitems.h"
 #include "ui/timeline/timelineplotitems.h"
 #include "ui/timeline/timelinesampler.h"

@@ -2,7 +2,7 @@
 #pragma once
 
 #include "core/analysis/memoryanalysis.h"
-#include "core/whatif/whatifsession.h"
+#include "core/whatif/query/whatifsession.h"
 
 #include <QObject>
 #include <QString>

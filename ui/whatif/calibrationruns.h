@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-#include "core/whatif/whatifsession.h"
+#include "core/whatif/query/whatifsession.h"
 
 #include <QObject>
 #include <QString>
@@ -14,7 +14,7 @@ class BackgroundJob;
 
 /// The what-if panel's "Add a Calibration Run": more snapshots of the same job at another
 /// micro-batch or sequence, read in the background, each calibrated on its own so that the
-/// panel can refit its baseline with them (core/whatif/whatifmultifit.h). A run's micro-batch and
+/// panel can refit its baseline with them (core/whatif/calibration/whatifmultifit.h). A run's micro-batch and
 /// sequence come from its file (the recording helper's headroom_config); one that does not
 /// tell them is refused with the reason.
 class CalibrationRuns : public QObject {

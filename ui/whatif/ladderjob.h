@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-#include "core/whatif/whatifsession.h"
+#include "core/whatif/query/whatifsession.h"
 
 #include <QObject>
 

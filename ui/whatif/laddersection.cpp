@@ -4,7 +4,7 @@
 #include "ui/plot/categorystyle.h"
 #include "ui/whatif/whatifmarkdown.h"
 
-#include "core/whatif/whatifjson.h"
+#include "core/whatif/query/whatifjson.h"
 
 #include <QComboBox>
 #include <QHBoxLayout>

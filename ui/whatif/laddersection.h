@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-#include "core/whatif/whatifladder.h"
+#include "core/whatif/ladder/whatifladder.h"
 
 #include <QWidget>
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "ui/whatif/projectedtimelinejob.h"
 
-#include "core/whatif/whatifjson.h"
+#include "core/whatif/query/whatifjson.h"
 #include "ui/explorer/backgroundjob.h"
 
 #include <QStringList>

@@ -3,7 +3,7 @@
 
 #include "core/replay/allocatorsimconfig.h"
 #include "core/io/loader.h"
-#include "core/whatif/projectedtimeline.h"
+#include "core/whatif/projection/projectedtimeline.h"
 
 #include <QObject>
 #include <QString>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-#include "core/whatif/whatifprojection.h"
+#include "core/whatif/projection/whatifprojection.h"
 
 #include <QColor>
 #include <QWidget>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-#include "core/whatif/whatifmodel.h"
+#include "core/whatif/vocabulary/whatifmodel.h"
 
 #include <QDialog>
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "ui/whatif/whatifleverform.h"
 
-#include "core/whatif/batchratio.h"
+#include "core/whatif/calibration/batchratio.h"
 #include "ui/plot/categorystyle.h"
 
 #include <QCheckBox>

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-#include "core/whatif/whatifcalibration.h"
-#include "core/whatif/whatifmodel.h"
+#include "core/whatif/calibration/whatifcalibration.h"
+#include "core/whatif/vocabulary/whatifmodel.h"
 
 #include <QWidget>
 
@@ -30,7 +30,7 @@ public:
     LeverConfig levers(const LeverConfig& base) const;
     /// Shows `config` (no signal). A lever whose measured value `cal` does not know is locked,
     /// with the reason: it cannot move until the value is given (as the CLI refuses it). A
-    /// micro-batch counted in ratios (core/whatif/batchratio.h) moves, labelled as ratios; an
+    /// micro-batch counted in ratios (core/whatif/calibration/batchratio.h) moves, labelled as ratios; an
     /// unknown sequence is typed in place: the Sequence field then edits the measured value.
     void showLevers(const LeverConfig& config, const Calibration* cal);
     /// The micro-batch and accumulation read-outs beside the sliders (a count, or a ratio of the

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "ui/whatif/whatifmarkdown.h"
 
-#include "core/whatif/batchratio.h"
-#include "core/whatif/whatifjson.h"
+#include "core/whatif/calibration/batchratio.h"
+#include "core/whatif/query/whatifjson.h"
 #include "ui/plot/categorystyle.h"
 
 #include <QObject>

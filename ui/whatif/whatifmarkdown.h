@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
-#include "core/whatif/whatifcalibration.h"
-#include "core/whatif/whatifladder.h"
+#include "core/whatif/calibration/whatifcalibration.h"
+#include "core/whatif/ladder/whatifladder.h"
 
 #include <QString>
 #include <QStringList>

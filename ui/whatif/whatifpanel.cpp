@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "ui/whatif/whatifpanel.h"
 
-#include "core/whatif/whatifsession.h"
-#include "core/whatif/batchratio.h"
+#include "core/whatif/query/whatifsession.h"
+#include "core/whatif/calibration/batchratio.h"
 
 #include "ui/whatif/wheelguard.h"
 
@@ -21,9 +21,9 @@
 #include "core/analysis/diagnosis.h"
 #include "core/analysis/memoryanalysis.h"
 #include "core/util/units.h"
-#include "core/whatif/peakbreakdown.h"
-#include "core/whatif/whatifmultifit.h"
-#include "core/whatif/whatifsettings.h"
+#include "core/whatif/projection/peakbreakdown.h"
+#include "core/whatif/calibration/whatifmultifit.h"
+#include "core/whatif/query/whatifsettings.h"
 
 #include <QFileDialog>
 #include <QHBoxLayout>
@@ -429,7 +429,7 @@ void WhatIfPanel::recompute()
         return;
     }
     const auto t0 = std::chrono::steady_clock::now();
-    // The session's answer, as the CLI's (core/whatif/whatifsession.h); the allocator's
+    // The session's answer, as the CLI's (core/whatif/query/whatifsession.h); the allocator's
     // simulation runs in the timeline job, off the slider's path.
     m_projection = m_session->project(m_config, m_device, BatchUnits::Ratios, Simulation::Later);
     m_lastRecomputeUs = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
@@ -491,7 +491,7 @@ void WhatIfPanel::rebuildLadder()
         emit ladderChanged();
         return;
     }
-    // The session's ladder, as the CLI's and the diagnosis's (core/whatif/whatifsession.h).
+    // The session's ladder, as the CLI's and the diagnosis's (core/whatif/query/whatifsession.h).
     LadderRequest r;
     r.device = m_device;
     r.start = m_config;

@@ -7,10 +7,10 @@
 
 #include "core/analysis/memoryanalysis.h"
 #include "core/io/loader.h"
-#include "core/whatif/allocatorverdict.h"
-#include "core/whatif/whatifcalibration.h"
-#include "core/whatif/whatifladder.h"
-#include "core/whatif/whatifsettings.h"
+#include "core/whatif/ladder/allocatorverdict.h"
+#include "core/whatif/calibration/whatifcalibration.h"
+#include "core/whatif/ladder/whatifladder.h"
+#include "core/whatif/query/whatifsettings.h"
 
 #include "ui/whatif/calibrationjob.h"
 
@@ -79,7 +79,7 @@ public:
     /// The levers the ladder started from, and the measured run's (the calibration's).
     const LeverConfig& ladderStart() const { return m_ladderStart; }
     const LeverConfig& measuredConfig() const { return m_base.config; }
-    /// > 0: the micro-batch levers are ratios of the measured run (core/whatif/batchratio.h).
+    /// > 0: the micro-batch levers are ratios of the measured run (core/whatif/calibration/batchratio.h).
     int microBatchUnits() const { return m_base.microBatchUnits; }
     /// What the user set (levers, measured values, capacity, constants).
     WhatIfSettings settings() const;

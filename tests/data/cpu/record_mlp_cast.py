@@ -7,7 +7,7 @@
 # built inside the capture: its weights (2.5 MiB in fp32) dwarf its activations. The bf16 run
 # builds the same model in fp32 and casts it (model.to(torch.bfloat16)), so its peak is the
 # cast, every fp32 weight alive beside the first 16-bit copy: above the fp32 run's own peak.
-# The cast-after-build reading (core/whatif/castplan.h) was written from the CPU llama_infer
+# The cast-after-build reading (core/whatif/replay/castplan.h) was written from the CPU llama_infer
 # family; this model is the held-out check.
 import os, sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "python"))

@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: MIT
+#include "core/whatif/laws/autocastcache.h"
+
+#include "core/whatif/laws/stackreadings.h"
+
+#include <unordered_map>
+
+namespace headroom {
+
+std::optional<WeightUses> weightUsesBefore(const MemoryTimeline& tl, const FrameTable& frames, int64_t from,
+                                           int64_t to, int64_t at)
+{
+    std::unordered_map<uint32_t, bool> layerStack; // a few thousand stacks for many allocations
+    int64_t uses = 0, before = 0;
+    for (const Allocation& a : tl.allocations) {
+        if (a.start < from || a.start > to)
+            continue;
+        auto it = layerStack.find(a.stack);
+        if (it == layerStack.end())
+            it = layerStack.emplace(a.stack, weightLayerMade(frames, a.stack)).first;
+        if (!it->second)
+            continue;
+        ++uses;
+        before += a.start <= at;
+    }
+    if (uses == 0)
+        return std::nullopt;
+    return WeightUses{before, uses};
+}
+
+} // namespace headroom

@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+// The laws a recorded tensor shape allows (docs/whatif-model.md, "Laws", evidence "shape"):
+// the recorder marks the dimensions equal to the stated micro-batch b0 and sequence s0; in a
+// shape without marks, a dimension of b0*s0 (a flattened [b*s, d]) counts as both. A mark is
+// an equality, not a provenance: a dimension may equal b0 or s0 by coincidence (two heads at
+// micro-batch 2, a head width of 64 at sequence 64), and a token count of s0 + 1 (a ViT's
+// class token) is not marked. So the shape's readings only narrow what the size and the stack allow
+// (AllocationLaws::readShapes); marks that give no law the replay knows tell nothing.
+
+#include "core/model/snapshotmodel.h"
+#include "core/whatif/laws/sizelaw.h"
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace headroom {
+
+/// Bit per SizeLaw the shape's marks give (every mark counted; a mark of both b and s either
+/// way); 0 when it tells nothing (no marked dimension, or no law the replay knows).
+uint8_t shapeLaws(const RecordedTensor& t, int b0, int s0);
+
+/// Bit per dimension of `t` equal to s0 + c.
+uint32_t offsetDims(const RecordedTensor& t, int s0, int c);
+/// Tokens beyond s0 the recorded shapes show: the c in 1..kMaxShapeOffset of the most tensors
+/// with two dimensions of s0 + c (scores over a ViT's patches and its class token); 0: none.
+inline constexpr int kMaxShapeOffset = 8;
+int shapeTokenOffset(const std::vector<std::pair<uint32_t, RecordedTensor>>& tensors, int s0);
+/// The laws of `t` over s0 + c tokens: its dimensions of s0 + c are the sequence, and a mark of
+/// s0 a width that equals it (a tensor over s0 + c tokens has no dimension of s0 tokens).
+uint8_t offsetShapeLaws(const RecordedTensor& t, int b0, int s0, int c);
+
+} // namespace headroom
