@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "app/clicheck.h"
 
+#include "app/clibudget.h"
+
 #include "core/analysis/livegroups.h"
 #include "core/analysis/memoryanalysis.h"
 #include "core/analysis/snapshotcompare.h"
@@ -17,9 +19,8 @@ namespace {
 
 using Unusable = CommandError;
 
-/// The default --margin of --fit: room for what a snapshot does not count (the CUDA
-/// context, NCCL and cuBLAS workspaces, fragmentation) on the device the job will run on.
-constexpr double kDefaultMargin = 0.10;
+/// The default --margin of --fit, the budget's (core/budget/budgetpolicy.h says why).
+constexpr double kDefaultMargin = kDefaultFitMargin;
 
 std::string percent(double fraction)
 {
@@ -153,7 +154,11 @@ void CheckCommand::add(CLI::App& app)
     m_cmd->add_option("--baseline", m_req.baseline, "An earlier snapshot of the same job to compare with");
     m_cmd->add_option("--max-growth", m_req.maxGrowth,
                       "Fail when the peak allocated grew more than this over "
-                      "--baseline, e.g. 5%");
+                      "--baseline, or over the validated peak of --budget (default 0%), e.g. 5%");
+    m_cmd->add_option("--budget", m_req.budget,
+                      "A budget store (SQLite file or postgresql:// URL): fail unless this run's configuration "
+                      "is validated there");
+    m_cmd->add_option("--config", m_req.config, "KEY=VALUE over the file's configuration, for --budget (repeatable)");
     m_cmd->add_option("--device", m_req.device, "Device ordinal (default: the device with the highest peak)");
     m_cmd->add_option("--categories", m_req.categories, "Your own categories (a JSON rules file, as analyze takes)");
     m_cmd->add_option("--max-category", m_req.maxCategory,
@@ -166,14 +171,17 @@ CommandOutput runCheck(const CheckRequest& req, const TraceSource& source)
     {
         if (!req.margin.empty() && req.fit.empty())
             throw Unusable("--margin: only with --fit SIZE");
-        if (req.baseline.empty() != req.maxGrowth.empty())
-            throw Unusable(req.baseline.empty() ? "--max-growth: only with --baseline OLD"
-                                                : "--baseline: expected --max-growth PCT too, e.g. --max-growth 5%");
+        if (!req.maxGrowth.empty() && req.baseline.empty() && req.budget.empty())
+            throw Unusable("--max-growth: only with --baseline OLD or --budget DB");
+        if (!req.baseline.empty() && req.maxGrowth.empty())
+            throw Unusable("--baseline: expected --max-growth PCT too, e.g. --max-growth 5%");
+        if (!req.config.empty() && req.budget.empty())
+            throw Unusable("--config: only with --budget DB");
         std::optional<UserCategories> rules;
         const std::vector<CategoryLimit> limits = categoryLimits(req, rules);
-        if (req.maxPeak.empty() && req.fit.empty() && req.baseline.empty() && limits.empty())
+        if (req.maxPeak.empty() && req.fit.empty() && req.baseline.empty() && limits.empty() && req.budget.empty())
             throw Unusable("check: nothing to check; expected --max-peak SIZE, --fit SIZE, --baseline OLD "
-                           "--max-growth PCT or --categories RULES.json --max-category NAME=SIZE");
+                           "--max-growth PCT, --budget DB or --categories RULES.json --max-category NAME=SIZE");
         // Every argument is checked before the (possibly slow) loads.
         // 0: not asked for (parseByteSize never returns 0; plain integers keep GCC's
         // -Wmaybe-uninitialized quiet, which misfires on optionals here).
@@ -298,6 +306,11 @@ CommandOutput runCheck(const CheckRequest& req, const TraceSource& source)
                     {"by_phase", deltas(ba.atPeak.byPhase, a.atPeak.byPhase, phaseName)},
                     {"grown_allocations", std::move(sigs)}},
                    ok, line);
+        }
+
+        if (!req.budget.empty()) {
+            const BudgetCheck b = budgetCheck(*trace, di, req.budget, req.config, BudgetPolicy{}, maxGrowth);
+            report(b.json, b.passed, b.line);
         }
 
         CommandOutput out;

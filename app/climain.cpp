@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // headroom-cli: the headless front end of core/ (summaries for scripts, CI and servers).
+#include "app/clibudget.h"
 #include "app/clicheck.h"
 #include "app/cliclassify.h"
 #include "app/clicompare.h"
@@ -85,6 +86,8 @@ int main(int argc, char** argv)
     compare.add(app);
     headroom::cli::McpCommand mcp;
     mcp.add(app);
+    headroom::cli::BudgetCommand budget;
+    budget.add(app);
 
     try {
         app.parse(argc, argv);
@@ -152,6 +155,8 @@ int main(int argc, char** argv)
         return compare.run();
     if (mcp.parsed())
         return mcp.run();
+    if (budget.parsed())
+        return budget.run();
     if (whatIf.parsed())
         return whatIf.run();
     if (convert->parsed())

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "app/mcptools.h"
 
+#include "app/clibudget.h"
 #include "app/clicheck.h"
 #include "app/clicompare.h"
 #include "app/clidoctor.h"
@@ -239,7 +240,15 @@ CommandOutput checkTool(const json& arguments, TraceCache& cache)
     r.baseline = a.text("baseline");
     r.maxGrowth = a.text("max_growth");
     r.device = a.integer("device");
+    r.budget = a.text("budget");
+    r.config = a.texts("config");
     return runCheck(r, cache.source());
+}
+
+CommandOutput budgetStatusTool(const json& arguments, TraceCache&)
+{
+    const ToolArgs a = argsFor(arguments, "budget_status");
+    return runBudgetStatus({a.text("db"), a.texts("config"), a.text("margin"), a.text("key_fields")});
 }
 
 json whatIfInput(bool ladder)
@@ -361,10 +370,23 @@ std::vector<McpTool> buildTools()
                          {"fit", text("Fail unless the peak fits a device of this capacity, keeping margin free")},
                          {"margin", text("Share of the fit capacity to keep free (default 10%)")},
                          {"baseline", text("An earlier snapshot of the same job")},
-                         {"max_growth", text("With baseline: fail when the peak grew more than this, e.g. 5%")},
+                         {"max_growth", text("With baseline: fail when the peak grew more than this, e.g. 5%; "
+                                             "with budget: more than the validated peak")},
+                         {"budget", text("A budget store (SQLite file or postgresql:// URL): fail unless this run's "
+                                         "configuration is validated there")},
+                         {"config", schema::texts("KEY=VALUE pairs over the file's configuration, with budget")},
                          {"device", kDevice}},
                         {"file"}),
                  result({{"passed", {{"type", "boolean"}}}, {"checks", kArr}}, {"passed", "checks"}), checkTool});
+    t.push_back({"budget_status",
+                 "The standing memory budget: each configuration's runs, worst peak, trend, room left, and whether "
+                 "a run of it survived its worst-case step (validated) or why not",
+                 object({{"db", text("The store: an SQLite file or a postgresql:// URL")},
+                         {"config", schema::texts("KEY=VALUE: only configurations with these values")},
+                         {"margin", text("Share of the capacity a validating run leaves free (default 10%)")},
+                         {"key_fields", text("The fields that make a configuration, comma-separated")}},
+                        {"db"}),
+                 result({{"store", kStr}, {"configurations", kArr}}, {"store", "configurations"}), budgetStatusTool});
     return t;
 }
 

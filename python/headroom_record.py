@@ -38,6 +38,12 @@ them to the trace's alloc entries by address and time (join_tensor_records) and 
 "seq"}, "module", "kind", "phase"}``, with ``headroom_tensor_keys: 1`` on the snapshot
 and the join's counts in ``headroom_record["tensor_keys"]``.
 
+Budget (issue 48): ``Recorder(config={...})`` and ``rec.step_tokens(n)`` /
+``rec.iteration(tokens=n)`` put the run's configuration and each step's size into every
+dump's ``headroom_config`` (``step_tokens``: "4096,4096,8192"), and ``log_run_metric(db)`` /
+``rec.log_metric(db)`` add the run's peak, with no snapshot, to an SQLite budget store
+(the schema of core/budget/budgetschema.cpp), with the standard library only.
+
 Each dump also carries a top-level ``headroom_record`` dict (rank, step, reason,
 torch version, recording arguments, OOM details). Snapshots from PyTorch < 2.5
 have no ``external_annotations``; the helper then adds that key from its own log
@@ -47,23 +53,27 @@ from 2.2 on).
 """
 
 import contextlib
+import datetime
 import functools
 import inspect
+import json
 import os
 import pickle
 import re
 import sys
 import threading
 import time
+import uuid
 import warnings
 import weakref
 from collections import deque
 
-__version__ = "1.1"
+__version__ = "1.2"
 __all__ = ["Recorder", "record", "HeadroomWarning", "PHASE_NAMES", "ITERATION_PREFIX",
            "DEFAULT_MAX_ENTRIES", "snapshot_filename", "current_rank", "torch_version",
            "join_tensor_records", "shapes_default", "TENSOR_KEYS_VERSION",
-           "DEFAULT_MAX_TENSOR_RECORDS"]
+           "DEFAULT_MAX_TENSOR_RECORDS", "log_run_metric", "BudgetStoreError",
+           "BUDGET_SCHEMA_VERSION", "MAX_STEP_TOKENS_KEPT"]
 
 DEFAULT_MAX_ENTRIES = 1_000_000
 MIN_TORCH = (2, 1)  # enabled/context/stacks/max_entries API
@@ -94,6 +104,32 @@ _SOURCE_RANK = {"scan": 0, "output": 1, "input": 2, "saved": 3}
 _TENSOR_PHASE = {"forward": "forward", "backward": "backward", "optimizer": "optimizer"}
 _PHASE_OF_MARKER = {v: k for k, v in PHASE_NAMES.items()}
 _RANK_VARS = ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", "LOCAL_RANK")
+SNAPSHOT_CONFIG_KEY = "headroom_config"
+# step sizes kept for headroom_config's step_tokens (the newest); the largest dropped one
+# still counts (max_step_tokens). 100,000 steps: far more than a 1M-entry trace holds.
+MAX_STEP_TOKENS_KEPT = 100_000
+# The budget store (core/budget/budgetschema.cpp): the version this module writes, and
+# budgetMigration(0)'s statements, word for word, so both sides create the same store.
+BUDGET_SCHEMA_VERSION = 1
+_BUDGET_DDL = (
+    "CREATE TABLE IF NOT EXISTS headroom_budget_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS headroom_budget_runs ("
+    "run_id TEXT PRIMARY KEY, file_hash TEXT, file TEXT, device INTEGER NOT NULL, "
+    "source TEXT NOT NULL, config_json TEXT NOT NULL, peak_allocated BIGINT NOT NULL, "
+    "peak_reserved BIGINT, capacity BIGINT, oom INTEGER NOT NULL, oom_iteration INTEGER, "
+    "worst_iteration INTEGER, iteration_peaks_json TEXT NOT NULL, categories_json TEXT NOT NULL, "
+    "max_step_tokens BIGINT, worst_case_tokens BIGINT, recorded_at TEXT NOT NULL, "
+    "tool_version TEXT NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS headroom_budget_runs_time ON headroom_budget_runs (recorded_at)",
+)
+_BUDGET_COLUMNS = (
+    "run_id", "file_hash", "file", "device", "source", "config_json", "peak_allocated",
+    "peak_reserved", "capacity", "oom", "oom_iteration", "worst_iteration",
+    "iteration_peaks_json", "categories_json", "max_step_tokens", "worst_case_tokens",
+    "recorded_at", "tool_version")
+# sixteen ranks logging at the end of one job wait for each other's single INSERT; a minute
+# is far past such a wait (the C++ store's busy timeout) and still ends a stuck writer
+_BUDGET_BUSY_TIMEOUT_S = 60
 
 
 class HeadroomWarning(RuntimeWarning):
@@ -438,6 +474,11 @@ class Recorder:
     and ``seq`` name the dimensions to find in the shapes. ``max_tensor_records``
     bounds the tensors kept between dumps.
 
+    ``config``: the run's configuration (model, micro_batch, seq, precision,
+    worst_case_tokens, ...), written into each dump's ``headroom_config`` and logged
+    by ``log_metric``; ``step_tokens(n)`` or ``iteration(tokens=n)`` give each step's
+    size (see the README's "Standing memory budget").
+
     Use it as a context manager or call ``start()``/``stop()``; dump before
     stopping, because stopping ends the history.
     """
@@ -446,7 +487,7 @@ class Recorder:
                  context="all", dump_on_oom=True, dump_at_steps=(), ranks="all",
                  max_oom_dumps=1, global_annotations=True, prefix="headroom", verbose=True,
                  shapes=None, micro_batch=None, seq=None,
-                 max_tensor_records=DEFAULT_MAX_TENSOR_RECORDS):
+                 max_tensor_records=DEFAULT_MAX_TENSOR_RECORDS, config=None):
         if stacks not in ("python", "all"):
             raise ValueError("stacks must be 'python' or 'all', not %r" % (stacks,))
         if context not in ("all", "alloc", "state"):
@@ -491,6 +532,11 @@ class Recorder:
         self._need_alive = False  # PyTorch < 2.2: entries have no time_us
         self._wanted = _on_gpu  # which tensors the hooks keep
         self.tensor_keys = None  # what the last dump joined (also in headroom_record)
+        # budget: the run's configuration, each step's size, the step of the first OOM seen
+        self.config = dict(config or {})
+        self.tokens_by_step = {}  # step -> tokens (or samples), the newest MAX_STEP_TOKENS_KEPT
+        self._dropped_max_tokens = None  # the largest size dropped from tokens_by_step
+        self.oom_step = None
 
     # ------------------------------------------------------------ lifecycle
     def start(self):
@@ -599,9 +645,12 @@ class Recorder:
                 self._scan(state=True)
 
     @contextlib.contextmanager
-    def iteration(self):
+    def iteration(self, tokens=None):
         """``with rec.iteration() as n:`` marks ``headroom.iteration#n``; a clean exit
-        dumps if n is in ``dump_at_steps`` and advances the counter."""
+        dumps if n is in ``dump_at_steps`` and advances the counter. ``tokens``: the
+        step's size, as ``step_tokens(tokens)`` (given first, so an OOM dump has it)."""
+        if tokens is not None:
+            self.step_tokens(tokens)
         self._manual_iter += 1
         self._open_key("iteration", ITERATION_PREFIX + str(self.step))
         ok = False
@@ -614,6 +663,65 @@ class Recorder:
                 self.end_iteration()
             else:
                 self._close("iteration")
+
+    def step_tokens(self, n):
+        """Says that the current step (``step``) processes ``n`` tokens (or samples: one
+        unit per job, the unit of ``worst_case_tokens``). Another call in the same step
+        replaces it. Works whether or not recording runs, and never raises: a value that
+        is no int >= 0 warns once and is ignored."""
+        try:
+            n = int(n)
+            if n < 0:
+                raise ValueError("negative")
+        except Exception as exc:  # a bad count must not stop training
+            _warn_once("step-tokens", "step_tokens(%r) is no count of tokens (%r); ignored"
+                       % (n, exc))
+            return
+        sizes = self.tokens_by_step
+        sizes[self.step] = n
+        if len(sizes) > MAX_STEP_TOKENS_KEPT:  # bounded: a long job has millions of steps
+            oldest = sizes.pop(next(iter(sizes)))
+            self._dropped_max_tokens = max(oldest, self._dropped_max_tokens or 0)
+
+    def step_sizes(self):
+        """The step sizes kept, in step order (the oldest may have been dropped)."""
+        sizes = dict(self.tokens_by_step)  # a C-level copy: safe against the loop's thread
+        return [sizes[k] for k in sorted(sizes)]
+
+    def max_step_tokens(self):
+        """The largest step size given, dropped ones included; None if none was."""
+        sizes = self.step_sizes()
+        if self._dropped_max_tokens is not None:
+            sizes.append(self._dropped_max_tokens)
+        return max(sizes) if sizes else None
+
+    def log_metric(self, db, *, device=None, worst_case_tokens=None, oom=None,
+                   oom_iteration=None, run_id=None):
+        """``log_run_metric(db, self.config, ...)`` with this recorder's step sizes, its
+        device and, unless given, whether it saw an OOM (``oom_step``, seen by the OOM
+        observer, so with ``dump_on_oom``). Raises as ``log_run_metric`` does."""
+        if oom is None:
+            oom = self.oom_step is not None
+            oom_iteration = self.oom_step if oom_iteration is None else oom_iteration
+        if device is None and self.active:
+            device = self._device
+        top = self.max_step_tokens()
+        return log_run_metric(db, self.config, device=device,
+                              step_tokens=None if top is None else [top],
+                              worst_case_tokens=worst_case_tokens, oom=oom,
+                              oom_iteration=oom_iteration, torch=self._torch, run_id=run_id)
+
+    def _snapshot_config(self, existing):
+        """headroom_config for a dump: what the snapshot has, then ``config`` (it wins), then
+        ``step_tokens`` (and ``max_step_tokens`` when sizes were dropped)."""
+        cfg = dict(existing) if isinstance(existing, dict) else {}
+        cfg.update(self.config)
+        sizes = self.step_sizes()
+        if sizes:
+            cfg["step_tokens"] = ",".join(str(n) for n in sizes)
+            if self._dropped_max_tokens is not None:  # the list lost its oldest steps
+                cfg["max_step_tokens"] = self.max_step_tokens()
+        return cfg
 
     def end_iteration(self):
         """Close iteration ``step``, dump if it is scheduled, and advance ``step``.
@@ -1055,6 +1163,8 @@ class Recorder:
         return self._write(reason)
 
     def _on_oom(self, device, alloc, device_allocated, device_free):
+        if self.oom_step is None:  # log_metric's oom and oom_iteration
+            self.oom_step = self.step
         if not self.dump_on_oom or self._oom_dumps >= self.max_oom_dumps:
             return
         self._oom_dumps += 1
@@ -1088,6 +1198,9 @@ class Recorder:
                             for n, st, t in list(self._own_annotations)]
                         meta["annotations_synthesized"] = True
                     snapshot[SNAPSHOT_META_KEY] = meta
+                    cfg = self._snapshot_config(snapshot.get(SNAPSHOT_CONFIG_KEY))
+                    if cfg:  # no config and no step sizes: the snapshot stays as it was
+                        snapshot[SNAPSHOT_CONFIG_KEY] = cfg
                 os.makedirs(self.out_dir, exist_ok=True)
                 path = os.path.join(self.out_dir,
                                     snapshot_filename(rank, self.step, reason, self.prefix))
@@ -1126,3 +1239,158 @@ def record(out_dir=".", *, model=None, optimizer=None, backward=True, **options)
     if model is not None or optimizer is not None:
         rec.attach(model, optimizer, backward=backward)
     return rec
+
+
+# ------------------------------------------------------- standing memory budget
+class BudgetStoreError(RuntimeError):
+    """The budget store cannot take the metric: a newer schema, not SQLite, a PostgreSQL
+    URL, unreadable. The message names the store (PostgreSQL URLs are not repeated)."""
+
+
+def log_run_metric(db, config=None, *, device=None, step_tokens=None, worst_case_tokens=None,
+                   oom=False, oom_iteration=None, torch=None, run_id=None):
+    """Adds this process's memory peak, with no snapshot, to the SQLite budget store ``db``
+    as one run of ``source`` 'metric'; returns its run_id.
+
+    The peak is what PyTorch's allocator counted on ``device`` (default: the current one)
+    since the process started or ``torch.cuda.reset_peak_memory_stats``:
+    ``max_memory_allocated``, ``max_memory_reserved``, and the device's ``total_memory`` as
+    the capacity. ``config``: the run's configuration (key -> value, stored as text with the
+    keys in lower case, as Headroom reads them). ``step_tokens``: the steps' sizes (their
+    largest is the row's max_step_tokens; without them, config's ``max_step_tokens`` or
+    ``step_tokens``). ``worst_case_tokens``: the largest step the data can produce (default:
+    config's). ``run_id``: default 'metric:' + a random hex; the same id twice adds one row.
+
+    Raises RuntimeError without PyTorch or CUDA (only here: the caller asked for a peak) and
+    BudgetStoreError for a postgresql:// URL, a store of a newer schema (left unchanged) or
+    a file that is no SQLite database. Many ranks may log into one file at once."""
+    where = os.fspath(db)
+    if str(where).startswith(("postgresql://", "postgres://")):  # the URL may hold a password
+        raise BudgetStoreError(
+            "headroom_record writes SQLite budget stores only, not PostgreSQL: log into an "
+            "SQLite file, or dump a snapshot and record it with `headroom-cli budget record "
+            "--db postgresql://... FILE`")
+    row = _metric_row(_cuda_of(torch), config, device, step_tokens, worst_case_tokens, oom,
+                      oom_iteration, run_id)
+    _add_budget_row(where, row)
+    return row["run_id"]
+
+
+def _cuda_of(torch):
+    if torch is None:
+        try:
+            import torch  # noqa: PLC0415 - lazy, as everywhere in this module
+        except Exception as exc:
+            raise RuntimeError("headroom_record.log_run_metric: PyTorch is not importable "
+                               "(%r); there is no peak to log" % (exc,)) from exc
+    cuda = getattr(torch, "cuda", None)
+    if cuda is None or not _safe(lambda: bool(cuda.is_available()), False):
+        raise RuntimeError("headroom_record.log_run_metric: CUDA is not available; there is "
+                           "no GPU peak to log")
+    return cuda
+
+
+def _count(value):
+    """An int >= 0 from an int or its text, else None (as the C++ reader's integerValue)."""
+    try:
+        n = int(str(value).strip())
+    except (TypeError, ValueError):
+        return None
+    return n if n >= 0 else None
+
+
+def _config_max_step_tokens(cfg):
+    """config's max_step_tokens, else the largest of its comma-separated step_tokens."""
+    top = _count(cfg.get("max_step_tokens"))
+    if top is None:
+        sizes = [_count(t) for t in cfg.get("step_tokens", "").split(",")]
+        top = max((n for n in sizes if n is not None), default=None)
+    return top
+
+
+def _metric_row(cuda, config, device, step_tokens, worst_case_tokens, oom, oom_iteration, run_id):
+    """The row, column -> value, of a metric run (core/budget/budgetschema.cpp's order)."""
+    dev = getattr(device, "index", device)  # an int, a torch.device or None
+    dev = int(cuda.current_device()) if dev is None else int(dev)
+    cfg = {str(k).lower(): str(v) for k, v in (config or {}).items()}
+    if worst_case_tokens is not None:  # the argument wins, and the row says what it used
+        cfg["worst_case_tokens"] = str(int(worst_case_tokens))
+    # The allocator as the user set it, read where a snapshot's allocator_settings reads it,
+    # so a metric and a snapshot of one job key the same configuration.
+    alloc_conf = os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")
+    if alloc_conf and "allocator" not in cfg:
+        cfg["allocator"] = alloc_conf
+    sizes = [int(n) for n in step_tokens or ()]
+    return {
+        "run_id": run_id or "metric:" + uuid.uuid4().hex, "file_hash": None, "file": None,
+        "device": dev, "source": "metric", "config_json": json.dumps(cfg, sort_keys=True),
+        "peak_allocated": int(cuda.max_memory_allocated(dev)),
+        "peak_reserved": int(cuda.max_memory_reserved(dev)),
+        "capacity": int(cuda.get_device_properties(dev).total_memory),
+        "oom": 1 if oom else 0,
+        "oom_iteration": None if oom_iteration is None else int(oom_iteration),
+        "worst_iteration": None, "iteration_peaks_json": "[]", "categories_json": "{}",
+        "max_step_tokens": max(sizes) if sizes else _config_max_step_tokens(cfg),
+        "worst_case_tokens": _count(cfg.get("worst_case_tokens")),
+        "recorded_at": datetime.datetime.now(datetime.timezone.utc).isoformat(
+            timespec="milliseconds").replace("+00:00", "Z"),
+        "tool_version": "headroom_record " + __version__,
+    }
+
+
+def _budget_schema_version(con, where):
+    has = con.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table' "
+                      "AND name = 'headroom_budget_meta'").fetchone()[0]
+    if not has:
+        return 0
+    row = con.execute("SELECT value FROM headroom_budget_meta "
+                      "WHERE key = 'schema_version'").fetchone()
+    version = _count(row[0]) if row else 0
+    if version is None:
+        raise BudgetStoreError("%s: its schema_version %r is no number (left unchanged)"
+                               % (where, row[0]))
+    if version > BUDGET_SCHEMA_VERSION:
+        raise BudgetStoreError(
+            "%s: a budget store of schema version %d; headroom_record %s writes up to version "
+            "%d (left unchanged; use a newer headroom_record)"
+            % (where, version, __version__, BUDGET_SCHEMA_VERSION))
+    return version
+
+
+def _add_budget_row(where, row):
+    """Inserts ``row`` into the store, creating its schema when it has none. Returns whether
+    a row was added (False: that run_id was there already)."""
+    import sqlite3  # noqa: PLC0415 - lazy: a Python built without sqlite3 still records dumps
+    try:
+        con = sqlite3.connect(where, timeout=_BUDGET_BUSY_TIMEOUT_S, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise BudgetStoreError("%s: cannot open it as an SQLite database (%s)"
+                               % (where, exc)) from exc
+    try:
+        # read before anything is written, so a newer store or a non-database stays as it is
+        _budget_schema_version(con, where)
+        con.execute("PRAGMA journal_mode=WAL")  # readers never block the ranks' writers
+        # IMMEDIATE: writers opening a new store at once create it one after the other, and
+        # the second finds the version the first wrote (as SqliteStore::migrate does)
+        con.execute("BEGIN IMMEDIATE")
+        try:
+            if _budget_schema_version(con, where) < BUDGET_SCHEMA_VERSION:
+                for sql in _BUDGET_DDL:
+                    con.execute(sql)
+                con.execute("INSERT INTO headroom_budget_meta (key, value) VALUES "
+                            "('schema_version', ?) ON CONFLICT (key) DO UPDATE SET "
+                            "value = excluded.value", (str(BUDGET_SCHEMA_VERSION),))
+            cur = con.execute(
+                "INSERT INTO headroom_budget_runs (%s) VALUES (%s) ON CONFLICT (run_id) DO "
+                "NOTHING" % (", ".join(_BUDGET_COLUMNS), ", ".join("?" * len(_BUDGET_COLUMNS))),
+                tuple(row[c] for c in _BUDGET_COLUMNS))
+            con.execute("COMMIT")
+        except BaseException:
+            if con.in_transaction:
+                con.execute("ROLLBACK")
+            raise
+        return cur.rowcount == 1
+    except sqlite3.Error as exc:
+        raise BudgetStoreError("%s: cannot record the metric (SQLite: %s)" % (where, exc)) from exc
+    finally:
+        con.close()

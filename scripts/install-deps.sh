@@ -13,6 +13,7 @@ PACKAGES=(
   qt6-base-dev qt6-base-dev-tools qt6-svg-dev libqt6svg6 libgl-dev
   libqcustomplot-dev
   nlohmann-json3-dev libzstd-dev zlib1g-dev
+  libsqlite3-dev libpq-dev
   catch2 libcli11-dev
   clang libclang-rt-14-dev
   python3
@@ -22,7 +23,8 @@ PACKAGES=(
 TEST=0
 if [ "${1:-}" = "--test" ]; then
   TEST=1
-  PACKAGES+=(python3-torch)
+  # postgresql: the budget store's tests start a server of their own in a temporary folder.
+  PACKAGES+=(python3-torch postgresql)
   # A Node.js from elsewhere (nodesource ships npm inside its nodejs) serves as well.
   if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
     PACKAGES+=(nodejs npm)

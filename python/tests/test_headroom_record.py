@@ -6,8 +6,12 @@ No GPU and no PyTorch needed.
 
 import functools
 import inspect
+import json
+import multiprocessing
 import os
 import pickle
+import re
+import sqlite3
 import sys
 import tempfile
 import threading
@@ -44,11 +48,14 @@ class _Handle:
 
 
 def make_fake_torch(version="2.1.0", cuda=True, flavor=None, allocated=0,
-                    dist_rank=None, snapshot_fails=False):
+                    dist_rank=None, snapshot_fails=False, peaks=(3 << 30, 4 << 30),
+                    total_memory=80 << 30):
     """flavor: '2.1' the 4-argument API, '2.5' explicit API with
     global_record_annotations, 'impl' (newest: public (enabled, *args, **kwargs)
     forwarding to _record_memory_history_impl), 'opaque-ok' / 'opaque-reject'
-    (signature hides everything; the latter rejects global_record_annotations)."""
+    (signature hides everything; the latter rejects global_record_annotations).
+    ``peaks``: max_memory_allocated and max_memory_reserved (per device: + device), and
+    ``total_memory`` get_device_properties' capacity."""
     flavor = flavor or ("2.1" if version.startswith("2.1") else "impl")
     calls = []
     state = {"history": False, "oom_observers": [], "rf_stack": []}
@@ -108,6 +115,9 @@ def make_fake_torch(version="2.1.0", cuda=True, flavor=None, allocated=0,
         is_available=lambda: cuda,
         current_device=lambda: 0,
         memory_allocated=lambda device=None: allocated,
+        max_memory_allocated=lambda device=None: peaks[0] + (device or 0),
+        max_memory_reserved=lambda device=None: peaks[1] + (device or 0),
+        get_device_properties=lambda device: types.SimpleNamespace(total_memory=total_memory),
     )
 
     def attach(observer):
@@ -1147,6 +1157,251 @@ class ShapesTest(RecorderTestCase):
         self.assertIsNot(packed, x)
         self.assertIs(packed.untyped_storage(), x.untyped_storage())
         self.assertIs(torch.state["saved_hooks"][-1][1](packed), packed)
+
+
+class StepTokens(RecorderTestCase):
+    def load(self, path):
+        with open(path, "rb") as f:
+            return pickle.load(f)
+
+    def test_step_tokens_land_in_headroom_config(self):
+        self.install(version="2.5.0", flavor="2.5")
+        config = {"model": "gpt2", "micro_batch": 8, "precision": "bf16",
+                  "worst_case_tokens": "8192"}
+        rec = self.recorder(config=config).start()
+        with rec.iteration(tokens=4096):
+            pass
+        with rec.iteration(tokens=4096):
+            pass
+        with rec.iteration():
+            rec.step_tokens(1)
+            rec.step_tokens(8192)  # the step's last word counts
+        cfg = self.load(rec.dump())["headroom_config"]
+        self.assertEqual(cfg, dict(config, step_tokens="4096,4096,8192"))
+        self.assertEqual(config, {"model": "gpt2", "micro_batch": 8, "precision": "bf16",
+                                  "worst_case_tokens": "8192"})  # the caller's dict untouched
+
+    def test_config_wins_over_what_the_snapshot_has(self):
+        torch = self.install(version="2.5.0", flavor="2.5")
+        orig = torch.cuda.memory._snapshot
+        torch.cuda.memory._snapshot = lambda: dict(orig(), headroom_config={"model": "old",
+                                                                            "seq": 512})
+        rec = self.recorder(config={"model": "new"}).start()
+        self.assertEqual(self.load(rec.dump())["headroom_config"], {"model": "new", "seq": 512})
+
+    def test_no_config_and_no_sizes_leave_the_snapshot_as_it_was(self):
+        self.install(version="2.5.0", flavor="2.5")
+        rec = self.recorder().start()
+        with rec.iteration():
+            pass
+        self.assertNotIn("headroom_config", self.load(rec.dump()))
+
+    def test_an_oom_dump_has_the_running_steps_size(self):
+        torch = self.install(version="2.5.0", flavor="2.5")
+        rec = self.recorder().start()
+        with rec.iteration(tokens=100):
+            pass
+        with self.assertRaises(MemoryError):
+            with rec.iteration(tokens=300):
+                torch.state["oom_observers"][0](0, 1 << 30, 70 << 30, 1 << 20)
+                raise MemoryError
+        path = os.path.join(self.out, "headroom_rank0_step1_oom.pickle")
+        self.assertEqual(self.load(path)["headroom_config"], {"step_tokens": "100,300"})
+        self.assertEqual(rec.oom_step, 1)
+
+    def test_bad_counts_warn_and_training_goes_on_without_cuda(self):
+        self.install(version="2.5.0", cuda=False)
+        rec = self.recorder(config={"model": "m"})
+        self.start_warned(rec)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with rec.iteration(tokens="many"):
+                rec.step_tokens(-1)
+            with rec.iteration(tokens=64):
+                pass
+        self.assertEqual(len([w for w in caught if "step_tokens" in str(w.message)]), 1)
+        self.assertEqual(rec.step_sizes(), [64])
+
+    def test_the_oldest_sizes_go_but_their_maximum_stays(self):
+        self.install(version="2.5.0", flavor="2.5")
+        saved, hr.MAX_STEP_TOKENS_KEPT = hr.MAX_STEP_TOKENS_KEPT, 3
+        try:
+            rec = self.recorder().start()
+            for n in (10, 90, 20, 30, 40):
+                with rec.iteration(tokens=n):
+                    pass
+        finally:
+            hr.MAX_STEP_TOKENS_KEPT = saved
+        self.assertEqual((rec.step_sizes(), rec.max_step_tokens()), ([20, 30, 40], 90))
+        cfg = self.load(rec.dump())["headroom_config"]
+        self.assertEqual(cfg, {"step_tokens": "20,30,40", "max_step_tokens": 90})
+
+
+def _budget_rows(db):
+    con = sqlite3.connect(db)
+    con.row_factory = sqlite3.Row
+    try:
+        return [dict(r) for r in con.execute("SELECT * FROM headroom_budget_runs ORDER BY rowid")]
+    finally:
+        con.close()
+
+
+def _log_metrics(db, rank, count, barrier):
+    """One rank of the concurrency test (a forked process): ``count`` metrics at once."""
+    torch = make_fake_torch(version="2.5.0", flavor="2.5")
+    barrier.wait()
+    for i in range(count):
+        hr.log_run_metric(db, {"rank": rank}, torch=torch, step_tokens=[i])
+
+
+class RunMetric(RecorderTestCase):
+    def setUp(self):
+        super().setUp()
+        self.db = os.path.join(self.out, "budget.sqlite")
+
+    def test_one_row_per_call_with_the_schemas_columns(self):
+        torch = self.install(version="2.5.0", flavor="2.5")
+        run = hr.log_run_metric(self.db, {"Model": "gpt2", "micro_batch": 8}, device=1,
+                                step_tokens=[4096, 8192, 4096], worst_case_tokens=8192,
+                                oom=True, oom_iteration=2)
+        self.assertRegex(run, r"^metric:[0-9a-f]{32}$")
+        (row,) = _budget_rows(self.db)
+        recorded_at = row.pop("recorded_at")
+        self.assertRegex(recorded_at, r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+        self.assertEqual(row, {
+            "run_id": run, "file_hash": None, "file": None, "device": 1, "source": "metric",
+            "config_json": json.dumps({"micro_batch": "8", "model": "gpt2",
+                                       "worst_case_tokens": "8192"}, sort_keys=True),
+            "peak_allocated": (3 << 30) + 1, "peak_reserved": (4 << 30) + 1,
+            "capacity": 80 << 30, "oom": 1, "oom_iteration": 2, "worst_iteration": None,
+            "iteration_peaks_json": "[]", "categories_json": "{}", "max_step_tokens": 8192,
+            "worst_case_tokens": 8192, "tool_version": "headroom_record " + hr.__version__})
+        # the second run, from the config alone, on the current device
+        hr.log_run_metric(self.db, {"worst_case_tokens": 512, "step_tokens": "256,512"},
+                          torch=torch)
+        rows = _budget_rows(self.db)
+        self.assertEqual(len(rows), 2)
+        self.assertEqual((rows[1]["device"], rows[1]["oom"], rows[1]["max_step_tokens"],
+                          rows[1]["worst_case_tokens"]), (0, 0, 512, 512))
+        con = sqlite3.connect(self.db)
+        try:
+            self.assertEqual(con.execute("SELECT value FROM headroom_budget_meta WHERE key = "
+                                         "'schema_version'").fetchall(), [("1",)])
+            self.assertEqual(con.execute("PRAGMA journal_mode").fetchone()[0], "wal")
+            self.assertEqual(con.execute("SELECT count(*) FROM sqlite_master WHERE name = "
+                                         "'headroom_budget_runs_time'").fetchone()[0], 1)
+        finally:
+            con.close()
+
+    def test_the_same_run_id_is_one_row(self):
+        torch = self.install(version="2.5.0", flavor="2.5")
+        for _ in range(2):
+            self.assertEqual(hr.log_run_metric(self.db, torch=torch, run_id="job7/0"), "job7/0")
+        self.assertEqual(len(_budget_rows(self.db)), 1)
+
+    def test_a_newer_store_is_refused_and_left_as_it_was(self):
+        self.install(version="2.5.0", flavor="2.5")
+        con = sqlite3.connect(self.db)
+        con.execute("CREATE TABLE headroom_budget_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        con.execute("INSERT INTO headroom_budget_meta VALUES ('schema_version', '2')")
+        con.commit()
+        con.close()
+        with open(self.db, "rb") as f:
+            before = f.read()
+        with self.assertRaises(hr.BudgetStoreError) as caught:
+            hr.log_run_metric(self.db, {"model": "m"})
+        self.assertIn(self.db, str(caught.exception))
+        self.assertIn("schema version 2", str(caught.exception))
+        with open(self.db, "rb") as f:
+            self.assertEqual(f.read(), before)
+
+    def test_a_file_that_is_no_database_is_refused_as_it_is(self):
+        self.install(version="2.5.0", flavor="2.5")
+        with open(self.db, "wb") as f:
+            f.write(b"not sqlite at all " * 100)
+        with self.assertRaises(hr.BudgetStoreError) as caught:
+            hr.log_run_metric(self.db)
+        self.assertIn(self.db, str(caught.exception))
+        with open(self.db, "rb") as f:
+            self.assertEqual(f.read(), b"not sqlite at all " * 100)
+
+    def test_postgresql_is_refused_without_repeating_the_url(self):
+        self.install(version="2.5.0", flavor="2.5")
+        for url in ("postgresql://u:secret@host/db", "postgres://u:secret@host/db"):
+            with self.assertRaises(hr.BudgetStoreError) as caught:
+                hr.log_run_metric(url)
+            message = str(caught.exception)
+            self.assertIn("SQLite", message)
+            self.assertIn("headroom-cli budget record", message)
+            self.assertNotIn("secret", message)
+
+    def test_no_cuda_raises_only_when_a_metric_is_asked_for(self):
+        self.install(version="2.5.0", cuda=False)
+        rec = self.recorder(config={"model": "m"})
+        self.start_warned(rec)
+        with warnings.catch_warnings(record=True):
+            warnings.simplefilter("always")
+            with rec.iteration(tokens=8):  # training is left alone
+                pass
+            self.assertIsNone(rec.dump())
+        for call in (lambda: hr.log_run_metric(self.db), lambda: rec.log_metric(self.db)):
+            with self.assertRaisesRegex(RuntimeError, "CUDA is not available"):
+                call()
+        self.assertFalse(os.path.exists(self.db))
+
+    def test_the_recorders_metric_has_its_config_sizes_and_oom(self):
+        torch = self.install(version="2.5.0", flavor="2.5")
+        rec = self.recorder(config={"model": "gpt2", "worst_case_tokens": 8192}).start()
+        for n in (4096, 8192):
+            with rec.iteration(tokens=n):
+                pass
+        with rec.iteration(tokens=2048):
+            torch.state["oom_observers"][0](0, 1 << 30, 70 << 30, 1 << 20)
+        rec.log_metric(self.db)
+        (row,) = _budget_rows(self.db)
+        self.assertEqual((row["source"], row["device"], row["oom"], row["oom_iteration"],
+                          row["max_step_tokens"], row["worst_case_tokens"]),
+                         ("metric", 0, 1, 2, 8192, 8192))
+        self.assertEqual(json.loads(row["config_json"]),
+                         {"model": "gpt2", "worst_case_tokens": "8192"})
+
+    def test_the_schema_is_budgetschema_cpps(self):
+        cpp = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir,
+                           "core", "budget", "budgetschema.cpp")
+        if not os.path.exists(cpp):
+            self.skipTest("core/budget/budgetschema.cpp is not next to python/")
+        with open(cpp) as f:
+            text = f.read()
+        body = text[text.index("budgetMigration(int fromVersion)"):]
+        body = body[:body.index("};")]
+        statements = [re.sub(r'"\s*"', "", s) for s in
+                      re.findall(r'("(?:[^"\\]|\\.)*"(?:\s*"(?:[^"\\]|\\.)*")*)\s*,', body)]
+        self.assertEqual([s.strip('"') for s in statements], list(hr._BUDGET_DDL))
+        columns = re.findall(r'\{"(\w+)", (?:true|false)\}', text)
+        self.assertEqual(tuple(columns), hr._BUDGET_COLUMNS)
+
+    def test_eight_processes_log_at_once(self):
+        try:
+            ctx = multiprocessing.get_context("fork")  # the children share this module's state
+        except ValueError:
+            self.skipTest("no fork on this platform")
+        barrier = ctx.Barrier(8)
+        procs = [ctx.Process(target=_log_metrics, args=(self.db, r, 20, barrier))
+                 for r in range(8)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(60)
+        self.assertEqual([p.exitcode for p in procs], [0] * 8)
+        rows = _budget_rows(self.db)
+        self.assertEqual(len(rows), 160)
+        self.assertEqual(len({r["run_id"] for r in rows}), 160)
+        per_rank = {}
+        for r in rows:
+            per_rank.setdefault(json.loads(r["config_json"])["rank"], []).append(r)
+        self.assertEqual(sorted((k, len(v)) for k, v in per_rank.items()),
+                         [(str(k), 20) for k in range(8)])
+
 
 if __name__ == "__main__":
     unittest.main()

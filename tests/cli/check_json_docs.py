@@ -17,6 +17,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 
 
 def sections(doc_path):
@@ -78,8 +79,11 @@ def main():
     proto5 = os.path.join(src, "tests", "fixtures", "proto5.pickle")
     oom = os.path.join(src, "tests", "fixtures", "oom.pickle")
     decoder = os.path.join(src, "tests", "data", "cpu", "decoder_base.pickle")
+    budget_db = os.path.join(tempfile.mkdtemp(prefix="headroom-json-docs-"), "budget.db")
     # Section id -> the invocations whose top-level keys, together, the table must match.
     runs = {
+        "budget record": [["budget", "record", "--json", "--db", budget_db, silmont, oom]],
+        "budget status": [["budget", "status", "--json", "--db", budget_db]],
         "summary FILE": [["summary", "--json", silmont], ["summary", "--json", oom]],
         "summary FILE FILE...": [["summary", "--json", silmont, kk]],
         "analyze": [["analyze", "--json", silmont], ["analyze", "--json", "--capacity", "80GiB", oom]],

@@ -8,7 +8,8 @@
 // `mcp: N passed, N failed` line. Exit code 0 only when every check passed.
 
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, realpathSync } from 'node:fs';
+import { existsSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -230,7 +231,7 @@ async function sdkSection() {
   check('server capabilities include resources', caps.resources !== undefined && caps.resources !== null, `capabilities=${show(caps)}`);
 
   // ---- tools/list
-  const EXPECTED_TOOLS = ['open', 'summary', 'diagnose', 'peak', 'whatif', 'ladder', 'replay', 'compare', 'doctor', 'check'];
+  const EXPECTED_TOOLS = ['open', 'summary', 'diagnose', 'peak', 'whatif', 'ladder', 'replay', 'compare', 'doctor', 'check', 'budget_status'];
   const tools = new Map();
   try {
     let cursor;
@@ -343,6 +344,22 @@ async function sdkSection() {
     sameAsCli('whatif{A,micro_batch:2}', whatifA,
               ['whatif', '--json', A, '--measured-micro-batch', '1', '--measured-seq', '128', '--micro-batch', '2']);
   await callAndValidate('whatif', { file: N1, seq: 150, measured_seq: 100, measured_micro_batch: 1 });
+  // The standing budget (issue 48): a store the CLI recorded, read through MCP as the CLI reads it.
+  {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'headroom-mcp-budget-'));
+    const db = path.join(dir, 'budget.db');
+    const rec = spawnSync(opts.cli, ['budget', 'record', '--db', db, '--config', 'model=mcp-test', A], { encoding: 'utf8' });
+    check('budget record (CLI) succeeds', rec.status === 0, show(rec.stderr));
+    const st = await callAndValidate('budget_status', { db });
+    if (st) {
+      check('budget_status: one configuration, not validated (no worst case declared)',
+            st.configurations?.length === 1 && st.configurations[0].validated === false &&
+              st.configurations[0].shortfall === 'no_worst_case_declared',
+            show(st.configurations, 300));
+      sameAsCli('budget_status{db}', st, ['budget', 'status', '--json', '--db', db]);
+    }
+    rmSync(dir, { recursive: true, force: true });
+  }
   const ladderA = await callAndValidate('ladder', { file: A, capacity: '40GiB', measured_micro_batch: 1, measured_seq: 128 });
   if (ladderA)
     sameAsCli('ladder{A,40GiB}', ladderA,

@@ -23,6 +23,7 @@ CORE = {
     "analysis": ["replay", "model", "util"],
     "whatif": ["analysis", "replay", "model", "util"],
     "report": ["whatif", "analysis", "replay", "model", "util"],
+    "budget": ["whatif", "analysis", "replay", "model", "util"],
 }
 # core/whatif/'s folders, each its own library (core/CMakeLists.txt), in the same way.
 WHATIF = {

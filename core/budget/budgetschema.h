@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+// The budget store's schema and its rows, shared by the SQLite and PostgreSQL stores (and
+// spelled the same in python/headroom_record.py's run metric, which writes SQLite with the
+// standard library). Every value travels as text or NULL; a store binds integer columns as
+// integers where its API has them.
+
+#include "core/budget/budgetrun.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace headroom {
+
+using BudgetRow = std::vector<std::optional<std::string>>;
+
+/// The runs table's columns, in the order of a row.
+const std::vector<std::string>& budgetColumns();
+/// Whether column `i` holds an integer.
+bool budgetColumnIsInteger(size_t i);
+
+/// The statements that take a store at schema version v to v + 1, for v from 0 (an empty
+/// store) to kBudgetSchemaVersion - 1. Standard SQL both stores accept.
+std::vector<std::string> budgetMigration(int fromVersion);
+
+/// "INSERT ... ON CONFLICT (run_id) DO NOTHING" with `placeholder(i)` for the i-th value
+/// (0-based): "?" for SQLite, "$1" ... for PostgreSQL.
+std::string budgetInsertSql(bool dollarPlaceholders);
+/// "SELECT <the columns> FROM ... ORDER BY recorded_at, run_id".
+std::string budgetSelectSql();
+
+BudgetRow budgetRowOf(const BudgetRun& run);
+/// Throws BudgetStoreError naming `store` when a row is not one this build wrote.
+BudgetRun budgetRunOfRow(const BudgetRow& row, const std::string& store);
+
+} // namespace headroom
