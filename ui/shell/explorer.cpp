@@ -17,6 +17,7 @@
 #include "ui/views/diagnosisview.h"
 #include "ui/views/moduleview.h"
 #include "ui/views/ranksview.h"
+#include "ui/views/budgetview.h"
 #include "ui/views/stackview.h"
 #include "ui/whatif/projectedtimelinejob.h"
 #include "ui/whatif/whatifpanel.h"
@@ -49,7 +50,7 @@ namespace headroom {
 namespace {
 const QString kLayoutKey = QStringLiteral("explorer/layout");
 const QString kLayoutVersionKey = QStringLiteral("explorer/layoutVersion");
-constexpr int kLayoutVersion = 7; // 2: the what-if dock, 3: notes, 4: compare, 5: ranks, 6: wider what-if group, 7: modules
+constexpr int kLayoutVersion = 8; // 2: the what-if dock, 3: notes, 4: compare, 5: ranks, 6: wider what-if group, 7: modules, 8: budget
 } // namespace
 
 Explorer::Explorer(QMainWindow* window)
@@ -69,6 +70,7 @@ Explorer::Explorer(QMainWindow* window)
     m_bookmarks = new BookmarksView(m_selection);
     m_compare = new CompareView(m_selection);
     m_ranks = new RanksView(m_selection);
+    m_budget = new BudgetView(m_selection);
     m_captureBar = new CaptureBar;
     m_captureBar->hide();
     connect(m_captureBar, &CaptureBar::findingsReady, m_captureBar, &QWidget::setVisible);
@@ -87,6 +89,7 @@ Explorer::Explorer(QMainWindow* window)
     QDockWidget* bookmarks = addDock(m_bookmarks, Qt::BottomDockWidgetArea);
     QDockWidget* compare = addDock(m_compare, Qt::BottomDockWidgetArea);
     QDockWidget* ranks = addDock(m_ranks, Qt::BottomDockWidgetArea);
+    QDockWidget* budget = addDock(m_budget, Qt::BottomDockWidgetArea);
     window->splitDockWidget(allocations, breakdown, Qt::Horizontal);
     window->tabifyDockWidget(allocations, stacks);
     window->tabifyDockWidget(stacks, modules);
@@ -96,6 +99,7 @@ Explorer::Explorer(QMainWindow* window)
     window->tabifyDockWidget(diagnosis, whatIf);
     window->tabifyDockWidget(whatIf, compare);
     window->tabifyDockWidget(compare, ranks);
+    window->tabifyDockWidget(ranks, budget);
     allocations->raise();
     breakdown->raise();
     window->resizeDocks({timeline, allocations}, {55, 45}, Qt::Vertical);

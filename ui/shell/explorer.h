@@ -26,6 +26,7 @@ class BreakdownView;
 class CaptureBar;
 class CompareView;
 class RanksView;
+class BudgetView;
 class DiagnosisView;
 class ModuleView;
 class ExplorerView;
@@ -73,6 +74,7 @@ public:
     /// What the open capture cannot show, above the timeline.
     CaptureBar* captureBar() const { return m_captureBar; }
     RanksView* ranks() const { return m_ranks; }
+    BudgetView* budget() const { return m_budget; }
 
     /// The user's annotations to save with the trace (the native format's USER section):
     /// the opened file's own user data (`base` when no file is shown) with the bookmarks of
@@ -133,6 +135,7 @@ private:
     BookmarksView* m_bookmarks;
     CompareView* m_compare;
     RanksView* m_ranks;
+    BudgetView* m_budget;
     CaptureBar* m_captureBar;
     std::weak_ptr<const LoadedTrace> m_examinedTrace; ///< the file the capture bar speaks of
     /// The shown file's user data, kept up to date with the bookmarks of every device.
