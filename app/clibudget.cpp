@@ -2,6 +2,7 @@
 #include "app/clibudget.h"
 
 #include "core/budget/budgetrecorder.h"
+#include "core/budget/budgetschema.h"
 #include "core/budget/openbudgetstore.h"
 #include "core/util/sha256.h"
 #include "core/util/units.h"
@@ -9,6 +10,9 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <iterator>
 
 namespace headroom::cli {
 
@@ -129,8 +133,60 @@ BudgetPolicy budgetPolicyOf(const std::string& margin, const std::string& keyFie
     return p;
 }
 
+namespace {
+
+/// `budget record --metric-json`: the recorder's run metric, for a store it cannot write
+/// itself (PostgreSQL: the standard library has no client).
+CommandOutput recordMetric(const BudgetRecordRequest& req)
+{
+    if (!req.files.empty() || !req.config.empty() || !req.capacity.empty())
+        throw CommandError("--metric-json: the run metric is the whole run; no FILE, --config or --capacity with it");
+    std::string text;
+    if (req.metricJson == "-") {
+        text.assign(std::istreambuf_iterator<char>(std::cin), {});
+    } else {
+        std::ifstream in(req.metricJson, std::ios::binary);
+        if (!in)
+            throw CommandError(req.metricJson + ": cannot open the run metric");
+        text.assign(std::istreambuf_iterator<char>(in), {});
+    }
+    const std::string name = req.metricJson == "-" ? "the run metric on standard input" : req.metricJson;
+    const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_discarded())
+        throw CommandError(name + ": not JSON");
+    BudgetRun run;
+    try {
+        run = budgetRunOfJsonRow(j, name);
+    } catch (const BudgetStoreError& e) {
+        throw CommandError(e.what());
+    }
+    if (run.runId.empty() || run.recordedAt.empty())
+        throw CommandError(name + ": expected run_id and recorded_at");
+    const auto store = openStore(req.db);
+    bool added = false;
+    try {
+        added = store->add(run);
+    } catch (const BudgetStoreError& e) {
+        throw CommandError(e.what());
+    }
+    CommandOutput out;
+    const std::string key = budgetGroupKey(run, BudgetPolicy{});
+    out.json = {{"store", store->name()},
+                {"recorded", {{{"file", nullptr}, {"device", run.device}, {"run_id", run.runId}, {"added", added},
+                               {"key", key}, {"peak_allocated_bytes", run.peakAllocated}, {"oom", run.oom}}}}};
+    out.text = (added ? "recorded run metric " : "already recorded run metric ") + run.runId + ": peak " +
+               formatBytes(run.peakAllocated) + (run.oom ? ", OOM" : "") + "\n  " + key + "\n";
+    return out;
+}
+
+} // namespace
+
 CommandOutput runBudgetRecord(const BudgetRecordRequest& req, const TraceSource& source)
 {
+    if (!req.metricJson.empty())
+        return recordMetric(req);
+    if (req.files.empty())
+        throw CommandError("budget record: expected FILE..., or --metric-json");
     BudgetRecordOptions o;
     o.overrides = pairsOption(req.config);
     if (!req.capacity.empty()) {
@@ -247,7 +303,10 @@ void BudgetCommand::add(CLI::App& app)
                                          "which configurations are validated");
     m_cmd->require_subcommand(1);
     m_record = m_cmd->add_subcommand("record", "Record each file's runs (one per device) in the store");
-    m_record->add_option("FILE", m_recordReq.files, "Snapshots or traces of finished or crashed runs")->required();
+    m_record->add_option("FILE", m_recordReq.files, "Snapshots or traces of finished or crashed runs");
+    m_record->add_option("--metric-json", m_recordReq.metricJson,
+                         "A run metric instead of files: the recorder's row as JSON ('-': standard input), as "
+                         "headroom_record.log_run_metric sends it for a PostgreSQL store");
     m_record->add_option("--db", m_recordReq.db, "The store: an SQLite file, or a postgresql:// URL")->required();
     m_record->add_option("--config", m_recordReq.config,
                          "KEY=VALUE over what the file tells (repeatable), e.g. model=llama-7b, "

@@ -21,6 +21,8 @@ struct BudgetRecordRequest {
     std::string db;
     std::vector<std::string> config; ///< KEY=VALUE, winning over what the files tell
     std::string capacity;
+    /// A run metric (the recorder's row, as JSON; "-": standard input) instead of files.
+    std::string metricJson;
 };
 
 struct BudgetStatusRequest {

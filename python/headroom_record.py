@@ -1261,19 +1261,53 @@ def log_run_metric(db, config=None, *, device=None, step_tokens=None, worst_case
     ``step_tokens``). ``worst_case_tokens``: the largest step the data can produce (default:
     config's). ``run_id``: default 'metric:' + a random hex; the same id twice adds one row.
 
-    Raises RuntimeError without PyTorch or CUDA (only here: the caller asked for a peak) and
-    BudgetStoreError for a postgresql:// URL, a store of a newer schema (left unchanged) or
-    a file that is no SQLite database. Many ranks may log into one file at once."""
+    A postgresql:// URL is written through ``headroom-cli budget record --metric-json -``
+    ($HEADROOM_CLI, else headroom-cli on the PATH): the standard library has no PostgreSQL
+    client. Raises RuntimeError without PyTorch or CUDA (only here: the caller asked for a
+    peak) and BudgetStoreError for a store of a newer schema (left unchanged), a file that is
+    no SQLite database, or a PostgreSQL store without headroom-cli. Many ranks may log into
+    one store at once.""" 
     where = os.fspath(db)
-    if str(where).startswith(("postgresql://", "postgres://")):  # the URL may hold a password
-        raise BudgetStoreError(
-            "headroom_record writes SQLite budget stores only, not PostgreSQL: log into an "
-            "SQLite file, or dump a snapshot and record it with `headroom-cli budget record "
-            "--db postgresql://... FILE`")
     row = _metric_row(_cuda_of(torch), config, device, step_tokens, worst_case_tokens, oom,
                       oom_iteration, run_id)
-    _add_budget_row(where, row)
+    if str(where).startswith(("postgresql://", "postgres://")):
+        _send_to_cli(where, row)
+    else:
+        _add_budget_row(where, row)
     return row["run_id"]
+
+
+def _wal(con, sqlite3):
+    """PRAGMA journal_mode=WAL, retried: switching a new store to WAL takes an exclusive lock
+    and SQLite answers "database is locked" at once, without its busy handler, when another
+    rank is switching it too."""
+    import time
+    deadline = time.monotonic() + _BUDGET_BUSY_TIMEOUT_S
+    while True:
+        try:
+            con.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+
+
+def _send_to_cli(url, row):
+    """A PostgreSQL store through `headroom-cli budget record --metric-json -` (the standard
+    library has no PostgreSQL client): $HEADROOM_CLI, else headroom-cli on the PATH. The URL
+    may hold a password: no message here repeats it (the CLI's hide it)."""
+    import shutil
+    import subprocess
+    cli = os.environ.get("HEADROOM_CLI") or shutil.which("headroom-cli")
+    if not cli:
+        raise BudgetStoreError(
+            "a PostgreSQL budget store is written through headroom-cli, which is not on the "
+            "PATH (set HEADROOM_CLI to it), or log into an SQLite file")
+    r = subprocess.run([cli, "budget", "record", "--db", url, "--metric-json", "-"],
+                       input=json.dumps(row), capture_output=True, text=True)
+    if r.returncode != 0:
+        raise BudgetStoreError("headroom-cli budget record: " + r.stderr.strip())
 
 
 def _cuda_of(torch):
@@ -1369,7 +1403,7 @@ def _add_budget_row(where, row):
     try:
         # read before anything is written, so a newer store or a non-database stays as it is
         _budget_schema_version(con, where)
-        con.execute("PRAGMA journal_mode=WAL")  # readers never block the ranks' writers
+        _wal(con, sqlite3)  # readers never block the ranks' writers
         # IMMEDIATE: writers opening a new store at once create it one after the other, and
         # the second finds the version the first wrote (as SqliteStore::migrate does)
         con.execute("BEGIN IMMEDIATE")

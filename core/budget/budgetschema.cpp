@@ -176,4 +176,23 @@ BudgetRun budgetRunOfRow(const BudgetRow& row, const std::string& store)
     return r;
 }
 
+BudgetRun budgetRunOfJsonRow(const nlohmann::json& j, const std::string& source)
+{
+    if (!j.is_object())
+        throw BudgetStoreError(source + ": expected a JSON object with the run's columns");
+    BudgetRow row;
+    for (const std::string& c : budgetColumns()) {
+        const auto it = j.find(c);
+        if (it == j.end() || it->is_null())
+            row.emplace_back();
+        else if (it->is_string())
+            row.emplace_back(it->get<std::string>());
+        else if (it->is_number_integer() || it->is_boolean())
+            row.emplace_back(std::to_string(it->is_boolean() ? int(it->get<bool>()) : it->get<int64_t>()));
+        else
+            throw BudgetStoreError(source + ": column " + c + " is " + it->type_name() + ", expected text or an integer");
+    }
+    return budgetRunOfRow(row, source);
+}
+
 } // namespace headroom

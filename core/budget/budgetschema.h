@@ -8,6 +8,8 @@
 
 #include "core/budget/budgetrun.h"
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,5 +36,10 @@ std::string budgetSelectSql();
 BudgetRow budgetRowOf(const BudgetRun& run);
 /// Throws BudgetStoreError naming `store` when a row is not one this build wrote.
 BudgetRun budgetRunOfRow(const BudgetRow& row, const std::string& store);
+
+/// A run from a JSON object with the row's columns as keys (the recorder's run metric, as
+/// `budget record --metric-json` reads it); integers may be numbers or text, absent keys NULL.
+/// Throws BudgetStoreError naming `source` when a value has another type or the row is bad.
+BudgetRun budgetRunOfJsonRow(const nlohmann::json& row, const std::string& source);
 
 } // namespace headroom

@@ -5,7 +5,9 @@
 
 #include <sqlite3.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 
 namespace headroom {
 
@@ -45,7 +47,7 @@ SqliteStore::SqliteStore(const std::string& path)
         throw BudgetStoreError(m_path + ": a budget store of schema version " + std::to_string(version) +
                                "; this Headroom reads up to version " + std::to_string(kBudgetSchemaVersion) +
                                " (left unchanged; use a newer Headroom)");
-    exec("PRAGMA journal_mode=WAL");
+    enableWal();
     if (version < kBudgetSchemaVersion)
         migrate();
 }
@@ -61,6 +63,22 @@ void SqliteStore::exec(const std::string& sql)
 {
     if (sqlite3_exec(m_db, sql.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK)
         fail("cannot run '" + sql.substr(0, sql.find(' ', 12)) + "...'");
+}
+
+void SqliteStore::enableWal()
+{
+    // Switching a new store to WAL takes an exclusive lock, and SQLite answers SQLITE_BUSY
+    // at once, without the busy handler, while another writer switches it: retried here up
+    // to the busy timeout.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kBusyTimeoutMs);
+    for (;;) {
+        const int rc = sqlite3_exec(m_db, "PRAGMA journal_mode=WAL", nullptr, nullptr, nullptr);
+        if (rc == SQLITE_OK)
+            return;
+        if ((rc != SQLITE_BUSY && rc != SQLITE_LOCKED) || std::chrono::steady_clock::now() > deadline)
+            fail("cannot switch it to WAL");
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
 }
 
 int SqliteStore::schemaVersion()

@@ -28,6 +28,7 @@ private:
     [[noreturn]] void fail(const std::string& doing) const;
     void exec(const std::string& sql);
     int schemaVersion();
+    void enableWal();
     void migrate();
 
     std::string m_path;

@@ -1325,15 +1325,39 @@ class RunMetric(RecorderTestCase):
         with open(self.db, "rb") as f:
             self.assertEqual(f.read(), b"not sqlite at all " * 100)
 
-    def test_postgresql_is_refused_without_repeating_the_url(self):
+    def test_postgresql_goes_through_headroom_cli_without_repeating_the_url(self):
         self.install(version="2.5.0", flavor="2.5")
-        for url in ("postgresql://u:secret@host/db", "postgres://u:secret@host/db"):
-            with self.assertRaises(hr.BudgetStoreError) as caught:
-                hr.log_run_metric(url)
-            message = str(caught.exception)
-            self.assertIn("SQLite", message)
-            self.assertIn("headroom-cli budget record", message)
-            self.assertNotIn("secret", message)
+        saved = {k: os.environ.get(k) for k in ("HEADROOM_CLI", "PATH")}
+        try:
+            os.environ.pop("HEADROOM_CLI", None)
+            os.environ["PATH"] = self.out  # no headroom-cli to be found
+            for url in ("postgresql://u:secret@host/db", "postgres://u:secret@host/db"):
+                with self.assertRaises(hr.BudgetStoreError) as caught:
+                    hr.log_run_metric(url)
+                self.assertIn("headroom-cli", str(caught.exception))
+                self.assertNotIn("secret", str(caught.exception))
+            # A stand-in CLI that keeps what it was given: the row on stdin, the URL in argv.
+            fake = os.path.join(self.out, "fake-cli")
+            seen = os.path.join(self.out, "seen.json")
+            with open(fake, "w") as f:
+                f.write("#!%s\nimport json, sys\njson.dump({'argv': sys.argv[1:], 'row': json.load(sys.stdin)}, "
+                        "open(%r, 'w'))\n" % (sys.executable, seen))
+            os.chmod(fake, 0o755)
+            os.environ["HEADROOM_CLI"] = fake
+            run_id = hr.log_run_metric("postgresql://u:secret@host/db", {"model": "m"}, step_tokens=[4, 8])
+            with open(seen) as f:
+                got = json.load(f)
+            self.assertEqual(got["argv"], ["budget", "record", "--db", "postgresql://u:secret@host/db",
+                                           "--metric-json", "-"])
+            self.assertEqual(got["row"]["run_id"], run_id)
+            self.assertEqual(got["row"]["max_step_tokens"], 8)
+            self.assertEqual(json.loads(got["row"]["config_json"])["model"], "m")
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
 
     def test_no_cuda_raises_only_when_a_metric_is_asked_for(self):
         self.install(version="2.5.0", cuda=False)

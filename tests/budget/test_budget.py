@@ -11,7 +11,9 @@ record_budget_runs.py): short batches only -> not validated, the worst-case step
 margin -> validated and `check --budget` passes, a later OOM of the same configuration takes
 it back; a store with a newer schema and (SQLite) a file that is not a database are refused
 and left unchanged; 16 writers x 50 runs at once lose nothing; a writer killed mid-write
-leaves a store that reads and takes the rest; a URL's password appears in no output.
+leaves a store that reads and takes the rest; the GPU recorder's run metric (with a stand-in
+for torch.cuda) lands in both and validates on its worst-case step; a URL's password appears
+in no output.
 """
 import argparse
 import glob
@@ -25,6 +27,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from postgres_server import PostgresServer  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+import headroom_record  # noqa: E402
 
 PASSWORD = "s3cret-pw"
 
@@ -149,8 +153,7 @@ class Suite:
         return paths
 
     def writers(self, count=16, each=50):
-        db = self.new_store("writers")
-        self.json("budget", "status", "--db", db)  # created once, as a team's store is
+        db = self.new_store("writers")  # new: the writers create its tables among themselves
         files = self.tiny_files(count * each)
         procs = [subprocess.Popen([self.args.cli, "budget", "record", "--db", db] + files[w * each:(w + 1) * each],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -197,9 +200,26 @@ class Suite:
         except (sqlite3.Error, subprocess.CalledProcessError, ValueError):
             return 0
 
+    def metric(self):
+        """The GPU recorder's run metric (python/headroom_record.py) into this store: SQLite
+        written by the recorder itself, PostgreSQL through `budget record --metric-json -`."""
+        db = self.new_store("metric")
+        os.environ["HEADROOM_CLI"] = self.args.cli
+        config = {"model": "decoder_budget", "micro_batch": 2, "seq": 64, "precision": "fp32",
+                  "optimizer": "adamw", "devices": 1}
+        for i, (peak, steps) in enumerate(((3 << 20, [64, 64]), (5 << 20, [64, 128]))):
+            headroom_record.log_run_metric(db, config, torch=FakeTorch(peak), step_tokens=steps,
+                                           worst_case_tokens=128, run_id="metric:test-%d" % i)
+        c = self.json("budget", "status", "--db", db)["configurations"]
+        self.expect(len(c) == 1 and c[0]["validated"] and c[0]["validated_by"] == "metric:test-1"
+                    and [r["source"] for r in c[0]["runs"]] == ["metric", "metric"],
+                    "two run metrics: %s" % [(x["validated"], x["status"]) for x in c])
+        return c
+
     def run(self):
         t = time.time()
         real = self.record_real_files()
+        metric = self.metric()
         policy = self.policy()
         self.newer_schema()
         if self.backend == "sqlite":
@@ -210,7 +230,30 @@ class Suite:
         self.expect(not leaked, "the URL's password was printed: %s" % (leaked[:1],))
         print("%s: %d checks' outputs, %.1f s, %s" % (self.backend, len(self.outputs), time.time() - t,
                                                      "ok" if not self.problems else "FAILED"))
-        return comparable(real), comparable(policy)
+        return comparable(real), comparable(policy), comparable(metric)
+
+
+class FakeTorch:
+    """What log_run_metric reads of torch.cuda: a peak, and a 16 GiB device."""
+
+    def __init__(self, peak):
+        self.cuda = self
+        self.peak = peak
+
+    def is_available(self):
+        return True
+
+    def current_device(self):
+        return 0
+
+    def max_memory_allocated(self, device):
+        return self.peak
+
+    def max_memory_reserved(self, device):
+        return self.peak + (1 << 20)
+
+    def get_device_properties(self, device):
+        return type("Properties", (), {"total_memory": 16 << 30})()
 
 
 def comparable(status):

@@ -167,7 +167,7 @@ TEST_CASE("A file that is not a store is refused and left as it was", "[budget]"
 TEST_CASE("Many writers on one SQLite store lose nothing", "[budget]")
 {
     const std::string path = tempStore("writers");
-    openBudgetStore(path); // created once; each writer opens its own connection
+    // A new store: the writers create its tables and switch it to WAL among themselves.
     std::vector<std::thread> writers;
     for (int w = 0; w < 8; ++w)
         writers.emplace_back([&, w] {
