@@ -310,13 +310,15 @@ void BudgetCommand::add(CLI::App& app)
     m_record->add_option("--db", m_recordReq.db, "The store: an SQLite file, or a postgresql:// URL")->required();
     m_record->add_option("--config", m_recordReq.config,
                          "KEY=VALUE over what the file tells (repeatable), e.g. model=llama-7b, "
-                         "worst_case_tokens=8192, step_tokens=4096");
+                         "worst_case_tokens=8192, step_tokens=4096")
+        ->allow_extra_args(false);
     m_record->add_option("--capacity", m_recordReq.capacity, "The device's capacity, e.g. 80GiB (else the OOM record's)");
     m_record->add_flag("--json", m_json, "Machine-readable JSON output");
     m_status = m_cmd->add_subcommand("status", "Each configuration's runs, worst peak, trend, room left, and whether "
                                                "it is validated");
     m_status->add_option("--db", m_statusReq.db, "The store: an SQLite file, or a postgresql:// URL")->required();
-    m_status->add_option("--config", m_statusReq.config, "KEY=VALUE: only configurations with it (repeatable)");
+    m_status->add_option("--config", m_statusReq.config, "KEY=VALUE: only configurations with it (repeatable)")
+        ->allow_extra_args(false);
     m_status->add_option("--margin", m_statusReq.margin, "Share of the capacity a validating run leaves free (default 10%)");
     m_status->add_option("--key-fields", m_statusReq.keyFields,
                          "The fields that make a configuration, comma-separated (default "

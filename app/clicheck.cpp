@@ -158,7 +158,8 @@ void CheckCommand::add(CLI::App& app)
     m_cmd->add_option("--budget", m_req.budget,
                       "A budget store (SQLite file or postgresql:// URL): fail unless this run's configuration "
                       "is validated there");
-    m_cmd->add_option("--config", m_req.config, "KEY=VALUE over the file's configuration, for --budget (repeatable)");
+    m_cmd->add_option("--config", m_req.config, "KEY=VALUE over the file's configuration, for --budget (repeatable)")
+        ->allow_extra_args(false);
     m_cmd->add_option("--device", m_req.device, "Device ordinal (default: the device with the highest peak)");
     m_cmd->add_option("--categories", m_req.categories, "Your own categories (a JSON rules file, as analyze takes)");
     m_cmd->add_option("--max-category", m_req.maxCategory,
