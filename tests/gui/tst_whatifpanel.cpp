@@ -25,6 +25,7 @@
 #include <QWheelEvent>
 #include <QTableWidget>
 #include <QTest>
+#include <QToolButton>
 
 #include <cmath>
 #include <cstdlib>
@@ -258,6 +259,21 @@ TEST_CASE("Levers whose measured value is unknown move in ratios or wait for it"
     CHECK(at2 > at1);
     slider->setValue(0);
     CHECK(value->text() == QStringLiteral("x1/4"));
+    // One stop at a time with the buttons beside the narrow slider (issue 49), clicked as a person would.
+    auto* up = panel.findChild<QToolButton*>(QStringLiteral("microBatchLeverUp"));
+    auto* down = panel.findChild<QToolButton*>(QStringLiteral("microBatchLeverDown"));
+    REQUIRE(up);
+    REQUIRE(down);
+    CHECK_FALSE(down->isEnabled()); // at x1/4, the first stop
+    for (size_t i = 1; i < kBatchRatioSteps.size(); ++i) {
+        QTest::mouseClick(up, Qt::LeftButton);
+        CHECK(slider->value() == int(i));
+        CHECK(value->text() == QString::fromStdString(microBatchText(kBatchRatioSteps[i], kBatchRatioUnits)));
+    }
+    CHECK_FALSE(up->isEnabled());
+    QTest::mouseClick(down, Qt::LeftButton);
+    CHECK(slider->value() == int(kBatchRatioSteps.size()) - 2);
+    slider->setValue(0);
     CHECK(panel.projection().phases[0].allocated < at1);
     // Never a count it does not have: tokens/s and the effective batch stay unknown.
     CHECK(summary->text().contains(QStringLiteral("needs the measured micro-batch")));

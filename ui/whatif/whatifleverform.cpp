@@ -35,6 +35,37 @@ WhatIfLeverForm::WhatIfLeverForm(QWidget* parent) : QWidget(parent)
     connectFields();
 }
 
+namespace {
+
+/// "-" and "+" beside a slider, one stop each: the levers' column is narrow (about 75 px of
+/// slider in the default window, 12 ratio stops or 64 counts), so a drag cannot land on a
+/// stop a person means; the buttons (and the arrow keys on the slider) can.
+void addStepButtons(QHBoxLayout* row, QSlider* slider, const QString& what)
+{
+    for (int dir : {-1, +1}) {
+        auto* b = new QToolButton(row->parentWidget());
+        b->setText(dir < 0 ? QStringLiteral("\u2212") : QStringLiteral("+"));
+        b->setObjectName(slider->objectName() + (dir < 0 ? QStringLiteral("Down") : QStringLiteral("Up")));
+        b->setAutoRaise(true);
+        b->setAutoRepeat(true);
+        b->setFixedWidth(b->fontMetrics().horizontalAdvance(QStringLiteral("+")) * 2 + 6); // leave the slider its room
+        b->setToolTip(dir < 0 ? WhatIfLeverForm::tr("One %1 stop down").arg(what)
+                              : WhatIfLeverForm::tr("One %1 stop up").arg(what));
+        QObject::connect(b, &QToolButton::clicked, slider, [slider, dir] {
+            slider->triggerAction(dir < 0 ? QAbstractSlider::SliderSingleStepSub : QAbstractSlider::SliderSingleStepAdd);
+        });
+        QObject::connect(slider, &QSlider::rangeChanged, b, [b, slider, dir] {
+            b->setEnabled(dir < 0 ? slider->value() > slider->minimum() : slider->value() < slider->maximum());
+        });
+        QObject::connect(slider, &QSlider::valueChanged, b, [b, slider, dir](int v) {
+            b->setEnabled(dir < 0 ? v > slider->minimum() : v < slider->maximum());
+        });
+        row->addWidget(b);
+    }
+}
+
+} // namespace
+
 QWidget* WhatIfLeverForm::buildMicroBatch()
 {
     auto* w = new QWidget(this);
@@ -46,14 +77,17 @@ QWidget* WhatIfLeverForm::buildMicroBatch()
     m_microBatchLabel = new QPushButton(QStringLiteral("1"), w);
     m_microBatchLabel->setObjectName(QStringLiteral("microBatchValue"));
     m_microBatchLabel->setFlat(true);
-    m_microBatchLabel->setMinimumWidth(44);
+    // Fixed: a push button's own minimum width (the style's) would take the slider's room.
+    m_microBatchLabel->setFixedWidth(m_microBatchLabel->fontMetrics().horizontalAdvance(QStringLiteral("x1/16")) + 10);
     m_microBatchInPlace = new QSpinBox(w);
     m_microBatchInPlace->setObjectName(QStringLiteral("microBatchInPlace"));
     m_microBatchInPlace->setRange(1, 4096);
     m_microBatchInPlace->setKeyboardTracking(false);
     m_microBatchInPlace->setToolTip(tr("The micro-batch the run was measured at (the same field as under <i>Measured at</i>)"));
     m_microBatchInPlace->hide();
-    h->addWidget(m_microBatch);
+    h->setSpacing(2);
+    h->addWidget(m_microBatch, 1);
+    addStepButtons(h, m_microBatch, tr("micro-batch"));
     h->addWidget(m_microBatchLabel);
     h->addWidget(m_microBatchInPlace);
     return w;
@@ -61,20 +95,23 @@ QWidget* WhatIfLeverForm::buildMicroBatch()
 
 void WhatIfLeverForm::buildLevers(QFormLayout* form)
 {
-    auto slider = [&](QSlider*& s, QLabel*& l, int max) {
+    auto slider = [&](QSlider*& s, QLabel*& l, int max, const QString& name, const QString& objectName) {
         auto* w = new QWidget(this);
         auto* h = new QHBoxLayout(w);
         h->setContentsMargins(0, 0, 0, 0);
         s = new QSlider(Qt::Horizontal, w);
+        s->setObjectName(objectName);
         s->setRange(1, max);
         l = new QLabel(QStringLiteral("1"), w);
-        l->setMinimumWidth(44);
-        h->addWidget(s);
+        l->setMinimumWidth(l->fontMetrics().horizontalAdvance(QStringLiteral("64")) + 6);
+        h->setSpacing(2);
+        h->addWidget(s, 1);
+        addStepButtons(h, s, name);
         h->addWidget(l);
         return w;
     };
     form->addRow(tr("Micro-batch"), buildMicroBatch());
-    form->addRow(tr("Accumulation"), slider(m_accum, m_accumLabel, 64));
+    form->addRow(tr("Accumulation"), slider(m_accum, m_accumLabel, 64, tr("accumulation"), QStringLiteral("accumLever")));
     m_seq = new QSpinBox(this);
     m_seq->setObjectName(QStringLiteral("seqLever"));
     m_seq->setRange(0, 1 << 20);
