@@ -93,6 +93,9 @@ TEST_CASE("the Modules view: the recorder's module tree, its rows adding up to w
     CHECK(peak > before);
     CHECK(layer0->data(5, Qt::UserRole).toLongLong() <= peak);
     CHECK(view->headline().contains(QStringLiteral("Before / peak / after its forward")));
+    // The iteration numbered as the Diagnosis and the timeline number it (issue 49: it said one more).
+    const int peakIteration = a.data().analysis.phases.iterationOf(tl.peakEventIndex);
+    CHECK(view->headline().contains(QStringLiteral("in iteration %1's forward").arg(peakIteration)));
 
     // Another event: the view follows the selection.
     const int64_t early = tl.peakEventIndex / 4;

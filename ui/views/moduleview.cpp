@@ -330,7 +330,7 @@ void ModuleView::fill(const LiveGroups& g, const ModuleForwardWindows& windows)
             ? tr("No module allocated in the forward of this iteration, so its forward moments are not known.")
             : tr("Before / peak / after its forward: the memory alive around the module's allocations in iteration "
                  "%1's forward (the backward's allocations name no module).")
-                  .arg(windows.iteration + 1);
+                  .arg(windows.iteration); // numbered from 0, as the Diagnosis and the timeline number them
     m_header->setText(tr("At %1: %2 of %3 alive attributed to a module; %4. %5 Click a module to filter the other views to it.")
                           .arg(at, formatBytesQ(g.moduleBytes), formatBytesQ(g.bytes), source, moments));
     markFiltered();
