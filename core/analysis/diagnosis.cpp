@@ -176,8 +176,11 @@ Finding capacityFinding(const MemoryTimeline& tl, const FrameTable& frames, cons
         return f;
     }
     const double ratio = double(need) / double(cap.bytes);
-    f.evidence = needText + " against a capacity of " + formatBytes(cap.bytes) + " (" + cap.source + "): " +
-                 percent(ratio) + " of capacity; at the peak: " + topCategories(a.atPeak, 3);
+    // One number per clause: the share is named with the figure it is of, not left after
+    // the last size the need's text mentions (issue 49).
+    const std::string measured = need == tl.peakAllocated ? "the peak allocated" : "the lower bound";
+    f.evidence = needText + "; capacity " + formatBytes(cap.bytes) + " (" + cap.source + "): " + measured + " " +
+                 formatBytes(need) + " is " + percent(ratio) + " of it; at the peak: " + topCategories(a.atPeak, 3);
     if (oom)
         judgeOom(f, *oom, frames, cap, expandable);
     else
