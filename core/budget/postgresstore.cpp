@@ -32,6 +32,18 @@ std::string firstLine(const char* message)
 PostgresStore::PostgresStore(const std::string& url)
     : m_name(redactStoreUrl(url))
 {
+    // A constructor that throws runs no destructor: the connection is closed here.
+    try {
+        connect(url);
+    } catch (...) {
+        PQfinish(m_conn);
+        m_conn = nullptr;
+        throw;
+    }
+}
+
+void PostgresStore::connect(const std::string& url)
+{
     m_conn = PQconnectdb(url.c_str());
     if (!m_conn || PQstatus(m_conn) != CONNECTION_OK)
         fail("cannot connect");

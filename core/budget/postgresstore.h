@@ -26,6 +26,7 @@ public:
     std::string name() const override { return m_name; }
 
 private:
+    void connect(const std::string& url);
     [[noreturn]] void fail(const std::string& doing) const;
     void exec(const std::string& sql);
     int schemaVersion();

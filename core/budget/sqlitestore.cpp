@@ -37,7 +37,19 @@ private:
 SqliteStore::SqliteStore(const std::string& path)
     : m_path(path)
 {
-    if (sqlite3_open_v2(path.c_str(), &m_db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) != SQLITE_OK)
+    // A constructor that throws runs no destructor: the handle is closed here.
+    try {
+        open();
+    } catch (...) {
+        sqlite3_close(m_db);
+        m_db = nullptr;
+        throw;
+    }
+}
+
+void SqliteStore::open()
+{
+    if (sqlite3_open_v2(m_path.c_str(), &m_db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) != SQLITE_OK)
         fail("cannot open it as an SQLite database");
     sqlite3_busy_timeout(m_db, kBusyTimeoutMs);
     // The version is read before anything is written, so a newer store or a file that is not

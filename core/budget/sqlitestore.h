@@ -25,6 +25,7 @@ public:
     std::string name() const override { return m_path; }
 
 private:
+    void open();
     [[noreturn]] void fail(const std::string& doing) const;
     void exec(const std::string& sql);
     int schemaVersion();
