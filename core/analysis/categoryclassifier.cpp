@@ -4,6 +4,8 @@
 #include "core/analysis/frameworksites.h"
 #include "core/analysis/phaseclassifier.h"
 
+#include <algorithm>
+#include <climits>
 #include <optional>
 #include <unordered_set>
 
@@ -53,6 +55,21 @@ std::string_view categoryRuleText(CategoryRule r)
     case CategoryRule::DdpConstructionTemporary:
         return "allocated in DistributedDataParallel's constructor outside its Reducer: the broadcast of the "
                "module's state or the shape check across ranks";
+    case CategoryRule::EngineKvCache:
+        return "allocated by an inference engine's cache code (vLLM's KV cache allocation, SGLang's memory pool): "
+               "the KV cache";
+    case CategoryRule::FlatParameterBuffer:
+        return "allocated by a training framework's flat parameter buffer (Megatron's param_data, the first of its "
+               "buffer's two statements; DeepSpeed's flat 16-bit groups or partitions)";
+    case CategoryRule::FlatGradientBuffer:
+        return "allocated by a training framework's flat gradient buffer (Megatron's grad_data; DeepSpeed's reduce "
+               "bucket or gradient partition)";
+    case CategoryRule::MasterWeights:
+        return "allocated by a training framework as fp32 main parameters (Megatron's DistributedOptimizer, "
+               "DeepSpeed's fp32 partitions) and kept: master weights, the optimizer's state";
+    case CategoryRule::FrameworkTemporary:
+        return "allocated at a training framework's own site and freed within its phase (the 16-bit clone before "
+               "an fp32 copy, a layer's gathered parameters)";
     case CategoryRule::BeforeWindowStateBySize:
         return "alive before the trace, of a size the weights do not take, and the optimizer step computes with "
                "blocks of that size: state of its own shape (a factored second moment)";
@@ -91,14 +108,47 @@ std::vector<int64_t> nextBackwardStarts(const PhaseAnalysis& ph)
     return out;
 }
 
-/// A framework's own allocation, by its site: DDP's buckets whatever phase rebuilt them.
+/// A framework's own allocation, by its site: DDP's buckets whatever phase rebuilt them, a KV
+/// cache whenever it is made. The sites told apart by their lines (Megatron's buffer, DeepSpeed's
+/// constructor) are settled for the whole trace afterwards (splitByLine).
 std::optional<AllocationClass> frameworkClass(FrameworkSite site, Phase birth, bool diesInSpan)
 {
-    if (site == FrameworkSite::DdpReducer && !diesInSpan)
-        return AllocationClass{TensorCategory::Gradient, CategoryRule::DdpGradientBucket, birth};
-    if (site == FrameworkSite::DdpConstruction)
-        return AllocationClass{TensorCategory::Temporary, CategoryRule::DdpConstructionTemporary, birth};
-    return std::nullopt;
+    using C = TensorCategory;
+    using R = CategoryRule;
+    using S = FrameworkSite;
+    switch (site) {
+    case S::None:
+    case S::ZeroRedundancyOptimizer:
+        return std::nullopt;
+    case S::DdpReducer:
+        if (diesInSpan)
+            return std::nullopt;
+        return AllocationClass{C::Gradient, R::DdpGradientBucket, birth};
+    case S::DdpConstruction:
+        return AllocationClass{C::Temporary, R::DdpConstructionTemporary, birth};
+    case S::VllmKvCache:
+    case S::SglangKvCache:
+        return AllocationClass{C::KvCache, R::EngineKvCache, birth};
+    case S::DeepSpeedGather:
+        return AllocationClass{C::Temporary, R::FrameworkTemporary, birth};
+    default:
+        break;
+    }
+    if (diesInSpan) // the 16-bit clone an fp32 copy is made from, a bucket used once
+        return AllocationClass{C::Temporary, R::FrameworkTemporary, birth};
+    switch (site) {
+    case S::MegatronParamAndGradBuffer: // splitByLine decides param_data from grad_data
+    case S::DeepSpeedParamPartition:
+        return AllocationClass{C::Parameter, R::FlatParameterBuffer, birth};
+    case S::DeepSpeedGradBuffer:
+        return AllocationClass{C::Gradient, R::FlatGradientBuffer, birth};
+    case S::DeepSpeedZeroInit: // splitByLine: the first statement's are the 16-bit groups
+    case S::MegatronMainParams:
+    case S::DeepSpeedMasterPartition:
+        return AllocationClass{C::OptimizerState, R::MasterWeights, birth};
+    default:
+        return std::nullopt;
+    }
 }
 
 AllocationClass classifyOne(const FrameTable& ft, FrameworkSites& sites, const Allocation& a,
@@ -108,6 +158,10 @@ AllocationClass classifyOne(const FrameTable& ft, FrameworkSites& sites, const A
     using R = CategoryRule;
     const bool alive = a.end == Allocation::kStillAlive;
     if (a.start == Allocation::kBeforeWindow) {
+        // A framework's buffers made before the recording began (a KV cache at engine start)
+        // keep their site's reading: their blocks carry the stack.
+        if (auto fw = frameworkClass(sites.of(a.stack), Phase::Setup, false))
+            return *fw;
         if (alive)
             return {C::Parameter, R::AliveThroughWindow, Phase::Setup};
         const Phase death = ph.eventPhase[a.end];
@@ -207,6 +261,37 @@ void batchOfCutStep(const DeviceData& device, const MemoryTimeline& timeline, co
     }
 }
 
+/// Megatron's buffer makes param_data then grad_data, DeepSpeed ZeRO-1/2's constructor its flat
+/// 16-bit groups then its fp32 partitions: two statements of one function, the first the
+/// parameters. Per site, the kept allocations of its lowest line are the first statement's when
+/// the site has two lines or more; with one line only, Megatron's is grad_data (param_data is
+/// made only for the distributed optimizer) and DeepSpeed's stays undecided as fp32 state.
+void splitByLine(FrameworkSites& sites, const MemoryTimeline& timeline, std::vector<AllocationClass>& classes)
+{
+    for (const FrameworkSite site : {FrameworkSite::MegatronParamAndGradBuffer, FrameworkSite::DeepSpeedZeroInit}) {
+        std::vector<std::pair<size_t, int64_t>> kept; // allocation, line
+        int64_t low = INT64_MAX, high = 0;
+        for (size_t i = 0; i < classes.size(); ++i) {
+            const Allocation& a = timeline.allocations[i];
+            if (classes[i].rule == CategoryRule::FrameworkTemporary || sites.of(a.stack) != site)
+                continue;
+            const int64_t line = sites.line(a.stack);
+            kept.emplace_back(i, line);
+            low = std::min(low, line);
+            high = std::max(high, line);
+        }
+        const bool twoStatements = !kept.empty() && high > low;
+        for (const auto& [i, line] : kept) {
+            const bool first = twoStatements && line == low;
+            if (site == FrameworkSite::MegatronParamAndGradBuffer)
+                classes[i] = first ? AllocationClass{TensorCategory::Parameter, CategoryRule::FlatParameterBuffer, classes[i].birthPhase}
+                                   : AllocationClass{TensorCategory::Gradient, CategoryRule::FlatGradientBuffer, classes[i].birthPhase};
+            else if (first)
+                classes[i] = {TensorCategory::Parameter, CategoryRule::FlatParameterBuffer, classes[i].birthPhase};
+        }
+    }
+}
+
 } // namespace
 
 std::vector<AllocationClass> CategoryClassifier::classify(const Snapshot& snapshot, const DeviceData& device,
@@ -232,6 +317,7 @@ std::vector<AllocationClass> CategoryClassifier::classify(const Snapshot& snapsh
         }
         out.push_back(c);
     }
+    splitByLine(sites, timeline, out);
     requireStateEvidence(timeline, out);
     batchOfCutStep(device, timeline, phases, out);
     return out;

@@ -42,6 +42,11 @@ enum class CategoryRule : uint8_t {
     // Frameworks' own memory, by the code that allocates it (frameworksites.h).
     DdpGradientBucket,       ///< DDP's Reducer, outliving its phase: a flat gradient bucket
     DdpConstructionTemporary, ///< DDP's constructor otherwise: its broadcast and shape check
+    EngineKvCache,           ///< an inference engine's KV cache (vLLM, SGLang)
+    FlatParameterBuffer,     ///< a framework's flat parameters (Megatron's param_data, DeepSpeed's groups)
+    FlatGradientBuffer,      ///< a framework's flat gradients (Megatron's grad_data, DeepSpeed's buckets)
+    MasterWeights,           ///< a framework's fp32 main parameters (Megatron, DeepSpeed): optimizer state
+    FrameworkTemporary,      ///< made by a framework's site and freed within its phase (a clone, a gather)
 };
 
 std::string_view categoryRuleText(CategoryRule r);

@@ -21,6 +21,50 @@ bool isReducerCaller(std::string_view name)
     return name == "_ddp_init_helper" || name == "forward" || name == "_pre_forward";
 }
 
+/// A frame the public sources say allocates a framework's own memory: its file (a suffix of
+/// the absolute site-packages path) and function ("" : any function of the file).
+struct SiteFrame {
+    std::string_view file;
+    std::string_view function;
+    FrameworkSite site;
+};
+
+// From the public repositories (docs/categories-and-phases.md, "Frameworks' own memory").
+// SGLang allocates inside list comprehensions: "<listcomp>" on Python 3.11 and older, so the
+// whole file is its pool.
+constexpr SiteFrame kSiteFrames[] = {
+    {"vllm/worker/cache_engine.py", "_allocate_kv_cache", FrameworkSite::VllmKvCache},
+    {"vllm/v1/worker/gpu_model_runner.py", "_allocate_kv_cache_tensors", FrameworkSite::VllmKvCache},
+    {"vllm/v1/worker/gpu_model_runner.py", "initialize_kv_cache_tensors", FrameworkSite::VllmKvCache},
+    {"vllm/v1/worker/utils.py", "allocate_kv_cache", FrameworkSite::VllmKvCache},
+    {"vllm/v1/worker/kv_connector_model_runner_mixin.py", "allocate_uniform_kv_caches", FrameworkSite::VllmKvCache},
+    {"vllm/v1/worker/gpu/attn_utils.py", "_allocate_kv_cache", FrameworkSite::VllmKvCache},
+    {"sglang/srt/mem_cache/memory_pool.py", "", FrameworkSite::SglangKvCache},
+    {"megatron/core/distributed/param_and_grad_buffer.py", "__init__", FrameworkSite::MegatronParamAndGradBuffer},
+    {"megatron/core/optimizer/distrib_optimizer.py", "_build_model_and_main_param_groups",
+     FrameworkSite::MegatronMainParams},
+    {"megatron/core/optimizer/optimizer.py", "__init__", FrameworkSite::MegatronMainParams},
+    {"deepspeed/runtime/zero/stage_1_and_2.py", "__init__", FrameworkSite::DeepSpeedZeroInit},
+    {"deepspeed/runtime/zero/stage_1_and_2.py", "backward", FrameworkSite::DeepSpeedGradBuffer},
+    {"deepspeed/runtime/zero/stage_1_and_2.py", "reduce_gradients", FrameworkSite::DeepSpeedGradBuffer},
+    {"deepspeed/runtime/zero/stage_1_and_2.py", "copy_grads_in_partition", FrameworkSite::DeepSpeedGradBuffer},
+    {"deepspeed/runtime/zero/stage3.py", "defragment", FrameworkSite::DeepSpeedParamPartition},
+    {"deepspeed/runtime/zero/stage3.py", "_create_fp32_partitions", FrameworkSite::DeepSpeedMasterPartition},
+    {"deepspeed/runtime/zero/stage3.py", "_setup_for_real_optimizer", FrameworkSite::DeepSpeedGradBuffer},
+    {"deepspeed/runtime/zero/partition_parameters.py", "_partition_param", FrameworkSite::DeepSpeedParamPartition},
+    {"deepspeed/runtime/zero/partition_parameters.py", "all_gather_coalesced", FrameworkSite::DeepSpeedGather},
+    {"deepspeed/runtime/zero/partition_parameters.py", "_all_gather_dtype", FrameworkSite::DeepSpeedGather},
+};
+
+/// The site a Python frame is, where the table names it.
+FrameworkSite siteOfFrame(std::string_view file, std::string_view name)
+{
+    for (const SiteFrame& s : kSiteFrames)
+        if (endsWith(file, s.file) && (s.function.empty() || s.function == name))
+            return s.site;
+    return FrameworkSite::None;
+}
+
 } // namespace
 
 std::string_view frameworkSiteName(FrameworkSite s)
@@ -30,6 +74,15 @@ std::string_view frameworkSiteName(FrameworkSite s)
     case FrameworkSite::DdpReducer: return "DistributedDataParallel's Reducer";
     case FrameworkSite::DdpConstruction: return "DistributedDataParallel's constructor";
     case FrameworkSite::ZeroRedundancyOptimizer: return "ZeroRedundancyOptimizer";
+    case FrameworkSite::VllmKvCache: return "vLLM's KV cache";
+    case FrameworkSite::SglangKvCache: return "SGLang's memory pool";
+    case FrameworkSite::MegatronParamAndGradBuffer: return "Megatron's param-and-grad buffer";
+    case FrameworkSite::MegatronMainParams: return "Megatron's fp32 main parameters";
+    case FrameworkSite::DeepSpeedZeroInit: return "DeepSpeed ZeRO-1/2's flat groups";
+    case FrameworkSite::DeepSpeedParamPartition: return "DeepSpeed's parameter partitions";
+    case FrameworkSite::DeepSpeedMasterPartition: return "DeepSpeed ZeRO-3's fp32 partitions";
+    case FrameworkSite::DeepSpeedGradBuffer: return "DeepSpeed's gradient buffers";
+    case FrameworkSite::DeepSpeedGather: return "DeepSpeed ZeRO-3's parameter gather";
     }
     return "?";
 }
@@ -59,9 +112,25 @@ FrameworkSite FrameworkSites::classify(uint32_t stack) const
         }
         if (endsWith(file, kZeroFile))
             return FrameworkSite::ZeroRedundancyOptimizer;
+        // The frameworks allocate with a torch call (a C++ op, no Python frame), so their own
+        // function is the innermost Python frame.
+        if (innermostPython)
+            if (const FrameworkSite s = siteOfFrame(file, name); s != FrameworkSite::None)
+                return s;
         innermostPython = false;
     }
     return FrameworkSite::None;
+}
+
+int64_t FrameworkSites::line(uint32_t stack) const
+{
+    for (uint32_t f : m_frames.stack(stack)) {
+        const Frame& fr = m_frames.frame(f);
+        const std::string_view file = m_frames.strings().get(fr.file);
+        if (endsWith(file, ".py"))
+            return siteOfFrame(file, m_frames.strings().get(fr.name)) != FrameworkSite::None ? fr.line : 0;
+    }
+    return 0;
 }
 
 } // namespace headroom

@@ -21,6 +21,33 @@ enum class FrameworkSite : uint8_t {
     DdpConstruction,
     /// torch.distributed.optim.ZeroRedundancyOptimizer: the optimizer step of a ZeRO stage-1 run.
     ZeroRedundancyOptimizer,
+    // From the public sources only (no file here was recorded with them; docs say which
+    // versions): inference engines' KV caches, Megatron's and DeepSpeed's flat buffers.
+    /// vLLM's KV cache: CacheEngine._allocate_kv_cache (V0), the V1 model runner's
+    /// _allocate_kv_cache_tensors / initialize_kv_cache_tensors, allocate_kv_cache,
+    /// allocate_uniform_kv_caches, the V2 runner's attn_utils._allocate_kv_cache.
+    VllmKvCache,
+    /// SGLang's memory pool (sglang/srt/mem_cache/memory_pool.py): the KV buffers of its
+    /// TokenToKVPool classes and the request-to-token table.
+    SglangKvCache,
+    /// Megatron-core's _ParamAndGradBuffer.__init__: param_data and grad_data, two statements
+    /// in that order in every version read (told apart by their lines: FrameworkSites::line).
+    MegatronParamAndGradBuffer,
+    /// Megatron-core's fp32 main parameters: DistributedOptimizer._build_model_and_main_param_groups
+    /// and Float16OptimizerWithFloat16Params.__init__ (`.clone().float()`).
+    MegatronMainParams,
+    /// DeepSpeed ZeRO-1/2's optimizer constructor (stage_1_and_2.py __init__): the flat 16-bit
+    /// parameter groups first, then the fp32 partitions (told apart by their lines).
+    DeepSpeedZeroInit,
+    /// DeepSpeed's flat parameter partitions: ZeRO-3's defragment and Init._partition_param.
+    DeepSpeedParamPartition,
+    /// DeepSpeed ZeRO-3's fp32 partitions (stage3.py _create_fp32_partitions).
+    DeepSpeedMasterPartition,
+    /// DeepSpeed's gradient buffers: ZeRO-1/2's reduce bucket (backward, reduce_gradients) and
+    /// contiguous partition (copy_grads_in_partition), ZeRO-3's (_setup_for_real_optimizer).
+    DeepSpeedGradBuffer,
+    /// DeepSpeed ZeRO-3's all-gather of a layer's parameters for its forward or backward.
+    DeepSpeedGather,
 };
 
 std::string_view frameworkSiteName(FrameworkSite s);
@@ -30,6 +57,9 @@ class FrameworkSites {
 public:
     explicit FrameworkSites(const FrameTable& frames) : m_frames(frames) {}
     FrameworkSite of(uint32_t stack);
+    /// The line of the framework's own frame in `stack` (0: none), for the sites whose
+    /// allocations are told apart by the statement that made them.
+    int64_t line(uint32_t stack) const;
 
 private:
     FrameworkSite classify(uint32_t stack) const;

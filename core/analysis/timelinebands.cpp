@@ -25,8 +25,9 @@ GroupedSeries::GroupedSeries(const MemoryTimeline& tl, const std::function<int(s
         const Allocation& a = tl.allocations[i];
         lastEvent = std::max<int64_t>({lastEvent, a.start, a.end});
     }
-    static_assert(kGroups <= 8, "a group mask per event is a byte");
-    std::vector<uint8_t> marks(size_t(lastEvent + 1), 0);
+    // A group mask per event, kept only while the steps are placed.
+    static_assert(kGroups <= 16, "a group mask per event is 16 bits");
+    std::vector<uint16_t> marks(size_t(lastEvent + 1), 0);
     for (size_t i = 0; i < tl.allocations.size(); ++i) {
         if (groups[i] == kNoGroup)
             continue;
@@ -37,15 +38,15 @@ GroupedSeries::GroupedSeries(const MemoryTimeline& tl, const std::function<int(s
             m_initial[groups[i]] += a.size;
             m_initialTotal += a.size;
         } else {
-            marks[size_t(a.start)] |= uint8_t(1u << groups[i]);
+            marks[size_t(a.start)] |= uint16_t(1u << groups[i]);
         }
         if (a.end != Allocation::kStillAlive)
-            marks[size_t(a.end)] |= uint8_t(1u << groups[i]);
+            marks[size_t(a.end)] |= uint16_t(1u << groups[i]);
     }
     const std::vector<uint32_t> before = countSteps(marks);
     m_steps.assign(before.back(), 0);
     auto add = [&](int64_t event, int64_t delta, uint8_t group) {
-        const uint8_t m = marks[size_t(event)];
+        const uint16_t m = marks[size_t(event)];
         int64_t& step = m_steps[before[size_t(event)] + size_t(std::popcount(unsigned(m & ((1u << group) - 1u))))];
         step = int64_t(uint64_t((step >> 8) + delta) << 8) | group;
     };
@@ -67,7 +68,7 @@ GroupedSeries::GroupedSeries(const MemoryTimeline& tl, const std::function<int(s
     }
 }
 
-std::vector<uint32_t> GroupedSeries::countSteps(const std::vector<uint8_t>& marks)
+std::vector<uint32_t> GroupedSeries::countSteps(const std::vector<uint16_t>& marks)
 {
     // Each event's steps (its groups, at most kGroups) and, per block of kBlock events, the
     // steps before it; plus, for the placing only, where every event's steps begin.

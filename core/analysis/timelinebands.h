@@ -43,7 +43,7 @@ private:
     void apply(int64_t step, Values& v) const { v[size_t(step & 0xff)] += step >> 8; }
     /// Fills m_count and m_blockBefore from each event's groups; returns where each event's
     /// steps begin (and, last, how many there are) for the placing.
-    std::vector<uint32_t> countSteps(const std::vector<uint8_t>& marks);
+    std::vector<uint32_t> countSteps(const std::vector<uint16_t>& marks);
 
     Values m_initial{};
     int64_t m_initialTotal = 0;

@@ -62,7 +62,7 @@ DeviceData& timelineDevice(Snapshot& snap, const char* format)
 
 TensorCategory categoryAt(int64_t c)
 {
-    return c >= 0 && c < kTensorCategoryCount ? static_cast<TensorCategory>(c) : TensorCategory::Unknown;
+    return c >= 0 && c < kProfilerCategoryCount ? static_cast<TensorCategory>(c) : TensorCategory::Unknown;
 }
 
 } // namespace
@@ -150,17 +150,17 @@ void ProfileTimelineImporter::importTimesSizes(const json& root, Snapshot& snap)
                               std::to_string(sizes.size()));
     DeviceData& dev = timelineDevice(snap, "memory timeline");
     TraceEvents& ev = dev.trace;
-    std::array<int64_t, kTensorCategoryCount> band{};
+    std::array<int64_t, kProfilerCategoryCount> band{};
     int64_t total = 0;
     for (size_t i = 0; i < times.size(); ++i) {
         const std::string path = at("[1]", i);
         const int64_t t = intAt(snap, times[i], at("[0]", i));
         const json& row = sizes[i];
-        if (!row.is_array() || row.size() < kTensorCategoryCount + 1)
+        if (!row.is_array() || row.size() < kProfilerCategoryCount + 1)
             fail(snap, path, "expected a row of 9 ints [0, PARAMETER, ..., UNKNOWN], found " +
                                  (row.is_array() ? "a list of " + std::to_string(row.size()) : std::string(row.type_name())));
-        std::array<int64_t, kTensorCategoryCount> next{};
-        for (int c = 0; c < kTensorCategoryCount; ++c) {
+        std::array<int64_t, kProfilerCategoryCount> next{};
+        for (int c = 0; c < kProfilerCategoryCount; ++c) {
             const int64_t v = intAt(snap, row[static_cast<size_t>(c) + 1], at(path, static_cast<size_t>(c) + 1));
             if (v < 0)
                 fail(snap, at(path, static_cast<size_t>(c) + 1), "expected a byte count >= 0, found " + std::to_string(v));
@@ -168,7 +168,7 @@ void ProfileTimelineImporter::importTimesSizes(const json& root, Snapshot& snap)
         }
         // Shrinking bands first, then growing ones: no event shows more than the row's total.
         for (const bool growing : {false, true})
-            for (int c = 0; c < kTensorCategoryCount; ++c) {
+            for (int c = 0; c < kProfilerCategoryCount; ++c) {
                 const auto k = static_cast<size_t>(c);
                 const int64_t v = next[k];
                 if (v == band[k] || (v > band[k]) != growing)

@@ -10,10 +10,10 @@ namespace {
 
 constexpr const char* kUpper[kTensorCategoryCount] = {"PARAMETER", "OPTIMIZER_STATE", "INPUT",
                                                       "TEMPORARY", "ACTIVATION",      "GRADIENT",
-                                                      "AUTOGRAD_DETAIL", "UNKNOWN"};
+                                                      "AUTOGRAD_DETAIL", "UNKNOWN",   "KV_CACHE"};
 constexpr const char* kLower[kTensorCategoryCount] = {"parameter", "optimizer_state", "input",
                                                       "temporary", "activation",      "gradient",
-                                                      "autograd_detail", "unknown"};
+                                                      "autograd_detail", "unknown",   "kv_cache"};
 
 } // namespace
 

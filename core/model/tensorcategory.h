@@ -19,11 +19,16 @@ enum class TensorCategory : uint8_t {
     Gradient = 5,
     AutogradDetail = 6,
     Unknown = 7,
+    /// Headroom's own, after PyTorch's: an inference engine's KV cache (vLLM, SGLang), told by
+    /// the code that allocates it (core/analysis/frameworksites.h). Never in a profiler export.
+    KvCache = 8,
 };
 
-inline constexpr int kTensorCategoryCount = 8;
+inline constexpr int kTensorCategoryCount = 9;
+/// The categories of PyTorch's profiler exports (a raw memory timeline's rows): 0 .. 7.
+inline constexpr int kProfilerCategoryCount = 8;
 
-/// "PARAMETER", "OPTIMIZER_STATE", ... as PyTorch names them.
+/// "PARAMETER", "OPTIMIZER_STATE", ... as PyTorch names them ("KV_CACHE": Headroom's).
 const char* categoryName(TensorCategory c);
 /// "parameter", "optimizer_state", ... as `_profile_to_snapshot` writes them.
 const char* categoryLowerName(TensorCategory c);

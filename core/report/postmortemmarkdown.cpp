@@ -14,8 +14,9 @@ namespace {
 
 /// The order of the categories in every table and legend: what stays first.
 constexpr std::array<TensorCategory, kTensorCategoryCount> kCategoryOrder = {
-    TensorCategory::Parameter,  TensorCategory::OptimizerState, TensorCategory::Gradient,  TensorCategory::Input,
-    TensorCategory::Activation, TensorCategory::AutogradDetail, TensorCategory::Temporary, TensorCategory::Unknown,
+    TensorCategory::Parameter,  TensorCategory::KvCache,        TensorCategory::OptimizerState, TensorCategory::Gradient,
+    TensorCategory::Input,      TensorCategory::Activation,     TensorCategory::AutogradDetail, TensorCategory::Temporary,
+    TensorCategory::Unknown,
 };
 
 std::string percentOf(int64_t part, int64_t whole)
@@ -125,6 +126,8 @@ std::string categoryProseName(TensorCategory c)
         return "gradients";
     case TensorCategory::AutogradDetail:
         return "autograd detail";
+    case TensorCategory::KvCache:
+        return "KV cache";
     case TensorCategory::Unknown:
         break;
     }

@@ -68,7 +68,8 @@ TEST_CASE("TensorCategory: the profiler's export indices and both spellings", "[
     // `_CATEGORY_TO_INDEX` of export_memory_timeline: raw rows map without a table.
     CHECK(static_cast<int>(C::Parameter) == 0);
     CHECK(static_cast<int>(C::Gradient) == 5);
-    CHECK(static_cast<int>(C::Unknown) == kTensorCategoryCount - 1);
+    CHECK(static_cast<int>(C::Unknown) == kProfilerCategoryCount - 1); // the export's last
+    CHECK(static_cast<int>(C::KvCache) == kProfilerCategoryCount);     // Headroom's own, after them
     std::set<std::string> names;
     for (int i = 0; i < kTensorCategoryCount; ++i) {
         const auto c = static_cast<C>(i);
@@ -87,7 +88,7 @@ TEST_CASE("TensorCategory: the profiler's export indices and both spellings", "[
     CHECK_FALSE(categoryFromName("Category.weights").has_value());
     // Out-of-range values (a corrupt byte) read as unknown instead of past the table.
     CHECK(std::string(categoryName(static_cast<C>(200))) == "UNKNOWN");
-    CHECK(std::string(categoryLowerName(static_cast<C>(8))) == "unknown");
+    CHECK(std::string(categoryLowerName(static_cast<C>(kTensorCategoryCount))) == "unknown");
 }
 
 TEST_CASE("CategoryClassifier: every rule has its own text", "[categoryclassifier]")

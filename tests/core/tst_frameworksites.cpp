@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: MIT
 #include "core/analysis/frameworksites.h"
+#include "core/analysis/memoryanalysis.h"
+#include "core/io/loader.h"
 
 #include <catch2/catch.hpp>
 
+#include <map>
+#include <string>
 #include <vector>
 
 using namespace headroom;
@@ -54,4 +58,56 @@ TEST_CASE("DDP's and ZeRO's own allocations are told by the code that makes them
     CHECK(sites.of(plain) == FrameworkSite::None);
     CHECK(sites.of(FrameTable::kEmptyStack) == FrameworkSite::None);
     CHECK(frameworkSiteName(FrameworkSite::DdpReducer) == "DistributedDataParallel's Reducer");
+}
+
+TEST_CASE("Inference engines' KV caches and Megatron's and DeepSpeed's buffers are told by their public frames",
+          "[analysis][frameworks]")
+{
+    // File paths and function names from the frameworks' public sources (frameworksites.cpp).
+    FrameTable ft;
+    FrameworkSites sites(ft);
+    const std::string site = "/usr/local/lib/python3.10/dist-packages/";
+    auto one = [&](const std::string& file, const char* name) {
+        const std::string path = site + file;
+        return stackOf(ft, {{"??", "at::native::zeros(...)"}, {path.c_str(), name}, {"train.py", "main"}});
+    };
+    CHECK(sites.of(one("vllm/worker/cache_engine.py", "_allocate_kv_cache")) == FrameworkSite::VllmKvCache);
+    CHECK(sites.of(one("vllm/v1/worker/gpu_model_runner.py", "_allocate_kv_cache_tensors")) == FrameworkSite::VllmKvCache);
+    CHECK(sites.of(one("vllm/v1/worker/gpu_model_runner.py", "execute_model")) == FrameworkSite::None);
+    // SGLang allocates in list comprehensions: "<listcomp>" is the innermost frame up to Python 3.11.
+    CHECK(sites.of(one("sglang/srt/mem_cache/memory_pool.py", "<listcomp>")) == FrameworkSite::SglangKvCache);
+    CHECK(sites.of(one("megatron/core/distributed/param_and_grad_buffer.py", "__init__")) ==
+          FrameworkSite::MegatronParamAndGradBuffer);
+    CHECK(sites.of(one("megatron/core/optimizer/distrib_optimizer.py", "_build_model_and_main_param_groups")) ==
+          FrameworkSite::MegatronMainParams);
+    CHECK(sites.of(one("deepspeed/runtime/zero/stage_1_and_2.py", "__init__")) == FrameworkSite::DeepSpeedZeroInit);
+    CHECK(sites.of(one("deepspeed/runtime/zero/stage3.py", "_create_fp32_partitions")) ==
+          FrameworkSite::DeepSpeedMasterPartition);
+    CHECK(sites.of(one("deepspeed/runtime/zero/partition_parameters.py", "all_gather_coalesced")) ==
+          FrameworkSite::DeepSpeedGather);
+    // Only the innermost Python frame is the framework's allocation: the model's forward run by
+    // vLLM's runner allocates the model's tensors, not the cache.
+    const std::string runner = site + "vllm/v1/worker/gpu_model_runner.py";
+    const uint32_t model = stackOf(ft, {{"model.py", "forward"}, {runner.c_str(), "_allocate_kv_cache_tensors"}});
+    CHECK(sites.of(model) == FrameworkSite::None);
+}
+
+TEST_CASE("A colocated RL job's KV cache and Megatron buffers read as what they are", "[analysis][frameworks]")
+{
+    // tests/tools/make_framework_fixture.py: the frames of vLLM's and Megatron-core's sources.
+    const auto trace = Loader::load(HEADROOM_SOURCE_DIR "/tests/data/frameworks/colocated_rl.pickle");
+    const DeviceAnalysis a = analyzeDevice(*trace, 0);
+    const MemoryTimeline& tl = trace->timelines[0];
+    std::map<CategoryRule, std::vector<int64_t>> byRule;
+    for (size_t i = 0; i < tl.allocations.size(); ++i)
+        byRule[a.classes[i].rule].push_back(tl.allocations[i].size);
+    const int64_t MiB = 1 << 20;
+    CHECK(byRule[CategoryRule::EngineKvCache] == std::vector<int64_t>(6, 4 * MiB));
+    CHECK(byRule[CategoryRule::FlatParameterBuffer] == std::vector<int64_t>{8 * MiB});  // param_data
+    CHECK(byRule[CategoryRule::FlatGradientBuffer] == std::vector<int64_t>{16 * MiB}); // grad_data
+    CHECK(byRule[CategoryRule::MasterWeights] == std::vector<int64_t>{16 * MiB});      // the fp32 copy
+    CHECK(byRule[CategoryRule::FrameworkTemporary] == std::vector<int64_t>{8 * MiB});  // its 16-bit clone
+    CHECK(a.atPeak.byCategory[size_t(TensorCategory::KvCache)] == 24 * MiB);
+    CHECK(std::string(categoryLowerName(TensorCategory::KvCache)) == "kv_cache");
+    CHECK(categoryFromName("KV_CACHE") == TensorCategory::KvCache);
 }

@@ -18,6 +18,7 @@ QColor categoryColor(TensorCategory c)
     case TensorCategory::Gradient: return QColor(0x59, 0xa1, 0x4f);       // green
     case TensorCategory::AutogradDetail: return QColor(0xe1, 0x57, 0x59); // red
     case TensorCategory::Unknown: return QColor(0x9d, 0xa3, 0xa8);        // grey
+    case TensorCategory::KvCache: return QColor(0x76, 0xb7, 0xb2);        // teal
     }
     return QColor(0x9d, 0xa3, 0xa8);
 }
@@ -33,6 +34,7 @@ QString categoryDisplayName(TensorCategory c)
     case TensorCategory::Gradient: return QCoreApplication::translate("headroom", "gradients");
     case TensorCategory::AutogradDetail: return QCoreApplication::translate("headroom", "autograd detail");
     case TensorCategory::Unknown: return QCoreApplication::translate("headroom", "unknown");
+    case TensorCategory::KvCache: return QCoreApplication::translate("headroom", "KV cache");
     }
     return QString();
 }
@@ -59,9 +61,9 @@ QString phaseDisplayName(Phase p)
 const std::array<TensorCategory, kTensorCategoryCount>& categoryStackOrder()
 {
     static const std::array<TensorCategory, kTensorCategoryCount> kOrder = {
-        TensorCategory::Parameter,  TensorCategory::OptimizerState, TensorCategory::Gradient,
-        TensorCategory::Input,      TensorCategory::Activation,     TensorCategory::AutogradDetail,
-        TensorCategory::Temporary,  TensorCategory::Unknown,
+        TensorCategory::Parameter,  TensorCategory::KvCache,        TensorCategory::OptimizerState,
+        TensorCategory::Gradient,   TensorCategory::Input,          TensorCategory::Activation,
+        TensorCategory::AutogradDetail, TensorCategory::Temporary,  TensorCategory::Unknown,
     };
     return kOrder;
 }

@@ -12,7 +12,8 @@ bool isActivationCategory(TensorCategory c) { return c == TensorCategory::Activa
 
 bool isTemporaryCategory(TensorCategory c)
 {
-    return c == TensorCategory::Temporary || c == TensorCategory::Input || c == TensorCategory::Unknown;
+    return c == TensorCategory::Temporary || c == TensorCategory::Input || c == TensorCategory::Unknown ||
+           c == TensorCategory::KvCache;
 }
 
 bool batchShaped(int64_t sz, int64_t tokens)

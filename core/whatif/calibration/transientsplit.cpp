@@ -89,7 +89,8 @@ TransientSplit splitTransients(const TransientReading& r)
         } else if (isTemporaryCategory(c)) {
             // Unclassified memory that lives through the whole iteration is state (an
             // optimizer outside torch.optim, a cache), not a batch-sized temporary.
-            const bool constant = !batchShaped(sz, r.tokens) || (c == TensorCategory::Unknown && persistent(i));
+            const bool constant = !batchShaped(sz, r.tokens) || c == TensorCategory::KvCache ||
+                                  (c == TensorCategory::Unknown && persistent(i));
             (constant ? out.constTemps : out.batchTemps) += double(sz);
             if (!constant && progress.firstWeightGrad >= 0 && tl.allocations[L1.index[i]].start > progress.firstWeightGrad)
                 out.batchGradTemps += double(sz);

@@ -38,6 +38,8 @@ bool optimizerMade(const AllocationClass& c) { return c.birthPhase == Phase::Opt
 /// optimizer outside torch.optim. It does not grow with the batch.
 bool setupState(const Allocation& a, const AllocationClass& c)
 {
+    if (c.category == TensorCategory::KvCache) // an engine's cache: sized by its own setting, not the batch
+        return true;
     return c.category == TensorCategory::Unknown && a.end == Allocation::kStillAlive &&
            (a.start == Allocation::kBeforeWindow || c.birthPhase == Phase::Setup);
 }

@@ -64,6 +64,7 @@ std::string_view breakdownName(TensorCategory c)
     case TensorCategory::Activation: return "activations";
     case TensorCategory::Gradient: return "gradients";
     case TensorCategory::AutogradDetail: return "autograd_detail";
+    case TensorCategory::KvCache: return "kv_cache";
     case TensorCategory::Unknown: break;
     }
     return "unknown";
