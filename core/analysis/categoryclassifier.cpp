@@ -144,6 +144,7 @@ std::optional<AllocationClass> frameworkClass(FrameworkSite site, Phase birth, b
         return AllocationClass{C::Gradient, R::FlatGradientBuffer, birth};
     case S::DeepSpeedZeroInit: // splitByLine: the first statement's are the 16-bit groups
     case S::MegatronMainParams:
+    case S::MegatronFloat16MainParams:
     case S::DeepSpeedMasterPartition:
         return AllocationClass{C::OptimizerState, R::MasterWeights, birth};
     default:

@@ -43,7 +43,7 @@ constexpr SiteFrame kSiteFrames[] = {
     {"megatron/core/distributed/param_and_grad_buffer.py", "__init__", FrameworkSite::MegatronParamAndGradBuffer},
     {"megatron/core/optimizer/distrib_optimizer.py", "_build_model_and_main_param_groups",
      FrameworkSite::MegatronMainParams},
-    {"megatron/core/optimizer/optimizer.py", "__init__", FrameworkSite::MegatronMainParams},
+    {"megatron/core/optimizer/optimizer.py", "__init__", FrameworkSite::MegatronFloat16MainParams},
     {"deepspeed/runtime/zero/stage_1_and_2.py", "__init__", FrameworkSite::DeepSpeedZeroInit},
     {"deepspeed/runtime/zero/stage_1_and_2.py", "backward", FrameworkSite::DeepSpeedGradBuffer},
     {"deepspeed/runtime/zero/stage_1_and_2.py", "reduce_gradients", FrameworkSite::DeepSpeedGradBuffer},
@@ -77,7 +77,8 @@ std::string_view frameworkSiteName(FrameworkSite s)
     case FrameworkSite::VllmKvCache: return "vLLM's KV cache";
     case FrameworkSite::SglangKvCache: return "SGLang's memory pool";
     case FrameworkSite::MegatronParamAndGradBuffer: return "Megatron's param-and-grad buffer";
-    case FrameworkSite::MegatronMainParams: return "Megatron's fp32 main parameters";
+    case FrameworkSite::MegatronMainParams: return "Megatron's DistributedOptimizer";
+    case FrameworkSite::MegatronFloat16MainParams: return "Megatron's fp32 main parameters";
     case FrameworkSite::DeepSpeedZeroInit: return "DeepSpeed ZeRO-1/2's flat groups";
     case FrameworkSite::DeepSpeedParamPartition: return "DeepSpeed's parameter partitions";
     case FrameworkSite::DeepSpeedMasterPartition: return "DeepSpeed ZeRO-3's fp32 partitions";
@@ -120,6 +121,19 @@ FrameworkSite FrameworkSites::classify(uint32_t stack) const
         innermostPython = false;
     }
     return FrameworkSite::None;
+}
+
+std::string_view FrameworkSites::name(uint32_t stack) const
+{
+    for (uint32_t f : m_frames.stack(stack)) {
+        const Frame& fr = m_frames.frame(f);
+        const std::string_view file = m_frames.strings().get(fr.file);
+        if (endsWith(file, ".py")) {
+            const std::string_view n = m_frames.strings().get(fr.name);
+            return siteOfFrame(file, n) != FrameworkSite::None ? n : std::string_view();
+        }
+    }
+    return {};
 }
 
 int64_t FrameworkSites::line(uint32_t stack) const

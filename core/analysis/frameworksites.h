@@ -33,9 +33,11 @@ enum class FrameworkSite : uint8_t {
     /// Megatron-core's _ParamAndGradBuffer.__init__: param_data and grad_data, two statements
     /// in that order in every version read (told apart by their lines: FrameworkSites::line).
     MegatronParamAndGradBuffer,
-    /// Megatron-core's fp32 main parameters: DistributedOptimizer._build_model_and_main_param_groups
-    /// and Float16OptimizerWithFloat16Params.__init__ (`.clone().float()`).
+    /// Megatron-core's fp32 main parameters, sharded: DistributedOptimizer.
+    /// _build_model_and_main_param_groups (`.clone().float()`), a ZeRO-1 layout.
     MegatronMainParams,
+    /// Megatron-core's fp32 main parameters, whole: Float16OptimizerWithFloat16Params.__init__.
+    MegatronFloat16MainParams,
     /// DeepSpeed ZeRO-1/2's optimizer constructor (stage_1_and_2.py __init__): the flat 16-bit
     /// parameter groups first, then the fp32 partitions (told apart by their lines).
     DeepSpeedZeroInit,
@@ -60,6 +62,8 @@ public:
     /// The line of the framework's own frame in `stack` (0: none), for the sites whose
     /// allocations are told apart by the statement that made them.
     int64_t line(uint32_t stack) const;
+    /// The function of that frame ("" : none).
+    std::string_view name(uint32_t stack) const;
 
 private:
     FrameworkSite classify(uint32_t stack) const;

@@ -2,6 +2,7 @@
 #include "core/analysis/frameworksites.h"
 #include "core/analysis/memoryanalysis.h"
 #include "core/io/loader.h"
+#include "core/whatif/calibration/traceconfig.h"
 
 #include <catch2/catch.hpp>
 
@@ -110,4 +111,11 @@ TEST_CASE("A colocated RL job's KV cache and Megatron buffers read as what they 
     CHECK(a.atPeak.byCategory[size_t(TensorCategory::KvCache)] == 24 * MiB);
     CHECK(std::string(categoryLowerName(TensorCategory::KvCache)) == "kv_cache");
     CHECK(categoryFromName("KV_CACHE") == TensorCategory::KvCache);
+    // The sharding read from the same sites: Megatron's DistributedOptimizer is ZeRO-1's layout.
+    std::vector<MeasuredItem> how;
+    CHECK(readTraceConfig(*trace, 0, &how).zero == 1);
+    bool said = false;
+    for (const MeasuredItem& m : how)
+        said = said || (m.key == "zero" && m.how == "read" && m.detail.find("DistributedOptimizer") != std::string::npos);
+    CHECK(said);
 }
