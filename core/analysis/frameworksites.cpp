@@ -123,28 +123,27 @@ FrameworkSite FrameworkSites::classify(uint32_t stack) const
     return FrameworkSite::None;
 }
 
-std::string_view FrameworkSites::name(uint32_t stack) const
-{
-    for (uint32_t f : m_frames.stack(stack)) {
-        const Frame& fr = m_frames.frame(f);
-        const std::string_view file = m_frames.strings().get(fr.file);
-        if (endsWith(file, ".py")) {
-            const std::string_view n = m_frames.strings().get(fr.name);
-            return siteOfFrame(file, n) != FrameworkSite::None ? n : std::string_view();
-        }
-    }
-    return {};
-}
-
-int64_t FrameworkSites::line(uint32_t stack) const
+const Frame* FrameworkSites::siteFrame(uint32_t stack) const
 {
     for (uint32_t f : m_frames.stack(stack)) {
         const Frame& fr = m_frames.frame(f);
         const std::string_view file = m_frames.strings().get(fr.file);
         if (endsWith(file, ".py"))
-            return siteOfFrame(file, m_frames.strings().get(fr.name)) != FrameworkSite::None ? fr.line : 0;
+            return siteOfFrame(file, m_frames.strings().get(fr.name)) != FrameworkSite::None ? &fr : nullptr;
     }
-    return 0;
+    return nullptr;
+}
+
+std::string_view FrameworkSites::name(uint32_t stack) const
+{
+    const Frame* fr = siteFrame(stack);
+    return fr ? m_frames.strings().get(fr->name) : std::string_view();
+}
+
+int64_t FrameworkSites::line(uint32_t stack) const
+{
+    const Frame* fr = siteFrame(stack);
+    return fr ? fr->line : 0;
 }
 
 } // namespace headroom

@@ -67,6 +67,8 @@ public:
 
 private:
     FrameworkSite classify(uint32_t stack) const;
+    /// The innermost Python frame of `stack` when the site table names it.
+    const Frame* siteFrame(uint32_t stack) const;
     const FrameTable& m_frames;
     std::unordered_map<uint32_t, FrameworkSite> m_seen;
 };
