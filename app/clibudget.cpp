@@ -271,29 +271,25 @@ BudgetCheck budgetCheck(const LoadedTrace& trace, size_t di, const std::string& 
     } catch (const BudgetStoreError& e) {
         throw CommandError(e.what());
     }
-    std::erase_if(runs, [&](const BudgetRun& r) { return budgetConfigKey(r.config, policy) != key; });
     const int64_t peak = trace.timelines[di].peakAllocated;
+    const BudgetGate g = gateRun(runs, c, peak, policy, maxGrowth);
     BudgetCheck out;
+    out.passed = g.passed;
     out.json = {{"name", "budget"}, {"store", store->name()}, {"key", key}, {"value_bytes", peak}, {"max_growth", maxGrowth}};
-    if (runs.empty()) {
-        out.json["validated"] = false;
-        out.json["validated_peak_bytes"] = nullptr;
+    out.json["validated"] = g.status && g.status->validated();
+    out.json["validated_peak_bytes"] = g.status ? orNull(g.status->validatedPeak) : nlohmann::json(nullptr);
+    if (!g.status) {
         out.line = "configuration " + key + " has no runs in " + store->name() + ", so it is not validated";
         return out;
     }
-    const ConfigStatus s = assessBudget(runs, policy).front();
-    out.json["validated"] = s.validated();
-    out.json["validated_peak_bytes"] = orNull(s.validatedPeak);
-    out.json["status"] = describeStatus(s);
-    if (!s.validated()) {
-        out.line = "configuration " + key + " is " + describeStatus(s);
+    out.json["status"] = describeStatus(*g.status);
+    if (!g.limit) {
+        out.line = "configuration " + key + " is " + describeStatus(*g.status);
         return out;
     }
-    const int64_t limit = int64_t(std::floor(double(*s.validatedPeak) * (1.0 + maxGrowth)));
-    out.passed = peak <= limit;
-    out.line = "peak allocated " + formatBytes(peak) + (out.passed ? " within " : " over ") + formatBytes(limit) +
-               " (the validated peak " + formatBytes(*s.validatedPeak) + " + " + percentText(maxGrowth).substr(1) +
-               ") of configuration " + key;
+    out.line = "peak allocated " + formatBytes(peak) + (g.passed ? " within " : " over ") + formatBytes(*g.limit) +
+               " (the validated peak " + formatBytes(*g.status->validatedPeak) + " + " +
+               percentText(maxGrowth).substr(1) + ") of configuration " + key;
     return out;
 }
 

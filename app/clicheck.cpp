@@ -19,8 +19,6 @@ namespace {
 
 using Unusable = CommandError;
 
-/// The default --margin of --fit, the budget's (core/budget/budgetpolicy.h says why).
-constexpr double kDefaultMargin = kDefaultFitMargin;
 
 std::string percent(double fraction)
 {
@@ -189,7 +187,7 @@ CommandOutput runCheck(const CheckRequest& req, const TraceSource& source)
         const int64_t maxPeak = req.maxPeak.empty() ? 0 : sizeOption("--max-peak", req.maxPeak);
         const int64_t fit = req.fit.empty() ? 0 : sizeOption("--fit", req.fit);
         const double margin =
-            req.margin.empty() ? kDefaultMargin : percentOption("--margin", req.margin, 1.0, "10% (below 100%)");
+            req.margin.empty() ? kDefaultFitMargin : percentOption("--margin", req.margin, 1.0, "10% (below 100%)");
         const double maxGrowth = req.maxGrowth.empty() ? 0.0 : percentOption("--max-growth", req.maxGrowth, 1e6, "5%");
 
         if (!req.baseline.empty())

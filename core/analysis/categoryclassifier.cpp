@@ -141,6 +141,7 @@ std::optional<AllocationClass> frameworkClass(FrameworkSite site, Phase birth, b
     case S::DeepSpeedParamPartition:
         return AllocationClass{C::Parameter, R::FlatParameterBuffer, birth};
     case S::DeepSpeedGradBuffer:
+    case S::DeepSpeedZero2GradPartition:
         return AllocationClass{C::Gradient, R::FlatGradientBuffer, birth};
     case S::DeepSpeedZeroInit: // splitByLine: the first statement's are the 16-bit groups
     case S::MegatronMainParams:

@@ -47,7 +47,7 @@ constexpr SiteFrame kSiteFrames[] = {
     {"deepspeed/runtime/zero/stage_1_and_2.py", "__init__", FrameworkSite::DeepSpeedZeroInit},
     {"deepspeed/runtime/zero/stage_1_and_2.py", "backward", FrameworkSite::DeepSpeedGradBuffer},
     {"deepspeed/runtime/zero/stage_1_and_2.py", "reduce_gradients", FrameworkSite::DeepSpeedGradBuffer},
-    {"deepspeed/runtime/zero/stage_1_and_2.py", "copy_grads_in_partition", FrameworkSite::DeepSpeedGradBuffer},
+    {"deepspeed/runtime/zero/stage_1_and_2.py", "copy_grads_in_partition", FrameworkSite::DeepSpeedZero2GradPartition},
     {"deepspeed/runtime/zero/stage3.py", "defragment", FrameworkSite::DeepSpeedParamPartition},
     {"deepspeed/runtime/zero/stage3.py", "_create_fp32_partitions", FrameworkSite::DeepSpeedMasterPartition},
     {"deepspeed/runtime/zero/stage3.py", "_setup_for_real_optimizer", FrameworkSite::DeepSpeedGradBuffer},
@@ -83,6 +83,7 @@ std::string_view frameworkSiteName(FrameworkSite s)
     case FrameworkSite::DeepSpeedParamPartition: return "DeepSpeed's parameter partitions";
     case FrameworkSite::DeepSpeedMasterPartition: return "DeepSpeed ZeRO-3's fp32 partitions";
     case FrameworkSite::DeepSpeedGradBuffer: return "DeepSpeed's gradient buffers";
+    case FrameworkSite::DeepSpeedZero2GradPartition: return "DeepSpeed ZeRO-2's gradient partition";
     case FrameworkSite::DeepSpeedGather: return "DeepSpeed ZeRO-3's parameter gather";
     }
     return "?";
@@ -132,12 +133,6 @@ const Frame* FrameworkSites::siteFrame(uint32_t stack) const
             return siteOfFrame(file, m_frames.strings().get(fr.name)) != FrameworkSite::None ? &fr : nullptr;
     }
     return nullptr;
-}
-
-std::string_view FrameworkSites::name(uint32_t stack) const
-{
-    const Frame* fr = siteFrame(stack);
-    return fr ? m_frames.strings().get(fr->name) : std::string_view();
 }
 
 int64_t FrameworkSites::line(uint32_t stack) const

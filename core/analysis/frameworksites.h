@@ -46,8 +46,11 @@ enum class FrameworkSite : uint8_t {
     /// DeepSpeed ZeRO-3's fp32 partitions (stage3.py _create_fp32_partitions).
     DeepSpeedMasterPartition,
     /// DeepSpeed's gradient buffers: ZeRO-1/2's reduce bucket (backward, reduce_gradients) and
-    /// contiguous partition (copy_grads_in_partition), ZeRO-3's (_setup_for_real_optimizer).
+    /// ZeRO-3's (_setup_for_real_optimizer).
     DeepSpeedGradBuffer,
+    /// DeepSpeed ZeRO-2's contiguous gradient partition (copy_grads_in_partition): a gradient
+    /// buffer that only stage 2 makes.
+    DeepSpeedZero2GradPartition,
     /// DeepSpeed ZeRO-3's all-gather of a layer's parameters for its forward or backward.
     DeepSpeedGather,
 };
@@ -62,8 +65,6 @@ public:
     /// The line of the framework's own frame in `stack` (0: none), for the sites whose
     /// allocations are told apart by the statement that made them.
     int64_t line(uint32_t stack) const;
-    /// The function of that frame ("" : none).
-    std::string_view name(uint32_t stack) const;
 
 private:
     FrameworkSite classify(uint32_t stack) const;

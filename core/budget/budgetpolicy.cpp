@@ -136,6 +136,25 @@ std::vector<ConfigStatus> assessBudget(const std::vector<BudgetRun>& runs, const
     return out;
 }
 
+BudgetGate gateRun(const std::vector<BudgetRun>& runs, const BudgetConfig& config, int64_t peak,
+                   const BudgetPolicy& policy, double maxGrowth)
+{
+    BudgetGate g;
+    g.key = budgetConfigKey(config, policy);
+    std::vector<BudgetRun> same;
+    for (const BudgetRun& r : runs)
+        if (budgetConfigKey(r.config, policy) == g.key)
+            same.push_back(r);
+    if (same.empty())
+        return g;
+    g.status = assessBudget(same, policy).front();
+    if (!g.status->validated())
+        return g;
+    g.limit = int64_t(std::floor(double(*g.status->validatedPeak) * (1.0 + maxGrowth)));
+    g.passed = peak <= *g.limit;
+    return g;
+}
+
 const char* runShortfallKey(RunShortfall s)
 {
     switch (s) {

@@ -72,6 +72,18 @@ RunVerdict judgeRun(const BudgetRun& run, std::optional<int64_t> worstCaseTokens
 std::vector<ConfigStatus> assessBudget(const std::vector<BudgetRun>& runs, const BudgetPolicy& policy,
                                        const BudgetConfig& only = {});
 
+/// `check --budget`: one run (its configuration and peak allocated) against the store's runs.
+/// It passes when its configuration is validated and the peak is at most the validated peak
+/// times 1 + maxGrowth.
+struct BudgetGate {
+    std::string key;                    ///< the run's configuration
+    std::optional<ConfigStatus> status; ///< none: the store holds no run of that configuration
+    std::optional<int64_t> limit;       ///< the validated peak x (1 + maxGrowth), when validated
+    bool passed = false;
+};
+BudgetGate gateRun(const std::vector<BudgetRun>& runs, const BudgetConfig& config, int64_t peak,
+                   const BudgetPolicy& policy, double maxGrowth);
+
 /// "OOMed at iteration 3", "never run on its worst-case step (largest step 2048 of 4096
 /// tokens)", ...: one sentence for the CLI, MCP and the GUI alike; "validated by ..." when it is.
 std::string describeStatus(const ConfigStatus& status);

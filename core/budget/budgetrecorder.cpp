@@ -19,19 +19,23 @@ std::string lower(std::string s)
     return s;
 }
 
-std::optional<int64_t> integerValue(const BudgetConfig& c, const std::string& key)
+/// A count >= 0 written in full ("4096"); nullopt for anything else.
+std::optional<int64_t> countOf(const std::string& text)
 {
-    const auto it = c.find(key);
-    if (it == c.end())
-        return std::nullopt;
     try {
         size_t used = 0;
-        const long long v = std::stoll(it->second, &used);
-        if (used == it->second.size() && v >= 0)
+        const long long v = std::stoll(text, &used);
+        if (used == text.size() && v >= 0)
             return v;
     } catch (const std::exception&) {
     }
     return std::nullopt;
+}
+
+std::optional<int64_t> integerValue(const BudgetConfig& c, const std::string& key)
+{
+    const auto it = c.find(key);
+    return it == c.end() ? std::nullopt : countOf(it->second);
 }
 
 /// The largest of a comma-separated list of step sizes ("512,512,1024"), as the recorders
@@ -47,8 +51,7 @@ std::optional<int64_t> maxStepTokens(const BudgetConfig& c)
     size_t from = 0;
     while (from <= it->second.size()) {
         const size_t comma = std::min(it->second.find(',', from), it->second.size());
-        BudgetConfig one{{"v", it->second.substr(from, comma - from)}};
-        if (auto v = integerValue(one, "v"))
+        if (auto v = countOf(it->second.substr(from, comma - from)))
             best = std::max(best.value_or(0), *v);
         from = comma + 1;
     }

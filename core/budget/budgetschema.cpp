@@ -93,7 +93,7 @@ std::vector<std::string> budgetMigration(int fromVersion)
     return {};
 }
 
-std::string budgetInsertSql(bool dollarPlaceholders)
+std::string budgetInsertSql(SqlParameters parameters)
 {
     std::string names, values;
     for (size_t i = 0; i < columns().size(); ++i) {
@@ -102,7 +102,7 @@ std::string budgetInsertSql(bool dollarPlaceholders)
             values.append(", ");
         }
         names.append(columns()[i].name);
-        if (dollarPlaceholders)
+        if (parameters == SqlParameters::Numbered)
             values.append("$").append(std::to_string(i + 1));
         else
             values.append("?");

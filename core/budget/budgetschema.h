@@ -27,9 +27,11 @@ bool budgetColumnIsInteger(size_t i);
 /// store) to kBudgetSchemaVersion - 1. Standard SQL both stores accept.
 std::vector<std::string> budgetMigration(int fromVersion);
 
-/// "INSERT ... ON CONFLICT (run_id) DO NOTHING" with `placeholder(i)` for the i-th value
-/// (0-based): "?" for SQLite, "$1" ... for PostgreSQL.
-std::string budgetInsertSql(bool dollarPlaceholders);
+/// How a store's SQL marks a bound parameter: "?" (SQLite), "$1", "$2", ... (PostgreSQL).
+enum class SqlParameters { QuestionMarks, Numbered };
+
+/// "INSERT ... ON CONFLICT (run_id) DO NOTHING", every value a bound parameter.
+std::string budgetInsertSql(SqlParameters parameters);
 /// "SELECT <the columns> FROM ... ORDER BY recorded_at, run_id".
 std::string budgetSelectSql();
 

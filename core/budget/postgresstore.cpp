@@ -117,7 +117,7 @@ bool PostgresStore::add(const BudgetRun& run)
     std::vector<const char*> values(row.size());
     for (size_t i = 0; i < row.size(); ++i)
         values[i] = row[i] ? row[i]->c_str() : nullptr;
-    Result r(PQexecParams(m_conn, budgetInsertSql(true).c_str(), int(values.size()), nullptr, values.data(), nullptr,
+    Result r(PQexecParams(m_conn, budgetInsertSql(SqlParameters::Numbered).c_str(), int(values.size()), nullptr, values.data(), nullptr,
                           nullptr, 0));
     if (!r || PQresultStatus(r.get()) != PGRES_COMMAND_OK)
         fail("cannot record run " + run.runId);

@@ -136,7 +136,7 @@ void SqliteStore::migrate()
 
 bool SqliteStore::add(const BudgetRun& run)
 {
-    Statement s(m_db, budgetInsertSql(false));
+    Statement s(m_db, budgetInsertSql(SqlParameters::QuestionMarks));
     if (!s.ok())
         fail("cannot prepare a run's INSERT");
     const BudgetRow row = budgetRowOf(run);

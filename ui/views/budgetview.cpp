@@ -173,11 +173,14 @@ void BudgetView::read(bool recordOpenFile)
         rebuild();
         return;
     }
-    std::shared_ptr<const LoadedTrace> trace = m_data ? m_data->trace : nullptr;
+    // The open file's runs (its hash and every device's analysis) are made once per file, not
+    // again each time the store is read or the file recorded.
+    std::shared_ptr<const LoadedTrace> trace = m_data && m_openRuns.empty() ? m_data->trace : nullptr;
     m_status->setText(recordOpenFile ? tr("Recording this file\u2026") : tr("Reading the store\u2026"));
     m_job->start(
-        [store, trace, recordOpenFile](BackgroundJob::Control&) {
+        [store, trace, recordOpenFile, known = m_openRuns](BackgroundJob::Control&) {
             Read r;
+            r.openRuns = known;
             try {
                 if (trace) {
                     // The file's runs as `budget record` would store them: the open run's place.

@@ -113,7 +113,7 @@ void readSharding(Reader& r, const Snapshot& snapshot, size_t deviceIndex)
         ddp = ddp || s == FrameworkSite::DdpReducer || s == FrameworkSite::DdpConstruction;
         megatron = megatron || s == FrameworkSite::MegatronMainParams;
         deepspeed3 = deepspeed3 || s == FrameworkSite::DeepSpeedGather || s == FrameworkSite::DeepSpeedMasterPartition;
-        deepspeed2 = deepspeed2 || (s == FrameworkSite::DeepSpeedGradBuffer && sites.name(stack) == "copy_grads_in_partition");
+        deepspeed2 = deepspeed2 || s == FrameworkSite::DeepSpeedZero2GradPartition;
     }
     if (deepspeed3 || deepspeed2 || megatron) {
         r.cfg.zero = deepspeed3 ? 3 : deepspeed2 ? 2 : 1;
