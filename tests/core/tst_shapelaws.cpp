@@ -12,6 +12,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 using namespace headroom;
 
 namespace {
@@ -124,4 +126,68 @@ TEST_CASE("The CPU recorder's op graph links each allocation to its op's inputs"
     const RecordedTensor* weight = recordedTensorAt(ev.tensors, at - addmm->inputs[2]);
     REQUIRE(weight);
     CHECK(weight->kind == RecordedTensor::Kind::Parameter);
+}
+
+TEST_CASE("A mark of a model width's size is the width or the dimension: both readings", "[whatif][shapes]")
+{
+    // d_model = s0 = 64, b0 = 2: [b, s, d] is marked [b, s, s], as a score of [b, s, s] is.
+    const RecordedTensor act = tensor({2, 64, 64}, 0b1, 0b110);
+    CHECK(shapeLaws(act, 2, 64) == bit(SizeLaw::TokensBySeq));
+    const MarkCoincidence seqIsWidth{false, true};
+    CHECK(shapeLaws(act, 2, 64, seqIsWidth) ==
+          (bit(SizeLaw::Batch) | bit(SizeLaw::Tokens) | bit(SizeLaw::TokensBySeq)));
+    // The width is the dimension the recorded op's weight has: its last.
+    CHECK(shapeLawsWithWidth(act, 2, 64, 2) == bit(SizeLaw::Tokens));
+    // A mark of the other value keeps its one reading; a flattened [b*s, d] is still b*s.
+    CHECK(shapeLaws(tensor({2, 64, 32}, 0b1, 0b10), 2, 64, MarkCoincidence{true, false}) ==
+          (bit(SizeLaw::Sequence) | bit(SizeLaw::Tokens)));
+    CHECK(shapeLaws(tensor({128, 48}, 0, 0), 2, 64, seqIsWidth) == bit(SizeLaw::Tokens));
+}
+
+TEST_CASE("A width equal to the sequence leaves the shapes open, and the op's weight reads it", "[whatif][shapes][cpu]")
+{
+    // tests/data/cpu/gqa4d_{base,seq4}.pickle (record_gqa4d.py): a grouped-query llama at
+    // d_model 64 = sequence 64, 4 query heads x 64 = 4 x d_model. Read by their marks alone,
+    // every [b, s, d] activation was b*s^2 and sequence x4 projected +22.4% with the band
+    // missing; the scores' [b, h, s, s] and the activations' [b, s, d] shapes allow each
+    // other's reading. The embedding's and the Linears' outputs take their last dimension
+    // from the weight they were made with (read b*s), what a shape-preserving op made from
+    // them follows (the recorder's links), the softmax's stack reads the scores.
+    const std::string dir = std::string(HEADROOM_SOURCE_DIR) + "/tests/data/cpu/";
+    auto base = Loader::load(dir + "gqa4d_base.pickle");
+    auto seq4 = Loader::load(dir + "gqa4d_seq4.pickle");
+    const Calibration cal = calibrate(*base, 0, analyzeDevice(*base, 0), {});
+    REQUIRE(cal.baseline.trace);
+    CHECK(cal.baseline.trace->laws().markCoincidence().seq);
+    CHECK_FALSE(cal.baseline.trace->laws().markCoincidence().batch);
+    CHECK_FALSE(cal.baseline.config.flashAttention);
+    LeverConfig target = cal.baseline.config;
+    target.seq *= 4;
+    const Projection p = project(cal.baseline, target, WhatIfConstants{}, *devicePreset("80gib"));
+    REQUIRE(p.replayed);
+    const double measured = double(seq4->timelines[0].peakAllocated);
+    CHECK(p.peakAllocated == Approx(measured).epsilon(0.01));
+    CHECK(p.peakAllocatedLow <= measured);
+    CHECK(p.peakAllocatedHigh >= measured);
+    // The band keeps the scores read as b*s (one of their s a width): the shapes allow it.
+    CHECK(p.peakAllocatedLow < 0.7 * p.peakAllocated);
+    const bool shapeOpen = std::any_of(p.ambiguities.begin(), p.ambiguities.end(),
+                                       [](const ProjectedAmbiguity& a) { return a.shapeRecorded; });
+    CHECK(shapeOpen);
+}
+
+TEST_CASE("A position table's rows are no width an output shows", "[whatif][shapes][cpu]")
+{
+    // The decoder's learned positions are a [max_seq = 128, 64] table at sequence 128 (its
+    // forward recorded with the op graph): no output's last dimension is 128 by a weight, so
+    // its marks stay the sequence. The llama's k and v projections are 64 wide at sequence 64.
+    const std::string dir = std::string(HEADROOM_SOURCE_DIR) + "/tests/data/cpu/";
+    auto decoder = Loader::load(dir + "decoder_infer_graph.pickle");
+    const Calibration cal = calibrate(*decoder, 0, analyzeDevice(*decoder, 0), {});
+    REQUIRE(cal.baseline.trace);
+    CHECK_FALSE(cal.baseline.trace->laws().markCoincidence().seq);
+    auto llama = Loader::load(dir + "llama_graph.pickle");
+    const Calibration lc = calibrate(*llama, 0, analyzeDevice(*llama, 0), {});
+    REQUIRE(lc.baseline.trace);
+    CHECK(lc.baseline.trace->laws().markCoincidence().seq);
 }

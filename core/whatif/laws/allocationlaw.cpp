@@ -131,6 +131,20 @@ bool readSize(AllocationLaw& law, const Allocation& a, StackReadings& stacks, co
     return softmax;
 }
 
+/// `current` where `allowed` holds it, else the law of the highest growth `allowed` holds.
+SizeLaw highestGrowth(uint8_t allowed, SizeLaw current)
+{
+    if (allowed & bit(current))
+        return current;
+    double most = -1;
+    for (size_t l = 0; l < kSizeLawCount; ++l)
+        if ((allowed & (1u << l)) && lawFactor(SizeLaw(l), 2, 2) > most) {
+            most = lawFactor(SizeLaw(l), 2, 2);
+            current = SizeLaw(l);
+        }
+    return current;
+}
+
 } // namespace
 
 AllocationLaws AllocationLaws::fromSnapshot(const MemoryTimeline& tl, const std::vector<AllocationClass>& classes,
@@ -324,6 +338,9 @@ void AllocationLaws::readShapes(const MemoryTimeline& tl, const std::vector<std:
     // Scores over s0 + c tokens in the shapes say how many tokens there are.
     if (const int c = shapeTokenOffset(tensors, s0))
         m_tokenOffset = c;
+    // A model width equal to b0 or s0 makes every mark of it a possible width too.
+    const MarkCoincidence coincident = headroom::markCoincidence(tensors, b0, s0);
+    m_markCoincidence = coincident;
     for (size_t i = 0; i < m_laws.size(); ++i) {
         const Allocation& a = tl.allocations[i];
         const RecordedTensor* rec = recordedTensorAt(tensors, a.start);
@@ -332,31 +349,55 @@ void AllocationLaws::readShapes(const MemoryTimeline& tl, const std::vector<std:
         const RecordedTensor& t = *rec;
         if (t.kind == K::Parameter || t.kind == K::Buffer || t.kind == K::Gradient || t.kind == K::OptimizerState)
             continue; // constant by its category already
-        AllocationLaw& law = m_laws[i];
         // A shape over s0 + c tokens: the sizes were factored by s0, so the shape alone reads it.
-        const bool over = m_tokenOffset && offsetDims(t, s0, m_tokenOffset);
         // Else it narrows what the size and the stack allow; a shape at odds with them (a mark
         // by coincidence) tells nothing.
-        const uint8_t allowed =
-            over ? offsetShapeLaws(t, b0, s0, m_tokenOffset) : uint8_t(shapeLaws(t, b0, s0) & law.allowed);
-        if (!allowed)
-            continue;
-        if (over)
+        if (m_tokenOffset && offsetDims(t, s0, m_tokenOffset)) {
+            AllocationLaw& law = m_laws[i];
+            const uint8_t allowed = offsetShapeLaws(t, b0, s0, m_tokenOffset);
+            if (!allowed)
+                continue;
+            law.offset = true;
+            setCentral(i, highestGrowth(allowed, law.central), LawEvidence::Shape, a.size);
             law.allowed = allowed;
-        law.offset = over;
-        SizeLaw central = law.central;
-        if (!(allowed & bit(central))) { // the other evidence's reading is out: the highest growth left
-            double most = -1;
-            for (size_t l = 0; l < kSizeLawCount; ++l)
-                if ((allowed & (1u << l)) && lawFactor(SizeLaw(l), 2, 2) > most) {
-                    most = lawFactor(SizeLaw(l), 2, 2);
-                    central = SizeLaw(l);
-                }
+            ++m_shapeRead;
+        } else {
+            readShape(i, a.size, t, uint32_t(a.start), tensors, b0, s0, coincident);
         }
-        setCentral(i, central, LawEvidence::Shape, a.size);
+    }
+}
+
+void AllocationLaws::readShape(size_t i, int64_t size, const RecordedTensor& t, uint32_t event,
+                               const std::vector<std::pair<uint32_t, RecordedTensor>>& tensors, int b0, int s0,
+                               MarkCoincidence coincident)
+{
+    AllocationLaw& law = m_laws[i];
+    const uint8_t asMarked = uint8_t(shapeLaws(t, b0, s0) & law.allowed);
+    const uint8_t allowed = uint8_t(shapeLaws(t, b0, s0, coincident) & law.allowed);
+    if (!allowed)
+        return;
+    law.offset = false;
+    if (allowed == asMarked || !(allowed & ~asMarked)) {
+        // The marks decide (no mark is of a model width's size): the shape is read.
+        setCentral(i, highestGrowth(allowed, law.central), LawEvidence::Shape, size);
         law.allowed = allowed;
         ++m_shapeRead;
+        return;
     }
+    // A mark may be a model width of the same size (d_model = s0): the shape keeps every
+    // reading, unless the op's weight says which dimension is the width (a structural fact,
+    // so the shape is read); else the other evidence's reading stands where the shape allows it.
+    if (const int w = weightWidthDim(t, event, tensors, b0, s0, coincident); w >= 0) {
+        if (const uint8_t byWeight = uint8_t(shapeLawsWithWidth(t, b0, s0, w) & allowed)) {
+            setCentral(i, highestGrowth(byWeight, law.central), LawEvidence::Shape, size);
+            law.allowed = byWeight;
+            ++m_shapeRead;
+            return;
+        }
+    }
+    law.allowed = allowed;
+    if (!(allowed & bit(law.central)))
+        setCentral(i, highestGrowth(asMarked ? asMarked : allowed, law.central), LawEvidence::Shape, size);
 }
 
 void AllocationLaws::readWidths(const MemoryTimeline& tl, const std::vector<AllocationClass>& classes,

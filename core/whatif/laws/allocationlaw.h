@@ -9,6 +9,7 @@
 #include "core/analysis/phaseclassifier.h"
 #include "core/model/frametable.h"
 #include "core/replay/replay.h"
+#include "core/whatif/laws/shapelaw.h"
 #include "core/whatif/laws/sizelaw.h"
 #include "core/whatif/laws/widthlaw.h"
 
@@ -35,6 +36,8 @@ public:
     /// Tokens beyond the stated sequence that the attention scores are taken over (a class
     /// token: scores of b*h*(s0+1)^2), read from the recorded shapes; 0: none seen.
     int tokenOffset() const { return m_tokenOffset; }
+    /// Whether b0 or s0 equals one of the model's widths, so the shapes' marks of it tell nothing alone.
+    MarkCoincidence markCoincidence() const { return m_markCoincidence; }
     /// How the allocations' element widths were read (docs/whatif-model.md, "Precision").
     const WidthReadings& widths() const { return m_widths; }
     /// Measured bytes and allocations per StateRole.
@@ -72,6 +75,10 @@ private:
     void readSteps(const MemoryTimeline& timeline, int s0, size_t iterations, int64_t tokens);
     /// The recorded shapes decide the laws of the tensors they describe (activations and
     /// temporaries; state is constant by its category).
+    /// One recorded shape (not over s0 + c tokens): what its marks allow, a coincident mark as either.
+    void readShape(size_t i, int64_t size, const RecordedTensor& t, uint32_t event,
+                   const std::vector<std::pair<uint32_t, RecordedTensor>>& tensors, int b0, int s0,
+                   MarkCoincidence coincident);
     void readShapes(const MemoryTimeline& timeline, const std::vector<std::pair<uint32_t, RecordedTensor>>& tensors,
                     int b0, int s0);
     /// Tensors a shape-preserving op joined (lawlinks.h) take one law: the readings every
@@ -107,6 +114,7 @@ private:
     int64_t m_quadPossible = 0;
     size_t m_shapeRead = 0;
     int m_tokenOffset = 0;
+    MarkCoincidence m_markCoincidence;
     WidthReadings m_widths;
     std::array<int64_t, kStateRoleCount> m_roleBytes{}, m_roleCount{};
 };

@@ -18,9 +18,32 @@
 
 namespace headroom {
 
+/// Which of b0 and s0 the model's own widths share: a mark of that value may then be the
+/// width, not the batch or the sequence.
+struct MarkCoincidence {
+    bool batch = false, seq = false;
+};
+/// A width is the last dimension of an output whose op took a weight of that size (an
+/// embedding's or a Linear's output of d_model = 128 at sequence 128); a position table's
+/// rows (max_seq = s0) are no width an output shows.
+MarkCoincidence markCoincidence(const std::vector<std::pair<uint32_t, RecordedTensor>>& tensors, int b0, int s0);
+
 /// Bit per SizeLaw the shape's marks give (every mark counted; a mark of both b and s either
-/// way); 0 when it tells nothing (no marked dimension, or no law the replay knows).
-uint8_t shapeLaws(const RecordedTensor& t, int b0, int s0);
+/// way; a mark of a coincident value also as a width that does not grow); 0 when it tells
+/// nothing (no marked dimension, or no law the replay knows).
+uint8_t shapeLaws(const RecordedTensor& t, int b0, int s0, MarkCoincidence coincident = {});
+
+/// Whether `t`'s last dimension is the size of a weight its op took (a matrix or a vector).
+bool lastDimIsWeightWidth(const RecordedTensor& t, uint32_t event,
+                          const std::vector<std::pair<uint32_t, RecordedTensor>>& tensors);
+/// The dimension of `t` (made at `event`) that is a coincident mark and yet the width of a
+/// parameter its op took (the last dimension of an embedding's or a Linear's output, equal
+/// to a weight's dimension): -1 when no recorded input says so.
+int weightWidthDim(const RecordedTensor& t, uint32_t event,
+                   const std::vector<std::pair<uint32_t, RecordedTensor>>& tensors, int b0, int s0,
+                   MarkCoincidence coincident);
+/// `t`'s laws with dimension `dim` taken as a width (its marks dropped), the others as marked.
+uint8_t shapeLawsWithWidth(const RecordedTensor& t, int b0, int s0, int dim);
 
 /// Bit per dimension of `t` equal to s0 + c.
 uint32_t offsetDims(const RecordedTensor& t, int s0, int c);
