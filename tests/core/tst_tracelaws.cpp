@@ -393,3 +393,38 @@ TEST_CASE("The replay's sizes: 4 bytes for the allocator's blocks, any other siz
     for (size_t i = 0; i < given.size(); ++i)
         CHECK(sizes[i] == given[i]); // 300, 2 TiB + 512, -512 and 7 go through the side table
 }
+
+TEST_CASE("An autocast forward's weight casts do not grow with the sequence", "[whatif][laws][cpu]")
+{
+    // tests/data/cpu/amp_casts_seq{16,256}.pickle (record_amp_casts.py): a no_grad forward under
+    // bf16 autocast at micro-batch 1, recorded without shapes or op graph (a GPU snapshot has
+    // neither). The bf16 casts of its fp32 weights (half a weight each, one per weight) are
+    // freed with the forward, temporaries; their sizes divide by the 16 tokens, so they were
+    // read b*s: 16x the sequence projected +450.8% with a band 6% wide. One per weight of twice
+    // their size and iteration is a cast (constant, evidence "cast"); the band keeps b*s.
+    const std::string dir = std::string(HEADROOM_SOURCE_DIR) + "/tests/data/cpu/";
+    auto base = Loader::load(dir + "amp_casts_seq16.pickle");
+    auto seq16x = Loader::load(dir + "amp_casts_seq256.pickle");
+    REQUIRE(base->snapshot.devices[0].trace.tensors.empty());
+    const Calibration cal = calibrate(*base, 0, analyzeDevice(*base, 0), {});
+    REQUIRE(cal.baseline.trace);
+    const auto& laws = cal.baseline.trace->laws().laws();
+    const auto& allocations = base->timelines[0].allocations;
+    size_t weightCasts = 0; // the matrices' (the biases' casts are read so too)
+    for (size_t i = 0; i < laws.size(); ++i)
+        if (laws[i].evidence == LawEvidence::Cast) {
+            weightCasts += allocations[i].size >= 128 * 1024;
+            CHECK(laws[i].central == SizeLaw::Constant);
+            CHECK((laws[i].allowed & lawBit(SizeLaw::Tokens)) != 0);
+        }
+    CHECK(weightCasts == 2 * (4 * 4 + 1)); // two iterations: four layers of four Linears, the head
+    const Projection p = projectSeq(cal, 256);
+    REQUIRE(p.replayed);
+    const double measured = double(seq16x->timelines[0].peakAllocated);
+    CHECK(p.peakAllocated == Approx(measured).epsilon(0.05));
+    CHECK(p.peakAllocatedLow <= measured);
+    CHECK(p.peakAllocatedHigh >= measured);
+    const bool named = std::any_of(p.ambiguities.begin(), p.ambiguities.end(),
+                                   [](const ProjectedAmbiguity& a) { return a.evidence == "cast"; });
+    CHECK(named);
+}

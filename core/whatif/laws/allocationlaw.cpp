@@ -270,12 +270,15 @@ void AllocationLaws::readCasts(const MemoryTimeline& tl, const std::vector<Alloc
                                const std::vector<Iteration>& iterations)
 {
     // Sizes alone cannot tell a cast from an activation of its size (b*s equal to the hidden
-    // size makes every b*s*h bf16 activation half an h*h weight): the count can.
+    // size makes every b*s*h bf16 activation half an h*h weight): the count can. A cast the
+    // forward frees (no_grad, or the autocast cache cleared at its exit) is a temporary.
     const WeightCasts casts(tl, classes);
     std::map<std::pair<size_t, int64_t>, int> seen; // (iteration, size) -> casts counted
     for (size_t i = 0; i < m_laws.size() && i < classes.size(); ++i) {
         const Allocation& a = tl.allocations[i];
-        if (classes[i].category != TensorCategory::Activation || m_laws[i].central != SizeLaw::Tokens)
+        const TensorCategory cat = classes[i].category;
+        if ((cat != TensorCategory::Activation && cat != TensorCategory::Temporary) ||
+            classes[i].birthPhase != Phase::Forward || m_laws[i].central != SizeLaw::Tokens)
             continue;
         const int weights = casts.castsOf(a.size);
         if (weights == 0)
@@ -285,7 +288,7 @@ void AllocationLaws::readCasts(const MemoryTimeline& tl, const std::vector<Alloc
         const size_t iteration = size_t(it - iterations.begin());
         m_laws[i].allowed |= bit(SizeLaw::Constant);
         if (seen[{iteration, a.size}]++ < weights)
-            setCentral(i, SizeLaw::Constant, LawEvidence::Size, a.size);
+            setCentral(i, SizeLaw::Constant, LawEvidence::Cast, a.size);
     }
 }
 

@@ -66,6 +66,7 @@ std::string_view lawEvidenceName(LawEvidence e)
     case LawEvidence::Category: return "category";
     case LawEvidence::Stack: return "stack";
     case LawEvidence::Steps: return "steps";
+    case LawEvidence::Cast: return "cast";
     case LawEvidence::Mirror: return "mirror";
     case LawEvidence::Op: return "op";
     case LawEvidence::Size: return "size";

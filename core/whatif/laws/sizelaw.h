@@ -41,13 +41,16 @@ enum class LawEvidence : uint8_t {
     Category, ///< parameters, gradients, optimizer state and kept state do not grow with b or s
     Stack,    ///< the allocation's own stack decided between readings its size allows
     Steps,    ///< one of a line's allocations per step of the sequence: their number grows with s
+    /// Half a weight's bytes, born in the forward, no more per iteration than weights of twice
+    /// its size: the weight's 16-bit autocast cast, which does not grow
+    Cast,
     Mirror,   ///< made by the backward: the reading of the forward's tensors of its size
     /// A shape-preserving op joined it to tensors of its exact shape (the recorder's `like`):
     /// the reading of the class's most trusted member
     Op,
     Size,     ///< the size's factorisation alone
 };
-std::string_view lawEvidenceName(LawEvidence e); ///< "shape", "runs", "category", "stack", "size"
+std::string_view lawEvidenceName(LawEvidence e); ///< "shape", "runs", "category", "stack", "cast", "size"
 
 /// What an optimizer change does to an allocation (docs/whatif-model.md, "Optimizer"):
 /// its state and the step's parameter-shaped temporaries take the new optimizer's bytes.

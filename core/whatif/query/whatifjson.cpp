@@ -304,7 +304,9 @@ std::string projectionText(const Projection& p, const std::vector<MeasuredItem>&
         }
         for (const auto& a : p.ambiguities) {
             o << "Ambiguous: " << a.count << " x " << formatBytes(a.sizeEach) << " from " << a.where << " read as "
-              << a.central << " (by its " << a.evidence << "), also";
+              << a.central
+              << (a.evidence == "cast" ? " (half a weight, one per weight: its autocast cast)" : " (by its " + a.evidence + ")")
+              << ", also";
             for (const auto& r : a.readings)
                 if (r != a.central)
                     o << " " << r;
