@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <map>
-#include <numeric>
 #include <optional>
 #include <set>
 
@@ -102,12 +101,20 @@ int copiesOf(const SizeCounts& pre, const SizeCounts& reference)
     return best != vote.end() && best->second >= 0.8 * voted ? best->first : 0;
 }
 
-int64_t countsGcd(const SizeCounts& pre)
+/// Whether the counts hold k copies of the parameter set: every size of at least k blocks a
+/// multiple of k. A size of fewer blocks than copies holds no parameter's copies (a buffer of
+/// its own: a rotary table's sine and cosine, a causal mask) and says nothing.
+bool countsHoldCopies(const SizeCounts& pre, int k)
 {
-    int64_t g = 0;
-    for (const auto& [size, n] : pre)
-        g = std::gcd(g, n);
-    return g;
+    bool any = false;
+    for (const auto& [size, n] : pre) {
+        if (n < k)
+            continue;
+        if (n % k != 0)
+            return false;
+        any = true;
+    }
+    return any;
 }
 
 std::vector<PreRecordingReading> readingsFor(int copies, std::optional<bool> gradientsKept,
@@ -139,7 +146,6 @@ std::vector<PreRecordingReading> readingsFromCounts(const SizeCounts& pre, std::
                                                     const std::optional<NamedOptimizer>& opt)
 {
     std::vector<PreRecordingReading> out;
-    const int64_t g = countsGcd(pre);
     // Without a backward or an optimizer step in the trace nothing says this is training: a
     // few sizes whose counts share a divisor may be the model's own (two blocks of one size), so
     // it takes four sizes to read copies at all, and the weights alone stay a reading.
@@ -147,7 +153,7 @@ std::vector<PreRecordingReading> readingsFromCounts(const SizeCounts& pre, std::
     if (!training && pre.size() < 4)
         return out;
     for (int k = 2; k <= 4; ++k) {
-        if (g % k != 0)
+        if (!countsHoldCopies(pre, k))
             continue;
         for (const PreRecordingReading& x : readingsFor(k, gradientsKept, opt))
             if (x.extraWeights == 0 && x.states <= 2)
@@ -338,7 +344,7 @@ PreRecording readPreRecording(const FrameTable& frames, const MemoryTimeline& tl
             r.copies = std::max(r.copies, x.copies());
         reference.clear();
         for (const auto& [size, n] : pre)
-            if (r.found())
+            if (r.found() && n % r.copies == 0) // not a buffer of its own
                 reference[size] = n / r.copies;
         if (r.decided() && r.stepCounters)
             addSmallestParameters(tl, classes, r.copies, reference);

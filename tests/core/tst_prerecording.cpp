@@ -6,6 +6,8 @@
 #include "core/analysis/memoryanalysis.h"
 #include "core/io/loader.h"
 #include "core/report/analysisreport.h"
+#include "core/whatif/calibration/whatifcalibration.h"
+#include "core/whatif/projection/whatifprojection.h"
 
 #include <catch2/catch.hpp>
 
@@ -154,4 +156,33 @@ TEST_CASE("State of its own shape from before the trace: a size no gradient has,
     CHECK(classes[1].category == TensorCategory::OptimizerState);
     CHECK(classes[1].rule == CategoryRule::BeforeWindowStateBySize);
     CHECK(classes[2].category == TensorCategory::Parameter); // frozen: the step never computes at its size
+}
+
+TEST_CASE("Buffers of their own do not hide the copies; autocast casts one of them", "[analysis][prerecording][whatif]")
+{
+    // tests/data/cpu/state_forward_{fp32,amp_bf16}.pickle (record_state_forward.py): a llama's
+    // forwards recorded after an AdamW step, its weights and two moments alive before the trace.
+    // Its rotary table's sine and cosine (two blocks of one size) kept the counts' divisor at 1:
+    // no copies were read, all three sets were weights, and the move to autocast cast every one
+    // of them (+19.6%, the band missing). Now three copies, undecided (a forward says nothing of
+    // which), and one weight set cast.
+    const auto t = lateFile("state_forward_fp32.pickle");
+    const DeviceAnalysis a = analyzeDevice(*t, 0);
+    const PreRecording& r = a.preRecording;
+    CHECK(r.copies == 3);
+    CHECK_FALSE(r.decided());
+    CHECK(r.weightBytes > 0);
+    const auto bytes = beforeTrace(*t, a);
+    CHECK(bytes[idx(TensorCategory::Parameter)] < r.weightBytes + 512 * 1024); // one set, and the buffers
+    CHECK(bytes[idx(TensorCategory::Unknown)] >= 2 * r.weightBytes);
+
+    const Calibration cal = calibrate(*t, 0, a, {});
+    LeverConfig target = cal.baseline.config;
+    target.precision = Precision::AmpBf16;
+    const Projection p = project(cal.baseline, target, WhatIfConstants{}, *devicePreset("80gib"));
+    const auto amp = lateFile("state_forward_amp_bf16.pickle");
+    const double measured = double(amp->timelines[0].peakAllocated);
+    CHECK(p.peakAllocated == Approx(measured).epsilon(0.05));
+    CHECK(p.peakAllocatedLow <= measured);
+    CHECK(p.peakAllocatedHigh >= measured);
 }
