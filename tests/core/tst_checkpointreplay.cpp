@@ -123,6 +123,33 @@ TEST_CASE("Checkpointing a CPU llama is a replay of its recorded run within 2%",
     CHECK(line.changes == std::vector<std::string>{"checkpoint=full"});
 }
 
+TEST_CASE("The allocator model serves the checkpointed run the peak counts", "[whatif][checkpoint][cpu]")
+{
+    // tests/data/cpu/ckpt_window.pickle (record_ckpt_window.py): a small, long llama whose
+    // activations outweigh its state, two iterations. Checkpointing transforms the plan's
+    // iteration only; the first one, untransformed, held every activation, and the allocator
+    // model served it too: its reserved peak was there (60.8 MiB at event 447 against 29.7 MiB
+    // allocated), and a fake 7B step with offload and checkpointing "did not fit" 80 GiB at
+    // 10 GiB allocated, its first forward at 75 GiB. What is alive when the window opens is
+    // requested there.
+    auto base = Loader::load(std::string(HEADROOM_SOURCE_DIR) + "/tests/data/cpu/ckpt_window.pickle");
+    const Calibration cal = calibrate(*base, 0, analyzeDevice(*base, 0), {});
+    REQUIRE(cal.baseline.trace);
+    LeverConfig t = cal.baseline.config;
+    t.checkpoint = Checkpointing::Full;
+    const Projection p = project(cal.baseline, t, WhatIfConstants{}, *devicePreset("80gib"));
+    REQUIRE(p.replayed);
+    REQUIRE(p.replayCheckpointedBlocks == 2);
+    const ProjectedTimeline line =
+        projectTimeline(cal.baseline, p, base->timelines[0].allocated.size(), AllocatorConfig{});
+    REQUIRE(line.simulated);
+    const CheckpointPlan& plan = cal.baseline.trace->checkpointPlan();
+    CHECK(line.simulated->peakEvent >= plan.from);
+    CHECK(line.simulated->peakEvent <= plan.to);
+    CHECK(line.simulated->peak >= int64_t(p.peakAllocated));
+    CHECK(line.simulated->peak < 60 * 1024 * 1024);
+}
+
 TEST_CASE("Blocks that cover too little of the forward leave checkpointing to the terms", "[whatif][checkpoint][cpu]")
 {
     // The CPU convnet recorded without modules: its six blocks of three widths repeat only in

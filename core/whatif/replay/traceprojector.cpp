@@ -327,9 +327,43 @@ void TraceProjector::visit(const ReplayTarget& target,
     const Factors fs = factors(t);
     const auto& laws = m_laws.laws();
     auto bytes = [&](uint32_t i, bool measured) { return fs.centralBytes(laws[i], double(m_size[i]), measured); };
+    const ReplayTarget e = effective(t);
+    if (e.checkpointed) // only the plan's iterations are the checkpointed run
+        return visitWindow(e, bytes, f);
     for (uint32_t i : m_initial)
         f(-1, i, false, bytes(i, false));
-    walk(effective(t), [&](int64_t event, uint32_t alloc, bool end, bool, bool measured) {
+    walk(e, [&](int64_t event, uint32_t alloc, bool end, bool, bool measured) {
+        f(event, alloc, end, bytes(alloc, measured));
+    });
+}
+
+void TraceProjector::visitWindow(const ReplayTarget& e, const std::function<double(uint32_t, bool)>& bytes,
+                                 const std::function<void(int64_t event, uint32_t alloc, bool end, double bytes)>& f) const
+{
+    // What is alive when the plan's window opens is requested there, in the order it was made
+    // (the history before it is iterations the plan does not transform: the replay's peak does
+    // not count them either); what the window makes and frees follows; nothing after it.
+    std::vector<double> alive(m_size.size(), -1.0);
+    for (uint32_t i : m_initial)
+        alive[i] = bytes(i, false);
+    std::vector<uint32_t> order(m_initial.begin(), m_initial.end());
+    bool opened = false;
+    walk(e, [&](int64_t event, uint32_t alloc, bool end, bool, bool measured) {
+        if (event > m_plan.to)
+            return;
+        if (event < m_plan.from) {
+            if (end)
+                alive[alloc] = -1.0;
+            else
+                alive[alloc] = bytes(alloc, measured), order.push_back(alloc);
+            return;
+        }
+        if (!opened) {
+            opened = true;
+            for (uint32_t i : order)
+                if (alive[i] >= 0)
+                    f(m_plan.from, i, false, alive[i]), alive[i] = -1.0;
+        }
         f(event, alloc, end, bytes(alloc, measured));
     });
 }

@@ -57,6 +57,8 @@ public:
 
     /// Every request and release of the projected run in the trace's order, the central reading
     /// at the target: `event` -1 for allocations alive before the trace; `bytes` as requested.
+    /// With checkpointing, the plan's window only (what is alive at its start requested there),
+    /// as the replay's peak counts it.
     void visit(const ReplayTarget& t, const std::function<void(int64_t event, uint32_t alloc, bool end, double bytes)>& f) const;
 
     /// The projected run's allocated bytes after each of the first `events` events of the
@@ -150,6 +152,8 @@ private:
     template <class F>
     void walk(const ReplayTarget& t, F&& f) const;
     /// Whether the peak may be taken at `event`.
+    void visitWindow(const ReplayTarget& e, const std::function<double(uint32_t, bool)>& bytes,
+                     const std::function<void(int64_t event, uint32_t alloc, bool end, double bytes)>& f) const;
     bool counts(int64_t event, bool checkpointed) const
     {
         return !checkpointed || (event >= m_plan.from && event <= m_plan.to);
