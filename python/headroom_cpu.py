@@ -87,6 +87,39 @@ What is recorded
   (``kind() == 'memory_alloc'``); the running sum's maximum (plus the bytes alive before the
   block) is ``oracle_peak_bytes``. ``recorded_peak_bytes`` is the recorder's peak of live
   bytes before rounding; they should agree within 1%.
+
+Fake mode (``fake=True``; headroom_fake.py beside this file)
+* The block runs under a FakeTensorMode (``torch._subclasses.fake_tensor``, 1.13 or later)
+  below the recorder's dispatch mode: every tensor made in the block (parameters of a model
+  built there, the batch, activations, gradients, optimizer state) is a fake tensor, with
+  shape, dtype, strides and a storage size but no data, so a model too big for this
+  machine can be recorded (tools/fake_7b.py: a Llama-7B-shaped step, seq 4096, in seconds
+  and about 300 MB). The step's code runs unchanged; build the model inside the block::
+
+      with headroom_cpu.capture("7b.pickle", micro_batch=1, seq=4096, fake=True) as cap:
+          model = MyModel(config)              # fake parameters: nothing allocated
+          opt = torch.optim.AdamW(model.parameters())
+          ...                                  # the same step as for a real capture
+
+  or before it under ``with headroom_cpu.fake_mode():`` and pass ``model=`` /
+  ``optimizer=`` (real tensors given to a fake capture are refused).
+* The snapshot has the same keys (trace, headroom_truth, headroom_tensor with modules, op
+  graph and phases, annotations): on the families of cpu_models.py the alloc / free
+  sequence, sizes and peak equal a real recording's (python/tests/test_headroom_fake.py).
+  A fake storage is keyed by its StorageImpl (``t.storage()._cdata``) instead of its data
+  pointer; trace addresses are synthetic (from headroom_fake.FAKE_BASE, never reused).
+  ``headroom_config`` says ``"fake": true``; the oracle is off (nothing is allocated for
+  the profiler to count: ``oracle_peak_bytes`` -1) and ``time_us`` is the fake run's wall
+  clock, not the kernels' (step times read from it mean nothing).
+* Ops run on meta kernels, except: ``profiler::`` ops (``record_function``, which
+  ``Optimizer.step`` uses) run for real with the modes off; 1.13's missing convolution
+  backward and the norms whose meta output dtypes differ from the CPU kernel's have
+  kernels in headroom_fake.py. What fake mode cannot run (an op without a fake kernel,
+  ``.item()`` of a computed tensor, ``nonzero`` / boolean masks: shapes that depend on
+  values, such as top-k MoE routing) raises HeadroomCpuError naming the op, the module
+  whose forward ran, the phase and the line; the file is written marked incomplete with
+  ``fake_unsupported: [{op, module, phase}]`` in headroom_config. Nothing is skipped and
+  no real fallback kernel runs.
 """
 
 import contextlib
@@ -102,8 +135,12 @@ try:  # beside this file: the casts that are no-ops in the recorded run (headroo
     from headroom_casts import CastWatch as _CastWatch
 except ImportError:
     _CastWatch = None
+try:  # beside this file: fake mode (capture(..., fake=True))
+    import headroom_fake as _fake
+except ImportError:
+    _fake = None
 
-__all__ = ["capture", "Capture", "HeadroomCpuError", "round_size", "PHASE_NAMES",
+__all__ = ["capture", "Capture", "HeadroomCpuError", "fake_mode", "round_size", "PHASE_NAMES",
            "TRUTH_CATEGORIES", "TRUTH_VERSION", "TENSOR_KEYS_VERSION", "TENSOR_KINDS",
            "shapes_default"]
 
@@ -181,7 +218,7 @@ RESULT_SAVING_OPS = dict(
 _DISPATCH_FILE = os.path.join("torch", "utils", "_python_dispatch.py")
 # frames of the modes' own machinery: the dispatch mode, the torch function mode and its handler
 _OVERRIDES_FILE = os.path.join("torch", "overrides.py")
-_SKIPPED_FILES = (_DISPATCH_FILE, _OVERRIDES_FILE, "headroom_casts.py")
+_SKIPPED_FILES = (_DISPATCH_FILE, _OVERRIDES_FILE, "headroom_casts.py", "headroom_fake.py")
 _PLAIN, _SKIP, _REBIND, _FRESH, _DETACH = 0, 1, 2, 3, 4
 # addresses for storages found mid-step that existed before it (below any heap or mmap
 # address of an x86-64/aarch64 Linux process, and under 2**63 for 8-byte pickle integers)
@@ -245,7 +282,7 @@ class Capture(object):
 
     def __init__(self, path, micro_batch=None, seq=None, precision="fp32", optimizer="adamw",
                  checkpoint="none", accum=1, devices=1, iterations=None, model=None,
-                 tensors=None, oracle=True, truth=True, shapes=None, **more):
+                 tensors=None, oracle=True, truth=True, shapes=None, fake=False, **more):
         import torch  # imported late so that the module itself imports without torch
         self._torch = torch
         self.path = os.fspath(path)
@@ -272,12 +309,18 @@ class Capture(object):
         }
         self.config.update(more)
         self._oracle_wanted = oracle
+        self._fake = None  # headroom_fake.FakeSupport in fake mode
+        if fake:
+            self._fake = self._fake_support()
+            self._oracle_wanted = False
+            self.config["fake"] = True
+            self.config["oracle"] = "off: fake mode allocates nothing for the profiler to count"
         self.recorded_peak_bytes = None
         self.recorded_peak_rounded_bytes = None
         self.oracle_peak_bytes = None
         self.oracle_records = None
         self.incomplete = False
-        self._info = _storage_fn(torch)
+        self._info = _storage_fn(torch) if self._fake is None else self._fake.info
         self._table = {}      # ptr -> _Storage (live)
         self._objs = {}       # id(tensor) -> (weakref, _Storage)
         self._pre = []        # (addr, nbytes, frames): alive before the first entry
@@ -358,10 +401,10 @@ class Capture(object):
 
     # ------------------------------------------------------------------ storage tracking
     def _alloc(self, ptr, nbytes, tensor=None):
-        s = _Storage(ptr, nbytes)
+        s = _Storage(ptr, nbytes, addr=None if self._fake is None else self._fake.address(nbytes))
         self._table[ptr] = s
         t = self._now()
-        self._ev.append(("alloc", ptr, nbytes, t, self._stack()))
+        self._ev.append(("alloc", s.addr, nbytes, t, self._stack()))
         if self._roles_on:
             s.truth = row = self._row(t, _TEMPORARY, self._phase_now, tensor, self._mod_now)
             self._rows.append(row)
@@ -418,6 +461,8 @@ class Capture(object):
             # have served another allocation in between, so it gets an address of its own
             self._late += 1
             addr = _LATE_BASE + self._late * 512
+        if self._fake is not None:
+            addr = self._fake.address(nbytes)
         s = _Storage(ptr, nbytes, addr=addr)
         self._table[ptr] = s
         self._pre.append((s.addr, nbytes, [{"filename": BEFORE_CAPTURE, "line": 0, "name": label}]))
@@ -511,10 +556,12 @@ class Capture(object):
             self._ev.append(("free_completed", s.addr, s.nbytes, self._now(), frames))
         s.ptr, s.addr, s.nbytes = ptr, ptr, nbytes
         if ptr != 0:
+            if self._fake is not None:
+                s.addr = self._fake.address(nbytes)
             s.live = True
             self._table[ptr] = s
             now = self._now()
-            self._ev.append(("alloc", ptr, nbytes, now, self._stack()))
+            self._ev.append(("alloc", s.addr, nbytes, now, self._stack()))
             if self._roles_on:
                 # a new allocation: a role of the old one carries over (a resized .grad)
                 old = s.truth[1] if s.truth is not None and s.truth[1] > _TEMPORARY \
@@ -550,6 +597,8 @@ class Capture(object):
                 qual = overload = str(func)
             if qual.startswith("profiler::"):
                 kind = _SKIP  # record_function handles: CPU tensors even on a GPU run
+            elif qual.startswith("prim::"):
+                kind = _SKIP  # prim::device of a fake tensor, asked from C++: no tensor out
             elif overload.startswith("set_"):
                 kind = _REBIND
             elif overload.startswith("detach"):
@@ -1083,6 +1132,9 @@ class Capture(object):
             self.incomplete = True
             self.config["incomplete"] = True
             self.config["error"] = "%s: %s" % (exc_type.__name__, exc)
+            if getattr(exc, "op", None) is not None:  # what fake mode could not run
+                self.config["fake_unsupported"] = [{"op": exc.op, "module": exc.module,
+                                                    "phase": exc.phase}]
         self._write()
         if exc_type is not None:
             print("headroom_cpu: the step raised %s; wrote what was recorded to %s "
@@ -1094,9 +1146,13 @@ class Capture(object):
         from torch.utils._python_dispatch import TorchDispatchMode
         rec = self
         Tensor = torch.Tensor
+        fake_cls = () if self._fake is None else self._fake.tensor_class
 
         class _Mode(TorchDispatchMode):
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                if fake_cls and args and isinstance(args[0], Tensor) and \
+                        not isinstance(args[0], fake_cls) and rec._op_kind(func) == _DETACH:
+                    return args[0]  # fake mode: a saved scalar operand (real), as below
                 out = func(*args, **(kwargs or {}))
                 if not isinstance(out, Tensor) and isinstance(out, (float, int, complex)) \
                         and args and isinstance(args[0], Tensor) \
@@ -1117,7 +1173,7 @@ class Capture(object):
 
         def _make_subclass(cls, data, *a, **k):
             out = base_make(cls, data, *a, **k)
-            if rec._active:
+            if rec._active and not issubclass(cls, fake_cls):  # fake mode's own wrappers
                 rec._adopt_input(out)
                 if rec._roles_on and isinstance(out, Parameter):
                     rec._label(out, _PARAMETER)
@@ -1161,8 +1217,10 @@ class Capture(object):
         self._more_patches = []
         if self._roles_on:
             self._install_truth()
-        if self._shapes_on:
+        if self._shapes_on or self._fake is not None:  # fake mode: for its errors' module
             self._install_modules()
+        if self._fake is not None:  # entered here: below the recorder's dispatch mode
+            self._fake.install(self, self._patch, _PARAMETER)
 
         from torch.utils._mode_utils import no_dispatch
 
@@ -1171,8 +1229,11 @@ class Capture(object):
             # storage as long as the graph does, without a reference cycle through grad_fn.
             # Made with the mode off (a wrapped Python number cannot pass through it) and
             # counted here when its storage is a known one.
-            with no_dispatch():
-                d = t.detach()
+            if isinstance(t, fake_cls):
+                d = rec._fake.detach(t)  # a fake alias (no_dispatch alone makes a meta one)
+            else:
+                with no_dispatch():
+                    d = t.detach()
             if rec._active:
                 info = rec._info_safe(d)
                 if info is not None and info[0] in rec._table:
@@ -1194,6 +1255,34 @@ class Capture(object):
             self._watch = _CastWatch(torch)
             self._watch.install()
         self._active = True
+
+    @property
+    def fake_mode(self):
+        """The FakeTensorMode of a fake capture (``from_tensor`` makes a real tensor fake),
+        None for a real one."""
+        return self._fake.mode if self._fake is not None else None
+
+    def _patch(self, owner, name, new):
+        """Sets ``owner.name`` to ``new`` until the capture ends."""
+        self._more_patches.append((owner, name, name in owner.__dict__, owner.__dict__.get(name)))
+        setattr(owner, name, new)
+
+    def _fake_support(self):
+        if _fake is None:
+            raise HeadroomCpuError("fake mode needs headroom_fake.py beside headroom_cpu.py")
+        torch = self._torch
+        given = list(self._extra)
+        if self._model_obj is not None:
+            given += list(self._model_obj.parameters()) + list(self._model_obj.buffers())
+        if self._optim_obj is not None:
+            given += [p for g in self._optim_obj.param_groups for p in g["params"]]
+            given += [v for st in self._optim_obj.state.values() for v in st.values()
+                      if isinstance(v, torch.Tensor)]
+        try:
+            return _fake.FakeSupport(torch, HeadroomCpuError, given)
+        except ImportError as e:
+            raise HeadroomCpuError("fake mode needs torch._subclasses.fake_tensor (PyTorch 1.13 "
+                                   "or later): %s" % (e,))
 
     def _install_truth(self):
         """What headroom_truth needs to see: module buffers as they are registered,
@@ -1261,6 +1350,8 @@ class Capture(object):
         if getattr(self, "_mode", None) is not None:
             self._mode.__exit__(None, None, None)
             self._mode = None
+        if getattr(self, "_fake", None) is not None:  # below the recorder's mode: out after it
+            self._fake.uninstall()
         if getattr(self, "_hooks", None) is not None:
             self._hooks.__exit__(None, None, None)
             self._hooks = None
@@ -1633,8 +1724,19 @@ def capture(path, micro_batch=None, seq=None, precision="fp32", optimizer="adamw
     buffers, gradients and optimizer state recorded as alive before the trace; ``tensors=``
     adds more. ``oracle=False`` skips the legacy-profiler oracle, ``truth=False`` the
     ``headroom_truth`` key, ``shapes=False`` the ``headroom_tensor`` keys (default: on, unless
-    HEADROOM_SHAPES=0 is set). Other keyword arguments go into ``headroom_config``.
+    HEADROOM_SHAPES=0 is set). ``fake=True`` records the step with fake tensors (nothing
+    allocated, no kernel run; see "Fake mode" in the module docstring). Other keyword
+    arguments go into ``headroom_config``.
     """
     return Capture(path, micro_batch=micro_batch, seq=seq, precision=precision,
                    optimizer=optimizer, checkpoint=checkpoint, accum=accum, devices=devices,
                    **more)
+
+
+def fake_mode():
+    """The fake mode of ``capture(..., fake=True)``, to build a model (and take warm-up steps)
+    before a fake capture: ``with headroom_cpu.fake_mode(): model = build()``, then
+    ``capture(..., fake=True, model=model, optimizer=opt)`` records under that same mode."""
+    if _fake is None:
+        raise HeadroomCpuError("fake mode needs headroom_fake.py beside headroom_cpu.py")
+    return _fake.fake_mode(HeadroomCpuError)

@@ -37,6 +37,15 @@ std::string setting(const Snapshot& snap, const std::string& key)
     return {};
 }
 
+/// A value of the recorder's `headroom_config`; empty when absent.
+std::string runSetting(const Snapshot& snap, const std::string& key)
+{
+    for (const auto& [k, v] : snap.runConfig)
+        if (k == key)
+            return v;
+    return {};
+}
+
 bool truthy(const std::string& v)
 {
     const std::string l = lower(v);
@@ -126,7 +135,7 @@ const std::vector<std::string>& CaptureDoctor::kinds()
         "history_truncated",  "frees_without_allocations", "no_history",        "devices_without_history",
         "no_stacks",          "cpp_only_stacks",           "pickle_protocol_5", "not_a_snapshot",
         "no_annotations",     "no_phase_markers",          "no_oom_record",     "allocator_settings_unknown",
-        "no_timestamps"};
+        "no_timestamps",      "fake_recording"};
     return k;
 }
 
@@ -332,10 +341,19 @@ std::vector<CaptureFinding> CaptureDoctor::examine(const LoadedTrace& trace)
                     "inferred from the stacks",
                 markFix);
     }
+    // A fake-tensor recording (python/headroom_fake.py) ran on no device: no OOM to record.
+    const bool fake = truthy(runSetting(snap, "fake"));
+    if (fake)
+        add("fake_recording", Sev::Info, {},
+            "a fake-tensor recording (headroom_cpu fake mode): the sizes, order and lifetimes of a step that no device "
+            "ran; its times are the recorder's, not the kernels', and memory outside PyTorch's tensors (the CUDA "
+            "context, cuBLAS workspaces) is the what-if's estimate",
+            "give the target device to the what-if and the ladder (--capacity 80GiB, or the panel's device) to read "
+            "where it would run out");
     bool anyOom = false;
     for (size_t d : snapDevs)
         anyOom |= !snap.devices[d].ooms.empty();
-    if (!snapDevs.empty() && !anyOom)
+    if (!snapDevs.empty() && !anyOom && !fake)
         add("no_oom_record", Sev::Info, {},
             "no OOM record: the snapshot was not taken at an out-of-memory, so the failing request and the free "
             "memory at that moment are unknown",

@@ -126,6 +126,8 @@ def main():
         (os.path.join(fx, "proto5.pickle"), {"pickle_protocol_5"}, set()),
         (os.path.join(fx, "proto2.pickle"), set(), {"pickle_protocol_5"}),
         (os.path.join(fx, "oom.pickle"), set(), {"no_oom_record"}),
+        (os.path.join(args.source, "tests", "data", "cpu", "fake_decoder.pickle"), {"fake_recording"},
+         {"no_oom_record"}),
         (os.path.join(real, "pt19_kineto_resnet50_worker0.pt.trace.json.gz"), {"not_a_snapshot"},
          {"no_oom_record", "pickle_protocol_5"}),
         (os.path.join(real, "pt27_silmont_mem_snapshot.pickle"), {"no_annotations", "no_oom_record"}, set()),
