@@ -2,7 +2,7 @@
 """Record a Llama-7B-shaped training step in fake mode (python/headroom_cpu.py, fake=True).
 
 Usage: /usr/bin/python3 tools/fake_7b.py --out PATH [--checkpoint none|full] [--layers N]
-                                         [--seq 4096] [--micro-batch 1] [--iterations 2]
+                                         [--seq 4096] [--micro-batch 1] [--iterations 2] [--real]
 
 The model is python/cpu_models_more.py's llama family sized as Llama 2 7B: d_model 4096, 32
 layers, 32 heads (no grouped-query attention: 32 kv heads), SwiGLU hidden 11008, vocabulary
@@ -12,7 +12,8 @@ torch.autocast('cpu', dtype=torch.bfloat16), fp32 weights, micro-batch 1, sequen
 model, the optimizer and the batch are built inside the fake capture: every tensor is a fake
 tensor, nothing of the model's or the activations' size is allocated (the recorded peak is
 188 GiB, 106 GiB with --checkpoint full; the run takes seconds and about 300 MB of RSS).
-``--iterations 2`` (the default) records a second step, where the optimizer state is alive
+``--real`` records the same step for real (the memory it needs: at 2 layers and sequence 512,
+about 12 GB), to hold a fake recording against. ``--iterations 2`` (the default) records a second step, where the optimizer state is alive
 during the forward (the steady state).
 
 Prints one JSON object: seconds, max RSS (resource.getrusage), the recorded peak, the bytes
@@ -70,6 +71,8 @@ def main(argv=None):
     ap.add_argument("--seq", type=int, default=4096)
     ap.add_argument("--micro-batch", type=int, default=1)
     ap.add_argument("--iterations", type=int, default=2)
+    ap.add_argument("--real", action="store_true",
+                    help="record for real instead (needs the memory: a check of fake mode at few layers)")
     args = ap.parse_args(argv)
     try:
         import torch
@@ -85,7 +88,7 @@ def main(argv=None):
     kw = dict(micro_batch=args.micro_batch, seq=args.seq, precision="amp-bf16",
               optimizer="adamw", checkpoint=args.checkpoint, accum=1, devices=1,
               iterations=args.iterations, model="llama-7b-shaped", family="llama",
-              layers=args.layers, fake=True)
+              layers=args.layers, fake=not args.real)
     with headroom_cpu.capture(args.out, **kw) as cap:
         model, make_batch, loss_fn = cpu_models_more.build_llama(
             micro_batch=args.micro_batch, seq=args.seq, precision="amp-bf16",

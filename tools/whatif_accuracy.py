@@ -141,8 +141,11 @@ def summarize(rows):
         else:
             met = worst <= tworst and (tmed is None or median <= tmed)
             target = ("%g%% median, %g%% worst" % (tmed * 100, tworst * 100)) if tmed else "%g%% worst" % (tworst * 100)
+        holds = sum(1 for r in by_lever[lever] if r["band_holds"])
         out.append({"lever": lever, "points": len(errs), "median_abs_error": median, "worst_abs_error": worst,
-                    "target": target, "met": met})
+                    "target": target, "met": met, "band_holds": holds,
+                    "band_median_width": statistics.median(r["band_width"] for r in by_lever[lever]),
+                    "band_max_width": max(r["band_width"] for r in by_lever[lever])})
     projected = [r for r in rows if r["lever"] not in INFORMATIONAL]
     holds = sum(1 for r in projected if r["band_holds"])
     widths = [r["band_width"] for r in projected]
@@ -163,12 +166,14 @@ def markdown(rows, levers, band):
         lines.append("| %s | %s | %s | %s | %s | %+.1f%% | %s-%s | %s |" % (
             r["family"], r["point"], r["lever"], mib(r["measured_bytes"]), mib(r["projected_bytes"]),
             r["error"] * 100, mib(r["low_bytes"]), mib(r["high_bytes"]), "yes" if r["band_holds"] else "**no**"))
-    lines += ["", "| lever | points | median abs error | worst abs error | target | met |",
-              "|---|---:|---:|---:|---|---|"]
+    lines += ["", "| lever | points | median abs error | worst abs error | target | met | band holds | "
+              "band width, median / widest |",
+              "|---|---:|---:|---:|---|---|---:|---|"]
     for s in levers:
-        lines.append("| %s | %d | %.1f%% | %.1f%% | %s | %s |" % (
+        lines.append("| %s | %d | %.1f%% | %.1f%% | %s | %s | %d of %d | %.1f%% / %.1f%% |" % (
             s["lever"], s["points"], s["median_abs_error"] * 100, s["worst_abs_error"] * 100, s["target"],
-            "-" if s["met"] is None else "yes" if s["met"] else "**no**"))
+            "-" if s["met"] is None else "yes" if s["met"] else "**no**", s["band_holds"], s["points"],
+            s["band_median_width"] * 100, s["band_max_width"] * 100))
     lines += ["", "Band (projections only): holds the measurement in %d of %d points (%.0f%%; target >= %d%%), median width %.1f%% of "
               "the projection." % (band["band_holds"], band["points"], band["band_holds_share"] * 100,
                                    BAND_TARGET * 100, band["band_median_width"] * 100)]
