@@ -145,6 +145,7 @@ struct Measured {
     std::optional<WhatIfSession> session;
     std::vector<MeasuredItem> items;
     int64_t traceCapacity = 0;
+    std::string traceCapacitySource;
     std::optional<AllocatorVerdict> allocatorVerdict; ///< for an OOM record, at the capacity
     size_t device = 0;                                ///< position of the device calibrated on
     const WhatIfBaseline& base() const { return session->baseline(); }
@@ -235,7 +236,9 @@ Measured calibrateFiles(const WhatIfRequest& o, const ModelDims& dims, const Wha
         throw BadInput("several FILEs: none differs from the first in micro-batch alone or sequence alone "
                        "(give --measured-micro-batch / --measured-seq per file, comma-separated)");
     m.items = m.cal()->measured;
-    m.traceCapacity = estimateCapacity(*trace, di, std::nullopt).bytes;
+    const CapacityEstimate traceCap = estimateCapacity(*trace, di, std::nullopt);
+    m.traceCapacity = traceCap.bytes;
+    m.traceCapacitySource = traceCap.source;
     if (ladder)
         m.allocatorVerdict = AllocatorVerdict::forOom(*trace, di, capacity.value_or(0));
     return m;
@@ -328,7 +331,7 @@ DeviceSpec deviceOf(const WhatIfRequest& o, std::optional<int64_t> capacity, Mea
     if (dev.capacityBytes <= 0)
         dev.name = "capacity unknown (give --capacity; " + devicePreset("80gib")->name + " speeds)";
     if (!capacity && m.traceCapacity > 0)
-        m.items.push_back({"capacity", formatBytes(m.traceCapacity), "read", "OOM record"});
+        m.items.push_back({"capacity", formatBytes(m.traceCapacity), "read", m.traceCapacitySource});
     return dev;
 }
 

@@ -307,7 +307,10 @@ class Capture(object):
             "optimizer": optimizer, "checkpoint": checkpoint, "accum": int(accum),
             "devices": int(devices), "iterations": int(iterations or 1), "model": model_name,
         }
+        target = more.pop("target_device", None)
         self.config.update(more)
+        if target is not None:
+            self.config["target_device"], self.config["target_capacity_bytes"] = _target_device(target)
         self._oracle_wanted = oracle
         self._fake = None  # headroom_fake.FakeSupport in fake mode
         if fake:
@@ -1678,6 +1681,22 @@ class Capture(object):
 _THIS_FILE = Capture._stack.__code__.co_filename
 
 
+# the devices a recording may name as its target (Headroom's device presets), in GiB
+TARGET_DEVICES = {"24gib": 24, "40gib": 40, "a100-40gb": 40, "48gib": 48, "80gib": 80, "h100": 80,
+                  "h100-80gb": 80, "a100-80gb": 80, "94gib": 94, "141gib": 141, "h200": 141}
+
+
+def _target_device(target):
+    """(name, capacity in bytes) of ``target_device=``: a name of TARGET_DEVICES or GiB."""
+    if isinstance(target, (int, float)) and not isinstance(target, bool) and target > 0:
+        return "%g GiB" % target, int(target * 2**30)
+    gib = TARGET_DEVICES.get(str(target).lower())
+    if gib is None:
+        raise HeadroomCpuError("target_device=%r: expected GiB or one of %s"
+                               % (target, ", ".join(sorted(TARGET_DEVICES))))
+    return str(target), gib * 2**30
+
+
 def _optimizer_name(opt):
     n = type(opt).__name__.lower()
     if n == "sgd":
@@ -1724,7 +1743,10 @@ def capture(path, micro_batch=None, seq=None, precision="fp32", optimizer="adamw
     buffers, gradients and optimizer state recorded as alive before the trace; ``tensors=``
     adds more. ``oracle=False`` skips the legacy-profiler oracle, ``truth=False`` the
     ``headroom_truth`` key, ``shapes=False`` the ``headroom_tensor`` keys (default: on, unless
-    HEADROOM_SHAPES=0 is set). ``fake=True`` records the step with fake tensors (nothing
+    HEADROOM_SHAPES=0 is set). ``target_device=`` ('h100-80gb', 'a100-40gb', ... or GiB) names
+    the GPU the step is meant for: headroom_config's ``target_device`` and
+    ``target_capacity_bytes``, which Headroom takes as the capacity where no OOM record gives
+    one. ``fake=True`` records the step with fake tensors (nothing
     allocated, no kernel run; see "Fake mode" in the module docstring). Other keyword
     arguments go into ``headroom_config``.
     """

@@ -71,6 +71,7 @@ def main(argv=None):
     ap.add_argument("--seq", type=int, default=4096)
     ap.add_argument("--micro-batch", type=int, default=1)
     ap.add_argument("--iterations", type=int, default=2)
+    ap.add_argument("--target", default="h100-80gb", help="the GPU it is meant for (headroom_cpu's target_device)")
     ap.add_argument("--real", action="store_true",
                     help="record for real instead (needs the memory: a check of fake mode at few layers)")
     args = ap.parse_args(argv)
@@ -88,7 +89,7 @@ def main(argv=None):
     kw = dict(micro_batch=args.micro_batch, seq=args.seq, precision="amp-bf16",
               optimizer="adamw", checkpoint=args.checkpoint, accum=1, devices=1,
               iterations=args.iterations, model="llama-7b-shaped", family="llama",
-              layers=args.layers, fake=not args.real)
+              layers=args.layers, fake=not args.real, target_device=args.target)
     with headroom_cpu.capture(args.out, **kw) as cap:
         model, make_batch, loss_fn = cpu_models_more.build_llama(
             micro_batch=args.micro_batch, seq=args.seq, precision="amp-bf16",

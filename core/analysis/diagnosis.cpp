@@ -9,6 +9,7 @@
 #include "core/util/units.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -547,6 +548,15 @@ CapacityEstimate estimateCapacity(const LoadedTrace& trace, size_t deviceIndex, 
         const int64_t held = std::max(reservedAt(tl, o.eventIndex), allocatedBefore(tl, o.eventIndex));
         return {held + o.deviceFree, "OOM record: reserved + device free"};
     }
+    // The device a recording without one was made for (a CPU or fake-tensor recording's
+    // target: headroom_cpu's target_device).
+    for (const auto& [key, value] : trace.snapshot.runConfig)
+        if (key == "target_capacity_bytes") {
+            char* end = nullptr;
+            const long long bytes = std::strtoll(value.c_str(), &end, 10);
+            if (end && *end == '\0' && bytes > 0)
+                return {int64_t(bytes), "the file's target device (headroom_config)"};
+        }
     return {0, "unknown"};
 }
 

@@ -218,6 +218,17 @@ class MoETest(_Case):
         self.assertEqual(ctx.exception.op, "aten::nonzero")
         self.assertIn("DynamicOutputShapeException", str(ctx.exception))
 
+    def test_target_device_is_written_as_a_capacity(self):
+        with quiet():
+            with headroom_cpu.capture(self.path("t.pickle"), fake=True, target_device="h100-80gb") as cap:
+                lin = torch.nn.Linear(4, 4)
+                with cap.phase("forward"):
+                    lin(torch.randn(3, 4))
+        cfg = load(self.path("t.pickle"))["headroom_config"]
+        self.assertEqual((cfg["target_device"], cfg["target_capacity_bytes"]), ("h100-80gb", 80 * 2**30))
+        with self.assertRaises(headroom_cpu.HeadroomCpuError):
+            headroom_cpu.capture(self.path("u.pickle"), target_device="tpu-v5")
+
 
 @needs_torch
 class LoopStylesTest(_Case):

@@ -542,3 +542,16 @@ TEST_CASE("Real snapshots: no high fragmentation where the peak has little cache
     CHECK(silmont.judged.expandable == SettingState::Off);
     CHECK(silmont.judged.unallocatedShare == Approx(0.141).margin(0.001));
 }
+
+TEST_CASE("A recording's target device is the capacity where no OOM record gives one", "[analysis][capacity]")
+{
+    // tests/data/cpu/fake_decoder.pickle (record_fake_decoder.py): a fake-tensor recording made
+    // for an 80 GiB H100 (headroom_cpu's target_device). The diagnosis, the what-if, the
+    // ladder, the report and the panel take their capacity from this one estimate.
+    auto t = Loader::load(std::string(HEADROOM_SOURCE_DIR) + "/tests/data/cpu/fake_decoder.pickle");
+    const CapacityEstimate c = estimateCapacity(*t, 0, std::nullopt);
+    CHECK(c.bytes == int64_t(80) << 30);
+    CHECK(c.source.find("target device") != std::string::npos);
+    // Given on the command line, the user's wins.
+    CHECK(estimateCapacity(*t, 0, int64_t(40) << 30).bytes == int64_t(40) << 30);
+}
