@@ -186,3 +186,24 @@ TEST_CASE("Buffers of their own do not hide the copies; autocast casts one of th
     CHECK(p.peakAllocatedLow <= measured);
     CHECK(p.peakAllocatedHigh >= measured);
 }
+
+TEST_CASE("A no_grad forward under autocast may peak where its cache is full", "[whatif][prerecording]")
+{
+    // tests/data/cpu/state_forward_nograd_*.pickle: the same forwards under no_grad. The fp32
+    // run peaks with 13 of its 29 Linear calls made; the autocast cache only grows, and where
+    // weights outweigh activations the autocast run peaks at the forward's end with every
+    // weight's cast. Priced at the fp32 peak's share it was -6.8%, the band missing; the later
+    // uses, each with what the forward held there, now find that moment.
+    const auto t = lateFile("state_forward_nograd_fp32.pickle");
+    const Calibration cal = calibrate(*t, 0, analyzeDevice(*t, 0), {});
+    REQUIRE(cal.baseline.forwardOnly);
+    REQUIRE(cal.baseline.forwardMoments.size() == 29 * 1);
+    LeverConfig target = cal.baseline.config;
+    target.precision = Precision::AmpBf16;
+    const Projection p = project(cal.baseline, target, WhatIfConstants{}, *devicePreset("80gib"));
+    const auto amp = lateFile("state_forward_nograd_amp_bf16.pickle");
+    const double measured = double(amp->timelines[0].peakAllocated);
+    CHECK(p.peakAllocated == Approx(measured).epsilon(0.01));
+    CHECK(p.peakAllocatedLow <= measured);
+    CHECK(p.peakAllocatedHigh >= measured);
+}

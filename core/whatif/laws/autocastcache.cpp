@@ -3,6 +3,7 @@
 
 #include "core/whatif/laws/stackreadings.h"
 
+#include <algorithm>
 #include <unordered_map>
 
 namespace headroom {
@@ -12,6 +13,7 @@ std::optional<WeightUses> weightUsesBefore(const MemoryTimeline& tl, const Frame
 {
     std::unordered_map<uint32_t, bool> layerStack; // a few thousand stacks for many allocations
     int64_t uses = 0, before = 0;
+    std::vector<int64_t> events;
     for (const Allocation& a : tl.allocations) {
         if (a.start < from || a.start > to)
             continue;
@@ -22,10 +24,12 @@ std::optional<WeightUses> weightUsesBefore(const MemoryTimeline& tl, const Frame
             continue;
         ++uses;
         before += a.start <= at;
+        events.push_back(a.start);
     }
     if (uses == 0)
         return std::nullopt;
-    return WeightUses{before, uses};
+    std::sort(events.begin(), events.end());
+    return WeightUses{before, uses, std::move(events)};
 }
 
 } // namespace headroom

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 namespace headroom {
 
@@ -19,6 +20,7 @@ namespace headroom {
 /// one) allocated in a span, and how many of them by an event.
 struct WeightUses {
     int64_t before = 0, total = 0;
+    std::vector<int64_t> events; ///< each use's event, in order
     double share() const { return double(before) / double(total); }
 };
 

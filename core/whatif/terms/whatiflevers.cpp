@@ -32,6 +32,19 @@ double paramsOf(const WhatIfState& s)
     return t.weights + t.master > 0 ? s.weights.bytes / (t.weights + t.master) : 0;
 }
 
+/// A no_grad forward's autocast cache where the autocast run peaks: the casts of the weights
+/// used by the measured peak, or, where a later use held less above the forward's start by
+/// more than the casts made since, what that later moment adds over the peak's transients
+/// (`casts` is every weight's 16-bit cast; the terms keep the peak's transients as they are).
+double noGradCache(const WhatIfState& s, double casts, double used)
+{
+    const double transients = s.actLin.bytes + s.actQuad.bytes + s.actSmall.bytes + s.logits.bytes;
+    double cache = casts * used;
+    for (const auto& m : s.forwardMoments)
+        cache = std::max(cache, casts * m.share - transients * (1.0 - m.transient));
+    return cache;
+}
+
 } // namespace
 
 WhatIfState withPrecision(WhatIfState s, Precision p)
@@ -119,12 +132,13 @@ WhatIfState withPrecision(WhatIfState s, Precision p)
         // twice that.
         const double ahead = 1.0 - std::clamp(s.backwardDone, 0.0, 1.0);
         const double used = s.forwardWeightUses >= 0 ? s.forwardWeightUses : 0.5;
-        s.autocastCache.bytes = amp1 ? 2.0 * P * (gradOff ? used : ahead) : 0.0;
+        s.autocastCache.bytes = amp1 ? (gradOff ? noGradCache(s, 2.0 * P, used) : 2.0 * P * ahead) : 0.0;
         // Under no_grad the cache only grows through the forward, so the autocast run may peak
         // later than the measured one, holding every weight's cast: the band reaches that (CPU
         // forwards with optimizer state from before the trace peaked at their forward's end
         // with 5.62 MiB of casts against the 2.67 MiB of the fp32 peak's share).
-        s.autocastCache.relErr = gradOff ? std::max(1.0, 1.0 / std::max(used, 0.05) - 1.0) : 0.2;
+        const double share = P > 0 && gradOff ? s.autocastCache.bytes / (2.0 * P) : used;
+        s.autocastCache.relErr = gradOff ? std::max(1.0, 1.0 / std::max(share, 0.05) - 1.0) : 0.2;
         s.autocastCache.provenance = Provenance::Modelled;
     }
     s.config.precision = p;

@@ -48,6 +48,13 @@ struct WhatIfState {
     /// A forward-only trace: the share of its weight uses made by its peak (autocastcache.h);
     /// -1 unknown.
     double forwardWeightUses = -1;
+    /// A forward-only trace's weight uses: the share of the uses made by each, and the bytes
+    /// the forward held above its start there as a share of those at its peak. Under autocast
+    /// the cache grows with the uses while these fall, so its peak may move to a later use.
+    struct ForwardMoment {
+        double share = 0, transient = 0;
+    };
+    std::vector<ForwardMoment> forwardMoments;
     Term actLin;        ///< saved activations linear in b*s (incl. logits kept for backward)
     Term actQuad;       ///< attention scores, masks, softmax: b*s^2 (0 with FlashAttention measured)
     Term actSmall;      ///< saved activations in the allocator's smallest block (512 B): one per
