@@ -36,6 +36,8 @@ SERIES = [
         ("niu_fwd_ctx100.pickle", 100, "niu_fwd_ctx150.pickle", ["--seq", "150"], "ctx100 -> ctx150"),
         ("niu_fwd_ctx100.pickle", 100, "niu_fwd_ctx200.pickle", ["--seq", "200"], "ctx100 -> ctx200"),
         ("niu_fwd_ctx200.pickle", 200, "niu_fwd_ctx100.pickle", ["--seq", "100"], "ctx200 -> ctx100"),
+        ("niu_fwd_ctx200.pickle", 200, "niu_fwd_ctx200_mixed_precision.pickle", ["--precision", "amp-bf16"],
+         "ctx200 fp32 -> ctx200 autocast"),
     ]),
     ("CS336 small, forward, batch 8 (histories cut at 10,000 entries)", ["--measured-micro-batch", "8", "--measured-precision", "fp32"], [
         ("cn_memory_nvtx_small_128_forward.pickle", 128, "cn_memory_nvtx_small_256_forward.pickle", ["--seq", "256"], "seq 128 -> 256"),
