@@ -12,15 +12,12 @@ error and band (docs/whatif-model.md, "Laws", stage 7). The decoder rows are the
 was written from; the llama and encoder rows were not looked at before. About a minute on 2
 cores. Exit 77 without torch; exit 1 when a projection is off by more than 10% or a band misses.
 """
-import argparse
 import os
-import re
-import subprocess
 import sys
-import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "python"))
+import verify_check  # noqa: E402  (beside this file)
 
 # tag: (family, builder keywords, micro-batch, base sequence, multiples)
 VARIANTS = [
@@ -42,17 +39,10 @@ def record(path, family, kw, mb, seq):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--cli", required=True)
-    ap.add_argument("--out", default=None, help="where the recordings go (default: a temp dir)")
-    args = ap.parse_args()
-    try:
-        import torch
-    except ImportError:
-        print("SKIP: no torch")
+    got = verify_check.setup(__doc__.split("\n")[0], "casts-")
+    if got is None:
         return 77
-    torch.set_num_threads(1)
-    out = args.out or tempfile.mkdtemp(prefix="casts-")
+    args, out = got
     print("| model | micro-batch | sequence | measured MiB | projected MiB | band MiB | error | band holds |")
     print("|---|---:|---|---:|---:|---|---:|---|")
     errors, held = [], 0
@@ -62,17 +52,12 @@ def main():
         for m in mults:
             after = os.path.join(out, "%s_x%d.pickle" % (tag, m))
             record(after, family, kw, mb, seq * m)
-            text = " ".join(subprocess.run([args.cli, "whatif", base, "--seq", str(seq * m), "--verify", after],
-                                           capture_output=True, text=True, check=True).stdout.split())
-            v = re.search(r"Verified against the run that followed: projected peak allocated ([0-9.]+ \w+) "
-                          r"\(band ([0-9.]+ \w+) \.\. ([0-9.]+ \w+)\), measured ([0-9.]+ \w+): error "
-                          r"([+-][0-9.]+)%, (the band holds it|outside the band)", text)
-            err, holds = float(v.group(5)), v.group(6) == "the band holds it"
-            errors.append(abs(err))
-            held += holds
+            v = verify_check.verify(args.cli, base, ["--seq", str(seq * m)], after)
+            errors.append(abs(v["error"]))
+            held += v["holds"]
             print("| %s | %d | %d -> %d | %s | %s | %s .. %s | %+.1f%% | %s |"
-                  % (tag, mb, seq, seq * m, v.group(4), v.group(1), v.group(2), v.group(3), err,
-                     "yes" if holds else "no"))
+                  % (tag, mb, seq, seq * m, v["measured"], v["projected"], v["low"], v["high"], v["error"],
+                     "yes" if v["holds"] else "no"))
     errors.sort()
     print("\n%d projections: median |error| %.1f%%, worst %.1f%%, band holds %d of %d"
           % (len(errors), errors[len(errors) // 2], errors[-1], held, len(errors)))

@@ -10,15 +10,12 @@ and at four times it, and prints `headroom-cli whatif BASE --seq 4*S --verify SE
 band. The first row is tests/data/cpu/record_gqa4d.py's (the rule was written from it); the
 other eight were not looked at before. About 30 s on 2 cores. Exit 77 without torch.
 """
-import argparse
 import os
-import re
-import subprocess
 import sys
-import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "python"))
+import verify_check  # noqa: E402  (beside this file)
 
 # tag: (d_model, query heads, kv heads, ffn, micro-batch, base sequence)
 VARIANTS = [("a", 64, 4, 1, 176, 2, 64), ("b", 256, 16, 4, 704, 1, 64), ("c", 128, 8, 2, 352, 1, 64),
@@ -38,17 +35,10 @@ def record(path, dim, heads, kv, hidden, mb, seq):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--cli", required=True)
-    ap.add_argument("--out", default=None, help="where the recordings go (default: a temp dir)")
-    args = ap.parse_args()
-    try:
-        import torch
-    except ImportError:
-        print("SKIP: no torch")
+    got = verify_check.setup(__doc__.split("\n")[0], "gqa-")
+    if got is None:
         return 77
-    torch.set_num_threads(1)
-    out = args.out or tempfile.mkdtemp(prefix="gqa-")
+    args, out = got
     print("| variant | d_model | heads (kv) | micro-batch | sequence | error | band holds |")
     print("|---|---:|---|---:|---|---:|---|")
     worst, held = 0.0, 0
@@ -56,13 +46,10 @@ def main():
         base, seq4 = (os.path.join(out, "%s_%s.pickle" % (tag, n)) for n in ("base", "seq4"))
         record(base, dim, heads, kv, hidden, mb, seq)
         record(seq4, dim, heads, kv, hidden, mb, 4 * seq)
-        text = subprocess.run([args.cli, "whatif", base, "--seq", str(4 * seq), "--verify", seq4],
-                              capture_output=True, text=True, check=True).stdout
-        m = re.search(r"error ([+-][0-9.]+)%, (the band holds it|outside the band)", " ".join(text.split()))
-        err, holds = float(m.group(1)), m.group(2) == "the band holds it"
-        worst, held = max(worst, abs(err)), held + holds
+        v = verify_check.verify(args.cli, base, ["--seq", str(4 * seq)], seq4)
+        worst, held = max(worst, abs(v["error"])), held + v["holds"]
         print("| %s | %d | %d (%d) | %d | %d -> %d | %+.1f%% | %s |"
-              % (tag, dim, heads, kv, mb, seq, 4 * seq, err, "yes" if holds else "no"))
+              % (tag, dim, heads, kv, mb, seq, 4 * seq, v["error"], "yes" if v["holds"] else "no"))
     print("\n%d variants: worst |error| %.1f%%, band holds %d of %d" % (len(VARIANTS), worst, held, len(VARIANTS)))
     return 0 if worst <= 10 and held == len(VARIANTS) else 1
 
