@@ -97,22 +97,6 @@ std::optional<WhatIfMissingValue> Calibration::missing(const LeverConfig& t, con
 
 namespace {
 
-/// A forward-only iteration's weight uses: the share made by each, and the bytes held above
-/// the iteration's start there as a share of those at its peak (WhatIfState::forwardMoments).
-std::vector<WhatIfState::ForwardMoment> forwardMoments(const MemoryTimeline& tl, const IterationPeak& it,
-                                                       const WeightUses& uses)
-{
-    std::vector<WhatIfState::ForwardMoment> out;
-    auto at = [&](int64_t e) { return e >= 0 && size_t(e) < tl.allocated.size() ? double(tl.allocated[size_t(e)]) : 0.0; };
-    const double base = at(it.startEvent), top = at(it.peakEvent) - base;
-    if (top <= 0 || uses.events.empty())
-        return out;
-    for (size_t k = 0; k < uses.events.size(); ++k)
-        out.push_back({double(k + 1) / double(uses.events.size()),
-                       std::clamp((at(uses.events[k]) - base) / top, 0.0, 1.0)});
-    return out;
-}
-
 /// `forcedStart`: read the start of backward at this event (the late-backward reading).
 Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const DeviceAnalysis& a,
                         const StatedConfig& stated, const ModelDims& dims, const WhatIfConstants& k,
@@ -500,7 +484,7 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
         weightUses = weightUsesBefore(tl, trace.snapshot.frames, it.startEvent, it.endEvent, it.peakEvent);
         s.forwardWeightUses = weightUses ? weightUses->share() : -1.0;
         if (weightUses)
-            s.forwardMoments = forwardMoments(tl, it, *weightUses);
+            s.forwardMoments = forwardMoments(tl, it.startEvent, it.peakEvent, *weightUses);
     }
     const MeasuredPoints points = measuredPoints(tl, a, it, forcedStart);
     const int64_t e1 = points.startOfBackward, e2 = points.optimizer, e3 = points.endOfBackward;

@@ -380,7 +380,7 @@ void AllocationLaws::readShape(size_t i, int64_t size, const RecordedTensor& t, 
     if (!allowed)
         return;
     law.offset = false;
-    if (allowed == asMarked || !(allowed & ~asMarked)) {
+    if (allowed == asMarked) {
         // The marks decide (no mark is of a model width's size): the shape is read.
         setCentral(i, highestGrowth(allowed, law.central), LawEvidence::Shape, size);
         law.allowed = allowed;

@@ -32,4 +32,18 @@ std::optional<WeightUses> weightUsesBefore(const MemoryTimeline& tl, const Frame
     return WeightUses{before, uses, std::move(events)};
 }
 
+std::vector<WhatIfState::ForwardMoment> forwardMoments(const MemoryTimeline& tl, int64_t start, int64_t peak,
+                                                       const WeightUses& uses)
+{
+    std::vector<WhatIfState::ForwardMoment> out;
+    auto at = [&](int64_t e) { return e >= 0 && size_t(e) < tl.allocated.size() ? double(tl.allocated[size_t(e)]) : 0.0; };
+    const double base = at(start), top = at(peak) - base;
+    if (top <= 0 || uses.events.empty())
+        return out;
+    for (size_t k = 0; k < uses.events.size(); ++k)
+        out.push_back({double(k + 1) / double(uses.events.size()),
+                       std::clamp((at(uses.events[k]) - base) / top, 0.0, 1.0)});
+    return out;
+}
+
 } // namespace headroom

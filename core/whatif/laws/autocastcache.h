@@ -9,6 +9,7 @@
 
 #include "core/model/frametable.h"
 #include "core/replay/replay.h"
+#include "core/whatif/vocabulary/whatifstate.h"
 
 #include <cstdint>
 #include <optional>
@@ -28,5 +29,11 @@ struct WeightUses {
 /// span has none (a model of its own matmuls: no frame says which op used a weight).
 std::optional<WeightUses> weightUsesBefore(const MemoryTimeline& timeline, const FrameTable& frames, int64_t from,
                                            int64_t to, int64_t at);
+
+/// A forward-only iteration's weight uses as moments (WhatIfState::forwardMoments): the share
+/// of the uses made by each, and the bytes held above the iteration's start (`start`) there
+/// as a share of those at its peak (`peak`).
+std::vector<WhatIfState::ForwardMoment> forwardMoments(const MemoryTimeline& timeline, int64_t start, int64_t peak,
+                                                       const WeightUses& uses);
 
 } // namespace headroom
