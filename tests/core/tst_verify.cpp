@@ -67,3 +67,17 @@ TEST_CASE("The run that followed supplies the levers the user did not give", "[w
     CHECK(kept.microBatch == 8);
     CHECK(kept.precision == Precision::Fp32);
 }
+
+TEST_CASE("The run that followed names its optimizer's family; whether its step is fused is read", "[whatif][verify]")
+{
+    // headroom_config says "adamw" for either implementation; the calibration reads the fused
+    // step from the missing step temporaries. BEFORE read fused and AFTER's config says adamw:
+    // the same optimizer, not a change to project (it sent --verify to the terms instead of the
+    // replay: -4.5% on the decoder, +0.0% once kept, tools/cuda_autocast_check.py).
+    const auto after = Loader::load(std::string(HEADROOM_SOURCE_DIR) + "/tests/data/cpu/decoder_base.pickle");
+    LeverConfig given;
+    given.optimizer = OptimizerKind::AdamWFused;
+    CHECK(configOfAfter(given, {}, *after, 0).optimizer == OptimizerKind::AdamWFused);
+    given.optimizer = OptimizerKind::Sgd;
+    CHECK(configOfAfter(given, {}, *after, 0).optimizer == OptimizerKind::AdamW);
+}

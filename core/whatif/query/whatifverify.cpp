@@ -19,7 +19,11 @@ LeverConfig configOfAfter(const LeverConfig& given, const LeverMask& moved, cons
     if (!moved.accum && read.accum) t.accum = *read.accum;
     if (!moved.seq && read.seq) t.seq = *read.seq;
     if (!moved.precision && read.precision) t.precision = *read.precision;
-    if (!moved.optimizer && read.optimizer) t.optimizer = *read.optimizer;
+    // headroom_config names the optimizer's family (adamw); whether its step is fused is read
+    // from the step's temporaries, as the calibration already read it for BEFORE's run.
+    if (!moved.optimizer && read.optimizer &&
+        !(*read.optimizer == OptimizerKind::AdamW && t.optimizer == OptimizerKind::AdamWFused))
+        t.optimizer = *read.optimizer;
     if (!moved.devices && read.devices) t.devices = *read.devices;
     if (!moved.checkpoint)
         for (const auto& [key, value] : after.snapshot.runConfig) {
