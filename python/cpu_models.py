@@ -19,7 +19,8 @@ Families, each with a builder that takes the lever values and returns
 ``loss_fn(output, targets)`` returns the scalar loss. ``checkpoint='full'`` recomputes every
 block in backward (``torch.utils.checkpoint.checkpoint`` per block); ``precision='bf16'``
 converts the model with ``model.to(torch.bfloat16)``; ``'amp-bf16'`` leaves the model in fp32
-(``train`` runs forward and loss under ``torch.autocast('cpu', dtype=torch.bfloat16)``).
+(``train`` runs forward and loss under ``torch.autocast('cpu', dtype=torch.bfloat16)``, or with
+``autocast='cuda'`` under CUDA's autocast lists, emulated by python/headroom_autocast.py).
 
 ``train(...)`` runs the training steps with the phase markers of a capture, and
 ``run_point(...)`` builds, trains and records one point of the measured matrix.
@@ -330,12 +331,24 @@ class _NoMarks(object):
         return tensors[0] if len(tensors) == 1 else tensors
 
 
+def autocast_context(precision, autocast="cpu"):
+    """The autocast region of ``precision``: none unless 'amp-bf16'; the CPU's own autocast, or
+    with ``autocast='cuda'`` CUDA's lists on the CPU (headroom_autocast.cuda_autocast)."""
+    if precision != "amp-bf16":
+        return contextlib.nullcontext()
+    if autocast == "cuda":
+        from headroom_autocast import cuda_autocast
+        return cuda_autocast(torch.bfloat16)
+    if autocast != "cpu":
+        raise ValueError("autocast must be 'cpu' or 'cuda', not %r" % (autocast,))
+    return torch.autocast("cpu", dtype=torch.bfloat16)
+
+
 def train(model, optimizer, make_batch, loss_fn, precision="fp32", accum=1, iterations=1,
-          cap=None, set_to_none=True):
+          cap=None, set_to_none=True, autocast="cpu"):
     """``iterations`` optimizer steps of ``accum`` forward/backward passes each, with the
     phase and iteration markers of ``cap`` (a headroom_cpu capture) when given."""
     cap = cap or _NoMarks()
-    amp = precision == "amp-bf16"
     model.train()
     for _ in range(iterations):
         with cap.iteration():
@@ -343,11 +356,7 @@ def train(model, optimizer, make_batch, loss_fn, precision="fp32", accum=1, iter
                 x, y = make_batch()
                 if hasattr(cap, "inputs"):  # the batch is "input" in headroom_truth
                     x, y = cap.inputs(x, y)
-                if amp:
-                    ctx = torch.autocast("cpu", dtype=torch.bfloat16)
-                else:
-                    ctx = contextlib.nullcontext()
-                with ctx:
+                with autocast_context(precision, autocast):
                     with cap.phase("forward"):
                         out = model(x)
                     with cap.phase("loss"):
@@ -363,7 +372,7 @@ def train(model, optimizer, make_batch, loss_fn, precision="fp32", accum=1, iter
                 optimizer.zero_grad(set_to_none=set_to_none)
 
 
-def infer(model, make_batch, precision="fp32", iterations=1, cap=None):
+def infer(model, make_batch, precision="fp32", iterations=1, cap=None, autocast="cpu"):
     """``iterations`` forward passes under ``torch.no_grad()`` (``model.eval()``: no dropout),
     each in an iteration marker with a forward phase; no loss, backward or optimizer, so the
     peak is the forward's temporaries on top of the weights."""
@@ -373,9 +382,7 @@ def infer(model, make_batch, precision="fp32", iterations=1, cap=None):
         with cap.iteration():
             x, y = make_batch()
             x, y = cap.inputs(x, y)
-            ctx = (torch.autocast("cpu", dtype=torch.bfloat16) if precision == "amp-bf16"
-                   else contextlib.nullcontext())
-            with torch.no_grad(), ctx:
+            with torch.no_grad(), autocast_context(precision, autocast):
                 with cap.phase("forward"):
                     out = model(x)
             del out, x, y
@@ -407,11 +414,13 @@ def run_point(path, family, micro_batch=2, seq_mult=1, precision="fp32", optimiz
     kw = dict(levers, optimizer=optimizer, model=family, family=family, seq_mult=seq_mult,
               prebuilt=prebuilt, **more)
 
+    autocast = more.get("autocast", "cpu")
+
     def step(model, opt, make_batch, loss_fn, n, cap=None):
         if inference:
-            infer(model, make_batch, precision, n, cap)
+            infer(model, make_batch, precision, n, cap, autocast=autocast)
         else:
-            train(model, opt, make_batch, loss_fn, precision, accum, n, cap)
+            train(model, opt, make_batch, loss_fn, precision, accum, n, cap, autocast=autocast)
 
     def optim(model):
         return None if inference else make_optimizer(optimizer, model.parameters())

@@ -218,7 +218,8 @@ RESULT_SAVING_OPS = dict(
 _DISPATCH_FILE = os.path.join("torch", "utils", "_python_dispatch.py")
 # frames of the modes' own machinery: the dispatch mode, the torch function mode and its handler
 _OVERRIDES_FILE = os.path.join("torch", "overrides.py")
-_SKIPPED_FILES = (_DISPATCH_FILE, _OVERRIDES_FILE, "headroom_casts.py", "headroom_fake.py")
+_SKIPPED_FILES = (_DISPATCH_FILE, _OVERRIDES_FILE, "headroom_casts.py", "headroom_fake.py",
+                  "headroom_autocast.py")
 _PLAIN, _SKIP, _REBIND, _FRESH, _DETACH = 0, 1, 2, 3, 4
 # addresses for storages found mid-step that existed before it (below any heap or mmap
 # address of an x86-64/aarch64 Linux process, and under 2**63 for 8-byte pickle integers)
@@ -1111,6 +1112,7 @@ class Capture(object):
             _ACTIVE[0] = self
         try:
             self._t0 = self._now()
+            self._cuda_autocast0 = _cuda_autocast_regions()
             self._track_model_and_optimizer()
             self._start_oracle()
             self._install()
@@ -1479,6 +1481,8 @@ class Capture(object):
         cfg = self.config
         if self._iterations_arg is None and self._iter:
             cfg["iterations"] = self._iter
+        if _cuda_autocast_regions() > getattr(self, "_cuda_autocast0", 0):
+            cfg.setdefault("autocast", "cuda")  # the step ran under CUDA's lists (headroom_autocast)
         cfg.update({
             "recorder": "headroom_cpu",
             "torch_version": str(torch.__version__),
@@ -1684,6 +1688,12 @@ _THIS_FILE = Capture._stack.__code__.co_filename
 # the devices a recording may name as its target (Headroom's device presets), in GiB
 TARGET_DEVICES = {"24gib": 24, "40gib": 40, "a100-40gb": 40, "48gib": 48, "80gib": 80, "h100": 80,
                   "h100-80gb": 80, "a100-80gb": 80, "94gib": 94, "141gib": 141, "h200": 141}
+
+
+def _cuda_autocast_regions():
+    """How many headroom_autocast.cuda_autocast regions were entered so far (0: never imported)."""
+    mod = sys.modules.get("headroom_autocast")
+    return getattr(getattr(mod, "CudaAutocast", None), "entered", 0)
 
 
 def _target_device(target):

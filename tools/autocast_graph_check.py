@@ -29,11 +29,15 @@ forward or loss window ends):
   ``cos.to(x.dtype)``) is read at the dtype the cast asks for, with a copy where that differs
   (of the slice cast); an op under a ``dtype=`` argument (``dtype_arg``) makes that dtype and
   copies its other inputs to it.
-The policy is the one PyTorch 1.13.1 applies on the CPU (probed op by op); CUDA autocast runs
-more ops in fp32 (softmax, layer_norm, ...).
+The policy is the one PyTorch 1.13.1 applies on the CPU (probed op by op), or with ``--lists
+cuda`` CUDA's (aten/src/ATen/autocast_mode.h, PyTorch 2.x), which runs more ops in fp32
+(``CUDA_FP32``: layer_norm, pow, exp, rsqrt, the losses ...) and makes softmax, log_softmax and
+the reductions of a bf16 input fp32 (``CUDA_SET_OPT_DTYPE``; softmax and log_softmax from an
+fp32 copy of it). An fp32 op that saves its input keeps the input's fp32 copy as long as the
+input would have lived, and its backward reads the copy.
 
     tools/autocast_graph_check.py --matrix build/cpu-matrix/matrix.json
-    tools/autocast_graph_check.py BASE.pickle AMP.pickle
+    tools/autocast_graph_check.py [--lists cuda] BASE.pickle AMP.pickle
 """
 
 import argparse
@@ -57,6 +61,21 @@ PROMOTE = {"aten::" + n for n in
            "lt le gt ge threshold_backward gelu_backward silu_backward sigmoid_backward "
            "tanh_backward hardswish_backward leaky_relu_backward elu_backward mish_backward "
            "softplus_backward hardtanh_backward".split()}
+CUDA_LOWER = LOWER | {"aten::" + n for n in
+                      "mv addmv addr einsum chain_matmul linalg_multi_dot scaled_dot_product_attention "
+                      "_scaled_dot_product_flash_attention".split()}
+CUDA_FP32 = {"aten::" + n for n in
+             "acos asin cosh erfinv exp expm1 log log10 log2 log1p reciprocal rsqrt sinh tan pow softplus "
+             "layer_norm native_layer_norm group_norm native_group_norm frobenius_norm nuclear_norm "
+             "cosine_similarity poisson_nll_loss cosine_embedding_loss nll_loss_forward nll_loss2d_forward "
+             "hinge_embedding_loss kl_div l1_loss smooth_l1_loss huber_loss mse_loss margin_ranking_loss "
+             "multilabel_margin_loss_forward soft_margin_loss triplet_margin_loss multi_margin_loss "
+             "binary_cross_entropy_with_logits dist _pdist_forward _cdist_forward renorm logsumexp".split()}
+CUDA_SET_OPT_DTYPE = {"aten::" + n for n in
+                      "_softmax softmax _log_softmax log_softmax prod cumprod cumsum sum linalg_vector_norm "
+                      "linalg_matrix_norm".split()}
+CONVERTS_INPUT = {"aten::_softmax", "aten::softmax", "aten::_log_softmax", "aten::log_softmax"}
+LISTS = {"cpu": (LOWER, FP32, set()), "cuda": (CUDA_LOWER, CUDA_FP32, CUDA_SET_OPT_DTYPE)}
 WIDTH = {"float32": 4, "bfloat16": 2, "float16": 2, "float64": 8}
 
 
@@ -134,12 +153,13 @@ def in_loss_function(entry):
 class AutocastReplay(object):
     """The fp32 trace as the autocast run: each allocation's dtype, its copies, its frees."""
 
-    def __init__(self, trace):
+    def __init__(self, trace, lists="cpu"):
         self.tr = trace
+        self.lower, self.fp32, self.set_opt_dtype = LISTS[lists]
         self.dtype, self.size = {}, {}
         self.copies = []  # (made before event, bytes, freed at event)
         self.freed_early = {}
-        self.copied = set()  # inputs whose bf16 copy autograd keeps
+        self.copied = {}  # input -> the dtype of the copy autograd keeps of it
         self.saved_by = collections.defaultdict(list)
         self.last_forward_use = {}
         self.backward_uses = {}  # tensor -> the backward's allocations that take it
@@ -190,16 +210,20 @@ class AutocastReplay(object):
             self.read_casts(k, t)
             region = self.region_of(k)
             pin = self.target_of(k, t["dtype_arg"]) if "dtype_arg" in t else None
-            if region and op in LOWER:
+            if region and op in self.lower:
                 out = "bfloat16"
                 for j in ins:
                     if self.dt_in(j) == "float32":
                         self.copy_for_lower(k, j, region)
-            elif pin or (region and (op in FP32 or in_loss_function(self.tr.allocs[k]))):
+            elif pin or (region and (op in self.fp32 or in_loss_function(self.tr.allocs[k]))):
                 out = pin or "float32"  # a dtype= argument, or an op autocast runs in fp32
                 for j in ins:
                     if self.dt_in(j) not in (out, "float64"):
-                        self.copies.append((k, round_size(self.tr.raw_bytes(j) * WIDTH[out] // 4), k + 0.5))
+                        self.copy_for_op(k, j, out)
+            elif region and op in self.set_opt_dtype and ins and self.dt_in(ins[0]) == "bfloat16":
+                out = "float32"  # CUDA's softmax of a bf16 input: fp32, from an fp32 copy of it
+                if op in CONVERTS_INPUT:
+                    self.copies.append((k, round_size(self.tr.raw_bytes(ins[0])), k + 0.5))
             else:
                 out = self.follow(k, t, op, ins, dt)
         self.dtype[k] = out
@@ -244,17 +268,22 @@ class AutocastReplay(object):
             if (j, region) not in self.cached:
                 self.cached[(j, region)] = len(self.copies)
                 self.copies.append([k, half, region[1]])
-                self.copied.add(j)
+                self.copied[j] = "bfloat16"
             if saved:  # autograd holds the cached copy to this op's backward
                 c = self.copies[self.cached[(j, region)]]
                 c[2] = max(c[2], self.last_backward_use(j, region))
             return
-        if saved:
-            self.copies.append((k, half, self.tr.free_at.get(j, len(self.tr.events))))
-            self.copied.add(j)
+        self.copy_for_op(k, j, "bfloat16")
+
+    def copy_for_op(self, k, j, to):
+        """Input j cast to ``to`` for op k: freed after it, or held as long as j where k saved it."""
+        size = round_size(self.tr.raw_bytes(j) * WIDTH[to] // 4)
+        if k in self.saved_by[j]:
+            self.copies.append((k, size, self.tr.free_at.get(j, len(self.tr.events))))
+            self.copied[j] = to
             self.holders.setdefault(j, set()).add(k)
         else:
-            self.copies.append((k, half, k + 0.5))
+            self.copies.append((k, size, k + 0.5))
 
     def last_backward_use(self, j, region):
         """Where a weight's cached copy goes after ``region``: after the last backward op
@@ -268,14 +297,14 @@ class AutocastReplay(object):
         for j in ins:
             d = self.dt_in(j)
             if t.get("phase") == "backward" and j in self.copied:
-                d = "bfloat16"
+                d = self.copied[j]
             if self.tr.tensor(j).get("shape") == [] and len(ins) > 1:
                 continue  # a 0-dim tensor does not promote a dimensioned one
             seen.append(d)
         out = dt
         if seen:
             out = max(seen, key=lambda d: WIDTH.get(d, 0)) if op in PROMOTE else seen[0]
-        if t.get("phase") == "backward" and op in LOWER and "bfloat16" in seen:
+        if t.get("phase") == "backward" and op in self.lower and "bfloat16" in seen:
             out = "bfloat16"  # a matmul takes one dtype: its gradient input was cast back too
         if t.get("kind") == "gradient":  # a parameter's .grad keeps the parameter's dtype
             if out != dt and out in WIDTH:
@@ -302,12 +331,12 @@ class AutocastReplay(object):
         return best
 
 
-def check(base_path, amp_path):
+def check(base_path, amp_path, lists="cpu"):
     base, amp = Trace(base_path), Trace(amp_path)
     if not any("op" in base.tensor(k) for k in base.allocs):
         raise SystemExit("%s: no headroom_tensor op graph (record it with python/headroom_cpu.py)"
                          % base_path)
-    return measured_peak(base), measured_peak(amp), AutocastReplay(base).peak()
+    return measured_peak(base), measured_peak(amp), AutocastReplay(base, lists).peak()
 
 
 def pairs_of(matrix_path):
@@ -323,6 +352,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("files", nargs="*", help="BASE.pickle AMP.pickle")
     ap.add_argument("--matrix", help="tools/cpu_matrix.py's matrix.json: every family's base and amp-bf16")
+    ap.add_argument("--lists", choices=sorted(LISTS), default="cpu", help="whose autocast op lists (default: cpu)")
     args = ap.parse_args(argv)
     if args.matrix:
         pairs = pairs_of(args.matrix)
@@ -334,7 +364,7 @@ def main(argv=None):
     print("|---|---:|---:|---:|---:|")
     worst = 0.0
     for name, base, amp in pairs:
-        b, m, sim = check(base, amp)
+        b, m, sim = check(base, amp, args.lists)
         err = (sim - m) / m
         worst = max(worst, abs(err))
         print("| %s | %d | %d | %d | %+.1f%% |" % (name, b, m, sim, 100 * err))

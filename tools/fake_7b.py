@@ -8,7 +8,8 @@ The model is python/cpu_models_more.py's llama family sized as Llama 2 7B: d_mod
 layers, 32 heads (no grouped-query attention: 32 kv heads), SwiGLU hidden 11008, vocabulary
 32000, untied embedding and head, RMSNorm; its attention is that family's eager one (einsum,
 mask, a softmax written out), not a fused kernel. AdamW, forward and loss under
-torch.autocast('cpu', dtype=torch.bfloat16), fp32 weights, micro-batch 1, sequence 4096. The
+torch.autocast('cpu', dtype=torch.bfloat16) (``--autocast cuda``: CUDA's autocast lists, emulated by
+python/headroom_autocast.py, as the target GPU runs them), fp32 weights, micro-batch 1, sequence 4096. The
 model, the optimizer and the batch are built inside the fake capture: every tensor is a fake
 tensor, nothing of the model's or the activations' size is allocated (the recorded peak is
 188 GiB, 106 GiB with --checkpoint full; the run takes seconds and about 300 MB of RSS).
@@ -71,6 +72,8 @@ def main(argv=None):
     ap.add_argument("--seq", type=int, default=4096)
     ap.add_argument("--micro-batch", type=int, default=1)
     ap.add_argument("--iterations", type=int, default=2)
+    ap.add_argument("--autocast", choices=("cpu", "cuda"), default="cpu",
+                    help="whose autocast lists the step runs under (cuda: emulated, as the target GPU runs them)")
     ap.add_argument("--target", default="h100-80gb", help="the GPU it is meant for (headroom_cpu's target_device)")
     ap.add_argument("--real", action="store_true",
                     help="record for real instead (needs the memory: a check of fake mode at few layers)")
@@ -89,14 +92,15 @@ def main(argv=None):
     kw = dict(micro_batch=args.micro_batch, seq=args.seq, precision="amp-bf16",
               optimizer="adamw", checkpoint=args.checkpoint, accum=1, devices=1,
               iterations=args.iterations, model="llama-7b-shaped", family="llama",
-              layers=args.layers, fake=not args.real, target_device=args.target)
+              layers=args.layers, fake=not args.real, target_device=args.target, autocast=args.autocast)
     with headroom_cpu.capture(args.out, **kw) as cap:
         model, make_batch, loss_fn = cpu_models_more.build_llama(
             micro_batch=args.micro_batch, seq=args.seq, precision="amp-bf16",
             checkpoint=args.checkpoint, vocab=VOCAB, dim=DIM, heads=HEADS, kv_heads=HEADS,
             hidden=HIDDEN, layers=args.layers)
         opt = cpu_models.make_optimizer("adamw", model.parameters())
-        cpu_models.train(model, opt, make_batch, loss_fn, "amp-bf16", 1, args.iterations, cap)
+        cpu_models.train(model, opt, make_batch, loss_fn, "amp-bf16", 1, args.iterations, cap,
+                         autocast=args.autocast)
         n_params = sum(p.numel() for p in model.parameters())
     seconds = time.perf_counter() - t0
     rss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

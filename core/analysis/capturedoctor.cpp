@@ -135,7 +135,7 @@ const std::vector<std::string>& CaptureDoctor::kinds()
         "history_truncated",  "frees_without_allocations", "no_history",        "devices_without_history",
         "no_stacks",          "cpp_only_stacks",           "pickle_protocol_5", "not_a_snapshot",
         "no_annotations",     "no_phase_markers",          "no_oom_record",     "allocator_settings_unknown",
-        "no_timestamps",      "fake_recording"};
+        "no_timestamps",      "fake_recording",            "cpu_autocast_for_gpu"};
     return k;
 }
 
@@ -350,6 +350,19 @@ std::vector<CaptureFinding> CaptureDoctor::examine(const LoadedTrace& trace)
             "context, cuBLAS workspaces) is the what-if's estimate",
             "give the target device to the what-if and the ladder (--capacity 80GiB, or the panel's device) to read "
             "where it would run out");
+    // The CPU recorder's autocast is the CPU's lists unless the step ran under CUDA's emulated.
+    const std::string precision = runSetting(snap, "precision");
+    if (runSetting(snap, "recorder") == "headroom_cpu" && !runSetting(snap, "target_device").empty() &&
+        precision.rfind("amp", 0) == 0 && runSetting(snap, "autocast") != "cuda")
+        add("cpu_autocast_for_gpu", Sev::Warning, {},
+            "recorded under the CPU's autocast lists (PyTorch " + runSetting(snap, "torch_version") +
+                ") for a GPU target (" + runSetting(snap, "target_device") +
+                "): CUDA's autocast runs softmax, log_softmax, layer_norm, pow, exp and the losses in fp32, so the "
+                "GPU holds more than this file shows wherever those ops take bf16 inputs (an eager attention's "
+                "probabilities)",
+            "run the autocast region under headroom_autocast.cuda_autocast() instead of torch.autocast(\"cpu\") "
+            "(python/README.md), or record in fp32 with target_device= and project --precision amp-bf16, which "
+            "replays CUDA's lists");
     bool anyOom = false;
     for (size_t d : snapDevs)
         anyOom |= !snap.devices[d].ooms.empty();

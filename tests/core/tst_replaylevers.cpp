@@ -388,6 +388,36 @@ TEST_CASE("Autocast is replayed from the recorder's op graph", "[whatif][precisi
     CHECK_FALSE(projectTo(plain, [](LeverConfig& t) { t.precision = Precision::AmpBf16; }).replayed);
 }
 
+TEST_CASE("Autocast follows the target device's op lists", "[whatif][precision][cpu]")
+{
+    // docs/whatif-model.md, "Autocast from the op graph". The same runs recorded naming an
+    // 80 GiB GPU as their target: CUDA's lists run softmax, layer_norm and pow in fp32, so the
+    // attention's probabilities stay fp32 with a bf16 cast for the next matmul. The truth is a
+    // run under CUDA's lists emulated on the CPU (python/headroom_autocast.py).
+    for (const char* stem : {"gpt2fused_graph", "decoder_infer_graph"}) {
+        INFO(stem);
+        const std::string s(stem);
+        auto amp = cpuFile(s + "_amp_cuda.pickle");
+        CHECK(autocastListsFor(cpuFile(s + ".pickle")->snapshot) == AutocastLists::Cpu113);
+        auto base = cpuFile(s + "_h100.pickle");
+        REQUIRE(autocastListsFor(base->snapshot) == AutocastLists::Cuda);
+        const Calibration cal = calibrated(*base);
+        REQUIRE(cal.baseline.trace);
+        const AutocastPlan& plan = cal.baseline.trace->autocastPlan();
+        REQUIRE_FALSE(plan.empty());
+        CHECK(plan.lists == AutocastLists::Cuda);
+        CHECK(plan.fp32Ops > 0);
+        const Projection p = projectTo(cal, [](LeverConfig& t) { t.precision = Precision::AmpBf16; });
+        REQUIRE(p.replayed);
+        CHECK(hasNote(p, "CUDA's autocast lists"));
+        checkAgainst(p, measuredPeak(*amp), 0.02);
+        // The CPU's lists (the file without a target) miss CUDA's run by more than a tenth.
+        const Projection cpu =
+            projectTo(calibrated(*cpuFile(s + ".pickle")), [](LeverConfig& t) { t.precision = Precision::AmpBf16; });
+        CHECK(cpu.peakAllocated < 0.9 * measuredPeak(*amp));
+    }
+}
+
 TEST_CASE("Pure bf16 keeps what the recorded casts keep in fp32", "[whatif][precision][cpu]")
 {
     // docs/whatif-model.md, "Precision". The llama's RMSNorm takes x.to(torch.float32), a no-op

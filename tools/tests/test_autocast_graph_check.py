@@ -23,6 +23,17 @@ class AutocastGraphTest(unittest.TestCase):
         self.assertGreater(amp, base // 2)  # ... by less than half: its weights' casts
         self.assertAlmostEqual(replayed / amp, 1.0, delta=0.01)
 
+    def test_cuda_lists_give_the_cuda_autocast_peak(self):
+        # the same decoder_infer forward named for an 80 GiB GPU, against a run under CUDA's
+        # lists (python/headroom_autocast.py): softmax in fp32 makes it outgrow the fp32 run
+        for stem in ("decoder_infer_graph", "gpt2fused_graph"):
+            base, amp, replayed = agc.check(os.path.join(DATA, stem + "_h100.pickle"),
+                                            os.path.join(DATA, stem + "_amp_cuda.pickle"), "cuda")
+            self.assertAlmostEqual(replayed / amp, 1.0, delta=0.01)
+            _, _, cpu = agc.check(os.path.join(DATA, stem + "_h100.pickle"),
+                                  os.path.join(DATA, stem + "_amp_cuda.pickle"), "cpu")
+            self.assertLess(cpu, 0.9 * amp)
+
     def test_a_trace_without_the_graph_is_refused(self):
         with self.assertRaises(SystemExit) as e:
             agc.check(os.path.join(DATA, "decoder_infer_base.pickle"),

@@ -379,20 +379,20 @@ std::shared_ptr<TraceProjector> replayProjector(const LoadedTrace& trace, size_t
                                             &trace.snapshot.frames.strings()));
     tp->setAccumulationPlan(planAccumulation(tl, a.classes, a.phases, Iteration{it.iteration, it.startEvent, it.endEvent}));
     tp->setCastPlan(planCast(tl, a.classes, a.phases, tp->laws()));
-    tp->setAutocastPlan(planAutocast(tl, dev.trace, trace.snapshot.frames, a.phases, trace.snapshot.annotations));
+    tp->setAutocastPlan(planAutocast(tl, dev.trace, trace.snapshot.frames, a.phases, trace.snapshot.annotations,
+                                     autocastListsFor(trace.snapshot)));
     tp->setPureFlowPlan(planPureFlow(tl, dev.trace, trace.snapshot.frames, a.phases));
     return tp;
 }
 
 /// What every calibrated baseline starts from: the constants' CUDA context, the dimensions
-/// given, and which autocast the recorder ran (the CPU recorder's, or CUDA's).
+/// given, and whose autocast lists the projection applies (the CPU recorder's, or CUDA's where
+/// the file was recorded on a GPU or names one as its target): the replay's, the terms' too.
 void startBaseline(WhatIfBaseline& s, const LoadedTrace& trace, const ModelDims& dims, const WhatIfConstants& k)
 {
     s.calibrated = true;
     s.torchAutocast = true;
-    for (const auto& [key, value] : trace.snapshot.runConfig)
-        if (key == "recorder" && value == "headroom_cpu")
-            s.cpuAutocast = true;
+    s.cpuAutocast = autocastListsFor(trace.snapshot) == AutocastLists::Cpu113;
     s.dims = dims;
     s.context = k.contextBytes;
     s.contextHigh = k.contextHighBytes;

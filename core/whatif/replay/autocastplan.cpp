@@ -27,17 +27,55 @@ Dt dtOf(std::string_view s)
 
 /// PyTorch 1.13's CPU autocast, probed op by op (tools/autocast_graph_check.py): the ops it
 /// runs in bf16, as the dispatch mode sees them (F.linear's addmm, F.conv2d's convolution).
-const std::set<std::string_view> kLower{"aten::mm",          "aten::addmm",        "aten::bmm",
-                                        "aten::baddbmm",     "aten::addbmm",       "aten::convolution",
-                                        "aten::_convolution", "aten::prelu",       "aten::conv_tbc",
-                                        "aten::matmul",      "aten::linear"};
+const std::set<std::string_view> kCpuLower{"aten::mm",          "aten::addmm",        "aten::bmm",
+                                           "aten::baddbmm",     "aten::addbmm",       "aten::convolution",
+                                           "aten::_convolution", "aten::prelu",       "aten::conv_tbc",
+                                           "aten::matmul",      "aten::linear"};
 /// The ops it runs in fp32, and the Python loss functions it casts whole (their frames in
 /// torch/nn/functional.py: F.cross_entropy's log_softmax runs in fp32 too).
-const std::set<std::string_view> kFp32{"aten::nll_loss_forward", "aten::nll_loss2d_forward", "aten::mse_loss",
-                                       "aten::binary_cross_entropy", "aten::kl_div", "aten::l1_loss",
-                                       "aten::smooth_l1_loss", "aten::huber_loss", "aten::soft_margin_loss",
-                                       "aten::multilabel_margin_loss_forward", "aten::multi_margin_loss",
-                                       "aten::ctc_loss"};
+const std::set<std::string_view> kCpuFp32{"aten::nll_loss_forward", "aten::nll_loss2d_forward", "aten::mse_loss",
+                                          "aten::binary_cross_entropy", "aten::kl_div", "aten::l1_loss",
+                                          "aten::smooth_l1_loss", "aten::huber_loss", "aten::soft_margin_loss",
+                                          "aten::multilabel_margin_loss_forward", "aten::multi_margin_loss",
+                                          "aten::ctc_loss"};
+/// CUDA's lists (aten/src/ATen/autocast_mode.h, PyTorch 2.x: AT_FORALL_LOWER_PRECISION_FP,
+/// AT_FORALL_FP32, AT_FORALL_FP32_SET_OPT_DTYPE), under the names the CPU recorder's dispatch
+/// mode writes (layer_norm reaches it as native_layer_norm, softmax as _softmax).
+const std::set<std::string_view> kCudaLower{
+    "aten::mm",     "aten::addmm",  "aten::bmm",    "aten::baddbmm", "aten::addbmm",     "aten::convolution",
+    "aten::_convolution", "aten::prelu", "aten::conv_tbc", "aten::matmul", "aten::linear", "aten::mv",
+    "aten::addmv",  "aten::addr",   "aten::einsum", "aten::chain_matmul", "aten::linalg_multi_dot",
+    "aten::scaled_dot_product_attention", "aten::_scaled_dot_product_flash_attention"};
+const std::set<std::string_view> kCudaFp32{
+    "aten::acos", "aten::asin", "aten::cosh", "aten::erfinv", "aten::exp", "aten::expm1", "aten::log",
+    "aten::log10", "aten::log2", "aten::log1p", "aten::reciprocal", "aten::rsqrt", "aten::sinh", "aten::tan",
+    "aten::pow", "aten::softplus", "aten::layer_norm", "aten::native_layer_norm", "aten::group_norm",
+    "aten::native_group_norm", "aten::frobenius_norm", "aten::nuclear_norm", "aten::cosine_similarity",
+    "aten::poisson_nll_loss", "aten::cosine_embedding_loss", "aten::nll_loss_forward", "aten::nll_loss2d_forward",
+    "aten::hinge_embedding_loss", "aten::kl_div", "aten::l1_loss", "aten::smooth_l1_loss", "aten::huber_loss",
+    "aten::mse_loss", "aten::margin_ranking_loss", "aten::multilabel_margin_loss_forward",
+    "aten::soft_margin_loss", "aten::triplet_margin_loss", "aten::multi_margin_loss",
+    "aten::binary_cross_entropy_with_logits", "aten::dist", "aten::_pdist_forward", "aten::_cdist_forward",
+    "aten::renorm", "aten::logsumexp"};
+/// fp32 "with its dtype set": a 16-bit input makes an fp32 output. softmax and log_softmax
+/// convert their input first (an fp32 copy, freed with the op); the reductions do not.
+const std::set<std::string_view> kCudaSetOptDtype{"aten::_softmax",    "aten::softmax",   "aten::_log_softmax",
+                                                  "aten::log_softmax", "aten::prod",      "aten::cumprod",
+                                                  "aten::cumsum",      "aten::sum",       "aten::linalg_vector_norm",
+                                                  "aten::linalg_matrix_norm"};
+const std::set<std::string_view> kConvertsInput{"aten::_softmax", "aten::softmax", "aten::_log_softmax",
+                                                "aten::log_softmax"};
+const std::set<std::string_view> kNone{};
+
+struct Lists {
+    const std::set<std::string_view>& lower;
+    const std::set<std::string_view>& fp32;
+    const std::set<std::string_view>& setOptDtype;
+};
+Lists listsOf(AutocastLists l)
+{
+    return l == AutocastLists::Cuda ? Lists{kCudaLower, kCudaFp32, kCudaSetOptDtype} : Lists{kCpuLower, kCpuFp32, kNone};
+}
 const std::set<std::string_view> kLossFunctions{"cross_entropy", "nll_loss", "mse_loss", "binary_cross_entropy",
                                                 "kl_div", "l1_loss", "smooth_l1_loss", "huber_loss"};
 /// The ops whose output takes the widest of their inputs (type promotion); every other op
@@ -58,10 +96,11 @@ constexpr double kMinGraphCoverage = 0.9;
 class Planner {
 public:
     Planner(const MemoryTimeline& tl, const TraceEvents& ev, const FrameTable& frames, const PhaseAnalysis& phases,
-            const std::vector<Annotation>& annotations, bool pure)
+            const std::vector<Annotation>& annotations, bool pure, AutocastLists lists)
         : m_tl(tl), m_ev(ev), m_frames(frames), m_phases(phases), m_annotations(annotations),
-          m_strings(frames.strings()), m_pure(pure)
+          m_strings(frames.strings()), m_pure(pure), m_lists(listsOf(lists))
     {
+        m_plan.lists = lists;
     }
 
     AutocastPlan run()
@@ -80,7 +119,6 @@ public:
             }
         freeEarly();
         m_plan.regions = int64_t(m_regions.size());
-
         return std::move(m_plan);
     }
 
@@ -118,7 +156,7 @@ private:
         m_savedBy.assign(n, {});
         m_lastUse.assign(n, -1);
         m_backwardUses.assign(n, {});
-        m_copied.assign(n, 0);
+        m_copied.assign(n, Dt::None);
         for (const auto& [event, t] : m_ev.tensors)
             if (const int32_t a = allocAt(event); a >= 0) {
                 m_rec[size_t(a)] = &t;
@@ -244,19 +282,28 @@ private:
         readCasts(k, event, t);
         const int region = regionOf(event);
         const Dt pin = targetOf(event, t.dtypeArg);
-        if (region >= 0 && kLower.count(op)) {
+        if (region >= 0 && m_lists.lower.count(op)) {
             m_dt[k] = Dt::Bf16;
             for (uint32_t j : ins)
                 if (dtIn(j) == Dt::F32)
                     copyForLower(k, event, j, region);
-        } else if (pin != Dt::None || (region >= 0 && (kFp32.count(op) || inLossFunction(k)))) {
+        } else if (pin != Dt::None || (region >= 0 && (m_lists.fp32.count(op) || inLossFunction(k)))) {
             // a dtype= argument, or an op autocast runs in fp32: its inputs cast to it first
             m_dt[k] = pin != Dt::None ? pin : Dt::F32;
+            bool up = false;
             for (uint32_t j : ins)
-                if (dtIn(j) != m_dt[k] && dtIn(j) != Dt::Wide)
-                    m_plan.copies.push_back({event, event + 1, j, m_dt[k] == Dt::Bf16});
+                if (dtIn(j) != m_dt[k] && dtIn(j) != Dt::Wide) {
+                    copyForOp(k, event, j, m_dt[k]);
+                    up = up || m_dt[k] == Dt::F32;
+                }
+            m_plan.fp32Ops += up;
+        } else if (region >= 0 && m_lists.setOptDtype.count(op) && !ins.empty() && dtIn(ins.front()) == Dt::Bf16) {
+            m_dt[k] = Dt::F32; // CUDA's softmax of a bf16 input: fp32, from an fp32 copy of it
+            if (kConvertsInput.count(op))
+                m_plan.copies.push_back({event, event + 1, ins.front(), false});
+            ++m_plan.fp32Ops;
         } else {
-            m_dt[k] = follow(k, event, t, kPromote.count(op) > 0, kLower.count(op) > 0, ins);
+            m_dt[k] = follow(k, event, t, kPromote.count(op) > 0, m_lists.lower.count(op) > 0, ins);
         }
         m_over.clear();
     }
@@ -323,7 +370,7 @@ private:
             if (fresh) {
                 m_plan.copies.push_back({event, m_regions[size_t(region)].second, j, true});
                 ++m_plan.weightCopies;
-                m_copied[j] = 1;
+                m_copied[j] = Dt::Bf16;
             }
             if (saved) { // autograd holds the cached copy past the region, for the backward
                 AutocastPlan::Copy& c = m_plan.copies[it->second];
@@ -331,13 +378,20 @@ private:
             }
             return;
         }
+        copyForOp(k, event, j, Dt::Bf16);
+    }
+
+    /// An input cast to `to` for op `k`: freed after the op, or kept as long as the input was
+    /// where the op saved it (autograd holds the copy; the backward reads it at `to`).
+    void copyForOp(uint32_t k, int64_t event, uint32_t j, Dt to)
+    {
+        const bool saved = std::find(m_savedBy[j].begin(), m_savedBy[j].end(), k) != m_savedBy[j].end();
         if (!saved) {
-            m_plan.copies.push_back({event, event + 1, j, true});
+            m_plan.copies.push_back({event, event + 1, j, to == Dt::Bf16});
             return;
         }
-        const int64_t end = m_tl.allocations[j].end;
-        m_plan.copies.push_back({event, end, j, true});
-        m_copied[j] = 1;
+        m_plan.copies.push_back({event, m_tl.allocations[j].end, j, to == Dt::Bf16});
+        m_copied[j] = to;
         m_holders[j].push_back(k);
     }
 
@@ -389,12 +443,12 @@ private:
         for (uint32_t j : ins) {
             if (ins.size() > 1 && m_rec[j] && m_rec[j]->shape.empty())
                 continue;
-            const Dt d = backward(event) && m_copied[j] ? Dt::Bf16 : dtIn(j);
+            const Dt d = backward(event) && m_copied[j] != Dt::None ? m_copied[j] : dtIn(j);
             out = !any ? d : promotes ? std::max(out, d) : out;
             any = true;
         }
         if (backward(event) && lower && std::any_of(ins.begin(), ins.end(), [&](uint32_t j) {
-                return m_copied[j] || dtIn(j) == Dt::Bf16;
+                return m_copied[j] == Dt::Bf16 || dtIn(j) == Dt::Bf16;
             }))
             out = Dt::Bf16; // a matmul takes one dtype: its gradient input was cast back too
         if (!m_pure && t.kind == RecordedTensor::Kind::Gradient) {
@@ -418,7 +472,8 @@ private:
     std::vector<std::vector<uint32_t>> m_savedBy;
     std::vector<int64_t> m_lastUse;
     std::vector<std::vector<int64_t>> m_backwardUses; ///< events of the backward's ops that take it, in order
-    std::vector<uint8_t> m_copied;
+    const Lists m_lists;
+    std::vector<Dt> m_copied; ///< the dtype of the copy autograd holds for the backward, None: none
     std::vector<std::pair<int64_t, int64_t>> m_regions;
     std::map<std::pair<uint32_t, int>, size_t> m_cached; ///< a weight's copy in a region: its index
     std::map<uint32_t, std::vector<uint32_t>> m_holders; ///< a tensor's savers that took it through a copy
@@ -430,15 +485,30 @@ private:
 } // namespace
 
 AutocastPlan planAutocast(const MemoryTimeline& tl, const TraceEvents& events, const FrameTable& frames,
-                          const PhaseAnalysis& phases, const std::vector<Annotation>& annotations)
+                          const PhaseAnalysis& phases, const std::vector<Annotation>& annotations, AutocastLists lists)
 {
-    return Planner(tl, events, frames, phases, annotations, false).run();
+    return Planner(tl, events, frames, phases, annotations, false, lists).run();
 }
 
 AutocastPlan planPureFlow(const MemoryTimeline& tl, const TraceEvents& events, const FrameTable& frames,
                           const PhaseAnalysis& phases)
 {
-    return Planner(tl, events, frames, phases, {}, true).run();
+    return Planner(tl, events, frames, phases, {}, true, AutocastLists::Cpu113).run();
+}
+
+AutocastLists autocastListsFor(const Snapshot& snapshot)
+{
+    bool cpuRecorder = false, gpuTarget = false;
+    for (const auto& [key, value] : snapshot.runConfig) {
+        cpuRecorder = cpuRecorder || (key == "recorder" && value == "headroom_cpu");
+        gpuTarget = gpuTarget || key == "target_device";
+    }
+    return cpuRecorder && !gpuTarget ? AutocastLists::Cpu113 : AutocastLists::Cuda;
+}
+
+const char* autocastListsName(AutocastLists lists)
+{
+    return lists == AutocastLists::Cuda ? "CUDA's" : "PyTorch 1.13's CPU";
 }
 
 } // namespace headroom

@@ -6,8 +6,9 @@
 // runs some ops in bf16 and casts their fp32 inputs first; the others take their inputs'
 // dtype. Which allocation the autocast run makes in bf16, which copies it adds and how long
 // each lives follow from each allocation's op, its inputs and what autograd saved: evidence
-// the sizes of an fp32 trace do not hold. The policy is PyTorch 1.13's on the CPU, the device
-// the recorder that writes the graph runs on.
+// the sizes of an fp32 trace do not hold. The policy is the target device's: PyTorch 1.13's on
+// the CPU, where the recorder that writes the graph runs, or CUDA's (PyTorch 2.x's lists) where
+// the file names a GPU as its target.
 
 #include "core/analysis/phaseclassifier.h"
 #include "core/model/frametable.h"
@@ -19,6 +20,17 @@
 #include <vector>
 
 namespace headroom {
+
+/// Whose autocast op lists a plan applies.
+enum class AutocastLists : uint8_t {
+    Cpu113, ///< PyTorch 1.13's on the CPU, probed op by op: softmax and layer_norm run in bf16
+    Cuda,   ///< CUDA's (aten/src/ATen/autocast_mode.h): softmax, layer_norm, pow, exp ... in fp32
+};
+
+/// The lists for the device a file's run is projected to: CUDA's unless the CPU recorder wrote
+/// it (`headroom_config` recorder headroom_cpu) without naming a GPU target (`target_device`).
+AutocastLists autocastListsFor(const Snapshot& snapshot);
+const char* autocastListsName(AutocastLists lists);
 
 struct AutocastPlan {
     /// A copy the autocast run makes that the fp32 run did not: made at `start` (before the
@@ -42,6 +54,8 @@ struct AutocastPlan {
     std::vector<std::pair<uint32_t, int64_t>> earlyEnds;
     int64_t narrowedCount = 0, weightCopies = 0, regions = 0;
     int64_t recordedCasts = 0; ///< op inputs read through a no-op cast the recorder named
+    int64_t fp32Ops = 0;       ///< ops the lists run in fp32 whose inputs were bf16: copied up
+    AutocastLists lists = AutocastLists::Cpu113;
 
     bool empty() const { return narrowed.empty(); }
 };
@@ -50,7 +64,8 @@ struct AutocastPlan {
 /// ten or more of them) and its phase windows (`annotations`) show at least one forward; else
 /// empty. `phases` tells the backward's events.
 AutocastPlan planAutocast(const MemoryTimeline& tl, const TraceEvents& events, const FrameTable& frames,
-                          const PhaseAnalysis& phases, const std::vector<Annotation>& annotations);
+                          const PhaseAnalysis& phases, const std::vector<Annotation>& annotations,
+                          AutocastLists lists = AutocastLists::Cpu113);
 
 /// Pure bf16 (`model.to(torch.bfloat16)`) of an fp32 run by the same flow, where the op graph
 /// covers the forwards: every tensor no floating-point input decides is bf16, the ops follow

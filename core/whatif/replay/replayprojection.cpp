@@ -240,8 +240,9 @@ void applyAutocastBand(Projection& pr, const TraceProjector& tp, const TraceRepl
                        std::to_string(plan.copies.size()) + " casts added (" + std::to_string(plan.weightCopies) +
                        " of weights, cached for each of " + std::to_string(plan.regions) + " autocast regions), " +
                        std::to_string(plan.earlyEnds.size()) +
-                       " fp32 tensors freed early where autograd keeps their casts instead (PyTorch 1.13's CPU "
-                       "policy), " + std::to_string(plan.recordedCasts) +
+                       " fp32 tensors freed early where autograd keeps their casts instead, " +
+                       std::to_string(plan.fp32Ops) + " ops run in fp32 from bf16 inputs (" +
+                       autocastListsName(plan.lists) + " autocast lists), " + std::to_string(plan.recordedCasts) +
                        " inputs read through the no-op casts the recorder named; casts it could not see (made in C++) "
                        "are allowed " + formatBytes(int64_t(unseen)) + " either way in the band (a run under autocast "
                        "settles it)");
