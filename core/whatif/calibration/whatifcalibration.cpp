@@ -9,6 +9,7 @@
 #include "core/util/units.h"
 #include "core/whatif/laws/allocationlaw.h"
 #include "core/whatif/laws/autocastcache.h"
+#include "core/whatif/calibration/targetworkspaces.h"
 #include "core/whatif/replay/autocastplan.h"
 #include "core/whatif/calibration/calibrationpoints.h"
 #include "core/whatif/calibration/transientsplit.h"
@@ -396,6 +397,17 @@ void startBaseline(WhatIfBaseline& s, const LoadedTrace& trace, const ModelDims&
     s.dims = dims;
     s.context = k.contextBytes;
     s.contextHigh = k.contextHighBytes;
+    const TargetWorkspaces w = targetWorkspaces(trace.snapshot);
+    s.workspaceEach = w.each;
+    s.workspaceEachHigh = w.eachHigh;
+    if (w.each > 0)
+        s.notes.push_back("the target GPU's cuBLAS workspaces, which a recording made off it cannot show: " +
+                          formatBytes(int64_t(w.each)) + " per thread that runs matmuls (" +
+                          (w.hopper ? "sm_90's 32 MiB" : "CUBLAS_WORKSPACE_CONFIG's default :4096:2:16:8") +
+                          ", PyTorch 2.x, for " + w.target +
+                          "), one in the forward and two once autograd's backward thread runs one, from the caching "
+                          "allocator at each thread's first matmul; the band allows " +
+                          formatBytes(int64_t(w.eachHigh)) + " each (cuBLASLt's workspace beside it)");
 }
 
 /// The cache's free bytes per transient byte at the start of backward (`transients`: the

@@ -33,23 +33,24 @@ Live liveAt(const TraceProjector& tp, const ReplayTarget& t, int64_t event, cons
     return taken ? at : live;
 }
 
-/// The terms' fragmentation and outside-the-allocator parts of the peak phase, scaled to what
-/// the headline puts over its tensors.
+/// The terms' parts of the peak phase that are not the trace's tensors (fragmentation, the
+/// CUDA context, the target GPU's workspaces), scaled to what the headline puts over its tensors.
 void addOverhead(std::vector<Component>& out, const Projection& p)
 {
     const double over = p.peak - p.peakAllocated;
-    double frag = 0, outside = 0;
-    for (const Component& c : p.peakProjection().components) {
-        if (c.name == "fragmentation")
-            frag += c.bytes;
-        else if (c.name == "outside_allocator")
-            outside += c.bytes;
-    }
-    const double termsOver = frag + outside;
+    std::vector<Component> parts;
+    double termsOver = 0;
+    for (const Component& c : p.peakProjection().components)
+        if (c.name == "fragmentation" || c.name == "outside_allocator" || c.name == "cublas_workspaces") {
+            parts.push_back({c.name, c.bytes, 0, Provenance::Modelled});
+            termsOver += c.bytes;
+        }
     if (over <= 0 || termsOver <= 0)
         return;
-    out.push_back({"fragmentation", over * frag / termsOver, 0, Provenance::Modelled});
-    out.push_back({"outside_allocator", over * outside / termsOver, 0, Provenance::Modelled});
+    for (Component& c : parts) {
+        c.bytes *= over / termsOver;
+        out.push_back(c);
+    }
 }
 
 } // namespace

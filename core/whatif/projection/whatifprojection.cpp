@@ -287,6 +287,25 @@ void fold(Projection& pr, const Projection& other)
 
 } // namespace
 
+namespace {
+
+/// The target GPU's cuBLAS workspaces a recording made off it cannot show, one per thread
+/// that has run a matmul by this phase; outside the tensors' sum, so an allocated peak stays
+/// what the recording can be checked against.
+void addWorkspaces(PhaseProjection& ph, const WhatIfState& s, int threads)
+{
+    if (s.workspaceEach <= 0)
+        return;
+    const Component w{"cublas_workspaces", threads * s.workspaceEach, 0, Provenance::Modelled,
+                      threads * s.workspaceEach, threads * std::max(s.workspaceEach, s.workspaceEachHigh)};
+    ph.components.push_back(w);
+    ph.total += w.bytes;
+    ph.low += w.low;
+    ph.high += w.high;
+}
+
+} // namespace
+
 Projection evaluate(const WhatIfState& s, const WhatIfBaseline& base, const WhatIfConstants& k, const DeviceSpec& dev)
 {
     Projection pr;
@@ -357,6 +376,7 @@ Projection evaluate(const WhatIfState& s, const WhatIfBaseline& base, const What
         ph.total = ph.allocated + frag + s.context;
         ph.low = std::max(0.0, ph.allocated - sigma) + f.low + ctx.low;
         ph.high = ph.allocated + sigma + f.high + ctx.high;
+        addWorkspaces(ph, s, i == 0 || s.forwardOnly ? 1 : 2);
     }
     aggregate(pr);
     pr.capacity = double(dev.capacityBytes);

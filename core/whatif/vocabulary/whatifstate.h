@@ -73,6 +73,9 @@ struct WhatIfState {
     Provenance fragProvenance = Provenance::Default;
     double context = 1.0 * (1ull << 30), contextHigh = 2.0 * (1ull << 30);
     Provenance contextProvenance = Provenance::Default;
+    /// The target GPU's cuBLAS workspaces per matmul thread, which a recording made off it
+    /// cannot show (targetworkspaces.h): one thread in the forward, two once a backward ran.
+    double workspaceEach = 0, workspaceEachHigh = 0;
 
     /// Other readings of a measured precision the trace does not tell (config.precision is
     /// the first): project() projects each and folds it into the band.
