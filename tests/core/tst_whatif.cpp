@@ -195,7 +195,12 @@ TEST_CASE("Worked example: the cheapest path and the alternatives", "[whatif]")
         near5(std::max({phaseGiB(q, StepPhase::StartOfBackward), phaseGiB(q, StepPhase::Backward),
                         phaseGiB(q, StepPhase::OptimizerStep)}), a2.peak, "peak");
         near5(stepSeconds(q), a2.step, "step time");
-        CHECK(q.fits);
+        // The central is the worked example's (Megatron's fused layer); the band holds eager
+        // layers' activations too (foldAnalyticReadings), so without checkpointing the high end
+        // passes the margin: tight, never "does not fit".
+        CHECK(q.peak < 80 * kGiB);
+        CHECK((q.fits || q.verdict == Verdict::Tight));
+        CHECK((q.fits == (a2.c.checkpoint == Checkpointing::Full)));
     }
 }
 

@@ -375,11 +375,13 @@ bool LadderBuilder::settleBeforeLevers()
 void LadderBuilder::warnIfDifferentPlan()
 {
     Ladder& L = m_ladder;
-    if (L.firstFit >= 0 || (m_budget > 0 && L.start.peakHigh - m_context <= 3 * m_budget))
+    // On the central estimate: how wide the band is (what dimensions alone cannot tell, in the
+    // analytic mode) does not make a job that needs a tweak one that needs another plan.
+    if (L.firstFit >= 0 || (m_budget > 0 && L.start.peak - m_context <= 3 * m_budget))
         return;
     L.needsDifferentPlan = true;
     char times[48];
-    std::snprintf(times, sizeof times, "%.1fx the usable memory", (L.start.peakHigh - m_context) / m_budget);
+    std::snprintf(times, sizeof times, "%.1fx the usable memory", (L.start.peak - m_context) / m_budget);
     L.warnings.push_back(std::string("the job needs ") +
                          (m_budget > 0 ? times : "more than the device has outside the CUDA context") +
                          ": it needs a different plan, not a tweak; see the alternatives by currency");

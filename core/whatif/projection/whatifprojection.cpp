@@ -412,6 +412,39 @@ Projection evaluateReadings(const WhatIfBaseline& base, const LeverConfig& targe
     return pr;
 }
 
+/// What the dimensions alone do not tell, each reading the shared real files and the CPU
+/// matrix allow folded into the analytic mode's band (docs/whatif-accuracy.md, "Analytic from
+/// dimensions"): eager layers save up to `actCoeffEager` bytes per s*b*h where Megatron's fused
+/// one saves 34, and a fused or single-tensor optimizer step makes no parameter-sized copy.
+void foldAnalyticReadings(Projection& pr, const WhatIfBaseline& base, const LeverConfig& target,
+                          const WhatIfConstants& k, const DeviceSpec& device)
+{
+    if (base.calibrated)
+        return;
+    const double coeff = base.dims.actCoeff > 0 ? base.dims.actCoeff : 34.0;
+    if (k.actCoeffEager > coeff && base.actLin.bytes > 0) {
+        WhatIfBaseline eager = base;
+        eager.actLin.bytes *= k.actCoeffEager / coeff;
+        eager.dims.actCoeff = k.actCoeffEager;
+        const Projection other = evaluateReadings(eager, target, k, device);
+        fold(pr, other);
+        pr.notes.push_back("analytic: the saved activations per token are Megatron's fused layer's (" +
+                           std::to_string(int(coeff)) + " bytes per hidden unit and layer); eager layers save up to " +
+                           std::to_string(int(k.actCoeffEager)) + " (" + formatBytes(int64_t(other.peak)) +
+                           "), which the band holds. A recording of one step, even in fake mode, settles it");
+    }
+    if (base.optTemp.bytes > 0) {
+        WhatIfBaseline fused = base;
+        fused.optTemp.bytes = 0;
+        const Projection other = evaluateReadings(fused, target, k, device);
+        fold(pr, other);
+        if (other.peak < 0.995 * pr.peak)
+            pr.notes.push_back("analytic: the optimizer step priced with one parameter-sized temporary (a foreach "
+                               "step); a fused or single-tensor step makes none (" +
+                               formatBytes(int64_t(other.peak)) + "), which the band holds");
+    }
+}
+
 } // namespace
 
 Projection project(const WhatIfBaseline& base, const LeverConfig& target, const WhatIfConstants& k,
@@ -441,8 +474,9 @@ Projection project(const WhatIfBaseline& base, const LeverConfig& target, const 
                            std::string(precisionName(alt)) + " the run projects " + formatBytes(int64_t(other.peak)) +
                            ", which the band holds (give the measured precision to narrow it)");
     }
+    foldAnalyticReadings(pr, base, target, k, device);
     applyReplay(pr, base, target, k);
-    if (!base.precisionAlternatives.empty() || pr.replayed)
+    if (!base.precisionAlternatives.empty() || pr.replayed || !base.calibrated)
         judge(pr, std::max(base.context, base.contextHigh));
     const Projection b0 = evaluateReadings(base, base.config, k, device);
     const LeverConfig& c = target;

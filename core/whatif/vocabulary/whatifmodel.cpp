@@ -255,6 +255,8 @@ const std::vector<WhatIfConstants::Entry>& WhatIfConstants::entries()
         {"mfu_max", "MFU max", &C::mfuMax, "", true, "llm-analysis 'up to 0.5'; Korthikanti 54%"},
         {"n_half", "MFU half-saturation", &C::nHalf, "tokens", true, "a guess (docs/whatif-model.md, Constants)"},
         {"logits_bytes", "logits bytes/element (c_V)", &C::logitsBytes, "B", true, "a guess (docs/whatif-model.md, Constants: 4..12)"},
+        {"act_coeff_eager", "analytic: eager layers' saved bytes/(s*b*h)", &C::actCoeffEager, "B", true,
+         "the CPU matrix's dense eager transformers, 41..79 (tools/activation_coeff.py)"},
         {"overlap", "comm/compute overlap", &C::overlap, "", true, "a guess (docs/whatif-model.md, Constants)"},
         {"hbm_efficiency", "HBM efficiency", &C::hbmEfficiency, "", true, "llm-analysis calls 0.9 aggressive"},
         {"bus_factor", "achievable NVLink fraction", &C::busFactor, "", true, "a guess (docs/whatif-model.md, Constants)"},

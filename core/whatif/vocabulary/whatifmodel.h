@@ -123,6 +123,9 @@ struct WhatIfConstants {
     double mfuMax = 0.45;          ///< [G]
     double nHalf = 256;            ///< tokens [G]
     double logitsBytes = 8;        ///< c_V bytes per b*s*V element [G]
+    /// The analytic mode's high reading of the saved bytes per s*b*h and layer: eager layers
+    /// (the CPU matrix's dense transformers save 41 to 79, tools/activation_coeff.py) [S]
+    double actCoeffEager = 79;
     double overlap = 0.7;          ///< communication/compute overlap rho [G]
     double hbmEfficiency = 0.8;    ///< eta_hbm [G]
     double busFactor = 0.75;       ///< achievable NVLink busBW / config [G]
