@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "core/analysis/capturedoctor.h"
 
+#include "core/model/runconfig.h"
 #include "core/util/units.h"
 
 #include <algorithm>
@@ -32,15 +33,6 @@ std::string lower(std::string s)
 std::string setting(const Snapshot& snap, const std::string& key)
 {
     for (const auto& [k, v] : snap.allocatorSettings)
-        if (k == key)
-            return v;
-    return {};
-}
-
-/// A value of the recorder's `headroom_config`; empty when absent.
-std::string runSetting(const Snapshot& snap, const std::string& key)
-{
-    for (const auto& [k, v] : snap.runConfig)
         if (k == key)
             return v;
     return {};
@@ -352,8 +344,7 @@ std::vector<CaptureFinding> CaptureDoctor::examine(const LoadedTrace& trace)
             "where it would run out");
     // The CPU recorder's autocast is the CPU's lists unless the step ran under CUDA's emulated.
     const std::string precision = runSetting(snap, "precision");
-    if (runSetting(snap, "recorder") == "headroom_cpu" && !runSetting(snap, "target_device").empty() &&
-        precision.rfind("amp", 0) == 0 && runSetting(snap, "autocast") != "cuda")
+    if (recordedForGpuTarget(snap) && precision.rfind("amp", 0) == 0 && runSetting(snap, "autocast") != "cuda")
         add("cpu_autocast_for_gpu", Sev::Warning, {},
             "recorded under the CPU's autocast lists (PyTorch " + runSetting(snap, "torch_version") +
                 ") for a GPU target (" + runSetting(snap, "target_device") +

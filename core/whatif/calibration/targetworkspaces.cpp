@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "core/whatif/calibration/targetworkspaces.h"
 
+#include "core/model/runconfig.h"
+
 #include <algorithm>
 #include <cctype>
 
@@ -29,14 +31,9 @@ std::string lower(std::string s)
 TargetWorkspaces targetWorkspaces(const Snapshot& snapshot)
 {
     TargetWorkspaces w;
-    bool cpuRecorder = false;
-    for (const auto& [key, value] : snapshot.runConfig) {
-        cpuRecorder = cpuRecorder || (key == "recorder" && value == "headroom_cpu");
-        if (key == "target_device")
-            w.target = value;
-    }
-    if (!cpuRecorder || w.target.empty())
+    if (!recordedForGpuTarget(snapshot))
         return w;
+    w.target = runSetting(snapshot, "target_device");
     const std::string t = lower(w.target);
     w.hopper = t.find("h100") != t.npos || t.find("h200") != t.npos;
     const bool older = t.find("a100") != t.npos || t.find("v100") != t.npos || t.find("a10") != t.npos ||

@@ -87,7 +87,7 @@ void simulateReserved(Projection& p, const WhatIfBaseline& base, const Allocator
     // of the target's cuBLAS workspaces a recording made off it lacks (held from the first
     // matmul of each thread: both counted): an OOM there is a verdict, not a margin (the
     // band's high context is the terms' margin).
-    const double workspaces = base.workspaceEach * (base.forwardOnly ? 1 : 2);
+    const double workspaces = base.workspaceEach * base.workspaceThreads(kStepPhaseCount - 1);
     const int64_t capacity = p.capacity > 0 ? int64_t(p.capacity - base.context - workspaces) : 0;
     const ProjectedAllocatorRun run = simulateProjected(*base.trace, p.replayTarget, config, capacity);
     SimulatedReserved r;

@@ -285,10 +285,6 @@ void fold(Projection& pr, const Projection& other)
     }
 }
 
-} // namespace
-
-namespace {
-
 /// The target GPU's cuBLAS workspaces a recording made off it cannot show, one per thread
 /// that has run a matmul by this phase; outside the tensors' sum, so an allocated peak stays
 /// what the recording can be checked against.
@@ -376,7 +372,7 @@ Projection evaluate(const WhatIfState& s, const WhatIfBaseline& base, const What
         ph.total = ph.allocated + frag + s.context;
         ph.low = std::max(0.0, ph.allocated - sigma) + f.low + ctx.low;
         ph.high = ph.allocated + sigma + f.high + ctx.high;
-        addWorkspaces(ph, s, i == 0 || s.forwardOnly ? 1 : 2);
+        addWorkspaces(ph, s, s.workspaceThreads(i));
     }
     aggregate(pr);
     pr.capacity = double(dev.capacityBytes);

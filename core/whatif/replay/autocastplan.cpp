@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "core/whatif/replay/autocastplan.h"
 
+#include "core/model/runconfig.h"
+
 #include <algorithm>
 #include <map>
 #include <set>
@@ -498,12 +500,7 @@ AutocastPlan planPureFlow(const MemoryTimeline& tl, const TraceEvents& events, c
 
 AutocastLists autocastListsFor(const Snapshot& snapshot)
 {
-    bool cpuRecorder = false, gpuTarget = false;
-    for (const auto& [key, value] : snapshot.runConfig) {
-        cpuRecorder = cpuRecorder || (key == "recorder" && value == "headroom_cpu");
-        gpuTarget = gpuTarget || key == "target_device";
-    }
-    return cpuRecorder && !gpuTarget ? AutocastLists::Cpu113 : AutocastLists::Cuda;
+    return cpuRecorded(snapshot) && !recordedForGpuTarget(snapshot) ? AutocastLists::Cpu113 : AutocastLists::Cuda;
 }
 
 const char* autocastListsName(AutocastLists lists)

@@ -76,6 +76,9 @@ struct WhatIfState {
     /// The target GPU's cuBLAS workspaces per matmul thread, which a recording made off it
     /// cannot show (targetworkspaces.h): one thread in the forward, two once a backward ran.
     double workspaceEach = 0, workspaceEachHigh = 0;
+    /// Matmul threads holding a workspace at step phase `i`: the forward's, and from the end
+    /// of the backward on autograd's device thread too.
+    int workspaceThreads(size_t i) const { return i == 0 || forwardOnly ? 1 : 2; }
 
     /// Other readings of a measured precision the trace does not tell (config.precision is
     /// the first): project() projects each and folds it into the band.
