@@ -13,12 +13,14 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh --test
 export QT_QPA_PLATFORM=offscreen
 
-echo "== release build and tests"
+# Each stage prints the seconds spent before it, so a slow CI log says where its time went.
+stage() { echo "== $1 (${SECONDS}s so far)"; }
+stage "release build and tests"
 scripts/build.sh release
 ctest --preset release -j2
 
 if [ "${HEADROOM_SANITIZE:-1}" = "1" ]; then
-  echo "== asan+ubsan build and tests"
+  stage "asan+ubsan build and tests"
   scripts/build.sh asan
   ctest --preset asan -j2
 fi
@@ -28,8 +30,9 @@ if [ "${HEADROOM_SANITIZE:-1}" = "1" ] && [ "${HEADROOM_SKIP_FUZZ:-0}" != "1" ];
   # starting corpus), so the same code gives the same verdict here and in CI; for longer,
   # exploratory runs: FUZZ_FLAGS="-fork=1 -ignore_crashes=1" tests/fuzz/run_fuzz.sh build/fuzz 1800
   runs="${HEADROOM_FUZZ_RUNS:-20000}"
-  echo "== fuzz: libFuzzer + ASan/UBSan, ${runs} runs per harness (seed 1)"
+  stage "fuzz: libFuzzer + ASan/UBSan, ${runs} runs per harness (seed 1)"
   scripts/build.sh fuzz
   rm -rf build/fuzz/tests/fuzz/corpus
   FUZZ_FLAGS="${FUZZ_FLAGS:--seed=1 -runs=${runs}}" tests/fuzz/run_fuzz.sh build/fuzz "${HEADROOM_FUZZ_SECONDS:-300}"
 fi
+stage "done"
