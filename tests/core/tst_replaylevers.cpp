@@ -197,6 +197,31 @@ TEST_CASE("Accumulation replays a later micro-step: every gradient alive through
     CHECK(refined.checkpointPlan().moves.size() == cal.baseline.trace->checkpointPlan().moves.size());
 }
 
+TEST_CASE("A weight's incoming gradient, added into the .grad kept from before, does not grow with the batch",
+          "[whatif][accum][laws][cpu]")
+{
+    // The convnet at four micro-steps, micro-batch 2 and 4, without shapes (as a GPU file has
+    // none). From the second micro-step on, its 3x3 convolutions' weight gradients are made as
+    // temporaries of 36,864 bytes (a multiple of b*s at micro-batch 2) and added into the
+    // gradients kept from the first. Read as b*s, the projection was +1.2% with the band missing.
+    auto mb2 = cpuFile("accum_mb2.pickle");
+    auto mb4 = cpuFile("accum_mb4.pickle");
+    const Calibration cal = calibrated(*mb2);
+    REQUIRE(cal.baseline.trace);
+    const AllocationLaws& laws = cal.baseline.trace->laws();
+    size_t incoming = 0;
+    for (const AllocationLaw& law : laws.laws())
+        if (law.evidence == LawEvidence::Gradient) {
+            ++incoming;
+            CHECK(law.central == SizeLaw::Constant);
+            CHECK((law.allowed & lawBit(SizeLaw::Tokens)) != 0); // the size's reading stays in the band
+        }
+    CHECK(incoming > 0);
+    const Projection p = projectTo(cal, [](LeverConfig& t) { t.microBatch = 4; });
+    REQUIRE(p.replayed);
+    checkAgainst(p, measuredPeak(*mb4), 0.002);
+}
+
 TEST_CASE("A pure bf16 model built in fp32 on the device peaks at its cast: both readings in the band",
           "[whatif][precision][cpu]")
 {

@@ -67,6 +67,7 @@ std::string_view lawEvidenceName(LawEvidence e)
     case LawEvidence::Stack: return "stack";
     case LawEvidence::Steps: return "steps";
     case LawEvidence::Cast: return "cast";
+    case LawEvidence::Gradient: return "gradient";
     case LawEvidence::Mirror: return "mirror";
     case LawEvidence::Op: return "op";
     case LawEvidence::Size: return "size";

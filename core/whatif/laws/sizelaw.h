@@ -44,13 +44,16 @@ enum class LawEvidence : uint8_t {
     /// Half a weight's bytes, born in the forward, no more per iteration than weights of twice
     /// its size: the weight's 16-bit autocast cast, which does not grow
     Cast,
+    /// Made by the backward while a gradient of its size is alive, no forward tensor of its
+    /// size: the incoming gradient accumulated into that .grad, as large as its weight
+    Gradient,
     Mirror,   ///< made by the backward: the reading of the forward's tensors of its size
     /// A shape-preserving op joined it to tensors of its exact shape (the recorder's `like`):
     /// the reading of the class's most trusted member
     Op,
     Size,     ///< the size's factorisation alone
 };
-std::string_view lawEvidenceName(LawEvidence e); ///< "shape", "runs", "category", "stack", "cast", "size"
+std::string_view lawEvidenceName(LawEvidence e); ///< "shape", "runs", "category", "stack", "cast", "gradient", ...
 
 /// What an optimizer change does to an allocation (docs/whatif-model.md, "Optimizer"):
 /// its state and the step's parameter-shaped temporaries take the new optimizer's bytes.
