@@ -390,7 +390,7 @@ def main(argv=None):
     ap.add_argument("--families", default=",".join(FAMILIES))
     ap.add_argument("--styles", default=",".join(ALL_STYLES))
     ap.add_argument("--check", action="store_true",
-                    help="exit 1 if a family x style scores under %g%% anywhere" % THRESHOLD)
+                    help="exit 1 if a family x style scores under %g%%%% anywhere" % THRESHOLD)
     ap.add_argument("--json", metavar="OUT", help="write the table as JSON")
     ap.add_argument("--record-only", action="store_true",
                     help="record and copy only (no CLI): print the truth's composition")

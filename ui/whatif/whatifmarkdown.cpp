@@ -40,11 +40,14 @@ QStringList replayLines(const Projection& p)
         const QString settle = a.shapeRecorded
                                    ? QObject::tr("Its recorded shape allows each; a run at another %9 would settle it.")
                                    : QObject::tr("Recorded shapes or a run at another %9 would settle it.");
-        out << QObject::tr("Ambiguous: %1 x %2 from %3, read as %4 (by its %5), could be %6: %7 to %8 allocated. ")
+        const QString why = a.evidence == "cast"       ? QObject::tr("half a weight, one per weight: its autocast cast")
+                            : a.evidence == "gradient" ? QObject::tr("a weight's incoming gradient, added into the kept one")
+                                                       : QObject::tr("by its %1").arg(QString::fromStdString(a.evidence));
+        out << QObject::tr("Ambiguous: %1 x %2 from %3, read as %4 (%5), could be %6: %7 to %8 allocated. ")
                        .append(settle)
                    .arg(a.count)
                    .arg(formatBytesQ(a.sizeEach, 1), shortWhere(a.where), QString::fromStdString(a.central),
-                        QString::fromStdString(a.evidence), other.join(QObject::tr(" or ")), projected(a.peakIfLowest),
+                        why, other.join(QObject::tr(" or ")), projected(a.peakIfLowest),
                         projected(a.peakIfHighest), settledBySequence(a) ? QObject::tr("sequence length") : QObject::tr("micro-batch"));
     }
     return out;

@@ -86,6 +86,16 @@ std::string settleText(const ProjectedAmbiguity& a)
 
 } // namespace
 
+/// Why the central reading was taken, where the evidence's name alone says too little.
+std::string evidenceText(const std::string& evidence)
+{
+    if (evidence == "cast")
+        return " (half a weight, one per weight: its autocast cast)";
+    if (evidence == "gradient")
+        return " (a gradient of its size kept from before: the weight's incoming gradient, added into it)";
+    return " (by its " + evidence + ")";
+}
+
 bool settledBySequence(const ProjectedAmbiguity& a)
 {
     // A quadratic reading (scores, masks: "b*s^2", "b*(s+1)^2", "s^2") is what a second
@@ -305,7 +315,7 @@ std::string projectionText(const Projection& p, const std::vector<MeasuredItem>&
         for (const auto& a : p.ambiguities) {
             o << "Ambiguous: " << a.count << " x " << formatBytes(a.sizeEach) << " from " << a.where << " read as "
               << a.central
-              << (a.evidence == "cast" ? " (half a weight, one per weight: its autocast cast)" : " (by its " + a.evidence + ")")
+              << evidenceText(a.evidence)
               << ", also";
             for (const auto& r : a.readings)
                 if (r != a.central)
