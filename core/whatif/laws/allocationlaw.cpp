@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "core/whatif/laws/allocationlaw.h"
 #include "core/replay/allocatorconstants.h"
+#include "core/whatif/laws/incominggradients.h"
 #include "core/whatif/laws/lawlinks.h"
 
 #include "core/model/recordedtensors.h"
@@ -517,52 +518,10 @@ void AllocationLaws::readMirror(const MemoryTimeline& tl, const std::vector<Allo
 void AllocationLaws::readIncomingGradients(const MemoryTimeline& tl, const std::vector<AllocationClass>& classes,
                                            const std::vector<std::pair<uint32_t, RecordedTensor>>& tensors)
 {
-    // From the second micro-step of an accumulation on (or with zero_grad(set_to_none=False)),
-    // the backward makes each weight's gradient as a temporary and adds it into the .grad kept
-    // from before that backward: as large as the weight, whatever the batch. Its size may also
-    // be a multiple of b*s, so that reading stays allowed. With a forward tensor of its size
-    // (the mirror), that tensor's reading stays central; without one, a gradient of its size
-    // born before the forward that precedes it (not one this backward just made: the other
-    // layers' gradients of a plain step) makes it the incoming gradient. A recorded shape
-    // outranks the size: it must be a weight's shape (the shapes and the ops were read first).
-    using K = RecordedTensor::Kind;
-    std::set<std::vector<int64_t>> weightShapes;
-    for (const auto& [event, t] : tensors)
-        if (t.kind == K::Parameter || t.kind == K::Gradient)
-            weightShapes.insert(t.shape);
-    std::map<int64_t, std::vector<const Allocation*>> gradients;
-    std::vector<int64_t> forwardBirths;
-    for (size_t i = 0; i < tl.allocations.size() && i < classes.size(); ++i) {
-        if (classes[i].category == TensorCategory::Gradient)
-            gradients[tl.allocations[i].size].push_back(&tl.allocations[i]);
-        if (classes[i].birthPhase == Phase::Forward)
-            forwardBirths.push_back(tl.allocations[i].start);
-    }
-    std::sort(forwardBirths.begin(), forwardBirths.end());
-    auto keptFromBefore = [&](const Allocation* g, int64_t event) {
-        if (!g->aliveAfter(event))
-            return false;
-        if (g->start == Allocation::kBeforeWindow)
-            return true;
-        const auto f = std::upper_bound(forwardBirths.begin(), forwardBirths.end(), int64_t(g->start));
-        return f != forwardBirths.end() && *f < event;
-    };
-    for (size_t i = 0; i < m_laws.size() && i < classes.size(); ++i) {
-        const Allocation& a = tl.allocations[i];
-        AllocationLaw& law = m_laws[i];
-        if (classes[i].birthPhase != Phase::Backward || keptState(classes[i].category) ||
-            (law.evidence != LawEvidence::Size && law.evidence != LawEvidence::Mirror))
-            continue;
-        const auto it = gradients.find(a.size);
-        if (it == gradients.end())
-            continue;
-        if (const RecordedTensor* t = recordedTensorAt(tensors, a.start); t && !weightShapes.count(t->shape))
-            continue;
-        law.allowed |= bit(SizeLaw::Constant);
-        const bool incoming = std::any_of(it->second.begin(), it->second.end(),
-                                          [&](const Allocation* g) { return keptFromBefore(g, a.start); });
-        if (law.evidence == LawEvidence::Size && incoming)
-            setCentral(i, SizeLaw::Constant, LawEvidence::Gradient, a.size);
+    for (const IncomingGradient& g : incomingGradients(tl, classes, tensors, m_laws)) {
+        m_laws[g.index].allowed |= bit(SizeLaw::Constant);
+        if (g.central)
+            setCentral(g.index, SizeLaw::Constant, LawEvidence::Gradient, tl.allocations[g.index].size);
     }
 }
 

@@ -87,8 +87,8 @@ private:
                    int b0, int s0);
     /// The backward's allocations without evidence of their own take the forward's readings.
     void readMirror(const MemoryTimeline& timeline, const std::vector<AllocationClass>& classes);
-    /// After the shapes and the ops: the backward's tensors of a gradient's size may be a weight's incoming gradient (added
-    /// into its .grad when gradients accumulate), which does not grow.
+    /// After the shapes and the ops: the backward's tensors of a gradient's size may be a
+    /// weight's incoming gradient (incominggradients.h), which does not grow.
     void readIncomingGradients(const MemoryTimeline& timeline, const std::vector<AllocationClass>& classes,
                                const std::vector<std::pair<uint32_t, RecordedTensor>>& tensors);
     /// Autocast: of the activations of half a weight's size, one per weight and iteration is
