@@ -56,7 +56,7 @@ def main():
             "--capacity", "54GiB")
     joined = " ".join(r.stdout.split())
     if "Does not fit by the caching allocator's simulation (tight by allocated memory and a fragmentation " \
-            "ratio): the projected run's requests fail at event" not in joined or ": does not fit (margin" not in joined:
+            "ratio): the projected run's requests fail at event" not in joined or ": does not fit (judged with a" not in joined:
         problems.append("the verdict must be the simulated allocator's OOM, beside the fit: %r" % r.stdout[-900:])
 
     # --device is the device ordinal in every subcommand; a speed preset there is --speeds's old spelling.

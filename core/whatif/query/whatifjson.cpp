@@ -86,6 +86,14 @@ std::string settleText(const ProjectedAmbiguity& a)
 
 } // namespace
 
+/// "device 80 GiB (H100 SXM) 80.00 GiB"; a capacity no preset has is named by its size already
+/// ("56.00 GiB device (48 GiB (L40S class) speeds)"), and said once.
+std::string deviceText(const DeviceSpec& device, int64_t capacity)
+{
+    const std::string cap = sizeText(double(capacity));
+    return device.name.rfind(cap, 0) == 0 ? device.name : "device " + device.name + " " + cap;
+}
+
 /// Why the central reading was taken, where the evidence's name alone says too little.
 std::string evidenceText(const std::string& evidence)
 {
@@ -282,8 +290,8 @@ std::string projectionText(const Projection& p, const std::vector<MeasuredItem>&
                      : "in the " + std::string(p.phaseLabel(p.peakPhase)))
       << "; ";
     if (p.capacity > 0)
-        o << "device " << device.name << " " << sizeText(p.capacity) << ": " << verdictName(p.verdict) << " (margin "
-          << int(p.margin * 100) << "%)\n" << reservedVerdictText(p);
+        o << deviceText(device, p.capacity) << ": " << verdictName(p.verdict) << " (judged with a "
+          << int(p.margin * 100) << "% safety margin)\n" << reservedVerdictText(p);
     else
         o << device.name << "\n"; // "capacity unknown (give --capacity; ...)": no verdict to give
 
