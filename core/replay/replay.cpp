@@ -16,12 +16,14 @@ MemoryTimeline replayDevice(const DeviceData& dev)
 
     const FinalTotals totals = finalTotals(dev);
     const int64_t finalReserved = totals.reserved;
-    const int64_t finalAllocated = totals.allocated;
 
     if (n == 0) {
-        t.initialAllocated = finalAllocated;
+        // The final state only: allocated is what its allocations hold, the tensors' requested
+        // bytes, as a trace's alloc entries count them (the blocks' rounding is the allocator's,
+        // reported with fragmentation), so the peak and the live allocations at it agree.
+        t.initialAllocated = totals.requested;
         t.initialReserved = finalReserved;
-        t.peakAllocated = finalAllocated;
+        t.peakAllocated = totals.requested;
         t.peakReserved = finalReserved;
         for (const Block& b : dev.blocks)
             if (b.state == BlockState::ActiveAllocated)

@@ -316,17 +316,35 @@ nlohmann::json analysisJson(const LoadedTrace& trace, std::optional<int64_t> cap
     return {{"file", snap.path}, {"devices", devices}};
 }
 
+namespace {
+
+/// Where the peak is: at an event, or where a file has no event to name.
+std::string peakWhere(int64_t event, bool history)
+{
+    if (event >= 0)
+        return "at event " + std::to_string(event);
+    return history ? "before the first event" : "in the final state";
+}
+
+} // namespace
+
 std::string analysisText(const LoadedTrace& trace, std::optional<int64_t> capacity, size_t top, bool byModule,
                          const UserCategories* categories)
 {
     const nlohmann::json j = analysisJson(trace, capacity, top, categories);
     std::ostringstream os;
     os << trace.snapshot.path << "\n";
+    size_t index = 0;
     for (const auto& d : j["devices"]) {
-        os << "\nDevice " << d["device"].get<int>() << ": " << d["iterations"].get<size_t>() << " iteration(s) ("
-           << d["iteration_source"].get<std::string>() << "), " << d["phases"].size() << " phase spans\n";
-        os << "  peak " << formatBytes(d["peak"]["bytes"].get<int64_t>()) << " at event "
-           << d["peak"]["event_index"].get<int64_t>() << "\n";
+        const bool history = trace.snapshot.devices[index++].trace.count() > 0;
+        os << "\nDevice " << d["device"].get<int>() << ": ";
+        if (history)
+            os << d["iterations"].get<size_t>() << " iteration(s) (" << d["iteration_source"].get<std::string>()
+               << "), " << d["phases"].size() << " phase spans\n";
+        else
+            os << "no allocation history (the file holds the final state only)\n";
+        os << "  peak " << formatBytes(d["peak"]["bytes"].get<int64_t>()) << " "
+           << peakWhere(d["peak"]["event_index"].get<int64_t>(), history) << "\n";
         printFailingRequests(os, d["failing_requests"]);
         os << "    by category:";
         for (auto& [k, v] : d["peak"]["by_category"].items())

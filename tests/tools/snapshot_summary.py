@@ -171,7 +171,8 @@ def summarize_device(dev, segments, trace):
                 peak = v
                 peak_idx = i
     else:
-        peak = allocated
+        # the final state only: the live tensors' requested bytes, as alloc entries count them
+        peak = requested
         peak_idx = -1
 
     res_start = reserved - seg_running

@@ -324,11 +324,12 @@ void TimelineView::rebuild()
         m_items->setEmptyText(tr("Open a PyTorch memory snapshot (File \u25B8 Open, or drop a file here)."));
         m_plot->xAxis->setLabel(QString());
     } else if (!haveEvents) {
+        // The tensors' requested bytes, as the peak and the live allocations count them.
         const FinalTotals t = finalTotals(*m_state.device);
         m_items->setEmptyText(tr("Device %1 has no trace entries: only the final state is known.\n"
                                  "Allocated: %2    Reserved: %3")
                                   .arg(m_state.device->device)
-                                  .arg(bytes(t.allocated), bytes(t.reserved)));
+                                  .arg(bytes(t.requested), bytes(t.reserved)));
         m_plot->xAxis->setLabel(tr("no trace entries (final state only)"));
     } else {
         const double unitUs = m_state.curves->timeUnitUs;

@@ -131,8 +131,10 @@ void AllocationsView::rebuildRows()
     } else {
         const int64_t event = m_state.hasEvent() ? m_state.event : tl.peakEventIndex;
         rows = m_data->analysis.liveAt(tl, event);
-        what = event == tl.peakEventIndex ? tr("live at the peak (event %1)").arg(event)
-                                          : tr("live after event %1").arg(event);
+        what = event != tl.peakEventIndex ? tr("live after event %1").arg(event)
+               : event >= 0             ? tr("live at the peak (event %1)").arg(event)
+               : tl.allocated.empty()   ? tr("live in the final state (no allocation history)")
+                                        : tr("live at the peak (before the first event)");
     }
     if (const AllocationFilter filter(*m_data, m_state); filter.active()) {
         std::erase_if(rows, [&](size_t i) { return !filter.keeps(i); });

@@ -25,6 +25,15 @@ QString eventLink(int64_t event)
     return QStringLiteral("<a href=\"event:%1\">event %1</a>").arg(event);
 }
 
+/// Where the peak is: a link to its event, or words where the file names none.
+QString peakPlace(const MemoryTimeline& tl)
+{
+    if (tl.peakEventIndex >= 0)
+        return QObject::tr("at %1").arg(eventLink(tl.peakEventIndex));
+    return tl.allocated.empty() ? QObject::tr("in the final state (the file holds no allocation history)")
+                                : QObject::tr("before the first event");
+}
+
 QString kindTitle(const std::string& kind)
 {
     if (kind == "capacity")
@@ -125,9 +134,9 @@ void DiagnosisView::rebuild()
     const ExplorerData& d = *m_data;
     const MemoryTimeline& tl = d.timeline();
     QString html;
-    html += tr("<h3>Device %1: peak %2 at %3</h3>")
+    html += tr("<h3>Device %1: peak %2 %3</h3>")
                 .arg(d.device().device)
-                .arg(formatBytesQ(tl.peakAllocated), eventLink(tl.peakEventIndex));
+                .arg(formatBytesQ(tl.peakAllocated), peakPlace(tl));
     html += tr("<p>Reserved peak %1. Device capacity: %2.</p>")
                 .arg(formatBytesQ(tl.peakReserved),
                      d.capacity.bytes > 0 ? formatBytesQ(d.capacity.bytes) + QStringLiteral(" (") + q(d.capacity.source)
