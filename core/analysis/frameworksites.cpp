@@ -7,6 +7,8 @@ namespace {
 
 constexpr std::string_view kDdpFile = "torch/nn/parallel/distributed.py";
 constexpr std::string_view kZeroFile = "torch/distributed/optim/zero_redundancy_optimizer.py";
+constexpr std::string_view kDeepSpeedEngine = "deepspeed/runtime/engine.py";
+constexpr std::string_view kDeepSpeedZero12 = "deepspeed/runtime/zero/stage_1_and_2.py";
 
 bool endsWith(std::string_view s, std::string_view tail)
 {
@@ -133,6 +135,24 @@ const Frame* FrameworkSites::siteFrame(uint32_t stack) const
             return siteOfFrame(file, m_frames.strings().get(fr.name)) != FrameworkSite::None ? &fr : nullptr;
     }
     return nullptr;
+}
+
+bool FrameworkSites::deepSpeedStage1Reduction(uint32_t stack) const
+{
+    bool reduce = false; // the previous Python frame was stage_1_and_2.py's reduce_gradients
+    bool found = false;
+    for (uint32_t f : m_frames.stack(stack)) {
+        const Frame& fr = m_frames.frame(f);
+        const std::string_view file = m_frames.strings().get(fr.file);
+        if (!endsWith(file, ".py"))
+            continue;
+        if (file.find("deepspeed/runtime/zenflow/") != std::string_view::npos)
+            return false;
+        const std::string_view name = m_frames.strings().get(fr.name);
+        found = found || (reduce && endsWith(file, kDeepSpeedEngine) && name == "allreduce_gradients");
+        reduce = endsWith(file, kDeepSpeedZero12) && name == "reduce_gradients";
+    }
+    return found;
 }
 
 int64_t FrameworkSites::line(uint32_t stack) const

@@ -65,6 +65,12 @@ public:
     /// The line of the framework's own frame in `stack` (0: none), for the sites whose
     /// allocations are told apart by the statement that made them.
     int64_t line(uint32_t stack) const;
+    /// DeepSpeed's engine reducing the gradients of a ZeRO-1 run: stage_1_and_2.py's
+    /// reduce_gradients called by engine.py's allreduce_gradients, which calls it only at stage
+    /// 1 (stages 2 and 3 reduce in the backward's hooks); ZenFlow's optimizer, which is called so at
+    /// stage 2 too, is told apart by its own frames. Any event's stack, a free's included (the
+    /// reduction frees each gradient it has reduced).
+    bool deepSpeedStage1Reduction(uint32_t stack) const;
 
 private:
     FrameworkSite classify(uint32_t stack) const;

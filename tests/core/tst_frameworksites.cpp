@@ -119,3 +119,39 @@ TEST_CASE("A colocated RL job's KV cache and Megatron buffers read as what they 
         said = said || (m.key == "zero" && m.how == "read" && m.detail.find("DistributedOptimizer") != std::string::npos);
     CHECK(said);
 }
+
+TEST_CASE("DeepSpeed ZeRO-1 is read from its engine's gradient reduction after the backward", "[analysis][frameworks]")
+{
+    // engine.py's allreduce_gradients calls stage_1_and_2.py's reduce_gradients at stage 1 only
+    // (DeepSpeed v0.9.5 to edaa7221); stages 2 and 3 reduce in the backward's hooks. The frames:
+    // tests/tools/make_framework_fixture.py.
+    const auto trace = Loader::load(HEADROOM_SOURCE_DIR "/tests/data/frameworks/deepspeed_zero1.pickle");
+    std::vector<MeasuredItem> how;
+    CHECK(readTraceConfig(*trace, 0, &how).zero == 1);
+    bool said = false;
+    for (const MeasuredItem& m : how)
+        said = said || (m.key == "zero" && m.how == "read" && m.detail.find("allreduce_gradients") != std::string::npos);
+    CHECK(said);
+
+    // reduce_gradients reached any other way says nothing: ZenFlow's optimizer (stage 1 or 2) or
+    // a caller that is not the engine's allreduce_gradients.
+    FrameTable ft;
+    FrameworkSites sites(ft);
+    const std::string site = "/usr/local/lib/python3.10/dist-packages/deepspeed/runtime/";
+    const std::string zero12 = site + "zero/stage_1_and_2.py", engine = site + "engine.py";
+    const std::string zenflow = site + "zenflow/zenflow_stage_1_and_2.py";
+    const uint32_t stage1 = stackOf(ft, {{zero12.c_str(), "reduce_ready_partitions_and_remove_grads"},
+                                         {zero12.c_str(), "reduce_gradients"}, {engine.c_str(), "allreduce_gradients"},
+                                         {engine.c_str(), "backward"}, {"train.py", "main"}});
+    const uint32_t viaZenflow = stackOf(ft, {{zenflow.c_str(), "reduce_ipg_grads"}, {zero12.c_str(), "reduce_gradients"},
+                                             {engine.c_str(), "allreduce_gradients"}, {"train.py", "main"}});
+    const uint32_t otherCaller = stackOf(ft, {{zero12.c_str(), "reduce_gradients"}, {"train.py", "main"}});
+    CHECK(sites.deepSpeedStage1Reduction(stage1));
+    CHECK_FALSE(sites.deepSpeedStage1Reduction(viaZenflow));
+    CHECK_FALSE(sites.deepSpeedStage1Reduction(otherCaller));
+    // The colocated fixture's Megatron run has no DeepSpeed frame.
+    const auto colocated = Loader::load(HEADROOM_SOURCE_DIR "/tests/data/frameworks/colocated_rl.pickle");
+    FrameworkSites other(colocated->snapshot.frames);
+    for (uint32_t stack : colocated->snapshot.devices[0].trace.stack)
+        CHECK_FALSE(other.deepSpeedStage1Reduction(stack));
+}

@@ -106,21 +106,24 @@ void readSharding(Reader& r, const Snapshot& snapshot, size_t deviceIndex)
     if (r.cfg.zero || deviceIndex >= snapshot.devices.size())
         return;
     FrameworkSites sites(snapshot.frames);
-    bool ddp = false, zero = false, megatron = false, deepspeed2 = false, deepspeed3 = false;
+    bool ddp = false, zero = false, megatron = false, deepspeed1 = false, deepspeed2 = false, deepspeed3 = false;
     for (uint32_t stack : snapshot.devices[deviceIndex].trace.stack) {
         const FrameworkSite s = sites.of(stack);
+        deepspeed1 = deepspeed1 || sites.deepSpeedStage1Reduction(stack);
         zero = zero || s == FrameworkSite::ZeroRedundancyOptimizer;
         ddp = ddp || s == FrameworkSite::DdpReducer || s == FrameworkSite::DdpConstruction;
         megatron = megatron || s == FrameworkSite::MegatronMainParams;
         deepspeed3 = deepspeed3 || s == FrameworkSite::DeepSpeedGather || s == FrameworkSite::DeepSpeedMasterPartition;
         deepspeed2 = deepspeed2 || s == FrameworkSite::DeepSpeedZero2GradPartition;
     }
-    if (deepspeed3 || deepspeed2 || megatron) {
+    if (deepspeed3 || deepspeed2 || deepspeed1 || megatron) {
         r.cfg.zero = deepspeed3 ? 3 : deepspeed2 ? 2 : 1;
         r.items.push_back({"zero", std::to_string(*r.cfg.zero), "read",
                            deepspeed3 ? "DeepSpeed ZeRO-3's parameter gathers or fp32 partitions in the stacks"
                            : deepspeed2 ? "DeepSpeed's contiguous gradient partition (copy_grads_in_partition) in the "
                                           "stacks: ZeRO-2"
+                           : deepspeed1 ? "DeepSpeed's engine reducing the gradients after the backward "
+                                          "(allreduce_gradients -> reduce_gradients) in the stacks: ZeRO-1"
                                         : "Megatron's DistributedOptimizer in the stacks: optimizer state and main "
                                           "parameters sharded, ZeRO-1's layout"});
     } else if (zero) {
