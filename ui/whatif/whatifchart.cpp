@@ -105,7 +105,9 @@ void WhatIfChart::paintEvent(QPaintEvent*)
     if (capacityOnScale)
         top = std::max(top, m_projected.capacity);
     const double unit = unitBytes(); // GiB or GB
-    top = std::max(top * 1.08, 0.1 * unit);
+    // Room above the tallest bar for its "peak" label inside the plot, below the key's row.
+    const double labelRoom = std::min(0.5, double(lineH + 4) / std::max(1, area.height()));
+    top = std::max({top * 1.08, top / (1.0 - labelRoom), 0.1 * unit});
     auto y = [&](double bytes) { return area.bottom() - int(bytes / top * area.height()); };
     // Axis with ticks in whole units (GiB or GB).
     p.setPen(palette().color(QPalette::Mid));
