@@ -118,9 +118,17 @@ Explorer::Explorer(QMainWindow* window)
     // A setting replayed in the what-if's Allocator section is drawn over the recorded curve.
     connect(m_whatIf->panel(), &WhatIfPanel::allocatorCurveReady, m_timeline,
             [this](const std::shared_ptr<const std::vector<int64_t>>& curve, const QString& label) {
+                m_panelCurveLabel = label;
                 m_timeline->setSimulatedReserved(*curve, label);
             });
-    connect(m_whatIf->panel(), &WhatIfPanel::allocatorCurveCleared, m_timeline, &TimelineView::clearSimulatedReserved);
+    // The panel back at the recorded setting takes its own curve away; the timeline's
+    // "Simulated reserved" toggle shares the slot and its curve stays (the panel's replay at
+    // the recorded setting finishing after the user ticked the box cleared it).
+    connect(m_whatIf->panel(), &WhatIfPanel::allocatorCurveCleared, m_timeline, [this] {
+        if (!m_panelCurveLabel.isEmpty() && m_timeline->state().simulatedLabel == m_panelCurveLabel)
+            m_timeline->clearSimulatedReserved();
+        m_panelCurveLabel.clear();
+    });
     // The diagnosis's first move follows the what-if's ladder once the panel knows more than
     // the file (measured values given) or starts elsewhere (levers moved): one answer.
     connect(m_whatIf->panel(), &WhatIfPanel::ladderChanged, this, &Explorer::followWhatIfLadder);

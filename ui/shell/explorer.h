@@ -153,6 +153,9 @@ private:
     ExplorerDataPtr m_data;
     quint64 m_deliveryGeneration = 0;
     bool m_delivered = false;
+    /// The label of the what-if Allocator section's curve on the timeline: its "cleared" takes
+    /// away that curve only, never the one the timeline's own toggle replayed since.
+    QString m_panelCurveLabel;
 };
 
 } // namespace headroom
