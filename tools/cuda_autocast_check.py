@@ -12,7 +12,10 @@ each family of python/cpu_models.py at micro-batch 2 and its base sequence, two 
   recording without a target applies);
 * under bf16 autocast with CUDA's lists, emulated on the CPU (python/headroom_autocast.py): the
   ground truth.
-and prints `headroom-cli whatif BASE --precision amp-bf16 --verify AMP` for both fp32 files. The
+and prints `headroom-cli whatif BASE --precision amp-bf16 --verify AMP` for both fp32 files, and
+for the target's file and the ground truth both without the recorder's shapes and op graph, as
+GPU snapshots of the same runs would be (the terms price the move then: reported, not
+checked; docs/whatif-accuracy.md, "CUDA's autocast lists"). The
 lists come from PyTorch's source, not from these runs; the families are the matrix's (the LSTM
 is left out: CUDA autocasts its fused RNN kernels, which the emulator does not see). Two minutes
 on 2 cores. Exit 77 without torch; exit 1 when a projection with CUDA's lists is off by more
@@ -40,8 +43,8 @@ def main():
         return 77
     args, out = got
     print("| family | measured MiB (CUDA lists) | CUDA lists: projected | error | band holds "
-          "| CPU lists: projected | error |")
-    print("|---|---:|---:|---:|---|---:|---:|")
+          "| CPU lists: projected | error | as GPU files: projected | error | band holds |")
+    print("|---|---:|---:|---:|---|---:|---:|---:|---:|---|")
     errors, held = [], 0
     for family in FAMILIES:
         paths = {k: os.path.join(out, "%s_%s.pickle" % (family, k)) for k in ("gpu", "cpu", "amp")}
@@ -50,11 +53,14 @@ def main():
         record(paths["amp"], family, precision="amp-bf16", autocast="cuda")
         cuda = verify_check.verify(args.cli, paths["gpu"], ["--precision", "amp-bf16"], paths["amp"])
         cpu = verify_check.verify(args.cli, paths["cpu"], ["--precision", "amp-bf16"], paths["amp"])
+        bare = {k: verify_check.without_recorder_keys(paths[k], paths[k][:-len(".pickle")] + "_bare.pickle")
+                for k in ("gpu", "amp")}
+        gpu = verify_check.verify(args.cli, bare["gpu"], ["--precision", "amp-bf16"], bare["amp"])
         errors.append(abs(cuda["error"]))
         held += cuda["holds"]
-        print("| %s | %s | %s | %+.1f%% | %s | %s | %+.1f%% |"
+        print("| %s | %s | %s | %+.1f%% | %s | %s | %+.1f%% | %s | %+.1f%% | %s |"
               % (family, cuda["measured"], cuda["projected"], cuda["error"], "yes" if cuda["holds"] else "no",
-                 cpu["projected"], cpu["error"]))
+                 cpu["projected"], cpu["error"], gpu["projected"], gpu["error"], "yes" if gpu["holds"] else "no"))
     errors.sort()
     print("\n%d projections with CUDA's lists: median |error| %.1f%%, worst %.1f%%, band holds %d of %d"
           % (len(errors), errors[len(errors) // 2], errors[-1], held, len(errors)))

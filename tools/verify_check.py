@@ -2,6 +2,7 @@
 line (--cli, --out), the torch check, and one `headroom-cli whatif BASE LEVERS --verify AFTER`
 read back as numbers."""
 import argparse
+import pickle
 import re
 import subprocess
 import tempfile
@@ -33,3 +34,18 @@ def verify(cli, base, levers, after):
     v = _VERIFIED.search(text)
     return {"projected": v.group(1), "low": v.group(2), "high": v.group(3), "measured": v.group(4),
             "error": float(v.group(5)), "holds": v.group(6) == "the band holds it"}
+
+
+def without_recorder_keys(src, dst):
+    """`src` without what a Headroom recorder adds to each alloc entry (shapes, the op graph:
+    `headroom_tensor`), as a GPU snapshot of the same run would be; the run's headroom_config
+    stays. Returns dst."""
+    with open(src, "rb") as f:
+        snap = pickle.load(f)
+    snap.pop("headroom_tensor_keys", None)
+    for trace in snap["device_traces"]:
+        for e in trace:
+            e.pop("headroom_tensor", None)
+    with open(dst, "wb") as f:
+        pickle.dump(snap, f, protocol=4)
+    return dst
