@@ -8,12 +8,25 @@
 #include <QObject>
 #include <QStringList>
 
+#include <utility>
+
 namespace headroom {
 
 namespace {
 
 /// Projected sizes in the units of the preferences, one decimal ("52.3 GiB", "56.2 GB").
 QString projected(double bytes) { return formatBytesQ(int64_t(bytes), 1); }
+
+/// A band's two ends, with the decimals that tell them apart ("3.00 MiB to 3.04 MiB", not
+/// "3.0 MiB to 3.0 MiB"), up to three.
+std::pair<QString, QString> bandEnds(double low, double high)
+{
+    int decimals = 1;
+    while (decimals < 3 && int64_t(low) != int64_t(high) &&
+           formatBytesQ(int64_t(low), decimals) == formatBytesQ(int64_t(high), decimals))
+        ++decimals;
+    return {formatBytesQ(int64_t(low), decimals), formatBytesQ(int64_t(high), decimals)};
+}
 
 /// "model.py:428:scaled_dot_product_attention" of a frame line with its directories.
 QString shortWhere(const std::string& where)
@@ -30,8 +43,9 @@ QStringList replayLines(const Projection& p)
     QStringList out;
     if (!p.replayed)
         return out;
+    const auto [low, high] = bandEnds(p.peakAllocatedLow, p.peakAllocatedHigh);
     out << QObject::tr("Allocated peak %1 (band %2 to %3): every allocation of the trace replayed with its own law.")
-               .arg(projected(p.peakAllocated), projected(p.peakAllocatedLow), projected(p.peakAllocatedHigh));
+               .arg(projected(p.peakAllocated), low, high);
     for (const ProjectedAmbiguity& a : p.ambiguities) {
         QStringList other;
         for (const auto& r : a.readings)
@@ -40,6 +54,7 @@ QStringList replayLines(const Projection& p)
         const QString settle = a.shapeRecorded
                                    ? QObject::tr("Its recorded shape allows each; a run at another %9 would settle it.")
                                    : QObject::tr("Recorded shapes or a run at another %9 would settle it.");
+        const auto ends = bandEnds(a.peakIfLowest, a.peakIfHighest);
         const QString why = a.evidence == "cast"       ? QObject::tr("half a weight, one per weight: its autocast cast")
                             : a.evidence == "gradient" ? QObject::tr("a weight's incoming gradient, added into the kept one")
                                                        : QObject::tr("by its %1").arg(QString::fromStdString(a.evidence));
@@ -47,8 +62,8 @@ QStringList replayLines(const Projection& p)
                        .append(settle)
                    .arg(a.count)
                    .arg(formatBytesQ(a.sizeEach, 1), shortWhere(a.where), QString::fromStdString(a.central),
-                        why, other.join(QObject::tr(" or ")), projected(a.peakIfLowest),
-                        projected(a.peakIfHighest), settledBySequence(a) ? QObject::tr("sequence length") : QObject::tr("micro-batch"));
+                        why, other.join(QObject::tr(" or ")), ends.first, ends.second,
+                        settledBySequence(a) ? QObject::tr("sequence length") : QObject::tr("micro-batch"));
     }
     return out;
 }
