@@ -111,6 +111,11 @@ TimelinePlotItems::TimelinePlotItems(QCustomPlot* plot, const QFont& font)
     m_capacityLabel->setPositionAlignment(Qt::AlignLeft | Qt::AlignBottom);
     m_capacityLabel->setColor(kPeakColor);
     m_capacityLabel->setVisible(false);
+    // The peak's marker and the capacity's line and label above the areas and curves: a label
+    // placed beside the peak (when above it is taken) sits half over the area under it.
+    m_plot->addLayer(QStringLiteral("labels"), m_plot->layer(QStringLiteral("curves")), QCustomPlot::limAbove);
+    for (QCPLayerable* item : std::initializer_list<QCPLayerable*>{m_peakTracer, m_peakLabel, m_capacityLine, m_capacityLabel})
+        item->setLayer(QStringLiteral("labels"));
 
     m_emptyText = new QCPItemText(m_plot);
     m_emptyText->position->setType(QCPItemPosition::ptAxisRectRatio);
