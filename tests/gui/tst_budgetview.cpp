@@ -7,6 +7,7 @@
 #include "ui/views/budgetview.h"
 
 #include <nlohmann/json.hpp>
+#include <qcustomplot.h>
 
 #include <QProcess>
 #include <QPushButton>
@@ -50,6 +51,10 @@ TEST_CASE("The Budget view records the open file and says what budget status say
     waitForStore(view, read);
     CHECK(view->configurations().empty());
     CHECK(view->statusText().contains(QStringLiteral("no runs recorded yet")));
+    // Nothing to draw: no axes (an empty plot's default range read "5 B").
+    auto* plot = view->findChild<QCustomPlot*>();
+    REQUIRE(plot);
+    CHECK_FALSE(plot->yAxis->visible());
 
     QPushButton* record = nullptr;
     for (QPushButton* b : view->findChildren<QPushButton*>())
@@ -62,6 +67,7 @@ TEST_CASE("The Budget view records the open file and says what budget status say
 
     REQUIRE(view->configurations().size() == 1);
     REQUIRE(view->shownConfiguration() == size_t(0));
+    CHECK(plot->yAxis->visible());
     const ConfigStatus& s = view->configurations()[0];
     CHECK(s.runs.size() == 1);
     CHECK_FALSE(s.validated());

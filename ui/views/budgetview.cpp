@@ -249,7 +249,12 @@ void BudgetView::showConfiguration(int index)
     m_plot->clearPlottables();
     m_plot->clearItems();
     m_table->setRowCount(0);
-    if (index < 0 || size_t(index) >= m_configs.size()) {
+    // No runs to draw: no axes either (an empty plot's default range read "5 B").
+    const bool runs = index >= 0 && size_t(index) < m_configs.size();
+    for (QCPAxis* axis : {m_plot->xAxis, m_plot->yAxis})
+        axis->setVisible(runs);
+    m_plot->legend->setVisible(runs);
+    if (!runs) {
         if (m_error.isEmpty() && !m_store->text().trimmed().isEmpty())
             m_status->setText(tr("%1: no runs recorded yet.").arg(m_storeName));
         m_plot->replot();
