@@ -72,16 +72,10 @@ def recordings(out, families, styles, src):
 
 def without_shapes(copy):
     """The stacks-only copy without the recorder's shapes (written next to it, once)."""
-    import pickle
+    import verify_check
     out = copy[:-len(".stacks.pickle")] + ".noshapes.pickle"
     if not os.path.exists(out) or os.path.getmtime(out) < os.path.getmtime(copy):
-        snap = ct.load_plain(copy)
-        snap.pop("headroom_tensor_keys", None)
-        for trace in snap["device_traces"]:
-            for e in trace:
-                e.pop("headroom_tensor", None)
-        with open(out + ".tmp", "wb") as f:
-            pickle.dump(snap, f, protocol=4)
+        verify_check.without_recorder_keys(copy, out + ".tmp")
         os.replace(out + ".tmp", out)
     return out
 

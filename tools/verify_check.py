@@ -38,14 +38,11 @@ def verify(cli, base, levers, after):
 
 def without_recorder_keys(src, dst):
     """`src` without what a Headroom recorder adds to each alloc entry (shapes, the op graph:
-    `headroom_tensor`), as a GPU snapshot of the same run would be; the run's headroom_config
-    stays. Returns dst."""
+    recorder_shapes_check.strip_keys), as a GPU snapshot of the same run would be; the run's
+    headroom_config stays. Returns dst."""
+    from recorder_shapes_check import strip_keys  # beside this file
     with open(src, "rb") as f:
         snap = pickle.load(f)
-    snap.pop("headroom_tensor_keys", None)
-    for trace in snap["device_traces"]:
-        for e in trace:
-            e.pop("headroom_tensor", None)
     with open(dst, "wb") as f:
-        pickle.dump(snap, f, protocol=4)
+        pickle.dump(strip_keys(snap), f, protocol=4)
     return dst

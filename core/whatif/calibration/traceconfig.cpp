@@ -7,6 +7,7 @@
 #include <cctype>
 #include <regex>
 #include <set>
+#include <unordered_set>
 
 namespace headroom {
 
@@ -107,7 +108,10 @@ void readSharding(Reader& r, const Snapshot& snapshot, size_t deviceIndex)
         return;
     FrameworkSites sites(snapshot.frames);
     bool ddp = false, zero = false, megatron = false, deepspeed1 = false, deepspeed2 = false, deepspeed3 = false;
+    std::unordered_set<uint32_t> seen; // a trace repeats a few thousand stacks over millions of events
     for (uint32_t stack : snapshot.devices[deviceIndex].trace.stack) {
+        if (!seen.insert(stack).second)
+            continue;
         const FrameworkSite s = sites.of(stack);
         deepspeed1 = deepspeed1 || sites.deepSpeedStage1Reduction(stack);
         zero = zero || s == FrameworkSite::ZeroRedundancyOptimizer;

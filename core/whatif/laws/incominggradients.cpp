@@ -11,11 +11,6 @@ namespace headroom {
 
 namespace {
 
-bool keptState(TensorCategory c)
-{
-    return c == TensorCategory::Parameter || c == TensorCategory::Gradient || c == TensorCategory::OptimizerState;
-}
-
 /// The gradients of each size, and whether one was kept from before a given backward event.
 class KeptGradients {
 public:
@@ -69,8 +64,9 @@ std::vector<IncomingGradient> incomingGradients(const MemoryTimeline& tl, const 
     for (size_t i = 0; i < laws.size() && i < classes.size(); ++i) {
         const Allocation& a = tl.allocations[i];
         const LawEvidence e = laws[i].evidence;
-        if (classes[i].birthPhase != Phase::Backward || keptState(classes[i].category) ||
-            (e != LawEvidence::Size && e != LawEvidence::Mirror) || !gradients.hasSize(a.size))
+        // Kept state (a gradient, the optimizer's) was read by its category, not its size.
+        if (classes[i].birthPhase != Phase::Backward || (e != LawEvidence::Size && e != LawEvidence::Mirror) ||
+            !gradients.hasSize(a.size))
             continue;
         // A recorded shape outranks the size: it must be a weight's (the shapes were read first).
         if (const RecordedTensor* t = recordedTensorAt(tensors, a.start); t && !weightShapes.count(t->shape))

@@ -77,15 +77,6 @@ nlohmann::json replayJson(const Projection& p)
 }
 
 /// What would settle an ambiguity: a run that moves the lever its readings differ in.
-std::string settleText(const ProjectedAmbiguity& a)
-{
-    return std::string(a.shapeRecorded ? "the recorded shape allows each; add a run at another "
-                                       : "record with shapes, or add a run at another ") +
-           (settledBySequence(a) ? "sequence length" : "micro-batch");
-}
-
-} // namespace
-
 /// "device 80 GiB (H100 SXM) 80.00 GiB"; a capacity no preset has is named by its size already
 /// ("56.00 GiB device (48 GiB (L40S class) speeds)"), and said once.
 std::string deviceText(const DeviceSpec& device, int64_t capacity)
@@ -103,6 +94,15 @@ std::string evidenceText(const std::string& evidence)
         return " (a gradient of its size kept from before: the weight's incoming gradient, added into it)";
     return " (by its " + evidence + ")";
 }
+
+std::string settleText(const ProjectedAmbiguity& a)
+{
+    return std::string(a.shapeRecorded ? "the recorded shape allows each; add a run at another "
+                                       : "record with shapes, or add a run at another ") +
+           (settledBySequence(a) ? "sequence length" : "micro-batch");
+}
+
+} // namespace
 
 bool settledBySequence(const ProjectedAmbiguity& a)
 {
