@@ -14,12 +14,13 @@ each family of python/cpu_models.py at micro-batch 2 and its base sequence, two 
   ground truth.
 and prints `headroom-cli whatif BASE --precision amp-bf16 --verify AMP` for both fp32 files, and
 for the target's file and the ground truth both without the recorder's shapes and op graph, as
-GPU snapshots of the same runs would be (the terms price the move then: reported, not
-checked; docs/whatif-accuracy.md, "CUDA's autocast lists"). The
+GPU snapshots of the same runs would be (the terms price the move then, with the attention
+scores read from what the step saves: docs/whatif-accuracy.md, "CUDA's autocast lists"). The
 lists come from PyTorch's source, not from these runs; the families are the matrix's (the LSTM
 is left out: CUDA autocasts its fused RNN kernels, which the emulator does not see). Two minutes
 on 2 cores. Exit 77 without torch; exit 1 when a projection with CUDA's lists is off by more
-than 3% or its band misses.
+than 3% or its band misses, or one as GPU files is off by more than 10% (issue 50's bound) or
+its band misses.
 """
 import os
 import sys
@@ -46,6 +47,7 @@ def main():
           "| CPU lists: projected | error | as GPU files: projected | error | band holds |")
     print("|---|---:|---:|---:|---|---:|---:|---:|---:|---|")
     errors, held = [], 0
+    bare_errors, bare_held = [], 0
     for family in FAMILIES:
         paths = {k: os.path.join(out, "%s_%s.pickle" % (family, k)) for k in ("gpu", "cpu", "amp")}
         record(paths["gpu"], family, precision="fp32", target_device="h100-80gb")
@@ -58,13 +60,25 @@ def main():
         gpu = verify_check.verify(args.cli, bare["gpu"], ["--precision", "amp-bf16"], bare["amp"])
         errors.append(abs(cuda["error"]))
         held += cuda["holds"]
+        bare_errors.append(abs(gpu["error"]))
+        bare_held += gpu["holds"]
         print("| %s | %s | %s | %+.1f%% | %s | %s | %+.1f%% | %s | %+.1f%% | %s |"
               % (family, cuda["measured"], cuda["projected"], cuda["error"], "yes" if cuda["holds"] else "no",
                  cpu["projected"], cpu["error"], gpu["projected"], gpu["error"], "yes" if gpu["holds"] else "no"))
     errors.sort()
     print("\n%d projections with CUDA's lists: median |error| %.1f%%, worst %.1f%%, band holds %d of %d"
-          % (len(errors), errors[len(errors) // 2], errors[-1], held, len(errors)))
-    return 0 if errors[-1] <= 3 and held == len(errors) else 1
+          % (len(errors), median(errors), errors[-1], held, len(errors)))
+    bare_errors.sort()
+    print("%d projections as GPU files: median |error| %.1f%%, worst %.1f%%, band holds %d of %d"
+          % (len(bare_errors), median(bare_errors), bare_errors[-1], bare_held, len(bare_errors)))
+    cuda_ok = errors[-1] <= 3 and held == len(errors)
+    bare_ok = bare_errors[-1] <= 10 and bare_held == len(bare_errors)
+    return 0 if cuda_ok and bare_ok else 1
+
+
+def median(values):
+    n = len(values)
+    return values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2
 
 
 if __name__ == "__main__":

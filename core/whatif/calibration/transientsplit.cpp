@@ -64,6 +64,7 @@ TransientSplit splitTransients(const TransientReading& r)
         const Allocation& al = tl.allocations[L1.index[i]];
         return al.start < r.iteration.startEvent && (al.end == Allocation::kStillAlive || al.end > r.iteration.endEvent);
     };
+    auto quadratic = [&](size_t i) { return r.laws && r.laws->laws()[L1.index[i]].central == SizeLaw::TokensBySeq; };
     for (size_t i = 0; i < L1.allocs.size(); ++i) {
         const auto [c, sz] = L1.allocs[i];
         if (isActivationCategory(c)) {
@@ -84,14 +85,17 @@ TransientSplit splitTransients(const TransientReading& r)
                 out.autocastCache += double(sz);
                 continue;
             }
-            const bool isQuad = r.laws && r.laws->laws()[L1.index[i]].central == SizeLaw::TokensBySeq;
+            const bool isQuad = quadratic(i);
             (isQuad ? out.quadratic : out.linear) += double(sz);
+            out.savedScores.push_back({sz, tl.allocations[L1.index[i]].start, isQuad});
         } else if (isTemporaryCategory(c)) {
             // Unclassified memory that lives through the whole iteration is state (an
             // optimizer outside torch.optim, a cache), not a batch-sized temporary.
             const bool constant = !batchShaped(sz, r.tokens) || c == TensorCategory::KvCache ||
                                   (c == TensorCategory::Unknown && persistent(i));
             (constant ? out.constTemps : out.batchTemps) += double(sz);
+            if (!constant && quadratic(i))
+                out.tempScores.push_back({sz, tl.allocations[L1.index[i]].start, true});
             if (!constant && progress.firstWeightGrad >= 0 && tl.allocations[L1.index[i]].start > progress.firstWeightGrad)
                 out.batchGradTemps += double(sz);
         }

@@ -3,8 +3,9 @@
 // The calibration's fifth stage (docs/whatif-model.md, "The terms"): the activations and
 // temporaries alive at the start of backward, split into the terms the levers scale.
 
-#include "core/whatif/laws/allocationlaw.h"
 #include "core/whatif/calibration/calibrationpoints.h"
+#include "core/whatif/calibration/scoresautocast.h"
+#include "core/whatif/laws/allocationlaw.h"
 
 namespace headroom {
 
@@ -18,6 +19,8 @@ struct TransientSplit {
     double small = 0;         ///< activations in the allocator's smallest block
     double batchGradTemps = 0; ///< of batchTemps, allocated after this backward's first weight gradient
     double backwardDone = 0;   ///< share of the gradients this backward allocated before the reading
+    /// The saved activations (those read as b*s^2 marked), and the temporaries read as b*s^2.
+    std::vector<ScoreTensor> savedScores, tempScores;
 };
 
 /// What the split reads: the reading `point` inside iteration `it` and what is alive there.

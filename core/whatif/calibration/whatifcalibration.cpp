@@ -13,6 +13,7 @@
 #include "core/whatif/replay/autocastplan.h"
 #include "core/whatif/calibration/calibrationpoints.h"
 #include "core/whatif/calibration/transientsplit.h"
+#include "core/whatif/calibration/scoresautocast.h"
 #include "core/whatif/calibration/measuredsettler.h"
 #include "core/whatif/calibration/precisionevidence.h"
 #include "core/whatif/replay/traceprojector.h"
@@ -559,6 +560,10 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
     s.autocastCache = measured(cache);
     s.logits = measured(batchT);
     s.logitsGradShare = batchT > 0 ? batchGradT / batchT : 0;
+    const ScoresAutocastRead scores = readScoresAutocast(split.savedScores, split.tempScores, batchT, s0.value_or(0));
+    s.scoresAutocast = scores.factors;
+    if (!s.cpuAutocast && p0 == Precision::Fp32 && !scores.item.key.empty())
+        cal.measured.push_back(scores.item);
     s.constTemp = measured(constT);
     s.bwdTemp = measured(batchShapedBytes(L3, tokens));
     s.optTemp = measured(step.temps);

@@ -26,6 +26,7 @@ void add(PhaseProjection& ph, const char* name, const Term& t)
     c.name = name;
     c.bytes = t.bytes;
     c.relErr = t.relErr;
+    c.relErrHigh = t.relErrHigh;
     c.provenance = t.provenance;
     ph.components.push_back(std::move(c));
 }
@@ -353,14 +354,15 @@ Projection evaluate(const WhatIfState& s, const WhatIfBaseline& base, const What
         }
         add(ph, "temporaries_const", s.constTemp);
         add(ph, "gathered_params", s.gather);
-        double sigma2 = 0;
+        double sigma2 = 0, sigmaHigh2 = 0;
         for (const auto& comp : ph.components) {
             ph.allocated += comp.bytes;
             sigma2 += std::pow(comp.bytes * comp.relErr, 2);
+            sigmaHigh2 += std::pow(comp.bytes * std::max(comp.relErr, comp.relErrHigh), 2);
         }
-        const double sigma = std::sqrt(sigma2);
+        const double sigma = std::sqrt(sigma2), sigmaHigh = std::sqrt(sigmaHigh2);
         ph.allocatedLow = std::max(0.0, ph.allocated - sigma);
-        ph.allocatedHigh = ph.allocated + sigma;
+        ph.allocatedHigh = ph.allocated + sigmaHigh;
         double frag = s.fragRatio * (transient + s.constTemp.bytes + s.gather.bytes);
         if (c.expandableSegments)
             frag = std::max(frag, 20 * kMiB);
@@ -371,7 +373,7 @@ Projection evaluate(const WhatIfState& s, const WhatIfBaseline& base, const What
         ph.components.push_back(ctx);
         ph.total = ph.allocated + frag + s.context;
         ph.low = std::max(0.0, ph.allocated - sigma) + f.low + ctx.low;
-        ph.high = ph.allocated + sigma + f.high + ctx.high;
+        ph.high = ph.allocated + sigmaHigh + f.high + ctx.high;
         addWorkspaces(ph, s, s.workspaceThreads(i));
     }
     aggregate(pr);

@@ -168,7 +168,8 @@ nlohmann::json projectionJson(const Projection& p, const std::vector<MeasuredIte
             list.push_back({{"name", c.name},
                             {"bytes", int64_t(c.bytes)},
                             {"provenance", std::string(provenanceName(c.provenance))},
-                            {"rel_err", c.relErr}});
+                            {"rel_err", c.relErr},
+                            {"rel_err_high", std::max(c.relErr, c.relErrHigh)}});
         }
         const std::string name(stepPhaseName(ph.phase));
         phases[name] = comps;

@@ -23,6 +23,27 @@ void scale(Term& t, double f, double relErr)
     widen(t, relErr);
 }
 
+/// A factor read with the readings it leaves open (`low` .. `high`, around `f`); a read
+/// factor still keeps 10% each side.
+void scaleWithin(Term& t, double f, double low, double high)
+{
+    t.bytes *= f;
+    widen(t, std::max(0.10, (f - low) / f));
+    t.relErrHigh = std::max(t.relErrHigh, std::max(0.10, (high - f) / f));
+}
+
+/// A no_grad forward's temporaries under CUDA autocast: the attention scores among them at
+/// their read factor (scoresautocast.h), the rest at the activations' `af` (30% each side).
+void scaleScoresApart(Term& t, double af, const ScoresAutocast& sc)
+{
+    const double rest = t.bytes * (1.0 - sc.tempsShare), scores = t.bytes * sc.tempsShare;
+    const double central = rest * af + scores * sc.temps;
+    const double low = rest * af * 0.7 + scores * sc.tempsLow, high = rest * af * 1.3 + scores * sc.tempsHigh;
+    t.bytes = central;
+    widen(t, (central - low) / central);
+    t.relErrHigh = std::max(t.relErrHigh, (high - central) / central);
+}
+
 /// P, recovered from the weights when the state does not know it.
 double paramsOf(const WhatIfState& s)
 {
@@ -90,7 +111,15 @@ WhatIfState withPrecision(WhatIfState s, Precision p)
         const bool amp = x == Precision::AmpBf16 || x == Precision::AmpFp16;
         return amp && !s.cpuAutocast ? activationFactor(Precision::Fp32) * 7.0 / 9.0 : activationFactor(x);
     };
-    scale(s.actQuad, quadFactor(p) / quadFactor(p0), 0.30);
+    // Where the calibration read how many score-sized tensors each call saves and whether a
+    // dropout mask is among them (scoresautocast.h), that reading replaces the 7/9.
+    const ScoresAutocast& sc = s.scoresAutocast;
+    const bool cudaFromFp32 = !s.cpuAutocast && p0 == Precision::Fp32 &&
+                              (p == Precision::AmpBf16 || p == Precision::AmpFp16);
+    if (cudaFromFp32 && sc.saved > 0)
+        scaleWithin(s.actQuad, sc.saved, sc.savedLow, sc.savedHigh);
+    else
+        scale(s.actQuad, quadFactor(p) / quadFactor(p0), 0.30);
     // Batch-sized temporaries (logits, the loss's log-probabilities, their gradients) stay
     // fp32 under autocast, which computes the loss in fp32; only pure 16-bit halves them.
     const bool pure0 = p0 == Precision::Bf16, pure1 = p == Precision::Bf16;
@@ -103,7 +132,9 @@ WhatIfState withPrecision(WhatIfState s, Precision p)
     const bool gradOff = s.forwardOnly && s.actLin.bytes + s.actQuad.bytes + s.actSmall.bytes < 0.01 * s.logits.bytes;
     const bool ampMove = (p0 == Precision::AmpBf16 || p0 == Precision::AmpFp16) !=
                          (p == Precision::AmpBf16 || p == Precision::AmpFp16);
-    if (gradOff && pure0 == pure1 && ampMove)
+    if (gradOff && pure0 == pure1 && ampMove && cudaFromFp32 && sc.temps > 0 && sc.tempsShare > 0)
+        scaleScoresApart(s.logits, af, sc);
+    else if (gradOff && pure0 == pure1 && ampMove)
         scale(s.logits, af, 0.30);
     // The gradients of the network's activations among them take their tensors' dtype
     // (autograd allocates a gradient like its tensor), and which tensors autocast narrows

@@ -159,9 +159,10 @@ struct WhatIfConstants {
 struct Component {
     std::string name;  ///< "weights", "master", "gradients", ... (JSON keys)
     double bytes = 0;  ///< central value
-    double relErr = 0; ///< one-sided relative uncertainty
+    double relErr = 0; ///< relative uncertainty, each side
     Provenance provenance = Provenance::Modelled;
     double low = 0, high = 0; ///< explicit band (fragmentation, context); 0/0 = from relErr
+    double relErrHigh = 0;    ///< the high side's, where larger (Term::relErrHigh)
 };
 
 struct PhaseProjection {

@@ -22,6 +22,18 @@ struct Term {
     double bytes = 0;
     double relErr = 0;
     Provenance provenance = Provenance::Modelled;
+    /// Where a reading the evidence allows lies further above than below: the band's high
+    /// side is max(relErr, relErrHigh).
+    double relErrHigh = 0;
+    double highErr() const { return relErr > relErrHigh ? relErr : relErrHigh; }
+};
+
+/// The attention scores under CUDA's autocast lists, as a calibration read them
+/// (core/whatif/calibration/scoresautocast.h): factors on the fp32 run's bytes, 0 = not read.
+struct ScoresAutocast {
+    double saved = 0, savedLow = 0, savedHigh = 0; ///< on `actQuad`
+    double temps = 0, tempsLow = 0, tempsHigh = 0; ///< on a no_grad forward's scores in `logits`
+    double tempsShare = 0;                         ///< their share of `logits`
 };
 
 /// The memory terms of one configuration, per device. Activations are kept as they would be
@@ -61,6 +73,7 @@ struct WhatIfState {
                         ///< step of the sequence, too small to grow with the batch
     Term autocastCache; ///< 16-bit copies of fp32 weights saved for backward (torch.autocast)
     Term logits;        ///< batch-proportional temporaries at the start of backward
+    ScoresAutocast scoresAutocast;
     double logitsGradShare = 0; ///< share of `logits` that are gradients of the network's
                                 ///< activations (allocated after this backward's first weight
                                 ///< gradient), not of the loss's tensors
