@@ -81,3 +81,21 @@ TEST_CASE("The run that followed names its optimizer's family; whether its step 
     given.optimizer = OptimizerKind::Sgd;
     CHECK(configOfAfter(given, {}, *after, 0).optimizer == OptimizerKind::AdamW);
 }
+
+TEST_CASE("The target's workspaces are not a term a recording off the GPU can check", "[whatif][verify]")
+{
+    // A CPU recording naming an H100 gets the target's cuBLAS workspaces in its projection;
+    // the run it is checked against, recorded on the CPU too, cannot hold them, and the
+    // allocated peak compared above leaves them out: they were "most off" by 32 MiB.
+    const std::string dir = std::string(HEADROOM_SOURCE_DIR) + "/tests/data/cpu/";
+    const auto before = Loader::load(dir + "decoder_infer_bare_h100.pickle");
+    const auto after = Loader::load(dir + "decoder_infer_bare_amp_cuda.pickle");
+    const Calibration cal = calibrate(*before, 0, analyzeDevice(*before, 0), {});
+    LeverConfig t = cal.baseline.config;
+    t.precision = Precision::AmpBf16;
+    const Verification v = verifyProjection(cal.baseline, t, {}, *devicePreset("h100-80gb"), *after, 0);
+    REQUIRE_FALSE(v.terms.empty());
+    for (const TermCheck& term : v.terms)
+        CHECK(term.name != "cublas_workspaces");
+    CHECK(std::abs(v.terms.front().projected - v.terms.front().measured) < 1 << 20);
+}
