@@ -6,6 +6,7 @@
 #include "core/analysis/livegroups.h"
 #include "core/analysis/memoryanalysis.h"
 #include "core/analysis/snapshotcompare.h"
+#include "core/report/analysisreport.h"
 #include "core/util/units.h"
 
 #include <algorithm>
@@ -58,7 +59,7 @@ std::shared_ptr<const LoadedTrace> loadInput(const TraceSource& source, const st
 std::string peakPhase(const DeviceAnalysis& a, const MemoryTimeline& tl)
 {
     if (tl.peakEventIndex < 0)
-        return "before the first event";
+        return peakWhere(-1, !tl.allocated.empty());
     const PhaseSpan* s = a.phases.spanOf(tl.peakEventIndex);
     return s ? std::string(phaseKey(s->phase)) : "unknown";
 }

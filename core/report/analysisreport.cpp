@@ -316,17 +316,12 @@ nlohmann::json analysisJson(const LoadedTrace& trace, std::optional<int64_t> cap
     return {{"file", snap.path}, {"devices", devices}};
 }
 
-namespace {
-
-/// Where the peak is: at an event, or where a file has no event to name.
 std::string peakWhere(int64_t event, bool history)
 {
     if (event >= 0)
         return "at event " + std::to_string(event);
     return history ? "before the first event" : "in the final state";
 }
-
-} // namespace
 
 std::string analysisText(const LoadedTrace& trace, std::optional<int64_t> capacity, size_t top, bool byModule,
                          const UserCategories* categories)

@@ -65,6 +65,9 @@ def main():
     expect(run(kk, "--fit", "56GiB"), 1, ["FAIL fit:", "does not fit 56.00 GiB with 10.0% free"],
            what="fit fail at the default margin")
     expect(run(kk, "--fit", "56GiB", "--margin", "5%"), 0, ["with 5.0% free"], what="fit pass with a 5% margin")
+    # A file holding the final state only: its peak is named as analyze names it.
+    final_only = os.path.join(args.source, "tests", "fixtures", "legacy_list.pickle")
+    expect(run(final_only, "--fit", "1GiB"), 0, ["(device 0, in the final state)"], what="final state only")
     # Bad input and bad arguments: exit 2, one line naming the file or the option.
     missing = os.path.join(args.workdir, "no_such_run.pickle")
     expect(run(missing, "--max-peak", "70GiB"), 2, stderr_has=["no_such_run.pickle: no such file; expected"],
