@@ -127,3 +127,26 @@ TEST_CASE("A no_grad forward that frees its scores before its peak still read Fl
         }
     CHECK(found);
 }
+
+TEST_CASE("No scores seen is not FlashAttention read", "[whatif][rules]")
+{
+    // The CPU vit without its shapes (as a GPU snapshot): its scores are over the class token,
+    // b*h*(s+1)^2, no multiple of b*s^2, made by Tensor.softmax under the model's own
+    // forward, which names no attention. Nothing read FlashAttention; it is assumed.
+    const auto recorded = Loader::load(std::string(HEADROOM_SOURCE_DIR) + "/tests/data/cpu/vit_base.pickle");
+    auto flashItem = [](const LoadedTrace& trace) {
+        const Calibration cal = calibrate(trace, 0, analyzeDevice(trace, 0), {});
+        for (const MeasuredItem& m : cal.measured)
+            if (m.key == "flash_attention")
+                return m;
+        return MeasuredItem{};
+    };
+    CHECK(flashItem(*recorded).value == "off"); // the shapes read the scores over s + 1
+    // A load of its own (the loader keeps no cache), its recorded shapes dropped.
+    const auto bare = std::const_pointer_cast<LoadedTrace>(
+        Loader::load(std::string(HEADROOM_SOURCE_DIR) + "/tests/data/cpu/vit_base.pickle"));
+    bare->snapshot.devices[0].trace.tensors.clear();
+    const MeasuredItem m = flashItem(*bare);
+    CHECK(m.value == "on");
+    CHECK(m.how == "assumed");
+}

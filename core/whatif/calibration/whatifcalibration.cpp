@@ -9,6 +9,7 @@
 #include "core/util/units.h"
 #include "core/whatif/laws/allocationlaw.h"
 #include "core/whatif/laws/autocastcache.h"
+#include "core/whatif/laws/stackreadings.h"
 #include "core/whatif/calibration/targetworkspaces.h"
 #include "core/whatif/replay/autocastplan.h"
 #include "core/whatif/calibration/calibrationpoints.h"
@@ -162,15 +163,24 @@ std::optional<CutStep> cutStepOf(const LoadedTrace& trace, size_t deviceIndex, c
 /// What the trace says of attention, the allocator's expandable segments and checkpointing
 /// (the configuration items a lever starts from).
 void readAttentionAndAllocator(Calibration& cal, LeverConfig& c, const LoadedTrace& trace, const DeviceData& dev,
-                               bool scoresSaved, bool seqKnown)
+                               bool scoresSaved, bool seqKnown, const MemoryTimeline& tl)
 {
     if (scoresSaved) {
         c.flashAttention = false;
         cal.measured.push_back({"flash_attention", "off", "read", "attention scores (b*s^2 tensors) in the forward"});
-    } else {
+    } else if (!seqKnown) {
         c.flashAttention = true;
-        cal.measured.push_back({"flash_attention", "on", seqKnown ? "read" : "assumed",
-                                seqKnown ? "no b*s^2 tensors in the forward" : "sequence length unknown"});
+        cal.measured.push_back({"flash_attention", "on", "assumed", "sequence length unknown"});
+    } else if (anyFusedAttention(tl, trace.snapshot.frames)) {
+        c.flashAttention = true;
+        cal.measured.push_back({"flash_attention", "on", "read",
+                                "no b*s^2 tensors in the forward, and a frame names a fused attention kernel"});
+    } else {
+        // Absence alone: a model without attention, or scores over more tokens than the stated
+        // sequence (a ViT's class token) that neither a size nor a stack reads as b*s^2.
+        c.flashAttention = true;
+        cal.measured.push_back({"flash_attention", "on", "assumed",
+                                "no tensor read as b*s^2 in the forward, and no frame names a fused attention kernel"});
     }
     for (const auto& [key, val] : trace.snapshot.allocatorSettings)
         if (key.find("expandable") != std::string::npos && (val == "True" || val == "true" || val == "1"))
@@ -572,7 +582,7 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
     // 6. Configuration, allocator, step time.
     LeverConfig& c = s.config;
     setMeasuredLevers(s, settled, o0, pEvidence);
-    readAttentionAndAllocator(cal, c, trace, dev, quad > 0, s0.has_value());
+    readAttentionAndAllocator(cal, c, trace, dev, quad > 0, s0.has_value(), tl);
     if (s.forwardOnly)
         cal.measured.push_back(weightUsesItem(weightUses));
     if (p0) {

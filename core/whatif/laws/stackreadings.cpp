@@ -84,6 +84,32 @@ bool attentionContext(const FrameTable& frames, uint32_t stack)
     return attention;
 }
 
+bool fusedAttentionStack(const FrameTable& frames, uint32_t stack)
+{
+    for (uint32_t id : frames.stack(stack)) {
+        const Frame& f = frames.frame(id);
+        const std::string text = lower(frames.strings().get(f.name)) + " " + lower(frames.strings().get(f.file));
+        for (const char* w : {"scaled_dot_product", "flash_attn", "flash_attention", "efficient_attention",
+                              "xformers", "sdpa"})
+            if (contains(text, w))
+                return true;
+    }
+    return false;
+}
+
+bool anyFusedAttention(const MemoryTimeline& timeline, const FrameTable& frames)
+{
+    std::unordered_map<uint32_t, bool> seen; // a few thousand stacks for a million allocations
+    for (const Allocation& a : timeline.allocations) {
+        auto it = seen.find(a.stack);
+        if (it == seen.end())
+            it = seen.emplace(a.stack, fusedAttentionStack(frames, a.stack)).first;
+        if (it->second)
+            return true;
+    }
+    return false;
+}
+
 bool torchLayerMade(const FrameTable& frames, uint32_t stack)
 {
     for (uint32_t id : frames.stack(stack))

@@ -6,6 +6,7 @@
 // code in a form two runs of one job share.
 
 #include "core/model/frametable.h"
+#include "core/replay/replay.h"
 
 #include <cstdint>
 #include <string>
@@ -21,6 +22,11 @@ namespace headroom {
 bool softmaxStack(const FrameTable& frames, uint32_t stack);
 /// Any frame names attention (a user's own function included): b*s^2 is possible, not decided.
 bool attentionContext(const FrameTable& frames, uint32_t stack);
+/// A fused attention kernel is named (torch's scaled_dot_product_attention and its flash and
+/// memory-efficient kernels, FlashAttention, xformers, an SDPA integration): scores are never made.
+bool fusedAttentionStack(const FrameTable& frames, uint32_t stack);
+/// Any allocation of the timeline has a stack that names a fused attention kernel.
+bool anyFusedAttention(const MemoryTimeline& timeline, const FrameTable& frames);
 /// Made by one of torch's own layers (`torch/nn/modules/`): a weight, never a mask.
 bool torchLayerMade(const FrameTable& frames, uint32_t stack);
 /// Made in the forward of one of torch's weight layers (`torch/nn/modules/linear.py` or
