@@ -15,6 +15,11 @@ lever moved gives the projected peak of allocated memory and its band; the measu
 512-byte rounding, so the comparison is like for like). The measured configuration is read
 from the file (its headroom_config), never passed on the command line.
 
+--without-shapes DIR first writes every point without what the recorder adds to an alloc entry
+(its shapes and op graph), as a GPU snapshot of the same run would be, into DIR and evaluates
+those: the what-if then reads sizes and stacks alone (docs/whatif-accuracy.md, "Without the
+recorder's shapes").
+
 Every recording's summary peak must equal the Python replay's (else exit 1 with the point).
 --check fails (exit 1) when any point's |error| grew past the landed table's by more than
 --slack (absolute, default 0.5 percentage points), or a point's band held the measurement
@@ -180,6 +185,23 @@ def markdown(rows, levers, band):
     return "\n".join(lines) + "\n"
 
 
+def without_shapes(matrix_path, out_dir):
+    """The matrix's points without the recorder's keys, in out_dir; returns its matrix.json."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import verify_check  # beside this file
+    with open(matrix_path) as f:
+        matrix = json.load(f)
+    root = os.path.dirname(os.path.abspath(matrix_path))
+    for p in matrix["points"]:
+        out = os.path.join(out_dir, p["file"])
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        verify_check.without_recorder_keys(os.path.join(root, p["file"]), out)
+    path = os.path.join(out_dir, "matrix.json")
+    with open(path, "w") as f:
+        json.dump(matrix, f)
+    return path
+
+
 def check(rows, landed_path, slack):
     with open(landed_path) as f:
         landed = {(r["family"], r["point"]): r for r in json.load(f)["rows"]}
@@ -207,8 +229,10 @@ def main():
     ap.add_argument("--json")
     ap.add_argument("--check")
     ap.add_argument("--slack", type=float, default=0.005)
+    ap.add_argument("--without-shapes", metavar="DIR")
     a = ap.parse_args()
-    rows = evaluate(a.cli, a.matrix)
+    matrix = without_shapes(a.matrix, a.without_shapes) if a.without_shapes else a.matrix
+    rows = evaluate(a.cli, matrix)
     levers, band = summarize(rows)
     md = markdown(rows, levers, band)
     sys.stdout.write(md)

@@ -4,6 +4,7 @@
 #include "core/analysis/memoryanalysis.h"
 #include "core/io/loader.h"
 #include "core/whatif/calibration/whatifcalibration.h"
+#include "core/whatif/replay/traceprojector.h"
 
 #include <catch2/catch.hpp>
 
@@ -128,25 +129,58 @@ TEST_CASE("A no_grad forward that frees its scores before its peak still read Fl
     CHECK(found);
 }
 
+namespace {
+
+/// A CPU fixture loaded on its own (the loader keeps no cache) with its recorded shapes dropped,
+/// as a GPU snapshot of the same run would be.
+std::shared_ptr<const LoadedTrace> withoutShapes(const std::string& name)
+{
+    const auto t = std::const_pointer_cast<LoadedTrace>(
+        Loader::load(std::string(HEADROOM_SOURCE_DIR) + "/tests/data/cpu/" + name));
+    for (DeviceData& d : t->snapshot.devices)
+        d.trace.tensors.clear();
+    return t;
+}
+
+MeasuredItem itemOf(const Calibration& cal, const std::string& key)
+{
+    for (const MeasuredItem& m : cal.measured)
+        if (m.key == key)
+            return m;
+    return {};
+}
+
+} // namespace
+
 TEST_CASE("No scores seen is not FlashAttention read", "[whatif][rules]")
 {
-    // The CPU vit without its shapes (as a GPU snapshot): its scores are over the class token,
-    // b*h*(s+1)^2, no multiple of b*s^2, made by Tensor.softmax under the model's own
-    // forward, which names no attention. Nothing read FlashAttention; it is assumed.
-    const auto recorded = Loader::load(std::string(HEADROOM_SOURCE_DIR) + "/tests/data/cpu/vit_base.pickle");
-    auto flashItem = [](const LoadedTrace& trace) {
-        const Calibration cal = calibrate(trace, 0, analyzeDevice(trace, 0), {});
-        for (const MeasuredItem& m : cal.measured)
-            if (m.key == "flash_attention")
-                return m;
-        return MeasuredItem{};
-    };
-    CHECK(flashItem(*recorded).value == "off"); // the shapes read the scores over s + 1
-    // A load of its own (the loader keeps no cache), its recorded shapes dropped.
-    const auto bare = std::const_pointer_cast<LoadedTrace>(
-        Loader::load(std::string(HEADROOM_SOURCE_DIR) + "/tests/data/cpu/vit_base.pickle"));
-    bare->snapshot.devices[0].trace.tensors.clear();
-    const MeasuredItem m = flashItem(*bare);
+    // The CPU convnet without its shapes: no tensor is b*s^2 and no frame names a fused
+    // attention kernel. Nothing read FlashAttention (a model without attention); it is assumed.
+    const auto bare = withoutShapes("convnet_base.pickle");
+    const MeasuredItem m = itemOf(calibrate(*bare, 0, analyzeDevice(*bare, 0), {}), "flash_attention");
     CHECK(m.value == "on");
     CHECK(m.how == "assumed");
+}
+
+TEST_CASE("Scores over a class token are read from their sizes", "[whatif][rules]")
+{
+    // docs/whatif-model.md, "Laws", stage 4b. The CPU vit without its shapes: its scores are
+    // b*h*(s+1)^2 (64 patches and the class token), no multiple of b*s^2, made by
+    // Tensor.softmax under a forward that names no attention. Read as b*s, four times the
+    // sequence projected -33.8% with a band 5% wide; with the offset read from the sizes,
+    // within 1% with the b*s reading as the band's low end. The truth is the same run at
+    // sequence 256, without its shapes too.
+    const auto base = withoutShapes("vit_base.pickle");
+    const auto at4x = withoutShapes("vit_seq4.pickle");
+    const Calibration cal = calibrate(*base, 0, analyzeDevice(*base, 0), {});
+    REQUIRE(cal.baseline.trace);
+    CHECK(cal.baseline.trace->laws().tokenOffset() == 1);
+    CHECK(itemOf(cal, "flash_attention").value == "off");
+    LeverConfig t = cal.baseline.config;
+    t.seq *= 4;
+    const Projection p = project(cal.baseline, t, {}, deviceForCapacity(0));
+    const double measured = double(at4x->timelines[0].peakAllocated);
+    CHECK(p.peakAllocated == Approx(measured).epsilon(0.02));
+    CHECK(p.peakAllocatedLow <= measured);
+    CHECK(p.peakAllocatedHigh >= measured);
 }

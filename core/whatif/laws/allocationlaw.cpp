@@ -8,6 +8,7 @@
 #include "core/whatif/laws/shapelaw.h"
 
 #include "core/whatif/laws/stackreadings.h"
+#include "core/whatif/laws/tokenoffset.h"
 
 #include <algorithm>
 #include <cmath>
@@ -174,6 +175,8 @@ AllocationLaws AllocationLaws::fromSnapshot(const MemoryTimeline& tl, const std:
         out.m_bytes[size_t(law.central)] += a.size;
     }
     out.readSoftmax(tl, classes, frames, softmaxMade, tokens, quadUnit);
+    if (tensors.empty())
+        out.readSizeOffset(tl, classes, b0, s0);
     out.readSteps(tl, s0, std::max<size_t>(1, iterations.size()), tokens);
     if (autocast)
         out.readCasts(tl, classes, iterations);
@@ -452,6 +455,38 @@ void AllocationLaws::setCentral(size_t i, SizeLaw l, LawEvidence e, int64_t size
     law.allowed |= bit(l);
     law.evidence = e;
     m_bytes[size_t(l)] += size;
+}
+
+void AllocationLaws::readSizeOffset(const MemoryTimeline& tl, const std::vector<AllocationClass>& classes, int b0, int s0)
+{
+    std::vector<int64_t> sizes;
+    std::vector<size_t> index;
+    for (size_t i = 0; i < m_laws.size() && i < classes.size(); ++i) {
+        const int64_t z = tl.allocations[i].size;
+        const TensorCategory c = classes[i].category;
+        const bool transient = c == TensorCategory::Activation || c == TensorCategory::Temporary ||
+                               c == TensorCategory::Unknown;
+        if (classes[i].birthPhase == Phase::Forward && transient && z > kMinBlock &&
+            m_laws[i].central != SizeLaw::TokensBySeq) {
+            sizes.push_back(z);
+            index.push_back(i);
+        }
+    }
+    const SizeTokenOffset found = sizeTokenOffset(sizes, b0, s0);
+    if (!found.offset)
+        return;
+    m_tokenOffset = found.offset;
+    // Read by their size alone: b*s stays a reading. Every tensor over the tokens is over s0 + c.
+    for (size_t k : found.scores) {
+        setCentral(index[k], SizeLaw::TokensBySeq, LawEvidence::Size, sizes[k]);
+        m_laws[index[k]].allowed |= bit(SizeLaw::Tokens);
+        m_laws[index[k]].offset = true;
+    }
+    const int64_t tokens = int64_t(b0) * (s0 + found.offset);
+    for (size_t i = 0; i < m_laws.size(); ++i)
+        if (m_laws[i].central == SizeLaw::Tokens && m_laws[i].evidence == LawEvidence::Size &&
+            fitsUnit(tl.allocations[i].size, tokens))
+            m_laws[i].offset = true;
 }
 
 void AllocationLaws::readSteps(const MemoryTimeline& tl, int s0, size_t iterations, int64_t tokens)

@@ -34,7 +34,8 @@ public:
                                        const std::vector<Iteration>& iterations = {},
                                        const std::vector<std::pair<uint32_t, RecordedTensor>>& tensors = {});
     /// Tokens beyond the stated sequence that the attention scores are taken over (a class
-    /// token: scores of b*h*(s0+1)^2), read from the recorded shapes; 0: none seen.
+    /// token: scores of b*h*(s0+1)^2), read from the recorded shapes, else from the sizes of
+    /// the scores (tokenoffset.h); 0: none seen.
     int tokenOffset() const { return m_tokenOffset; }
     /// Whether b0 or s0 equals one of the model's widths, so the shapes' marks of it tell nothing alone.
     MarkCoincidence markCoincidence() const { return m_markCoincidence; }
@@ -71,6 +72,8 @@ private:
     void readSoftmax(const MemoryTimeline& timeline, const std::vector<AllocationClass>& classes,
                      const FrameTable& frames, const std::vector<uint8_t>& softmaxMade, int64_t tokens,
                      int64_t quadUnit);
+    /// Without recorded shapes: scores over s0 + c tokens, by their sizes (tokenoffset.h).
+    void readSizeOffset(const MemoryTimeline& timeline, const std::vector<AllocationClass>& classes, int b0, int s0);
     /// Lines that allocate once per step of the sequence (a recurrent loop).
     void readSteps(const MemoryTimeline& timeline, int s0, size_t iterations, int64_t tokens);
     /// The recorded shapes decide the laws of the tensors they describe (activations and
