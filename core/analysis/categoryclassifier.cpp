@@ -5,6 +5,7 @@
 #include "core/analysis/phaseclassifier.h"
 
 #include <algorithm>
+#include <map>
 #include <climits>
 #include <optional>
 #include <unordered_set>
@@ -26,6 +27,8 @@ std::string_view categoryRuleText(CategoryRule r)
     case CategoryRule::SamePhaseTemporary: return "born and freed within the same phase";
     case CategoryRule::ForwardSavedForBackward: return "born in forward, freed in backward (saved for backward)";
     case CategoryRule::ForwardOutlivesPass: return "born in forward, outlives the forward pass";
+    case CategoryRule::CutForwardAsCompleteStep:
+        return "born in the forward an OOM cut short; the same line freed its tensor in the forward of a complete step";
     case CategoryRule::ForwardFreedBeforeBackward:
         return "born in forward, freed before the backward began (not saved for it: the logits a loss consumed)";
     case CategoryRule::BackwardOutlivesPass: return "born in backward, alive after backward ends (gradient)";
@@ -263,6 +266,51 @@ void batchOfCutStep(const DeviceData& device, const MemoryTimeline& timeline, co
     }
 }
 
+/// The k-th allocation of each stack inside iteration `it`, by allocation index: a step's lines
+/// run in the same order in every step, so the k-th of a stack in one step is the k-th in another.
+std::map<std::pair<uint32_t, int>, size_t> byStackOrdinal(const MemoryTimeline& timeline, const Iteration& it)
+{
+    std::map<std::pair<uint32_t, int>, size_t> out;
+    std::map<uint32_t, int> seen;
+    for (size_t i = 0; i < timeline.allocations.size(); ++i) {
+        const Allocation& a = timeline.allocations[i];
+        if (a.start >= it.startEvent && a.start <= it.endEvent)
+            out[{a.stack, seen[a.stack]++}] = i;
+    }
+    return out;
+}
+
+/// A forward an OOM stopped never frees the output of the op before the failing one: a
+/// temporary (a batch norm's output the next add takes and nothing saves) is alive at the end
+/// of the trace, as the activations saved for the backward are, and the rule above reads it
+/// as one. Where the trace holds a complete step before the cut one, the same line's tensor
+/// there (the k-th of its stack) says which it was: freed in its forward, a temporary.
+/// Written from the CPU convnet's OOM in its forward (tools/category_truth.py, oom_forward).
+void cutForwardAsCompleteStep(const DeviceData& device, const MemoryTimeline& timeline, const PhaseAnalysis& phases,
+                              std::vector<AllocationClass>& classes)
+{
+    if (device.ooms.empty() || phases.iterations.size() < 2)
+        return;
+    const int cut = phases.iterationOf(device.ooms.back().eventIndex);
+    if (cut < 1)
+        return;
+    const Iteration& now = phases.iterations[size_t(cut)];
+    const auto before = byStackOrdinal(timeline, phases.iterations[size_t(cut - 1)]);
+    std::map<uint32_t, int> seen;
+    for (size_t i = 0; i < timeline.allocations.size(); ++i) {
+        const Allocation& a = timeline.allocations[i];
+        if (a.start < now.startEvent || a.start > now.endEvent)
+            continue;
+        const int k = seen[a.stack]++;
+        if (classes[i].rule != CategoryRule::ForwardOutlivesPass)
+            continue;
+        const auto match = before.find({a.stack, k});
+        if (match != before.end() && classes[match->second].category == TensorCategory::Temporary &&
+            classes[match->second].birthPhase == Phase::Forward)
+            classes[i] = {TensorCategory::Temporary, CategoryRule::CutForwardAsCompleteStep, classes[i].birthPhase};
+    }
+}
+
 /// Megatron's buffer makes param_data then grad_data, DeepSpeed ZeRO-1/2's constructor its flat
 /// 16-bit groups then its fp32 partitions: two statements of one function, the first the
 /// parameters. Per site, the kept allocations of its lowest line are the first statement's when
@@ -322,6 +370,7 @@ std::vector<AllocationClass> CategoryClassifier::classify(const Snapshot& snapsh
     splitByLine(sites, timeline, out);
     requireStateEvidence(timeline, out);
     batchOfCutStep(device, timeline, phases, out);
+    cutForwardAsCompleteStep(device, timeline, phases, out);
     return out;
 }
 

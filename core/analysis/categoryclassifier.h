@@ -39,6 +39,7 @@ enum class CategoryRule : uint8_t {
     FreedByOptimizerUpdate,  ///< alive before the trace, freed by the optimizer's update: replaced state
     BeforeWindowStateBySize, ///< alive before the trace, of a size no weight takes, computed with in the step
     SetupBatchOfCutStep,     ///< born in the data phase of the step an OOM cut short, alive at the OOM: its batch
+    CutForwardAsCompleteStep, ///< born in the forward an OOM cut short, alive at the OOM; the same line's tensor in a complete step was freed in its forward
     // Frameworks' own memory, by the code that allocates it (frameworksites.h).
     DdpGradientBucket,       ///< DDP's Reducer, outliving its phase: a flat gradient bucket
     DdpConstructionTemporary, ///< DDP's constructor otherwise: its broadcast and shape check

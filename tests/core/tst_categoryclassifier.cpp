@@ -287,3 +287,31 @@ TEST_CASE("CategoryClassifier: optimizer state needs a parameter's shape", "[cat
     CHECK(out[other].category == C::Unknown);
     CHECK(out[other].rule == R::OptimizerKeptNotState);
 }
+
+TEST_CASE("CategoryClassifier: a forward an OOM cut short reads its lines as a complete step did",
+          "[categoryclassifier]")
+{
+    // docs/categories-and-phases.md, "OOM". Step 0 is whole: a saved activation (stack 1) and
+    // the output the next op takes and nothing saves (stack 2, freed in the forward). Step 1 is
+    // cut by an OOM at event 8 after making both again: the trace ends with both alive, and the
+    // forward rule reads both as activations; step 0 says the second was a temporary.
+    Case c;
+    //                         events: 0 1 2 3 4 5 6 7 8
+    const std::string letters = "FFFBBOFFF";
+    c.add(0, 4, 1);
+    c.add(1, 2, 2);
+    const size_t savedCut = c.add(6, kAlive, 1);
+    const size_t tempCut = c.add(7, kAlive, 2);
+    c.dev.ooms.push_back({8, 512, 0});
+    PhaseAnalysis a = layout(letters);
+    a.iterations = {{0, 0, 5}, {1, 6, 8}};
+    const auto out = CategoryClassifier::classify(c.snap, c.dev, c.tl, a);
+    CHECK(out[savedCut].category == C::Activation);
+    CHECK(out[savedCut].rule == R::ForwardOutlivesPass);
+    CHECK(out[tempCut].category == C::Temporary);
+    CHECK(out[tempCut].rule == R::CutForwardAsCompleteStep);
+    // Without the complete step nothing tells them apart.
+    a.iterations = {{0, 0, 8}};
+    const auto alone = CategoryClassifier::classify(c.snap, c.dev, c.tl, a);
+    CHECK(alone[tempCut].rule == R::ForwardOutlivesPass);
+}
