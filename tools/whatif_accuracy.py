@@ -150,7 +150,8 @@ def summarize(rows):
         out.append({"lever": lever, "points": len(errs), "median_abs_error": median, "worst_abs_error": worst,
                     "target": target, "met": met, "band_holds": holds,
                     "band_median_width": statistics.median(r["band_width"] for r in by_lever[lever]),
-                    "band_max_width": max(r["band_width"] for r in by_lever[lever])})
+                    "band_max_width": max(r["band_width"] for r in by_lever[lever]),
+                    "band_scale_for_target": scale_for_target(by_lever[lever])})
     projected = [r for r in rows if r["lever"] not in INFORMATIONAL]
     holds = sum(1 for r in projected if r["band_holds"])
     widths = [r["band_width"] for r in projected]
@@ -158,6 +159,26 @@ def summarize(rows):
     return out, {"band_holds": holds, "points": len(rows),
                  "band_holds_share": holds / len(rows) if rows else 0.0,
                  "band_median_width": statistics.median(widths) if widths else 0.0}
+
+
+def needed_scale(r):
+    """How much of its band (each side scaled about the projection) the point needs to hold its
+    measurement: 0 when exact, above 1 when the band misses."""
+    p, m = r["projected_bytes"], r["measured_bytes"]
+    side = (p - r["low_bytes"]) if m < p else (r["high_bytes"] - p)
+    if m == p:
+        return 0.0
+    return abs(m - p) / side if side > 0 else float("inf")
+
+
+def scale_for_target(rows):
+    """The smallest share of every band of these points at which BAND_TARGET of them still hold:
+    how much narrower the evidence would allow the bands to be, by lever (issue 50, item 3)."""
+    need = sorted(needed_scale(r) for r in rows)
+    if not need:
+        return 0.0
+    k = max(0, -(-int(BAND_TARGET * 100) * len(need) // 100) - 1)  # ceil(0.9 n) - 1
+    return need[k]
 
 
 def mib(b):
@@ -172,13 +193,15 @@ def markdown(rows, levers, band):
             r["family"], r["point"], r["lever"], mib(r["measured_bytes"]), mib(r["projected_bytes"]),
             r["error"] * 100, mib(r["low_bytes"]), mib(r["high_bytes"]), "yes" if r["band_holds"] else "**no**"))
     lines += ["", "| lever | points | median abs error | worst abs error | target | met | band holds | "
-              "band width, median / widest |",
-              "|---|---:|---:|---:|---|---|---:|---|"]
+              "band width, median / widest | share of the band that still holds 90% |",
+              "|---|---:|---:|---:|---|---|---:|---|---:|"]
     for s in levers:
-        lines.append("| %s | %d | %.1f%% | %.1f%% | %s | %s | %d of %d | %.1f%% / %.1f%% |" % (
+        scale = s["band_scale_for_target"]
+        lines.append("| %s | %d | %.1f%% | %.1f%% | %s | %s | %d of %d | %.1f%% / %.1f%% | %s |" % (
             s["lever"], s["points"], s["median_abs_error"] * 100, s["worst_abs_error"] * 100, s["target"],
             "-" if s["met"] is None else "yes" if s["met"] else "**no**", s["band_holds"], s["points"],
-            s["band_median_width"] * 100, s["band_max_width"] * 100))
+            s["band_median_width"] * 100, s["band_max_width"] * 100,
+            "%.2f" % scale if scale <= 1 else "**%.2f**" % scale))
     lines += ["", "Band (projections only): holds the measurement in %d of %d points (%.0f%%; target >= %d%%), median width %.1f%% of "
               "the projection." % (band["band_holds"], band["points"], band["band_holds_share"] * 100,
                                    BAND_TARGET * 100, band["band_median_width"] * 100)]
