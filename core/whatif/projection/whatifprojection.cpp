@@ -86,6 +86,23 @@ StateBytes WhatIfState::table(Precision p, OptimizerKind o) const
     return t;
 }
 
+/// How an attention call may be written, for the analytic mode's scores: n score-sized tensors
+/// saved per call and a bool dropout mask (docs/whatif-model.md, "The terms": the same readings
+/// the calibration takes from a trace, scoresautocast.h).
+enum class ScoresLayout { SoftmaxOnly, SoftmaxDropout, OwnSoftmax };
+
+/// Bytes saved per score at precision `p`: fp32 4 B a tensor, pure 16-bit 2 B; under CUDA
+/// autocast the softmax's output stays fp32 and the next matmul saves a 16-bit cast of the last
+/// tensor (the softmax's own output kept beside it where it is the only one).
+double scoreBytes(Precision p, ScoresLayout l)
+{
+    const int n = l == ScoresLayout::SoftmaxOnly ? 1 : l == ScoresLayout::SoftmaxDropout ? 2 : 3;
+    const double m = l == ScoresLayout::SoftmaxDropout ? 1.0 : 0.0;
+    if (p == Precision::AmpBf16 || p == Precision::AmpFp16)
+        return 4.0 * (n - 1) + 2.0 + m + (n == 1 ? 4.0 : 0.0);
+    return (p == Precision::Fp32 ? 4.0 : 2.0) * n + m;
+}
+
 WhatIfBaseline analyticBaseline(const ModelDims& dims, const LeverConfig& config, const WhatIfConstants& k)
 {
     WhatIfBaseline s;
@@ -110,7 +127,10 @@ WhatIfBaseline analyticBaseline(const ModelDims& dims, const LeverConfig& config
     const double b = config.microBatch, sq = config.seq, h = dims.hidden;
     const double af = activationFactor(config.precision);
     s.actLin = {dims.layers * sq * b * h * dims.actCoeff * af, 0.20, Provenance::Modelled};
-    s.actQuad = {dims.layers * 5.0 * dims.heads * sq * sq * b * af, 0.20, Provenance::Modelled};
+    // Korthikanti et al.'s layout (softmax, dropout mask, dropout output), at the start's
+    // precision as the terms' levers price it (9 B in fp32, 7 B under CUDA autocast, 5 B in bf16).
+    const double perScore = scoreBytes(config.precision, ScoresLayout::SoftmaxDropout);
+    s.actQuad = {dims.layers * perScore * dims.heads * sq * sq * b, 0.20, Provenance::Modelled};
     s.logits = {k.logitsBytes * b * sq * dims.vocab, 0.5, Provenance::Default}; // c_V 4..12
     s.fragRatio = config.expandableSegments ? k.fragRatioExpandable : k.fragRatio;
     s.context = k.contextBytes;
@@ -430,6 +450,22 @@ void foldAnalyticReadings(Projection& pr, const WhatIfBaseline& base, const Leve
                            std::to_string(int(coeff)) + " bytes per hidden unit and layer); eager layers save up to " +
                            std::to_string(int(k.actCoeffEager)) + " (" + formatBytes(int64_t(other.peak)) +
                            "), which the band holds. A recording of one step, even in fake mode, settles it");
+    }
+    if (base.actQuad.bytes > 0 && !target.flashAttention) {
+        const double central = scoreBytes(target.precision, ScoresLayout::SoftmaxDropout);
+        for (const ScoresLayout l : {ScoresLayout::SoftmaxOnly, ScoresLayout::OwnSoftmax}) {
+            WhatIfBaseline other = base;
+            other.actQuad.bytes *= scoreBytes(target.precision, l) / central;
+            fold(pr, evaluateReadings(other, target, k, device));
+        }
+        char text[320];
+        std::snprintf(text, sizeof text,
+                      "analytic: the attention scores priced at %.0f bytes a score (a softmax and a dropout); a "
+                      "softmax alone saves %.0f, one of the model's own (an exp and its division) %.0f, which the "
+                      "band holds. A recording of one step settles it",
+                      central, scoreBytes(target.precision, ScoresLayout::SoftmaxOnly),
+                      scoreBytes(target.precision, ScoresLayout::OwnSoftmax));
+        pr.notes.push_back(text);
     }
     if (base.optTemp.bytes > 0) {
         WhatIfBaseline fused = base;
