@@ -5,7 +5,7 @@
 #include "core/analysis/phaseclassifier.h"
 
 #include <algorithm>
-#include <map>
+#include <unordered_map>
 #include <climits>
 #include <optional>
 #include <unordered_set>
@@ -268,14 +268,16 @@ void batchOfCutStep(const DeviceData& device, const MemoryTimeline& timeline, co
 
 /// The k-th allocation of each stack inside iteration `it`, by allocation index: a step's lines
 /// run in the same order in every step, so the k-th of a stack in one step is the k-th in another.
-std::map<std::pair<uint32_t, int>, size_t> byStackOrdinal(const MemoryTimeline& timeline, const Iteration& it)
+uint64_t stackOrdinal(uint32_t stack, uint32_t k) { return uint64_t(stack) << 32 | k; }
+
+std::unordered_map<uint64_t, size_t> byStackOrdinal(const MemoryTimeline& timeline, const Iteration& it)
 {
-    std::map<std::pair<uint32_t, int>, size_t> out;
-    std::map<uint32_t, int> seen;
+    std::unordered_map<uint64_t, size_t> out;
+    std::unordered_map<uint32_t, uint32_t> seen;
     for (size_t i = 0; i < timeline.allocations.size(); ++i) {
         const Allocation& a = timeline.allocations[i];
         if (a.start >= it.startEvent && a.start <= it.endEvent)
-            out[{a.stack, seen[a.stack]++}] = i;
+            out[stackOrdinal(a.stack, seen[a.stack]++)] = i;
     }
     return out;
 }
@@ -296,15 +298,15 @@ void cutForwardAsCompleteStep(const DeviceData& device, const MemoryTimeline& ti
         return;
     const Iteration& now = phases.iterations[size_t(cut)];
     const auto before = byStackOrdinal(timeline, phases.iterations[size_t(cut - 1)]);
-    std::map<uint32_t, int> seen;
+    std::unordered_map<uint32_t, uint32_t> seen;
     for (size_t i = 0; i < timeline.allocations.size(); ++i) {
         const Allocation& a = timeline.allocations[i];
         if (a.start < now.startEvent || a.start > now.endEvent)
             continue;
-        const int k = seen[a.stack]++;
+        const uint32_t k = seen[a.stack]++;
         if (classes[i].rule != CategoryRule::ForwardOutlivesPass)
             continue;
-        const auto match = before.find({a.stack, k});
+        const auto match = before.find(stackOrdinal(a.stack, k));
         if (match != before.end() && classes[match->second].category == TensorCategory::Temporary &&
             classes[match->second].birthPhase == Phase::Forward)
             classes[i] = {TensorCategory::Temporary, CategoryRule::CutForwardAsCompleteStep, classes[i].birthPhase};
