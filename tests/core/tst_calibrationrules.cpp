@@ -184,3 +184,33 @@ TEST_CASE("Scores over a class token are read from their sizes", "[whatif][rules
     CHECK(p.peakAllocatedLow <= measured);
     CHECK(p.peakAllocatedHigh >= measured);
 }
+
+TEST_CASE("Scores at a size b*s shares are read from the lines of a call handed q, k and v", "[whatif][rules]")
+{
+    // docs/whatif-model.md, "Laws", stage 4. The CPU llama forward under no_grad without its
+    // shapes: 2 heads = micro-batch 2 and head width 64 = sequence 64, so the scores are as
+    // large as q, k, v and the attention's output, and the coincidence guard left them b*s: four
+    // times the sequence projected -12.3%. Its scaled_dot_product_attention is handed q, k and v
+    // (no module call inside it): the last tensor of each line above the one that calls the
+    // softmax is a score (einsum's copies of q and k before it at that line are not), what the
+    // softmax's line makes after it (the probabilities times v) is not.
+    const auto base = withoutShapes("llama_infer_base.pickle");
+    const auto at4x = withoutShapes("llama_infer_seq4.pickle");
+    const Calibration cal = calibrate(*base, 0, analyzeDevice(*base, 0), {});
+    LeverConfig t = cal.baseline.config;
+    t.seq *= 4;
+    const Projection p = project(cal.baseline, t, {}, deviceForCapacity(0));
+    const double measured = double(at4x->timelines[0].peakAllocated);
+    CHECK(p.peakAllocated == Approx(measured).epsilon(0.01));
+    CHECK(p.peakAllocatedLow <= measured);
+    CHECK(p.peakAllocatedHigh >= measured);
+    // Trained, the copies einsum saves for its backward are alive at the peak: read as scores
+    // (every tensor above the softmax's line) they put four times the sequence 12.9% high.
+    const auto trained = withoutShapes("llama_base.pickle");
+    const auto trained4x = withoutShapes("llama_seq4.pickle");
+    const Calibration tc = calibrate(*trained, 0, analyzeDevice(*trained, 0), {});
+    LeverConfig t2 = tc.baseline.config;
+    t2.seq *= 4;
+    const Projection q = project(tc.baseline, t2, {}, deviceForCapacity(0));
+    CHECK(q.peakAllocated == Approx(double(trained4x->timelines[0].peakAllocated)).epsilon(0.01));
+}

@@ -8,7 +8,6 @@
 #include "core/whatif/laws/shapelaw.h"
 
 #include "core/whatif/laws/stackreadings.h"
-#include "core/whatif/laws/tokenoffset.h"
 
 #include <algorithm>
 #include <cmath>
@@ -174,7 +173,7 @@ AllocationLaws AllocationLaws::fromSnapshot(const MemoryTimeline& tl, const std:
             softmaxMade[i] = readSize(law, a, stacks, u, out.m_quadPossible);
         out.m_bytes[size_t(law.central)] += a.size;
     }
-    out.readSoftmax(tl, classes, frames, softmaxMade, tokens, quadUnit);
+    out.readSoftmax(tl, classes, frames, softmaxMade, tokens, quadUnit, tensors.empty());
     if (tensors.empty())
         out.readSizeOffset(tl, classes, b0, s0);
     out.readSteps(tl, s0, std::max<size_t>(1, iterations.size()), tokens);
@@ -190,85 +189,6 @@ AllocationLaws AllocationLaws::fromSnapshot(const MemoryTimeline& tl, const std:
     out.m_iterations = std::max<size_t>(1, iterations.size());
     out.hashLines(tl, frames);
     return out;
-}
-
-void AllocationLaws::readSoftmax(const MemoryTimeline& tl, const std::vector<AllocationClass>& classes,
-                                 const FrameTable& frames, const std::vector<uint8_t>& softmaxMade, int64_t tokens,
-                                 int64_t quadUnit)
-{
-    // A softmax's output is the largest tensor it makes (its max and sum are b*h*s, which
-    // may divide by b*s^2 too).
-    std::map<std::string, int64_t> largest;
-    std::vector<std::string> callerOf(m_laws.size());
-    for (size_t i = 0; i < m_laws.size(); ++i)
-        if (softmaxMade[i]) {
-            callerOf[i] = softmaxCaller(frames, tl.allocations[i].stack);
-            int64_t& m = largest[callerOf[i]];
-            m = std::max(m, tl.allocations[i].size);
-        }
-    // One whose size is no multiple of b*s^2 may still be scores over s plus a few tokens
-    // (a ViT's class token): b*s^2 stays possible, not read (the recorded shapes read it).
-    auto readQuadratic = [&](size_t i) {
-        AllocationLaw& law = m_laws[i];
-        const int64_t z = tl.allocations[i].size;
-        if (!(law.allowed & bit(SizeLaw::TokensBySeq)))
-            m_quadPossible += z;
-        law.allowed |= bit(SizeLaw::TokensBySeq);
-        if (fitsUnit(z, quadUnit))
-            setCentral(i, SizeLaw::TokensBySeq, LawEvidence::Stack, z);
-    };
-    for (size_t i = 0; i < m_laws.size(); ++i)
-        if (softmaxMade[i] && tl.allocations[i].size == largest[callerOf[i]])
-            readQuadratic(i);
-
-    // Scores, masked scores and their copies are made in the call that takes their softmax,
-    // at the softmax's size. Not when that size per token is one or three of a parameter's
-    // (h*s = d makes the scores as large as q, k and v, which that call also makes).
-    std::set<int64_t> paramSizes;
-    for (size_t i = 0; i < tl.allocations.size() && i < classes.size(); ++i)
-        if (classes[i].category == TensorCategory::Parameter)
-            paramSizes.insert(tl.allocations[i].size);
-    auto coincides = [&](int64_t size) {
-        const int64_t perToken = size / std::max<int64_t>(1, tokens);
-        return paramSizes.count(perToken) || (perToken % 3 == 0 && paramSizes.count(perToken / 3));
-    };
-    std::map<std::string, std::set<int64_t>> softmaxSizes;
-    for (const auto& [key, size] : largest)
-        if (!key.empty() && !coincides(size) && size > kMinBlock)
-            softmaxSizes[key].insert(size);
-    // And an s x s tensor of one byte per element made in that call, or in the call of the
-    // function that called it (an attention module's forward that builds the mask and passes
-    // it on), is its causal mask.
-    std::set<std::string> softmaxCalls;
-    for (size_t i = 0; i < m_laws.size(); ++i)
-        if (softmaxMade[i])
-            for (std::string& key : softmaxCallers(frames, tl.allocations[i].stack, 2))
-                softmaxCalls.insert(std::move(key));
-    if (softmaxCalls.empty())
-        return;
-    const int64_t s0 = quadUnit / std::max<int64_t>(1, tokens);
-    auto boolMask = [&](int64_t z) { return s0 > 1 && fitsUnit(z, s0 * s0) && z < s0 * s0 + kMinBlock; };
-    std::map<uint32_t, std::vector<std::string>> keysOf; // per stack: the call of each Python frame
-    for (size_t i = 0; i < m_laws.size(); ++i) {
-        AllocationLaw& law = m_laws[i];
-        if (law.central == SizeLaw::TokensBySeq || law.evidence == LawEvidence::Category)
-            continue;
-        const uint32_t sid = tl.allocations[i].stack;
-        auto it = keysOf.find(sid);
-        if (it == keysOf.end())
-            it = keysOf.emplace(sid, callKeys(frames, sid)).first;
-        for (const std::string& key : it->second) {
-            auto m = softmaxSizes.find(key);
-            if (m != softmaxSizes.end() && m->second.count(tl.allocations[i].size)) {
-                readQuadratic(i);
-                break;
-            }
-            if (softmaxCalls.count(key) && boolMask(tl.allocations[i].size)) {
-                setCentral(i, SizeLaw::SeqSquared, LawEvidence::Stack, tl.allocations[i].size);
-                break;
-            }
-        }
-    }
 }
 
 void AllocationLaws::readCasts(const MemoryTimeline& tl, const std::vector<AllocationClass>& classes,
@@ -455,38 +375,6 @@ void AllocationLaws::setCentral(size_t i, SizeLaw l, LawEvidence e, int64_t size
     law.allowed |= bit(l);
     law.evidence = e;
     m_bytes[size_t(l)] += size;
-}
-
-void AllocationLaws::readSizeOffset(const MemoryTimeline& tl, const std::vector<AllocationClass>& classes, int b0, int s0)
-{
-    std::vector<int64_t> sizes;
-    std::vector<size_t> index;
-    for (size_t i = 0; i < m_laws.size() && i < classes.size(); ++i) {
-        const int64_t z = tl.allocations[i].size;
-        const TensorCategory c = classes[i].category;
-        const bool transient = c == TensorCategory::Activation || c == TensorCategory::Temporary ||
-                               c == TensorCategory::Unknown;
-        if (classes[i].birthPhase == Phase::Forward && transient && z > kMinBlock &&
-            m_laws[i].central != SizeLaw::TokensBySeq) {
-            sizes.push_back(z);
-            index.push_back(i);
-        }
-    }
-    const SizeTokenOffset found = sizeTokenOffset(sizes, b0, s0);
-    if (!found.offset)
-        return;
-    m_tokenOffset = found.offset;
-    // Read by their size alone: b*s stays a reading. Every tensor over the tokens is over s0 + c.
-    for (size_t k : found.scores) {
-        setCentral(index[k], SizeLaw::TokensBySeq, LawEvidence::Size, sizes[k]);
-        m_laws[index[k]].allowed |= bit(SizeLaw::Tokens);
-        m_laws[index[k]].offset = true;
-    }
-    const int64_t tokens = int64_t(b0) * (s0 + found.offset);
-    for (size_t i = 0; i < m_laws.size(); ++i)
-        if (m_laws[i].central == SizeLaw::Tokens && m_laws[i].evidence == LawEvidence::Size &&
-            fitsUnit(tl.allocations[i].size, tokens))
-            m_laws[i].offset = true;
 }
 
 void AllocationLaws::readSteps(const MemoryTimeline& tl, int s0, size_t iterations, int64_t tokens)

@@ -69,9 +69,11 @@ public:
 
 private:
     /// A softmax's output, and tensors of its size made in the call that takes the softmax.
+    /// `withoutShapes`: no shape was recorded (the op links cannot join the scores at a
+    /// coincident size, so the lines of the call read them).
     void readSoftmax(const MemoryTimeline& timeline, const std::vector<AllocationClass>& classes,
                      const FrameTable& frames, const std::vector<uint8_t>& softmaxMade, int64_t tokens,
-                     int64_t quadUnit);
+                     int64_t quadUnit, bool withoutShapes);
     /// Without recorded shapes: scores over s0 + c tokens, by their sizes (tokenoffset.h).
     void readSizeOffset(const MemoryTimeline& timeline, const std::vector<AllocationClass>& classes, int b0, int s0);
     /// Lines that allocate once per step of the sequence (a recurrent loop).

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <span>
 #include <string_view>
+#include <unordered_set>
 
 namespace headroom {
 
@@ -165,6 +166,37 @@ std::vector<std::string> callKeys(const FrameTable& frames, uint32_t stackId)
         if (frames.isPythonFrame(stack[k]))
             keys.push_back(callKey(frames, stack, k));
     return keys;
+}
+
+std::vector<std::pair<std::string, int64_t>> callKeyLines(const FrameTable& frames, uint32_t stackId)
+{
+    std::vector<std::pair<std::string, int64_t>> keys;
+    const auto stack = frames.stack(stackId);
+    for (size_t k = 0; k < stack.size(); ++k)
+        if (frames.isPythonFrame(stack[k]))
+            keys.emplace_back(callKey(frames, stack, k), frames.frame(stack[k]).line);
+    return keys;
+}
+
+std::set<std::string> callsThroughModules(const MemoryTimeline& timeline, const FrameTable& frames)
+{
+    std::set<std::string> out;
+    std::unordered_set<uint32_t> seen; // a few thousand stacks for a million allocations
+    for (const Allocation& a : timeline.allocations) {
+        if (!seen.insert(a.stack).second)
+            continue;
+        const auto stack = frames.stack(a.stack);
+        bool throughModule = false;
+        for (size_t k = 0; k < stack.size(); ++k) {
+            if (!frames.isPythonFrame(stack[k]))
+                continue;
+            const std::string_view name = frames.strings().get(frames.frame(stack[k]).name);
+            if (throughModule)
+                out.insert(callKey(frames, stack, k));
+            throughModule = throughModule || name == "_call_impl" || name == "_wrapped_call_impl";
+        }
+    }
+    return out;
 }
 
 uint64_t lineHash(const FrameTable& frames, uint32_t stackId)

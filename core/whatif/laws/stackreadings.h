@@ -9,6 +9,7 @@
 #include "core/replay/replay.h"
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -41,6 +42,12 @@ std::vector<std::string> softmaxCallers(const FrameTable& frames, uint32_t stack
 /// name, not the line) and the Python frames that called it. Allocations made in one call of an
 /// attention function share one; an MLP's do not.
 std::vector<std::string> callKeys(const FrameTable& frames, uint32_t stack);
+/// callKeys with the line each call was at when the allocation was made.
+std::vector<std::pair<std::string, int64_t>> callKeyLines(const FrameTable& frames, uint32_t stack);
+/// The calls (callKeys' form) that made some allocation of the timeline through a module call
+/// (`_call_impl` inside them: a Linear's output, a rotary module's): an attention function
+/// that projects q, k and v itself, unlike one that is handed them.
+std::set<std::string> callsThroughModules(const MemoryTimeline& timeline, const FrameTable& frames);
 /// A hash of the text of a stack's six innermost Python frames (all frames when it has none),
 /// module-call plumbing left out: a driver script edited between two runs moves only its lines.
 uint64_t lineHash(const FrameTable& frames, uint32_t stack);
