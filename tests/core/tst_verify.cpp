@@ -99,3 +99,21 @@ TEST_CASE("The target's workspaces are not a term a recording off the GPU can ch
         CHECK(term.name != "cublas_workspaces");
     CHECK(std::abs(v.terms.front().projected - v.terms.front().measured) < 1 << 20);
 }
+
+TEST_CASE("The terms are checked where the allocated peak falls", "[whatif][verify]")
+{
+    // encdec trained, naming an H100: two cuBLAS workspaces after the backward put the total's
+    // peak at the end of backward while the allocated peak, whose error the line reports, is at
+    // the start of backward; the terms were compared at the former.
+    const std::string dir = std::string(HEADROOM_SOURCE_DIR) + "/tests/data/cpu/";
+    const auto before = Loader::load(dir + "encdec_bare_h100.pickle");
+    const auto after = Loader::load(dir + "encdec_bare_amp_cuda.pickle");
+    const Calibration cal = calibrate(*before, 0, analyzeDevice(*before, 0), {});
+    LeverConfig t = cal.baseline.config;
+    t.precision = Precision::AmpBf16;
+    const Verification v = verifyProjection(cal.baseline, t, {}, *devicePreset("h100-80gb"), *after, 0);
+    for (const PhaseProjection& ph : v.projection.phases)
+        if (ph.present)
+            CHECK(ph.allocated <= v.projection.phases[size_t(v.phase)].allocated);
+    CHECK(v.projection.phases[size_t(v.phase)].allocated == Approx(v.projection.peakAllocated));
+}

@@ -43,7 +43,12 @@ Verification verifyProjection(const WhatIfBaseline& before, const LeverConfig& t
     const double projected = v.projection.peakAllocated;
     v.error = v.measuredPeak > 0 ? (projected - v.measuredPeak) / v.measuredPeak : 0;
     v.bandHolds = v.projection.peakAllocatedLow <= v.measuredPeak && v.measuredPeak <= v.projection.peakAllocatedHigh;
+    // The terms are compared where the allocated peak the error is of falls (the total's peak
+    // may be elsewhere: the target's cuBLAS workspaces, two after the backward).
     v.phase = v.projection.peakPhase;
+    for (const PhaseProjection& ph : v.projection.phases)
+        if (ph.present && ph.allocated > v.projection.phases[size_t(v.phase)].allocated)
+            v.phase = ph.phase;
 
     // AFTER read by the same calibration, at the configuration it ran: the same terms, measured.
     try {
