@@ -142,6 +142,21 @@ std::shared_ptr<const LoadedTrace> withoutShapes(const std::string& name)
     return t;
 }
 
+/// `cal` projected to four times its sequence against `at4x`, the same run recorded there:
+/// the central within `eps`, the band around the measurement.
+void checkAt4x(const Calibration& cal, const LoadedTrace& at4x, double eps)
+{
+    LeverConfig t = cal.baseline.config;
+    t.seq *= 4;
+    const Projection p = project(cal.baseline, t, {}, deviceForCapacity(0));
+    const double measured = double(at4x.timelines[0].peakAllocated);
+    CHECK(p.peakAllocated == Approx(measured).epsilon(eps));
+    CHECK(p.peakAllocatedLow <= measured);
+    CHECK(p.peakAllocatedHigh >= measured);
+}
+
+Calibration calibrated(const LoadedTrace& t) { return calibrate(t, 0, analyzeDevice(t, 0), {}); }
+
 MeasuredItem itemOf(const Calibration& cal, const std::string& key)
 {
     for (const MeasuredItem& m : cal.measured)
@@ -172,17 +187,11 @@ TEST_CASE("Scores over a class token are read from their sizes", "[whatif][rules
     // sequence 256, without its shapes too.
     const auto base = withoutShapes("vit_base.pickle");
     const auto at4x = withoutShapes("vit_seq4.pickle");
-    const Calibration cal = calibrate(*base, 0, analyzeDevice(*base, 0), {});
+    const Calibration cal = calibrated(*base);
     REQUIRE(cal.baseline.trace);
     CHECK(cal.baseline.trace->laws().tokenOffset() == 1);
     CHECK(itemOf(cal, "flash_attention").value == "off");
-    LeverConfig t = cal.baseline.config;
-    t.seq *= 4;
-    const Projection p = project(cal.baseline, t, {}, deviceForCapacity(0));
-    const double measured = double(at4x->timelines[0].peakAllocated);
-    CHECK(p.peakAllocated == Approx(measured).epsilon(0.02));
-    CHECK(p.peakAllocatedLow <= measured);
-    CHECK(p.peakAllocatedHigh >= measured);
+    checkAt4x(cal, *at4x, 0.02);
 }
 
 TEST_CASE("Scores at a size b*s shares are read from the lines of a call handed q, k and v", "[whatif][rules]")
@@ -196,21 +205,8 @@ TEST_CASE("Scores at a size b*s shares are read from the lines of a call handed 
     // softmax's line makes after it (the probabilities times v) is not.
     const auto base = withoutShapes("llama_infer_base.pickle");
     const auto at4x = withoutShapes("llama_infer_seq4.pickle");
-    const Calibration cal = calibrate(*base, 0, analyzeDevice(*base, 0), {});
-    LeverConfig t = cal.baseline.config;
-    t.seq *= 4;
-    const Projection p = project(cal.baseline, t, {}, deviceForCapacity(0));
-    const double measured = double(at4x->timelines[0].peakAllocated);
-    CHECK(p.peakAllocated == Approx(measured).epsilon(0.01));
-    CHECK(p.peakAllocatedLow <= measured);
-    CHECK(p.peakAllocatedHigh >= measured);
+    checkAt4x(calibrated(*base), *at4x, 0.01);
     // Trained, the copies einsum saves for its backward are alive at the peak: read as scores
     // (every tensor above the softmax's line) they put four times the sequence 12.9% high.
-    const auto trained = withoutShapes("llama_base.pickle");
-    const auto trained4x = withoutShapes("llama_seq4.pickle");
-    const Calibration tc = calibrate(*trained, 0, analyzeDevice(*trained, 0), {});
-    LeverConfig t2 = tc.baseline.config;
-    t2.seq *= 4;
-    const Projection q = project(tc.baseline, t2, {}, deviceForCapacity(0));
-    CHECK(q.peakAllocated == Approx(double(trained4x->timelines[0].peakAllocated)).epsilon(0.01));
+    checkAt4x(calibrated(*withoutShapes("llama_base.pickle")), *withoutShapes("llama_seq4.pickle"), 0.01);
 }

@@ -82,18 +82,29 @@ TEST_CASE("The run that followed names its optimizer's family; whether its step 
     CHECK(configOfAfter(given, {}, *after, 0).optimizer == OptimizerKind::AdamW);
 }
 
+namespace {
+
+/// A CPU recording naming an H100, without shapes, projected to autocast and checked against
+/// the same run under CUDA's lists (tests/data/cpu/record_cuda_autocast_bare.py).
+Verification toAutocast(const std::string& family)
+{
+    const std::string dir = std::string(HEADROOM_SOURCE_DIR) + "/tests/data/cpu/" + family;
+    const auto before = Loader::load(dir + "_bare_h100.pickle");
+    const auto after = Loader::load(dir + "_bare_amp_cuda.pickle");
+    const Calibration cal = calibrate(*before, 0, analyzeDevice(*before, 0), {});
+    LeverConfig t = cal.baseline.config;
+    t.precision = Precision::AmpBf16;
+    return verifyProjection(cal.baseline, t, {}, *devicePreset("h100-80gb"), *after, 0);
+}
+
+} // namespace
+
 TEST_CASE("The target's workspaces are not a term a recording off the GPU can check", "[whatif][verify]")
 {
     // A CPU recording naming an H100 gets the target's cuBLAS workspaces in its projection;
     // the run it is checked against, recorded on the CPU too, cannot hold them, and the
     // allocated peak compared above leaves them out: they were "most off" by 32 MiB.
-    const std::string dir = std::string(HEADROOM_SOURCE_DIR) + "/tests/data/cpu/";
-    const auto before = Loader::load(dir + "decoder_infer_bare_h100.pickle");
-    const auto after = Loader::load(dir + "decoder_infer_bare_amp_cuda.pickle");
-    const Calibration cal = calibrate(*before, 0, analyzeDevice(*before, 0), {});
-    LeverConfig t = cal.baseline.config;
-    t.precision = Precision::AmpBf16;
-    const Verification v = verifyProjection(cal.baseline, t, {}, *devicePreset("h100-80gb"), *after, 0);
+    const Verification v = toAutocast("decoder_infer");
     REQUIRE_FALSE(v.terms.empty());
     for (const TermCheck& term : v.terms)
         CHECK(term.name != "cublas_workspaces");
@@ -105,13 +116,7 @@ TEST_CASE("The terms are checked where the allocated peak falls", "[whatif][veri
     // encdec trained, naming an H100: two cuBLAS workspaces after the backward put the total's
     // peak at the end of backward while the allocated peak, whose error the line reports, is at
     // the start of backward; the terms were compared at the former.
-    const std::string dir = std::string(HEADROOM_SOURCE_DIR) + "/tests/data/cpu/";
-    const auto before = Loader::load(dir + "encdec_bare_h100.pickle");
-    const auto after = Loader::load(dir + "encdec_bare_amp_cuda.pickle");
-    const Calibration cal = calibrate(*before, 0, analyzeDevice(*before, 0), {});
-    LeverConfig t = cal.baseline.config;
-    t.precision = Precision::AmpBf16;
-    const Verification v = verifyProjection(cal.baseline, t, {}, *devicePreset("h100-80gb"), *after, 0);
+    const Verification v = toAutocast("encdec");
     for (const PhaseProjection& ph : v.projection.phases)
         if (ph.present)
             CHECK(ph.allocated <= v.projection.phases[size_t(v.phase)].allocated);
