@@ -210,3 +210,24 @@ TEST_CASE("Scores at a size b*s shares are read from the lines of a call handed 
     // (every tensor above the softmax's line) they put four times the sequence 12.9% high.
     checkAt4x(calibrated(*withoutShapes("llama_base.pickle")), *withoutShapes("llama_seq4.pickle"), 0.01);
 }
+
+TEST_CASE("A class grown more than 4x from its size alone keeps the constant reading", "[whatif][rules]")
+{
+    // Issue 50: a size that divides by b*s by coincidence (a weight's cast, a buffer) does not
+    // grow, and nothing in a file without shapes says which do. At eight times the sequence every
+    // tensor the decoder's laws read from sizes and stacks grows 8x or more, so the band's low end
+    // is every one of them kept: about the measured peak. With the recorded shapes it is not.
+    const auto bare = withoutShapes("decoder_base.pickle");
+    const Calibration cal = calibrated(*bare);
+    LeverConfig t = cal.baseline.config;
+    t.seq *= 8;
+    const Projection p = project(cal.baseline, t, {}, deviceForCapacity(0));
+    const double base = double(bare->timelines[0].peakAllocated);
+    CHECK(p.peakAllocatedLow <= 1.02 * base);
+    CHECK(p.peakAllocated > 4 * base);
+    const auto recorded = Loader::load(std::string(HEADROOM_SOURCE_DIR) + "/tests/data/cpu/decoder_base_shapes.pickle");
+    const Calibration withShapes = calibrated(*recorded);
+    LeverConfig u = withShapes.baseline.config;
+    u.seq *= 8;
+    CHECK(project(withShapes.baseline, u, {}, deviceForCapacity(0)).peakAllocatedLow > 2 * base);
+}

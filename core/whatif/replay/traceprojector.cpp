@@ -60,7 +60,20 @@ struct TraceProjector::Factors {
         const unsigned rest = allowed & ~kQuad;
         return {central == SizeLaw::TokensBySeq ? 0.0 : f.law[size_t(central)], 0.0, rest ? f.high[rest] : 0.0};
     }
-    Reading reading(const AllocationLaw& l) const { return reading(l.central, l.allowed, l.offset); }
+    /// In a trace without recorded shapes, a tensor whose law only its size or its stack gave
+    /// (no second run) and that the target grows more than 4x keeps the constant reading in the
+    /// band's low end: a size that divides by b*s by coincidence (a weight's cast, a buffer)
+    /// does not grow (issue 50).
+    bool sizesAlone = false;
+    Reading reading(const AllocationLaw& l) const
+    {
+        Reading r = reading(l.central, l.allowed, l.offset);
+        const bool inferred =
+            l.evidence == LawEvidence::Size || l.evidence == LawEvidence::Stack || l.evidence == LawEvidence::Mirror;
+        if (sizesAlone && inferred && r.central > 4.0)
+            r.low = std::min(r.low, 1.0);
+        return r;
+    }
     /// An allocation's bytes at the target: central, lowest and highest reading.
     void sizes(const AllocationLaw& law, double z, bool measured, double& zc, double& zl, double& zh) const
     {
@@ -213,6 +226,7 @@ TraceProjector::Factors TraceProjector::factors(const ReplayTarget& t) const
         out.width[w] = widthFactors(WidthClass(w), t.floatWidth);
     out.role = {1, t.optimizerState, t.optimizerTemp, t.parameters, t.gradients};
     out.fused = t.fusedAttention;
+    out.sizesAlone = m_laws.shapeRead() == 0;
     for (size_t k = 0; k < 2; ++k) {
         Factors::Set& f = out.set[k];
         for (size_t l = 0; l < kSizeLawCount; ++l)
