@@ -19,12 +19,12 @@ namespace headroom {
 /// `categories`: the user's categories file; groups_at_peak then holds `by_user_category`.
 nlohmann::json analysisJson(const LoadedTrace& trace, std::optional<int64_t> capacity, size_t top = 10,
                             const UserCategories* categories = nullptr);
-/// `byModule`: also what is alive at the peak by module (recorded names, else module frames);
-/// `categories`: also what is alive at the peak by the user's categories.
 /// Where a peak at `event` is, in words: "at event N"; at -1 "before the first event" where the
 /// device has an allocation history, else "in the final state" (all a file without one holds).
 std::string peakWhere(int64_t event, bool history);
 
+/// `byModule`: also what is alive at the peak by module (recorded names, else module frames);
+/// `categories`: also what is alive at the peak by the user's categories.
 std::string analysisText(const LoadedTrace& trace, std::optional<int64_t> capacity, size_t top = 10,
                          bool byModule = false, const UserCategories* categories = nullptr);
 /// Every device's postmortem section (core/report/postmortemmarkdown), for pasting.

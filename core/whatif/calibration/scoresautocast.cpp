@@ -10,10 +10,9 @@ namespace headroom {
 
 namespace {
 
-/// `kept`: the tensor the next matmul saves is also saved by the softmax that made it.
-double savedFactor(double n, double m, bool kept)
+double savedFactor(int n, bool dropoutMask)
 {
-    return (4.0 * (n - 1.0) + 2.0 + m + (kept ? 4.0 : 0.0)) / (4.0 * n + m);
+    return attentionScoreBytes(Precision::AmpBf16, n, dropoutMask) / attentionScoreBytes(Precision::Fp32, n, dropoutMask);
 }
 
 int64_t largestScore(const std::vector<ScoreTensor>& alive)
@@ -58,8 +57,7 @@ ScoresReading readSavedScores(std::vector<ScoreTensor> alive, int seq)
     }
     r.perCall = std::max(1, int(std::lround(double(units) / std::max(1, r.calls))));
     r.dropout = masks > 0;
-    const bool kept = r.perCall == 1 && !r.dropout;
-    r.factor = r.low = r.high = savedFactor(r.perCall, r.dropout ? 1.0 : 0.0, kept);
+    r.factor = r.low = r.high = savedFactor(r.perCall, r.dropout);
     char text[200];
     std::snprintf(text, sizeof text, "%d attention calls (runs of score-sized tensors between the layers' "
                   "activations), %d saved by each%s", r.calls, r.perCall, r.dropout ? " and a dropout mask" : "");
@@ -92,11 +90,11 @@ ScoresAutocastRead readScoresAutocast(const std::vector<ScoreTensor>& saved, con
     ScoresAutocastRead out;
     ScoresAutocast& f = out.factors;
     const ScoresReading s = readSavedScores(saved, seq), t = readForwardScores(temps);
-    f.saved = s.factor, f.savedLow = s.low, f.savedHigh = s.high;
+    f.saved = s.factor;
     double held = 0;
     for (const ScoreTensor& x : temps)
         held += x.score ? double(x.bytes) : 0.0;
-    f.temps = t.factor, f.tempsLow = t.low, f.tempsHigh = t.high;
+    f.temps = t.factor, f.tempsLow = t.low;
     f.tempsShare = batchTemps > 0 ? std::min(1.0, held / batchTemps) : 0;
     const ScoresReading& shown = s.factor > 0 ? s : t;
     if (shown.factor <= 0)
@@ -106,7 +104,7 @@ ScoresAutocastRead readScoresAutocast(const std::vector<ScoreTensor>& saved, con
         std::snprintf(value, sizeof value, "x%.2f", shown.factor);
     else
         std::snprintf(value, sizeof value, "x%.2f (x%.2f .. x%.2f)", shown.factor, shown.low, shown.high);
-    out.item = {"scores_under_cuda_autocast", value, shown.calls > 0 ? "read" : "assumed",
+    out.item = {"scores_under_cuda_autocast", value, "read",
                 (s.factor > 0 ? "saved: " : "at the peak: ") + shown.evidence};
     return out;
 }

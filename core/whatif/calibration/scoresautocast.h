@@ -34,10 +34,8 @@ struct ScoresReading {
 };
 
 /// Saved for backward at the start of backward of an fp32 run: per call, n score-sized fp32
-/// tensors (4 B a score) and perhaps a bool dropout mask (1 B). Under CUDA autocast the next
-/// matmul saves a bf16 cast (2 B) of the last of the n and the rest stay fp32; where the call
-/// saves one tensor and no mask, that one is the softmax's output, which its own backward
-/// keeps in fp32 beside the cast: (4(n-1) + 2 + m [+ 4]) / (4n + m). The calls are the runs of
+/// tensors and perhaps a bool dropout mask; the factor is attentionScoreBytes under autocast
+/// over its fp32 bytes (whatifmodel.h: (4(n-1) + 2 + m [+ 4]) / (4n + m)). The calls are the runs of
 /// score-sized tensors in the order they were made, between the layers' own activations
 /// (anything larger than four b*h*s rows, `seq` the measured sequence).
 ScoresReading readSavedScores(std::vector<ScoreTensor> alive, int seq);

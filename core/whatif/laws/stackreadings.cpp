@@ -161,10 +161,8 @@ std::string softmaxCaller(const FrameTable& frames, uint32_t stackId)
 std::vector<std::string> callKeys(const FrameTable& frames, uint32_t stackId)
 {
     std::vector<std::string> keys;
-    const auto stack = frames.stack(stackId);
-    for (size_t k = 0; k < stack.size(); ++k)
-        if (frames.isPythonFrame(stack[k]))
-            keys.push_back(callKey(frames, stack, k));
+    for (auto& [key, line] : callKeyLines(frames, stackId))
+        keys.push_back(std::move(key));
     return keys;
 }
 

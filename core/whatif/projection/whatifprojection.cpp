@@ -86,21 +86,15 @@ StateBytes WhatIfState::table(Precision p, OptimizerKind o) const
     return t;
 }
 
-/// How an attention call may be written, for the analytic mode's scores: n score-sized tensors
-/// saved per call and a bool dropout mask (docs/whatif-model.md, "The terms": the same readings
-/// the calibration takes from a trace, scoresautocast.h).
+/// How an attention call may be written, for the analytic mode's scores (the same readings the
+/// calibration takes from a trace, scoresautocast.h): a softmax alone, a softmax and a dropout,
+/// a softmax of the model's own (an exp and its division, and what they are taken of).
 enum class ScoresLayout { SoftmaxOnly, SoftmaxDropout, OwnSoftmax };
 
-/// Bytes saved per score at precision `p`: fp32 4 B a tensor, pure 16-bit 2 B; under CUDA
-/// autocast the softmax's output stays fp32 and the next matmul saves a 16-bit cast of the last
-/// tensor (the softmax's own output kept beside it where it is the only one).
 double scoreBytes(Precision p, ScoresLayout l)
 {
     const int n = l == ScoresLayout::SoftmaxOnly ? 1 : l == ScoresLayout::SoftmaxDropout ? 2 : 3;
-    const double m = l == ScoresLayout::SoftmaxDropout ? 1.0 : 0.0;
-    if (p == Precision::AmpBf16 || p == Precision::AmpFp16)
-        return 4.0 * (n - 1) + 2.0 + m + (n == 1 ? 4.0 : 0.0);
-    return (p == Precision::Fp32 ? 4.0 : 2.0) * n + m;
+    return attentionScoreBytes(p, n, l == ScoresLayout::SoftmaxDropout);
 }
 
 WhatIfBaseline analyticBaseline(const ModelDims& dims, const LeverConfig& config, const WhatIfConstants& k)
@@ -378,7 +372,7 @@ Projection evaluate(const WhatIfState& s, const WhatIfBaseline& base, const What
         for (const auto& comp : ph.components) {
             ph.allocated += comp.bytes;
             sigma2 += std::pow(comp.bytes * comp.relErr, 2);
-            sigmaHigh2 += std::pow(comp.bytes * std::max(comp.relErr, comp.relErrHigh), 2);
+            sigmaHigh2 += std::pow(comp.bytes * comp.highErr(), 2);
         }
         const double sigma = std::sqrt(sigma2), sigmaHigh = std::sqrt(sigmaHigh2);
         ph.allocatedLow = std::max(0.0, ph.allocated - sigma);

@@ -169,7 +169,7 @@ nlohmann::json projectionJson(const Projection& p, const std::vector<MeasuredIte
                             {"bytes", int64_t(c.bytes)},
                             {"provenance", std::string(provenanceName(c.provenance))},
                             {"rel_err", c.relErr},
-                            {"rel_err_high", std::max(c.relErr, c.relErrHigh)}});
+                            {"rel_err_high", c.highErr()}});
         }
         const std::string name(stepPhaseName(ph.phase));
         phases[name] = comps;

@@ -23,22 +23,14 @@ void scale(Term& t, double f, double relErr)
     widen(t, relErr);
 }
 
-/// A factor read with the readings it leaves open (`low` .. `high`, around `f`); a read
-/// factor still keeps 10% each side.
-void scaleWithin(Term& t, double f, double low, double high)
-{
-    t.bytes *= f;
-    widen(t, std::max(0.10, (f - low) / f));
-    t.relErrHigh = std::max(t.relErrHigh, std::max(0.10, (high - f) / f));
-}
-
 /// A no_grad forward's temporaries under CUDA autocast: the attention scores among them at
-/// their read factor (scoresautocast.h), the rest at the activations' `af` (30% each side).
+/// their read factor (scoresautocast.h, the highest reading), the rest at the activations'
+/// `af` (30% each side).
 void scaleScoresApart(Term& t, double af, const ScoresAutocast& sc)
 {
     const double rest = t.bytes * (1.0 - sc.tempsShare), scores = t.bytes * sc.tempsShare;
     const double central = rest * af + scores * sc.temps;
-    const double low = rest * af * 0.7 + scores * sc.tempsLow, high = rest * af * 1.3 + scores * sc.tempsHigh;
+    const double low = rest * af * 0.7 + scores * sc.tempsLow, high = rest * af * 1.3 + scores * sc.temps;
     t.bytes = central;
     widen(t, (central - low) / central);
     t.relErrHigh = std::max(t.relErrHigh, (high - central) / central);
@@ -109,7 +101,7 @@ WhatIfState withPrecision(WhatIfState s, Precision p)
     // its scores shrink like the rest.
     auto quadFactor = [&](Precision x) {
         const bool amp = x == Precision::AmpBf16 || x == Precision::AmpFp16;
-        return amp && !s.cpuAutocast ? activationFactor(Precision::Fp32) * 7.0 / 9.0 : activationFactor(x);
+        return attentionScoreBytes(amp && s.cpuAutocast ? Precision::Bf16 : x, 2, true);
     };
     // Where the calibration read how many score-sized tensors each call saves and whether a
     // dropout mask is among them (scoresautocast.h), that reading replaces the 7/9.
@@ -117,7 +109,7 @@ WhatIfState withPrecision(WhatIfState s, Precision p)
     const bool cudaFromFp32 = !s.cpuAutocast && p0 == Precision::Fp32 &&
                               (p == Precision::AmpBf16 || p == Precision::AmpFp16);
     if (cudaFromFp32 && sc.saved > 0)
-        scaleWithin(s.actQuad, sc.saved, sc.savedLow, sc.savedHigh);
+        scale(s.actQuad, sc.saved, 0.10);
     else
         scale(s.actQuad, quadFactor(p) / quadFactor(p0), 0.30);
     // Batch-sized temporaries (logits, the loss's log-probabilities, their gradients) stay

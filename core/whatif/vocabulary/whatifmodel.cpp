@@ -178,6 +178,14 @@ double optimizerBytesMoved(Precision p, OptimizerKind o)
 
 double activationFactor(Precision p) { return p == Precision::Fp32 ? 1.8 : 1.0; }
 
+double attentionScoreBytes(Precision p, int n, bool dropoutMask)
+{
+    const double m = dropoutMask ? 1.0 : 0.0;
+    if (p == Precision::AmpBf16 || p == Precision::AmpFp16)
+        return 4.0 * (n - 1) + 2.0 + m + (n == 1 && !dropoutMask ? 4.0 : 0.0);
+    return (p == Precision::Fp32 ? 4.0 : 2.0) * n + m;
+}
+
 double ModelDims::layerParams() const
 {
     if (layers <= 0)

@@ -82,6 +82,12 @@ StateBytes stateBytes(Precision p, OptimizerKind o);
 double optimizerBytesMoved(Precision p, OptimizerKind o);
 /// Saved-activation size relative to 16-bit activations (fp32 stores ~1.8x, [G]).
 double activationFactor(Precision p);
+/// Bytes an attention call saves per score (docs/whatif-model.md, "The terms"): `n`
+/// score-sized tensors (4 B in fp32, 2 B in 16 bits) and perhaps a bool dropout mask (1 B).
+/// Under CUDA autocast the softmax stays fp32 and the next matmul saves a 16-bit cast of the
+/// last of the n; where that one is the only one and no mask, it is the softmax's own output,
+/// which its backward keeps in fp32 beside the cast: 4(n-1) + 2 + m [+ 4].
+double attentionScoreBytes(Precision p, int n, bool dropoutMask);
 
 /// Transformer dimensions (analytic mode, and optional help for calibrated mode).
 struct ModelDims {
@@ -163,6 +169,7 @@ struct Component {
     Provenance provenance = Provenance::Modelled;
     double low = 0, high = 0; ///< explicit band (fragmentation, context); 0/0 = from relErr
     double relErrHigh = 0;    ///< the high side's, where larger (Term::relErrHigh)
+    double highErr() const { return relErr > relErrHigh ? relErr : relErrHigh; }
 };
 
 struct PhaseProjection {

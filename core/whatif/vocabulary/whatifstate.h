@@ -25,15 +25,14 @@ struct Term {
     /// Where a reading the evidence allows lies further above than below: the band's high
     /// side is max(relErr, relErrHigh).
     double relErrHigh = 0;
-    double highErr() const { return relErr > relErrHigh ? relErr : relErrHigh; }
 };
 
 /// The attention scores under CUDA's autocast lists, as a calibration read them
 /// (core/whatif/calibration/scoresautocast.h): factors on the fp32 run's bytes, 0 = not read.
 struct ScoresAutocast {
-    double saved = 0, savedLow = 0, savedHigh = 0; ///< on `actQuad`
-    double temps = 0, tempsLow = 0, tempsHigh = 0; ///< on a no_grad forward's scores in `logits`
-    double tempsShare = 0;                         ///< their share of `logits`
+    double saved = 0;              ///< on `actQuad`, read from the call's count (10% each side)
+    double temps = 0, tempsLow = 0; ///< on a no_grad forward's scores in `logits`: the reading, and every one narrowed
+    double tempsShare = 0;         ///< their share of `logits`
 };
 
 /// The memory terms of one configuration, per device. Activations are kept as they would be
