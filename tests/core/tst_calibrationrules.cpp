@@ -5,6 +5,7 @@
 #include "core/io/loader.h"
 #include "core/whatif/calibration/whatifcalibration.h"
 #include "core/whatif/replay/traceprojector.h"
+#include "core/whatif/laws/stackreadings.h"
 
 #include <catch2/catch.hpp>
 
@@ -230,4 +231,21 @@ TEST_CASE("A class grown more than 4x from its size alone keeps the constant rea
     LeverConfig u = withShapes.baseline.config;
     u.seq *= 8;
     CHECK(project(withShapes.baseline, u, {}, deviceForCapacity(0)).peakAllocatedLow > 2 * base);
+}
+
+TEST_CASE("A fused attention kernel is named by a kernel or a library, not a user's file", "[whatif][rules]")
+{
+    // CS336's `scaled_dot_product_attention.py` (the niu runs) computes q k^T itself: its name
+    // does not say FlashAttention ran.
+    FrameTable ft;
+    auto stackOf = [&](const char* file, const char* name) {
+        const std::vector<uint32_t> frames = {ft.internFrame(file, 40, name)};
+        return ft.internStack(frames);
+    };
+    CHECK_FALSE(fusedAttentionStack(ft, stackOf("/home/u/cs336_basics/modules/scaled_dot_product_attention.py", "forward")));
+    CHECK(fusedAttentionStack(
+        ft, stackOf("/usr/lib/python3/dist-packages/transformers/integrations/sdpa_attention.py", "sdpa_attention_forward")));
+    CHECK(fusedAttentionStack(ft, stackOf("??", "at::_ops::_scaled_dot_product_flash_attention::call")));
+    CHECK(fusedAttentionStack(ft, stackOf("/opt/venv/lib/python3.11/site-packages/flash_attn/flash_attn_interface.py",
+                                          "_flash_attn_forward")));
 }

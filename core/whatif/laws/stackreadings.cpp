@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "core/whatif/laws/stackreadings.h"
 
+#include "core/analysis/usercode.h"
+
 #include <algorithm>
 #include <cctype>
 #include <span>
@@ -89,6 +91,10 @@ bool fusedAttentionStack(const FrameTable& frames, uint32_t stack)
 {
     for (uint32_t id : frames.stack(stack)) {
         const Frame& f = frames.frame(id);
+        // A kernel's own frame, or a library's Python: a user's file named after the
+        // operation (scaled_dot_product_attention.py computing q k^T itself) is not one.
+        if (frames.isPythonFrame(id) && !isLibraryFile(frames.strings().get(f.file)))
+            continue;
         const std::string text = lower(frames.strings().get(f.name)) + " " + lower(frames.strings().get(f.file));
         for (const char* w : {"scaled_dot_product", "flash_attn", "flash_attention", "efficient_attention",
                               "xformers", "sdpa"})

@@ -24,7 +24,9 @@ bool softmaxStack(const FrameTable& frames, uint32_t stack);
 /// Any frame names attention (a user's own function included): b*s^2 is possible, not decided.
 bool attentionContext(const FrameTable& frames, uint32_t stack);
 /// A fused attention kernel is named (torch's scaled_dot_product_attention and its flash and
-/// memory-efficient kernels, FlashAttention, xformers, an SDPA integration): scores are never made.
+/// memory-efficient kernels, FlashAttention, xformers, an SDPA integration) by a native frame or
+/// an installed package's Python frame: scores are never made. A user's own file of that name
+/// does not count.
 bool fusedAttentionStack(const FrameTable& frames, uint32_t stack);
 /// Any allocation of the timeline has a stack that names a fused attention kernel.
 bool anyFusedAttention(const MemoryTimeline& timeline, const FrameTable& frames);
