@@ -48,7 +48,7 @@ Equivalences (what counts as right):
   unmatched         a Headroom allocation whose alloc_time_us is null or not in the truth
                     counts as wrong for both (none are expected; their number is printed).
 
---check exits 1 when any family x style is under 98% on one of the four scores, naming them,
+--check exits 1 when any family x style is under 99% on one of the four scores, naming them,
 except the known gaps in KNOWN_GAPS, which fail only under their own floor.
 --json OUT writes the table (with the biggest confusions per point). --record-only records
 and writes the copies without the CLI and prints the truth's composition. Exit status 2 when
@@ -89,16 +89,14 @@ DIST_STYLES = ("ddp_1", "ddp_2", "zero1_1", "zero1_2")
 ALL_STYLES = STYLES + LATE_STYLES + WRAPPED_STYLES + tuple(OOM_STYLES) + DIST_STYLES
 BASE = dict(micro_batch=2, seq_mult=1, iterations=2, optimizer="adamw", seed=0)
 RECORD_VERSION = 2  # bump when record() below changes what is recorded
-THRESHOLD = 98.0
+THRESHOLD = 99.0  # issue 46's bar: every cell, categories and phases, at the peak and over the timeline
 # Open gaps, each with its own floor and why (docs/categories-and-phases.md, "Memory from
 # before the recording"): a point under THRESHOLD but over its floor is printed as a known gap,
-# not failed; under its floor it fails. Adafactor-like state alive before the trace is read by
-# size (a size no gradient has, that the step computes with); its blocks the size of a bias or
-# of the allocator's smallest block cannot be told from weights that way (convnet 97.83% /
-# 95.64%, lstm 98.73% / 97.81% when the rule was written).
-# A step an OOM cut in its forward: a temporary of the op the OOM stopped is alive at the end of
-# the trace, as the activations are, and reads as one (convnet 95.66% at the peak, 4.34% of it).
-KNOWN_GAPS = {("convnet", "late_adafactor"): 95.0, ("lstm", "late_adafactor"): 97.0}
+# not failed; under its floor it fails. A ring buffer that wrapped before the step's forward
+# lost the birth of that step's batch, and the window ends before the next batch is made:
+# nothing in it says what the batch is, so it stays unknown (convnet 98.64% at the peak, the
+# 24 KiB image batch; the other families' batches are a smaller share).
+KNOWN_GAPS = {("convnet", "wrapped"): 98.5}
 DEFAULT_OUT = os.path.join(ROOT, "build", "category-truth")
 DEFAULT_CLI = os.path.join(ROOT, "build", "release", "app", "headroom-cli")
 

@@ -5,6 +5,7 @@
 #include "core/analysis/phaseclassifier.h"
 
 #include <algorithm>
+#include <map>
 #include <unordered_map>
 #include <climits>
 #include <optional>
@@ -76,6 +77,12 @@ std::string_view categoryRuleText(CategoryRule r)
     case CategoryRule::BeforeWindowStateBySize:
         return "alive before the trace, of a size the weights do not take, and the optimizer step computes with "
                "blocks of that size: state of its own shape (a factored second moment)";
+    case CategoryRule::BeforeWindowLikeFreeSite:
+        return "alive before the trace, freed at a statement that later frees tensors of the same size born in the "
+               "trace, all of one category: that category";
+    case CategoryRule::BeforeWindowFactoredState:
+        return "alive before the trace, and one of the blocks the gradients' shapes predict for a factored second "
+               "moment (Adafactor's row and column means per matrix, the whole moment per vector)";
     }
     return "?";
 }
@@ -313,6 +320,45 @@ void cutForwardAsCompleteStep(const DeviceData& device, const MemoryTimeline& ti
     }
 }
 
+/// Memory from before the trace freed at a statement that, on a later pass, frees tensors of the
+/// same size born in the trace: it is what they are (a window that begins mid-forward frees that
+/// forward's temporaries at the lines that free the next forward's). Only tensors born after it
+/// was freed vote (one statement frees the loss beside the batch it was computed from), and they
+/// must all agree; the free must have a stack: the site, not the moment, is the evidence.
+void likeItsFreeSite(const DeviceData& device, const MemoryTimeline& timeline, std::vector<AllocationClass>& classes)
+{
+    const std::vector<uint32_t>& stacks = device.trace.stack;
+    auto siteOf = [&](const Allocation& a) -> std::optional<std::pair<uint32_t, int64_t>> {
+        if (a.end < 0 || size_t(a.end) >= stacks.size() || stacks[size_t(a.end)] == 0)
+            return std::nullopt;
+        return std::pair(stacks[size_t(a.end)], a.size);
+    };
+    // Per site, the trace's tensors freed there: birth event and category.
+    std::map<std::pair<uint32_t, int64_t>, std::vector<std::pair<int64_t, TensorCategory>>> freedAt;
+    for (size_t i = 0; i < classes.size(); ++i) {
+        const auto site = timeline.allocations[i].start >= 0 ? siteOf(timeline.allocations[i]) : std::nullopt;
+        if (site && classes[i].category != TensorCategory::Unknown)
+            freedAt[*site].emplace_back(timeline.allocations[i].start, classes[i].category);
+    }
+    for (size_t i = 0; i < classes.size(); ++i) {
+        if (classes[i].rule != CategoryRule::BeforeWindowOther)
+            continue;
+        const auto site = siteOf(timeline.allocations[i]);
+        const auto it = site ? freedAt.find(*site) : freedAt.end();
+        if (it == freedAt.end())
+            continue;
+        std::optional<TensorCategory> agreed;
+        bool disagree = false;
+        for (const auto& [born, category] : it->second)
+            if (born > timeline.allocations[i].end) {
+                disagree = disagree || (agreed && *agreed != category);
+                agreed = category;
+            }
+        if (agreed && !disagree)
+            classes[i] = {*agreed, CategoryRule::BeforeWindowLikeFreeSite, Phase::Setup};
+    }
+}
+
 /// Megatron's buffer makes param_data then grad_data, DeepSpeed ZeRO-1/2's constructor its flat
 /// 16-bit groups then its fp32 partitions: two statements of one function, the first the
 /// parameters. Per site, the kept allocations of its lowest line are the first statement's when
@@ -373,6 +419,7 @@ std::vector<AllocationClass> CategoryClassifier::classify(const Snapshot& snapsh
     requireStateEvidence(timeline, out);
     batchOfCutStep(device, timeline, phases, out);
     cutForwardAsCompleteStep(device, timeline, phases, out);
+    likeItsFreeSite(device, timeline, out);
     return out;
 }
 

@@ -48,7 +48,11 @@ enum class CategoryRule : uint8_t {
     FlatGradientBuffer,      ///< a framework's flat gradients (Megatron's grad_data, DeepSpeed's buckets)
     MasterWeights,           ///< a framework's fp32 main parameters (Megatron, DeepSpeed): optimizer state
     FrameworkTemporary,      ///< made by a framework's site and freed within its phase (a clone, a gather)
+    BeforeWindowFactoredState, ///< alive before the trace, one of the factors the gradients' shapes predict
+    BeforeWindowLikeFreeSite,  ///< alive before the trace, freed where the trace's tensors of its size, all of one category, are
 };
+
+inline constexpr CategoryRule kLastCategoryRule = CategoryRule::BeforeWindowLikeFreeSite;
 
 std::string_view categoryRuleText(CategoryRule r);
 

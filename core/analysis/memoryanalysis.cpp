@@ -119,7 +119,7 @@ DeviceAnalysis analyzeDevice(const LoadedTrace& trace, size_t deviceIndex, const
     a.phases = PhaseClassifier::classify(trace.snapshot, dev);
     throwIfCancelled(options.cancel);
     a.classes = CategoryClassifier::classify(trace.snapshot, dev, tl, a.phases);
-    a.preRecording = readPreRecording(trace.snapshot.frames, tl, a.phases, a.classes);
+    a.preRecording = readPreRecording(trace.snapshot.frames, tl, a.phases, a.classes, dev.trace.tensors);
     throwIfCancelled(options.cancel);
     if (options.categorySeries)
         a.categories = categorySeries(tl, a.classes);

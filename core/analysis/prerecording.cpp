@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "core/analysis/prerecording.h"
+#include "core/analysis/factoredstate.h"
+#include "core/model/recordedtensors.h"
 #include "core/replay/allocatorconstants.h"
 
 #include "core/util/units.h"
@@ -57,8 +59,9 @@ std::optional<NamedOptimizer> optimizerOfFrames(const FrameTable& ft, const Memo
 }
 
 /// One gradient per trainable parameter: those born in the trace's backward and alive at its
-/// first optimizer event (else at the end of its first backward).
-SizeCounts gradientSizes(const MemoryTimeline& tl, const PhaseAnalysis& ph, const std::vector<AllocationClass>& classes)
+/// first optimizer event (else at the end of its first backward), as allocation indices.
+std::vector<size_t> gradientsAtStep(const MemoryTimeline& tl, const PhaseAnalysis& ph,
+                                    const std::vector<AllocationClass>& classes)
 {
     int64_t at = -1;
     for (const PhaseSpan& s : ph.spans)
@@ -68,15 +71,23 @@ SizeCounts gradientSizes(const MemoryTimeline& tl, const PhaseAnalysis& ph, cons
             at = s.startEvent;
             break;
         }
-    SizeCounts out;
+    std::vector<size_t> out;
     if (at < 0)
         return out;
     for (size_t i = 0; i < tl.allocations.size(); ++i) {
         const Allocation& a = tl.allocations[i];
         if (classes[i].category == TensorCategory::Gradient && classes[i].rule == CategoryRule::BackwardOutlivesPass &&
             a.start >= 0 && a.start <= at && (a.end == Allocation::kStillAlive || a.end > at))
-            ++out[a.size];
+            out.push_back(i);
     }
+    return out;
+}
+
+SizeCounts gradientSizes(const MemoryTimeline& tl, const std::vector<size_t>& gradients)
+{
+    SizeCounts out;
+    for (size_t i : gradients)
+        ++out[tl.allocations[i].size];
     return out;
 }
 
@@ -164,12 +175,53 @@ std::vector<PreRecordingReading> readingsFromCounts(const SizeCounts& pre, std::
     return out;
 }
 
-/// Without gradients to count them, the parameters in the smallest blocks: that size holds
-/// `copies` blocks for each and a step counter for every parameter, so at most
-/// (blocks - larger parameters) / (copies + 1) of them (small buffers make it fewer).
-void addSmallestParameters(const MemoryTimeline& tl, const std::vector<AllocationClass>& classes, int copies,
-                           SizeCounts& reference)
+/// The parameters in the smallest blocks, counted by a line of the optimizer step that allocates
+/// the same number of blocks for every parameter (AdamW's `exp_avg_sq.sqrt()`): where its blocks
+/// of every larger size are one multiple c of the parameters of that size, and it makes no
+/// other larger block, its smallest blocks over c are the small parameters. Nullopt where no
+/// line does.
+std::optional<int64_t> smallestFromStepLine(const FrameTable& ft, const MemoryTimeline& tl, const PhaseAnalysis& ph,
+                                            const SizeCounts& reference)
 {
+    std::map<uint32_t, SizeCounts> byLine; // innermost frame -> its blocks in the optimizer phase
+    for (const Allocation& a : tl.allocations)
+        if (a.start >= 0 && ph.eventPhase[size_t(a.start)] == Phase::Optimizer && !ft.stack(a.stack).empty())
+            ++byLine[ft.stack(a.stack).front()][a.size];
+    std::optional<int64_t> found;
+    for (const auto& [frame, sizes] : byLine) {
+        int64_t c = 0;
+        bool proportional = !reference.empty();
+        for (const auto& [size, n] : sizes) {
+            if (size <= kSmallBytes)
+                continue;
+            const auto it = reference.find(size);
+            proportional = proportional && it != reference.end() && n % it->second == 0 && (c == 0 || n / it->second == c);
+            c = it == reference.end() ? 0 : n / it->second;
+        }
+        proportional = proportional && c > 0 && std::all_of(reference.begin(), reference.end(), [&](const auto& kv) {
+                           return sizes.count(kv.first) > 0;
+                       });
+        const auto small = sizes.find(kSmallBytes);
+        const int64_t n = small == sizes.end() ? 0 : small->second;
+        if (!proportional || n % c != 0 || (found && *found != n / c))
+            continue;
+        found = n / c;
+    }
+    return found;
+}
+
+/// Without gradients to count them, the parameters in the smallest blocks: from a line of the
+/// optimizer step that allocates once per parameter where one does, else at most
+/// (blocks - larger parameters) / (copies + 1): that size holds `copies` blocks for each and a
+/// step counter for every parameter (small buffers make it fewer).
+void addSmallestParameters(const FrameTable& ft, const MemoryTimeline& tl, const PhaseAnalysis& ph,
+                           const std::vector<AllocationClass>& classes, int copies, SizeCounts& reference)
+{
+    if (const std::optional<int64_t> n = smallestFromStepLine(ft, tl, ph, reference)) {
+        if (*n > 0)
+            reference[kSmallBytes] = *n;
+        return;
+    }
     int64_t larger = 0, smallest = 0;
     for (const auto& [size, n] : reference)
         larger += n;
@@ -281,6 +333,78 @@ void relabelStateBySize(const MemoryTimeline& tl, std::vector<AllocationClass>& 
     }
 }
 
+/// The blocks from before the trace that no rule has taken yet, by size (the smallest too),
+/// less one per gradient where the weights are still among them.
+SizeCounts blocksBeyondWeights(const MemoryTimeline& tl, const std::vector<AllocationClass>& classes,
+                               const SizeCounts& gradients, bool weightsTaken)
+{
+    SizeCounts out;
+    for (size_t i = 0; i < tl.allocations.size(); ++i)
+        if (aliveThrough(tl.allocations[i]) && classes[i].rule == CategoryRule::AliveThroughWindow)
+            ++out[tl.allocations[i].size];
+    if (!weightsTaken)
+        for (const auto& [size, n] : gradients)
+            if (auto it = out.find(size); it != out.end() && (it->second -= std::min(n, it->second)) == 0)
+                out.erase(it);
+    return out;
+}
+
+/// Whether `predicted` is what the blocks beyond the weights hold: it fits among them, and
+/// either names a size no gradient has (a factor no weight of the trained set could be) or
+/// explains every one of them (a model whose factors all share sizes with its weights: an LSTM's
+/// biases and its matrices' rows).
+bool factoredFits(const SizeCounts& predicted, const SizeCounts& beyond, const SizeCounts& gradients)
+{
+    bool ownSize = false;
+    for (const auto& [size, n] : predicted) {
+        const auto it = beyond.find(size);
+        if (it == beyond.end() || it->second < n)
+            return false;
+        ownSize = ownSize || (size > kSmallBytes && !gradients.count(size));
+    }
+    const bool all = std::all_of(beyond.begin(), beyond.end(), [&](const auto& kv) {
+        const auto it = predicted.find(kv.first);
+        return kv.second == (it == predicted.end() ? 0 : it->second);
+    });
+    return ownSize || all;
+}
+
+/// Adafactor's kind of state from before the trace, predicted block by block from the shapes the
+/// recorder gave the gradients (factoredstate.h), in their own dtype or in fp32 (transformers'
+/// Adafactor keeps fp32 state for bf16 gradients). Read only where exactly one prediction fits;
+/// then the predicted count of each size is state, and a frozen weight or a buffer of a factor's
+/// size (BatchNorm's running statistics, a bias) stays what it was.
+void readFactoredState(const FrameTable& ft, const MemoryTimeline& tl, const std::vector<size_t>& gradientIndices,
+                       const SizeCounts& gradients, const RecordedTensors& tensors,
+                       std::vector<AllocationClass>& classes, PreRecording& r, bool weightsTaken)
+{
+    std::vector<ShapedGradient> own, fp32;
+    for (size_t i : gradientIndices) {
+        const RecordedTensor* rec = recordedTensorAt(tensors, tl.allocations[i].start);
+        const int64_t e = rec ? dtypeElementBytes(ft.strings().get(rec->dtype)) : 0;
+        if (e == 0)
+            return; // a gradient without a recorded shape: nothing to predict from
+        own.push_back({rec->shape, e});
+        fp32.push_back({rec->shape, 4});
+    }
+    const SizeCounts left = blocksBeyondWeights(tl, classes, gradients, weightsTaken);
+    const SizeCounts a = predictFactoredState(own), b = predictFactoredState(fp32);
+    const bool fitsA = !own.empty() && factoredFits(a, left, gradients), fitsB = a != b && factoredFits(b, left, gradients);
+    if (fitsA == fitsB)
+        return; // neither fits, or both do and nothing says which
+    SizeCounts take = fitsA ? a : b;
+    for (size_t i = 0; i < tl.allocations.size(); ++i) {
+        const Allocation& x = tl.allocations[i];
+        if (!aliveThrough(x) || classes[i].rule != CategoryRule::AliveThroughWindow || take[x.size] == 0)
+            continue;
+        --take[x.size];
+        classes[i] = {TensorCategory::OptimizerState, CategoryRule::BeforeWindowFactoredState, Phase::Setup};
+        r.factoredBytes += x.size;
+        ++r.factoredBlocks;
+    }
+    r.factoredElementBytes = int(fitsA ? own.front().elementBytes : 4);
+}
+
 std::string describe(const PreRecording& r)
 {
     std::string s = formatBytes(r.bytes) + " alive before the trace holds the parameter set (" +
@@ -309,7 +433,7 @@ int64_t PreRecording::stateBytesHigh() const
 }
 
 PreRecording readPreRecording(const FrameTable& frames, const MemoryTimeline& tl, const PhaseAnalysis& ph,
-                              std::vector<AllocationClass>& classes)
+                              std::vector<AllocationClass>& classes, const RecordedTensors& tensors)
 {
     PreRecording r;
     relabelReplacedState(frames, tl, classes);
@@ -329,7 +453,8 @@ PreRecording readPreRecording(const FrameTable& frames, const MemoryTimeline& tl
         r.optimizer = opt->name;
         r.stepCounters = opt->states == std::set<int>{2};
     }
-    const SizeCounts gradients = gradientSizes(tl, ph, classes);
+    const std::vector<size_t> gradientIndices = gradientsAtStep(tl, ph, classes);
+    const SizeCounts gradients = gradientSizes(tl, gradientIndices);
     SizeCounts reference = gradients;
     if (!reference.empty()) {
         r.reference = "the gradients born in the trace's backward";
@@ -347,10 +472,11 @@ PreRecording readPreRecording(const FrameTable& frames, const MemoryTimeline& tl
             if (r.found() && n % r.copies == 0) // not a buffer of its own
                 reference[size] = n / r.copies;
         if (r.decided() && r.stepCounters)
-            addSmallestParameters(tl, classes, r.copies, reference);
+            addSmallestParameters(frames, tl, ph, classes, r.copies, reference);
     }
     if (!r.found() || r.readings.empty()) {
         r.readings.clear();
+        readFactoredState(frames, tl, gradientIndices, gradients, tensors, classes, r, false);
         relabelStateBySize(tl, classes, gradients);
         return r;
     }
@@ -362,6 +488,7 @@ PreRecording readPreRecording(const FrameTable& frames, const MemoryTimeline& tl
                    "and backward are in the trace (their frames name the optimizer; the gradients they allocate "
                    "are the parameter set)";
     relabel(tl, classes, reference, r);
+    readFactoredState(frames, tl, gradientIndices, gradients, tensors, classes, r, true);
     relabelStateBySize(tl, classes, gradients);
     return r;
 }

@@ -4,6 +4,7 @@
 #include "core/analysis/categoryclassifier.h"
 #include "core/analysis/phaseclassifier.h"
 #include "core/model/frametable.h"
+#include "core/model/snapshotmodel.h"
 #include "core/replay/replay.h"
 
 #include <cstdint>
@@ -38,6 +39,11 @@ struct PreRecording {
     std::vector<PreRecordingReading> readings; ///< every reading the evidence allows
     std::string evidence;                      ///< why, in words
     std::string settle;                        ///< what would settle it (undecided only)
+    /// State of Adafactor's kind (factored second moments) read from the gradients' shapes:
+    /// its bytes and blocks, and the bytes per element of the prediction that fit (0: none read).
+    int64_t factoredBytes = 0;
+    int64_t factoredBlocks = 0;
+    int factoredElementBytes = 0;
 
     bool found() const { return copies >= 2; }
     bool decided() const { return readings.size() == 1; }
@@ -51,7 +57,9 @@ struct PreRecording {
 /// Unknown (CategoryRule::BeforeWindowUndecided) and the readings say what they may be.
 /// Also relabels memory from before the trace that the optimizer's update (not zero_grad) frees:
 /// state the step replaced.
+/// `tensors`: what the recorder said of each allocation (its shapes predict factored state).
+using RecordedTensors = std::vector<std::pair<uint32_t, RecordedTensor>>;
 PreRecording readPreRecording(const FrameTable& frames, const MemoryTimeline& timeline, const PhaseAnalysis& phases,
-                              std::vector<AllocationClass>& classes);
+                              std::vector<AllocationClass>& classes, const RecordedTensors& tensors = {});
 
 } // namespace headroom

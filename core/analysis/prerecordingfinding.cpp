@@ -22,18 +22,40 @@ std::string readingText(const PreRecordingReading& x, int64_t weights)
     return s;
 }
 
+std::string factoredText(const PreRecording& r)
+{
+    return "optimizer state " + formatBytes(r.factoredBytes) + " of Adafactor's kind (" +
+           std::to_string(r.factoredBlocks) + " blocks of factored second moments)";
+}
+
+std::string factoredEvidence(const PreRecording& r)
+{
+    return "the " + std::to_string(r.factoredBlocks) +
+           " blocks a factored second moment keeps for the gradients' recorded shapes (a row and a column mean "
+           "per matrix, the whole moment per vector, " + std::to_string(r.factoredElementBytes) +
+           " bytes an element) are all there beyond the weights";
+}
+
 } // namespace
 
 std::optional<Finding> preRecordingFinding(const PreRecording& r)
 {
-    if (!r.found() || r.readings.empty())
+    const bool factored = r.factoredBlocks > 0;
+    if ((!r.found() || r.readings.empty()) && !factored)
         return std::nullopt;
     Finding f;
     f.kind = "before_recording";
     f.evidence = r.evidence;
+    if (factored)
+        f.evidence += (f.evidence.empty() ? "" : "; ") + factoredEvidence(r);
+    if (!r.found() || r.readings.empty()) {
+        f.verdict = "recorded mid-run: the memory from before the recording holds the weights and " + factoredText(r);
+        f.firstMove = "nothing to settle: the breakdown, the what-if and the ladder count it so";
+        return f;
+    }
     if (r.decided()) {
         f.verdict = "recorded mid-run: the memory from before the recording is " +
-                    readingText(r.readings.front(), r.weightBytes);
+                    readingText(r.readings.front(), r.weightBytes) + (factored ? " + " + factoredText(r) : "");
         f.firstMove = "nothing to settle: the breakdown, the what-if and the ladder count it so";
         return f;
     }

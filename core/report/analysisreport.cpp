@@ -190,7 +190,8 @@ nlohmann::json userCategoriesJson(const LiveGroups& g)
 
 static nlohmann::json preRecordingJson(const PreRecording& r)
 {
-    if (!r.found() || r.readings.empty())
+    const bool copies = r.found() && !r.readings.empty();
+    if (!copies && r.factoredBlocks == 0)
         return nullptr;
     nlohmann::json readings = nlohmann::json::array();
     for (const PreRecordingReading& x : r.readings)
@@ -202,10 +203,12 @@ static nlohmann::json preRecordingJson(const PreRecording& r)
             {"copies", r.copies},
             {"reference", r.reference},
             {"optimizer", r.optimizer.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.optimizer)},
-            {"decided", r.decided()},
+            {"decided", copies ? r.decided() : true},
             {"readings", readings},
             {"optimizer_state_low_bytes", r.stateBytesLow()},
-            {"optimizer_state_high_bytes", r.stateBytesHigh()}};
+            {"optimizer_state_high_bytes", r.stateBytesHigh()},
+            {"factored_state_bytes", r.factoredBytes},
+            {"factored_state_blocks", r.factoredBlocks}};
 }
 
 nlohmann::json analysisJson(const LoadedTrace& trace, std::optional<int64_t> capacity, size_t top,

@@ -94,12 +94,13 @@ TEST_CASE("TensorCategory: the profiler's export indices and both spellings", "[
 TEST_CASE("CategoryClassifier: every rule has its own text", "[categoryclassifier]")
 {
     std::set<std::string_view> texts;
-    for (int r = 0; r <= static_cast<int>(R::UnknownPhase); ++r) {
+    for (int r = 0; r <= static_cast<int>(kLastCategoryRule); ++r) {
         const auto text = categoryRuleText(static_cast<R>(r));
+        INFO(r);
         CHECK(text != "?");
         texts.insert(text);
     }
-    CHECK(texts.size() == static_cast<size_t>(R::UnknownPhase) + 1);
+    CHECK(texts.size() == static_cast<size_t>(kLastCategoryRule) + 1);
 }
 
 TEST_CASE("CategoryClassifier: without trace events everything is unknown", "[categoryclassifier]")
@@ -115,6 +116,33 @@ TEST_CASE("CategoryClassifier: without trace events everything is unknown", "[ca
         CHECK(k.birthPhase == Phase::Setup);
     }
     CHECK(Case().classify("FBO").empty()); // no allocations, no classes
+}
+
+TEST_CASE("CategoryClassifier: memory from before the window is what a later pass frees at its statement",
+          "[categoryclassifier]")
+{
+    // A window that begins mid-forward: a block from before it is freed at the line that, in
+    // the window, frees a forward temporary of its size born after it. Another is freed at the
+    // line that also frees a tensor born before it died (one statement frees the loss beside the
+    // batch): that one says nothing. A free without a stack says nothing either.
+    Case c;
+    const std::vector<uint32_t> f1 = {c.snap.frames.internFrame("model.py", 10, "forward")};
+    const std::vector<uint32_t> f2 = {c.snap.frames.internFrame("train.py", 20, "train")};
+    const uint32_t line1 = c.snap.frames.internStack(f1), line2 = c.snap.frames.internStack(f2);
+    c.dev.trace.stack.assign(10, FrameTable::kEmptyStack);
+    c.dev.trace.stack[1] = c.dev.trace.stack[5] = line1;
+    c.dev.trace.stack[6] = c.dev.trace.stack[7] = line2;
+    const size_t early = c.add(kBefore, 1);
+    const size_t later = c.add(3, 5);   // born and freed in the forward: a temporary
+    const size_t coFreed = c.add(kBefore, 7);
+    c.add(2, 6);                        // freed by the same line, born before coFreed died
+    const size_t noStack = c.add(kBefore, 4);
+    const auto out = c.classify("FFFFFFFFFF");
+    CHECK(out[later].category == C::Temporary);
+    CHECK(out[early].category == C::Temporary);
+    CHECK(out[early].rule == R::BeforeWindowLikeFreeSite);
+    CHECK(out[coFreed].rule == R::BeforeWindowOther);
+    CHECK(out[noStack].rule == R::BeforeWindowOther);
 }
 
 TEST_CASE("CategoryClassifier: allocations from before the window, by where they die", "[categoryclassifier]")
