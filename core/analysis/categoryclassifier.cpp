@@ -64,10 +64,10 @@ std::string_view categoryRuleText(CategoryRule r)
                "the KV cache";
     case CategoryRule::FlatParameterBuffer:
         return "allocated by a training framework's flat parameter buffer (Megatron's param_data, the first of its "
-               "buffer's two statements; DeepSpeed's flat 16-bit groups or partitions)";
+               "buffer's two statements; DeepSpeed's flat 16-bit groups or partitions; FSDP's sharded parameters)";
     case CategoryRule::FlatGradientBuffer:
         return "allocated by a training framework's flat gradient buffer (Megatron's grad_data; DeepSpeed's reduce "
-               "bucket or gradient partition)";
+               "bucket or gradient partition; FSDP's reduce-scattered gradient shard)";
     case CategoryRule::MasterWeights:
         return "allocated by a training framework as fp32 main parameters (Megatron's DistributedOptimizer, "
                "DeepSpeed's fp32 partitions) and kept: master weights, the optimizer's state";
@@ -77,6 +77,9 @@ std::string_view categoryRuleText(CategoryRule r)
     case CategoryRule::BeforeWindowStateBySize:
         return "alive before the trace, of a size the weights do not take, and the optimizer step computes with "
                "blocks of that size: state of its own shape (a factored second moment)";
+    case CategoryRule::FrameworkGather:
+        return "allocated by a sharding framework's all-gather of a layer's parameters for its forward or backward "
+               "(FSDP, DeepSpeed ZeRO-3): a temporary gather";
     case CategoryRule::BeforeWindowLikeFreeSite:
         return "alive before the trace, freed at a statement that later frees tensors of the same size born in the "
                "trace, all of one category: that category";
@@ -140,6 +143,9 @@ std::optional<AllocationClass> frameworkClass(FrameworkSite site, Phase birth, b
     case S::SglangKvCache:
         return AllocationClass{C::KvCache, R::EngineKvCache, birth};
     case S::DeepSpeedGather:
+    case S::FsdpGather:
+        return AllocationClass{C::Temporary, R::FrameworkGather, birth};
+    case S::FsdpCast:
         return AllocationClass{C::Temporary, R::FrameworkTemporary, birth};
     default:
         break;
@@ -149,9 +155,11 @@ std::optional<AllocationClass> frameworkClass(FrameworkSite site, Phase birth, b
     switch (site) {
     case S::MegatronParamAndGradBuffer: // splitByLine decides param_data from grad_data
     case S::DeepSpeedParamPartition:
+    case S::FsdpFlatParameter:
         return AllocationClass{C::Parameter, R::FlatParameterBuffer, birth};
     case S::DeepSpeedGradBuffer:
     case S::DeepSpeedZero2GradPartition:
+    case S::FsdpReduceScatter:
         return AllocationClass{C::Gradient, R::FlatGradientBuffer, birth};
     case S::DeepSpeedZeroInit: // splitByLine: the first statement's are the 16-bit groups
     case S::MegatronMainParams:

@@ -50,9 +50,10 @@ enum class CategoryRule : uint8_t {
     FrameworkTemporary,      ///< made by a framework's site and freed within its phase (a clone, a gather)
     BeforeWindowFactoredState, ///< alive before the trace, one of the factors the gradients' shapes predict
     BeforeWindowLikeFreeSite,  ///< alive before the trace, freed where the trace's tensors of its size, all of one category, are
+    FrameworkGather,           ///< a layer's parameters all-gathered by FSDP or DeepSpeed ZeRO-3
 };
 
-inline constexpr CategoryRule kLastCategoryRule = CategoryRule::BeforeWindowLikeFreeSite;
+inline constexpr CategoryRule kLastCategoryRule = CategoryRule::FrameworkGather;
 
 std::string_view categoryRuleText(CategoryRule r);
 

@@ -56,7 +56,52 @@ constexpr SiteFrame kSiteFrames[] = {
     {"deepspeed/runtime/zero/partition_parameters.py", "_partition_param", FrameworkSite::DeepSpeedParamPartition},
     {"deepspeed/runtime/zero/partition_parameters.py", "all_gather_coalesced", FrameworkSite::DeepSpeedGather},
     {"deepspeed/runtime/zero/partition_parameters.py", "_all_gather_dtype", FrameworkSite::DeepSpeedGather},
+    // FSDP1 (flat_param.py became _flat_param.py in 2.1).
+    {"torch/distributed/fsdp/_flat_param.py", "_get_shard", FrameworkSite::FsdpFlatParameter},
+    {"torch/distributed/fsdp/flat_param.py", "_get_shard", FrameworkSite::FsdpFlatParameter},
+    {"torch/distributed/fsdp/_flat_param.py", "flatten_tensors", FrameworkSite::FsdpFlatParameter},
+    {"torch/distributed/fsdp/flat_param.py", "flatten_tensors", FrameworkSite::FsdpFlatParameter},
+    {"torch/distributed/fsdp/_flat_param.py", "_alloc_padded_unsharded_flat_param", FrameworkSite::FsdpGather},
+    {"torch/distributed/fsdp/flat_param.py", "_alloc_padded_unsharded_flat_param", FrameworkSite::FsdpGather},
+    {"torch/distributed/fsdp/_flat_param.py", "_use_low_precision_shard", FrameworkSite::FsdpCast},
+    {"torch/distributed/fsdp/flat_param.py", "_use_low_precision_shard", FrameworkSite::FsdpCast},
+    {"torch/distributed/fsdp/_flat_param.py", "flat_param_to", FrameworkSite::FsdpCast},
+    {"torch/distributed/fsdp/flat_param.py", "flat_param_to", FrameworkSite::FsdpCast},
+    {"torch/distributed/fsdp/_runtime_utils.py", "_post_backward_hook", FrameworkSite::FsdpReduceScatter},
+    {"torch/distributed/fsdp/_runtime_utils.py", "_reduce_grad", FrameworkSite::FsdpReduceScatter},
+    {"torch/distributed/fsdp/_runtime_utils.py", "_get_reduce_scatter_tensors", FrameworkSite::FsdpReduceScatter},
+    {"torch/distributed/fsdp/_runtime_utils.py", "_cast_grad_to_param_dtype", FrameworkSite::FsdpReduceScatter},
+    {"torch/distributed/fsdp/_runtime_utils.py", "_accumulate_sharded_grad", FrameworkSite::FsdpReduceScatter},
+    // FSDP2 (torch/distributed/_composable/fsdp/ until about 2.5, fsdp/_fully_shard/ after; its
+    // files' names are its own).
+    {"/_fsdp_param.py", "_init_sharded_param", FrameworkSite::FsdpFlatParameter},
+    {"/_fsdp_param.py", "reset_sharded_param", FrameworkSite::FsdpFlatParameter},
+    {"/_fsdp_param.py", "init_all_gather_outputs", FrameworkSite::FsdpGather},
+    {"/_fsdp_param.py", "alloc_all_gather_outputs", FrameworkSite::FsdpGather},
+    {"/_fsdp_param.py", "init_unsharded_param", FrameworkSite::FsdpGather},
+    {"/_fsdp_collectives.py", "foreach_all_gather", FrameworkSite::FsdpGather},
+    {"/_fsdp_collectives.py", "all_gather_copy_in_cuda", FrameworkSite::FsdpGather},
+    {"/_fsdp_collectives.py", "foreach_all_gather_copy_out", FrameworkSite::FsdpGather},
+    {"/_fsdp_collectives.py", "_get_param_all_gather_inputs", FrameworkSite::FsdpGather},
+    {"/_fsdp_collectives.py", "foreach_reduce", FrameworkSite::FsdpReduceScatter},
+    {"/_fsdp_collectives.py", "foreach_reduce_scatter", FrameworkSite::FsdpReduceScatter},
+    {"/_fsdp_param_group.py", "wait_for_unshard", FrameworkSite::FsdpGather},
 };
+
+/// Frames that allocate on behalf of their caller, so the site is the next Python frame out:
+/// TypedStorage._resize_ (FSDP1's _alloc_storage resizes a storage), the storage helpers and
+/// FSDP2's allocator mixins and casts, and comprehensions and lambdas (`<listcomp>` until
+/// Python 3.12 folded them into their function).
+bool passesThrough(std::string_view file, std::string_view name)
+{
+    if (name.starts_with("<") || endsWith(file, "torch/storage.py"))
+        return true;
+    if (endsWith(file, "torch/distributed/utils.py"))
+        return name == "_alloc_storage";
+    const bool fsdp2 = file.find("/_fsdp_") != std::string_view::npos;
+    return fsdp2 && (name == "alloc_storage" || name == "allocate" || name == "allocate_memory" ||
+                     name == "_to_dtype_if_needed" || name == "all_gather_inputs");
+}
 
 /// The site a Python frame is, where the table names it.
 FrameworkSite siteOfFrame(std::string_view file, std::string_view name)
@@ -87,6 +132,10 @@ std::string_view frameworkSiteName(FrameworkSite s)
     case FrameworkSite::DeepSpeedGradBuffer: return "DeepSpeed's gradient buffers";
     case FrameworkSite::DeepSpeedZero2GradPartition: return "DeepSpeed ZeRO-2's gradient partition";
     case FrameworkSite::DeepSpeedGather: return "DeepSpeed ZeRO-3's parameter gather";
+    case FrameworkSite::FsdpFlatParameter: return "FSDP's sharded parameters";
+    case FrameworkSite::FsdpGather: return "FSDP's parameter all-gather";
+    case FrameworkSite::FsdpCast: return "FSDP's low-precision shard";
+    case FrameworkSite::FsdpReduceScatter: return "FSDP's gradient reduce-scatter";
     }
     return "?";
 }
@@ -121,7 +170,7 @@ FrameworkSite FrameworkSites::classify(uint32_t stack) const
         if (innermostPython)
             if (const FrameworkSite s = siteOfFrame(file, name); s != FrameworkSite::None)
                 return s;
-        innermostPython = false;
+        innermostPython = innermostPython && passesThrough(file, name);
     }
     return FrameworkSite::None;
 }
@@ -131,8 +180,13 @@ const Frame* FrameworkSites::siteFrame(uint32_t stack) const
     for (uint32_t f : m_frames.stack(stack)) {
         const Frame& fr = m_frames.frame(f);
         const std::string_view file = m_frames.strings().get(fr.file);
-        if (endsWith(file, ".py"))
-            return siteOfFrame(file, m_frames.strings().get(fr.name)) != FrameworkSite::None ? &fr : nullptr;
+        if (!endsWith(file, ".py"))
+            continue;
+        const std::string_view name = m_frames.strings().get(fr.name);
+        if (siteOfFrame(file, name) != FrameworkSite::None)
+            return &fr;
+        if (!passesThrough(file, name))
+            return nullptr;
     }
     return nullptr;
 }
@@ -153,6 +207,21 @@ bool FrameworkSites::deepSpeedStage1Reduction(uint32_t stack) const
         reduce = endsWith(file, kDeepSpeedZero12) && name == "reduce_gradients";
     }
     return found;
+}
+
+bool FrameworkSites::fsdpBackwardGather(uint32_t stack)
+{
+    if (of(stack) != FrameworkSite::FsdpGather)
+        return false;
+    for (uint32_t f : m_frames.stack(stack)) {
+        const Frame& fr = m_frames.frame(f);
+        const std::string_view file = m_frames.strings().get(fr.file);
+        const std::string_view name = m_frames.strings().get(fr.name);
+        if ((name == "_pre_backward_hook" && endsWith(file, "torch/distributed/fsdp/_runtime_utils.py")) ||
+            (name == "pre_backward" && file.find("/_fsdp_") != std::string_view::npos))
+            return true;
+    }
+    return false;
 }
 
 int64_t FrameworkSites::line(uint32_t stack) const

@@ -53,6 +53,23 @@ enum class FrameworkSite : uint8_t {
     DeepSpeedZero2GradPartition,
     /// DeepSpeed ZeRO-3's all-gather of a layer's parameters for its forward or backward.
     DeepSpeedGather,
+    // PyTorch's FSDP, from its public source (FSDP1 torch/distributed/fsdp/; FSDP2
+    // _composable/fsdp/, later fsdp/_fully_shard/): no file here was recorded with it.
+    /// The flat parameter's local shard (FSDP1 _get_shard; flatten_tensors, which is the whole
+    /// parameter under NO_SHARD and otherwise freed once sharded) and FSDP2's sharded parameters
+    /// (_init_sharded_param, reset_sharded_param).
+    FsdpFlatParameter,
+    /// A layer's parameters all-gathered for its forward or backward (FSDP1
+    /// _alloc_padded_unsharded_flat_param; FSDP2 foreach_all_gather, all_gather_copy_in_cuda, the
+    /// copy-out's alloc_all_gather_outputs / init_all_gather_outputs, wait_for_unshard).
+    FsdpGather,
+    /// FSDP1's low-precision shard under mixed precision and its offload copy
+    /// (_use_low_precision_shard, flat_param_to): a cast, not a gather.
+    FsdpCast,
+    /// The gradients' reduce-scatter: FSDP1 _post_backward_hook, _reduce_grad,
+    /// _get_reduce_scatter_tensors, _cast_grad_to_param_dtype, _accumulate_sharded_grad; FSDP2
+    /// foreach_reduce, foreach_reduce_scatter. What stays is the sharded gradient.
+    FsdpReduceScatter,
 };
 
 std::string_view frameworkSiteName(FrameworkSite s);
@@ -71,6 +88,9 @@ public:
     /// stage 2 too, is told apart by its own frames. Any event's stack, a free's included (the
     /// reduction frees each gradient it has reduced).
     bool deepSpeedStage1Reduction(uint32_t stack) const;
+    /// FSDP gathering a layer's parameters for the backward (FSDP1's _pre_backward_hook, FSDP2's
+    /// pre_backward): parameters resharded after the forward, FULL_SHARD, ZeRO-3's layout.
+    bool fsdpBackwardGather(uint32_t stack);
 
 private:
     FrameworkSite classify(uint32_t stack) const;

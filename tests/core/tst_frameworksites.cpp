@@ -155,3 +155,74 @@ TEST_CASE("DeepSpeed ZeRO-1 is read from its engine's gradient reduction after t
     for (uint32_t stack : colocated->snapshot.devices[0].trace.stack)
         CHECK_FALSE(other.deepSpeedStage1Reduction(stack));
 }
+
+TEST_CASE("FSDP's shards, gathers and reduce-scatter are told by the functions that allocate them",
+          "[analysis][frameworks]")
+{
+    // From PyTorch's public source (FSDP1 torch/distributed/fsdp/, FSDP2 fsdp/_fully_shard/;
+    // docs/categories-and-phases.md says which versions): the site is the innermost Python frame
+    // past the frames that allocate for their caller (TypedStorage._resize_, _alloc_storage,
+    // FSDP2's allocate and alloc_storage, a list comprehension).
+    FrameTable ft;
+    FrameworkSites sites(ft);
+    const std::string torch = "/usr/lib/python3/dist-packages/torch/";
+    const std::string fsdp1 = torch + "distributed/fsdp/_flat_param.py", rt = torch + "distributed/fsdp/_runtime_utils.py";
+    const std::string fs2 = torch + "distributed/fsdp/_fully_shard/";
+    const std::string coll = fs2 + "_fsdp_collectives.py", param = fs2 + "_fsdp_param.py", group = fs2 + "_fsdp_param_group.py";
+    const std::string storage = torch + "storage.py", dutils = torch + "distributed/utils.py";
+    const uint32_t shard1 = stackOf(ft, {{fsdp1.c_str(), "_get_shard"}, {fsdp1.c_str(), "shard"}, {"train.py", "main"}});
+    const uint32_t gather1 = stackOf(ft, {{storage.c_str(), "_resize_"}, {dutils.c_str(), "_alloc_storage"},
+                                          {fsdp1.c_str(), "_alloc_padded_unsharded_flat_param"}, {fsdp1.c_str(), "unshard"},
+                                          {rt.c_str(), "_pre_backward_hook"}});
+    const uint32_t cast1 = stackOf(ft, {{storage.c_str(), "_resize_"}, {dutils.c_str(), "_alloc_storage"},
+                                        {fsdp1.c_str(), "_use_low_precision_shard"}, {fsdp1.c_str(), "pre_unshard"}});
+    const uint32_t reduce1 = stackOf(ft, {{rt.c_str(), "_get_reduce_scatter_tensors"}, {rt.c_str(), "_reduce_grad"},
+                                          {rt.c_str(), "_post_backward_hook"}});
+    const uint32_t shard2 = stackOf(ft, {{param.c_str(), "_init_sharded_param"}, {param.c_str(), "__init__"},
+                                         {group.c_str(), "<listcomp>"}});
+    const uint32_t gather2 = stackOf(ft, {{coll.c_str(), "allocate"}, {coll.c_str(), "foreach_all_gather"},
+                                          {group.c_str(), "unshard"}, {fs2.c_str(), "_pre_forward"}});
+    const uint32_t copyOut2 = stackOf(ft, {{param.c_str(), "alloc_storage"}, {param.c_str(), "alloc_all_gather_outputs"},
+                                           {coll.c_str(), "foreach_all_gather_copy_out"}, {group.c_str(), "pre_backward"}});
+    const uint32_t reduce2 = stackOf(ft, {{coll.c_str(), "allocate"}, {coll.c_str(), "foreach_reduce"},
+                                          {group.c_str(), "post_backward"}});
+    // A storage resize in the user's own code is nobody's site.
+    const uint32_t userResize = stackOf(ft, {{storage.c_str(), "_resize_"}, {"train.py", "main"}});
+    CHECK(sites.of(shard1) == FrameworkSite::FsdpFlatParameter);
+    CHECK(sites.of(gather1) == FrameworkSite::FsdpGather);
+    CHECK(sites.of(cast1) == FrameworkSite::FsdpCast);
+    CHECK(sites.of(reduce1) == FrameworkSite::FsdpReduceScatter);
+    CHECK(sites.of(shard2) == FrameworkSite::FsdpFlatParameter);
+    CHECK(sites.of(gather2) == FrameworkSite::FsdpGather);
+    CHECK(sites.of(copyOut2) == FrameworkSite::FsdpGather);
+    CHECK(sites.of(reduce2) == FrameworkSite::FsdpReduceScatter);
+    CHECK(sites.of(userResize) == FrameworkSite::None);
+    // Gathering again for the backward is the resharded layout (ZeRO-3); the forward's says nothing.
+    CHECK(sites.fsdpBackwardGather(gather1));
+    CHECK(sites.fsdpBackwardGather(copyOut2));
+    CHECK_FALSE(sites.fsdpBackwardGather(gather2));
+    CHECK_FALSE(sites.fsdpBackwardGather(cast1));
+}
+
+TEST_CASE("An FSDP2 step: shards kept as parameters, gathers temporary, the reduce-scatter's output the gradient",
+          "[analysis][frameworks]")
+{
+    // tests/tools/make_framework_fixture.py's fsdp2_scenario: two layers over two ranks.
+    const auto trace = Loader::load(HEADROOM_SOURCE_DIR "/tests/data/frameworks/fsdp2_step.pickle");
+    const DeviceAnalysis a = analyzeDevice(*trace, 0);
+    const MemoryTimeline& tl = trace->timelines[0];
+    std::map<CategoryRule, std::vector<int64_t>> byRule;
+    for (size_t i = 0; i < tl.allocations.size(); ++i)
+        byRule[a.classes[i].rule].push_back(tl.allocations[i].size);
+    const int64_t MiB = 1 << 20;
+    CHECK(byRule[CategoryRule::FlatParameterBuffer] == std::vector<int64_t>(2, 4 * MiB)); // the shards
+    CHECK(byRule[CategoryRule::FrameworkGather] == std::vector<int64_t>(8, 8 * MiB));     // 2 layers x 2 passes x 2
+    CHECK(byRule[CategoryRule::FlatGradientBuffer] == std::vector<int64_t>(2, 4 * MiB));  // the sharded gradients
+    CHECK(byRule[CategoryRule::FrameworkTemporary] == std::vector<int64_t>(2, 8 * MiB));  // reduce-scatter inputs
+    std::vector<MeasuredItem> how;
+    CHECK(readTraceConfig(*trace, 0, &how).zero == 3);
+    bool said = false;
+    for (const MeasuredItem& m : how)
+        said = said || (m.key == "zero" && m.how == "read" && m.detail.find("FSDP") != std::string::npos);
+    CHECK(said);
+}

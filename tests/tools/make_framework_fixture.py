@@ -20,6 +20,10 @@ the gradients after the backward (engine.py allreduce_gradients -> stage_1_and_2
 reduce_gradients, which the engine calls at stage 1 only, in every release from v0.9.5 to
 edaa7221), which flattens a bucket and frees each gradient it reduced, and the step's fp32
 gradient partition. Frames and lines of DeepSpeed edaa7221.
+
+fsdp2_step.pickle: an FSDP2 (fully_shard) step over two ranks, rank 0's memory (fsdp2_scenario):
+the function names of PyTorch's torch/distributed/fsdp/_fully_shard/ as its public source has
+them in 2025 (read with the search tool; lines are approximate). No FSDP run was recorded here.
 """
 import argparse
 import os
@@ -28,8 +32,9 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from make_fixtures import (CPP_EMPTY, CPP_GATHER, CPP_MALLOC, CPP_START, CPP_UNWIND, F, MiB, Sim,  # noqa: E402
-                           TB_BWD, TB_FWD, full_snapshot, training_step)
+from make_fixtures import (CPP_EMPTY, CPP_ENGINE, CPP_GATHER, CPP_MALLOC, CPP_START, CPP_UNWIND, F, MiB,  # noqa: E402
+                           PY_MODULE, Sim,
+                           TB_BWD, TB_FWD, TB_OPT, full_snapshot, training_step)
 
 SITE = "/usr/local/lib/python3.10/dist-packages/"
 RL_MAIN = F("/home/user/rl/main_ppo.py", 212, "main")
@@ -96,7 +101,78 @@ def zero1_scenario():
     return full_snapshot(sim)
 
 
-SCENARIOS = {"colocated_rl.pickle": scenario, "deepspeed_zero1.pickle": zero1_scenario}
+FS = SITE + "torch/distributed/fsdp/_fully_shard/"
+FSDP_INIT = F(FS + "_fully_shard.py", 196, "fully_shard")
+FSDP_SHARD = stack(F(FS + "_fsdp_param.py", 380, "_init_sharded_param"), F(FS + "_fsdp_param.py", 255, "__init__"),
+                   F(FS + "_fsdp_param_group.py", 141, "<listcomp>"), F(FS + "_fsdp_param_group.py", 140, "__init__"),
+                   FSDP_INIT)
+
+
+def fsdp_unshard(*hook):
+    """The all-gather output and the copy-out's unsharded parameters, under `hook` (the forward's
+    pre-hook, called by the module's __call__, or the backward's, called by autograd's engine)."""
+    unshard = F(FS + "_fsdp_param_group.py", 283, "unshard")
+    gather = stack(F(FS + "_fsdp_collectives.py", 168, "allocate"),
+                   F(FS + "_fsdp_collectives.py", 262, "foreach_all_gather"), unshard, *hook)
+    copy_out = stack(F(FS + "_fsdp_param.py", 879, "alloc_storage"),
+                     F(FS + "_fsdp_param.py", 553, "alloc_all_gather_outputs"),
+                     F(FS + "_fsdp_collectives.py", 322, "foreach_all_gather_copy_out"),
+                     F(FS + "_fsdp_param_group.py", 302, "wait_for_unshard"), *hook)
+    return gather, copy_out
+
+
+FSDP_FWD_GATHER, FSDP_FWD_COPY = fsdp_unshard(F(FS + "_fsdp_state.py", 231, "_pre_forward"), PY_MODULE)
+FSDP_BWD_GATHER, FSDP_BWD_COPY = fsdp_unshard(F(FS + "_fsdp_param_group.py", 473, "pre_backward"), CPP_ENGINE)
+FSDP_REDUCE = stack(F(FS + "_fsdp_collectives.py", 168, "allocate"),
+                    F(FS + "_fsdp_collectives.py", 455, "foreach_reduce"),
+                    F(FS + "_fsdp_param_group.py", 505, "post_backward"), CPP_ENGINE)
+FSDP_FREE = [F(FS + "_fsdp_param.py", 890, "free_storage"), F(FS + "_fsdp_param.py", 610, "free_unsharded_param"),
+             RL_MAIN, CPP_START]
+FSDP_REDUCE_FREE = [F(FS + "_fsdp_collectives.py", 470, "foreach_reduce"),
+                    F(FS + "_fsdp_param_group.py", 505, "post_backward"), CPP_ENGINE, CPP_START]
+
+
+def fsdp2_scenario():
+    """An FSDP2 (fully_shard) step of two layers over two ranks, rank 0's memory, scaled down:
+    each layer's 8 MiB of parameters kept as a 4 MiB shard; the forward gathers each layer
+    (the all-gather output, then the unsharded parameters it is copied out into) and frees it
+    after the layer; the backward gathers again (pre_backward), makes the layer's 8 MiB of
+    unsharded gradients, reduce-scatters them through an 8 MiB input into a 4 MiB output kept as
+    the sharded gradient; AdamW keeps two 4 MiB moments per shard."""
+    sim = Sim()
+    for layer in range(2):
+        sim.alloc("shard%d" % layer, 4 * MiB, FSDP_SHARD)
+    for layer in range(2):
+        sim.alloc("ag_out%d" % layer, 8 * MiB, FSDP_FWD_GATHER)
+        sim.alloc("unsharded%d" % layer, 8 * MiB, FSDP_FWD_COPY)
+        sim.free("ag_out%d" % layer)
+        sim.alloc("act%d" % layer, 6 * MiB, TB_FWD)
+        sim.free("unsharded%d" % layer, frames=FSDP_FREE)
+    for layer in reversed(range(2)):
+        sim.alloc("ag_out_b%d" % layer, 8 * MiB, FSDP_BWD_GATHER)
+        sim.alloc("unsharded_b%d" % layer, 8 * MiB, FSDP_BWD_COPY)
+        sim.free("ag_out_b%d" % layer)
+        sim.alloc("ugrad%d" % layer, 8 * MiB, TB_BWD)
+        sim.free("act%d" % layer)
+        sim.free("unsharded_b%d" % layer, frames=FSDP_FREE)
+        sim.alloc("rs_in%d" % layer, 8 * MiB, FSDP_REDUCE)
+        sim.alloc("grad%d" % layer, 4 * MiB, FSDP_REDUCE)
+        sim.free("ugrad%d" % layer, frames=FSDP_REDUCE_FREE)
+        sim.free("rs_in%d" % layer, frames=FSDP_REDUCE_FREE)
+    sim.annotate("Optimizer.step#AdamW.step", "START")
+    for layer in range(2):
+        sim.alloc("exp_avg%d" % layer, 4 * MiB, TB_OPT)
+        sim.alloc("exp_avg_sq%d" % layer, 4 * MiB, TB_OPT)
+    sim.annotate("Optimizer.step#AdamW.step", "END")
+    sim.annotate("Optimizer.zero_grad#AdamW.zero_grad", "START")
+    for layer in range(2):
+        sim.free("grad%d" % layer)
+    sim.annotate("Optimizer.zero_grad#AdamW.zero_grad", "END")
+    return full_snapshot(sim)
+
+
+SCENARIOS = {"colocated_rl.pickle": scenario, "deepspeed_zero1.pickle": zero1_scenario,
+             "fsdp2_step.pickle": fsdp2_scenario}
 
 
 def main(argv=None):

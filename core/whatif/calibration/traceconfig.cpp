@@ -108,6 +108,7 @@ void readSharding(Reader& r, const Snapshot& snapshot, size_t deviceIndex)
         return;
     FrameworkSites sites(snapshot.frames);
     bool ddp = false, zero = false, megatron = false, deepspeed1 = false, deepspeed2 = false, deepspeed3 = false;
+    bool fsdp3 = false;
     std::unordered_set<uint32_t> seen; // a trace repeats a few thousand stacks over millions of events
     for (uint32_t stack : snapshot.devices[deviceIndex].trace.stack) {
         if (!seen.insert(stack).second)
@@ -119,8 +120,14 @@ void readSharding(Reader& r, const Snapshot& snapshot, size_t deviceIndex)
         megatron = megatron || s == FrameworkSite::MegatronMainParams;
         deepspeed3 = deepspeed3 || s == FrameworkSite::DeepSpeedGather || s == FrameworkSite::DeepSpeedMasterPartition;
         deepspeed2 = deepspeed2 || s == FrameworkSite::DeepSpeedZero2GradPartition;
+        fsdp3 = fsdp3 || sites.fsdpBackwardGather(stack);
     }
-    if (deepspeed3 || deepspeed2 || deepspeed1 || megatron) {
+    if (fsdp3) {
+        r.cfg.zero = 3;
+        r.items.push_back({"zero", "3", "read", "FSDP gathering each layer's parameters again for its backward "
+                                                "(_pre_backward_hook / pre_backward) in the stacks: parameters, "
+                                                "gradients and optimizer state sharded, ZeRO-3's layout"});
+    } else if (deepspeed3 || deepspeed2 || deepspeed1 || megatron) {
         r.cfg.zero = deepspeed3 ? 3 : deepspeed2 ? 2 : 1;
         r.items.push_back({"zero", std::to_string(*r.cfg.zero), "read",
                            deepspeed3 ? "DeepSpeed ZeRO-3's parameter gathers or fp32 partitions in the stacks"
