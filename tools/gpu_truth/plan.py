@@ -48,7 +48,7 @@ LEVERS = (
 # per kind: (est_s, timeout_s) on the GPU machine once torch is imported (the prestart hides
 # the import), and the dry run's
 GPU_TIMES = {"family": (6, 60), "expandable": (6, 60), "llama": (10, 90), "oom": (6, 60),
-             "compile": (60, 180), "cuda_graph": (8, 60), "lightning": (25, 120)}
+             "compile": (60, 180), "cuda_graph": (8, 60), "lightning": (25, 120), "fsdp": (10, 90)}
 DRY_TIMES = (3, 60)
 # the CPU recorder's guess for a base point, scaled by cpu_cost(); and its timeout
 CPU_BASE_EST_S = {True: 3.0, False: 30.0}
@@ -129,6 +129,8 @@ def gpu_points(dry):
     graph["warmup"] = 2  # on a side stream, before the capture (PyTorch's docs: a few)
     points.append(graph)
     points.append(_special("lightning", "lightning", dry))
+    points.append(_special("fsdp2", "fsdp", dry, fsdp=2))
+    points.append(_special("fsdp1", "fsdp", dry, fsdp=1))
     for p in points:
         p["dry_run"] = dry
         est, timeout = DRY_TIMES if dry else GPU_TIMES[p["kind"]]

@@ -1,8 +1,10 @@
 """The special GPU points: a transformers Llama (sdpa / eager), a torch.compile'd model, a
-CUDA-graph captured step, an OOM forced in the forward, a Lightning Trainer run. Each returns
+CUDA-graph captured step, an OOM forced in the forward, a Lightning Trainer run, FSDP2 and FSDP1
+at world size 1. Each returns
 the result keys of point.py; each needs CUDA (point.py skips them on the dry run).
 """
 
+import os
 import re
 import time
 
@@ -283,5 +285,54 @@ def lightning(spec, out):
     return res
 
 
+# ------------------------------------------------------------------ FSDP
+def _fully_shard(torch):
+    """FSDP2's fully_shard: torch.distributed.fsdp from about 2.6, _composable.fsdp in 2.4-2.5."""
+    try:
+        from torch.distributed.fsdp import fully_shard
+    except ImportError:
+        try:
+            from torch.distributed._composable.fsdp import fully_shard
+        except ImportError:
+            raise Skip("FSDP2 (fully_shard) needs torch >= 2.4 (this is %s)" % torch.__version__)
+    return fully_shard
+
+
+def fsdp(spec, out):
+    """The decoder under FSDP at world size 1 (NCCL, one process): FSDP2 shards each block and
+    the root; FSDP1 wraps the model whole. Whatever sites a one-GPU run shows (FSDP1 switches to
+    NO_SHARD at world size 1; newer FSDP2 skips the all-gather collective but keeps its copy-out
+    and the reduce-scatter's buffers) check docs/categories-and-phases.md's FSDP rows, which were
+    written from the source alone. The markers are placed by hand."""
+    import torch
+    import torch.distributed as dist
+    if not (dist.is_available() and dist.is_nccl_available()):
+        raise Skip("torch.distributed with NCCL is not available")
+    wrap = _fully_shard(torch) if spec["fsdp"] == 2 else None
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", str(29500 + os.getpid() % 1000))
+    torch.cuda.set_device(0)
+    dist.init_process_group("nccl", rank=0, world_size=1)
+    try:
+        rec = common.GpuRecording(spec, out)
+        model, make_batch, loss_fn = common.build_model(spec)
+        model.to("cuda")
+        if wrap:
+            for block in model.blocks.blocks:
+                wrap(block)
+            wrap(model)
+        else:
+            from torch.distributed.fsdp import FullyShardedDataParallel
+            model = FullyShardedDataParallel(model, use_orig_params=True)
+        opt = common.make_optimizer(torch, spec["optimizer"], model.parameters())
+        rec.attach(model, opt, phases=False)
+        step = common.Step(torch, model, opt, loss_fn, spec["precision"])
+        res = common.measure(spec, out, rec, step, make_batch)
+        res.update(recorder_mode="manual phases", fsdp_version=spec["fsdp"], world_size=1)
+        return res
+    finally:
+        dist.destroy_process_group()
+
+
 RUNNERS = {"llama": llama, "compile": compile_point, "cuda_graph": cuda_graph, "oom": oom,
-           "lightning": lightning}
+           "lightning": lightning, "fsdp": fsdp}
