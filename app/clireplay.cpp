@@ -32,6 +32,7 @@ nlohmann::json deviceJson(const AllocatorReplayResult& r)
                         {"requests", r.requests},
                         {"alloc_conf", r.config.text()},
                         {"initial_state_reconstructed", r.initialStateReconstructed},
+                        {"followed_recording", r.followedRecording},
                         {"reserved_peak_bytes", r.reservedPeak},
                         {"reserved_peak_event", r.reservedPeakEvent},
                         {"recorded_reserved_peak_bytes", r.recordedReservedPeak},
@@ -90,6 +91,13 @@ std::string resultsText(const Snapshot& snap, const std::vector<AllocatorReplayR
         os << "\ndevice " << r.device << ": " << r.requests << " requests of " << r.events << " events under " << conf
            << (recorded ? (r.settingFromFile ? " (recorded)" : " (no allocator_settings: defaults)") : "")
            << (r.initialStateReconstructed ? "; memory from before the window reconstructed" : "") << "\n";
+        if (recorded && (!r.followedRecording || (r.segmentEventsRecorded == 0 && !r.initialStateReconstructed))) {
+            // A CPU recording, or history without segment events: nothing to check the
+            // simulation against, and its reserved curve is the simulation's alone.
+            os << "  no segment events recorded to check against; simulated reserved peak "
+               << formatBytes(r.reservedPeak) << " (at event " << r.reservedPeakEvent << ")\n";
+            continue;
+        }
         if (recorded) {
             os << "  segment events: " << r.segmentEventsMatched << " of " << r.segmentEventsRecorded
                << " recorded reproduced (" << share(r.segmentMatchShare()) << "), " << r.segmentEventsSimulated

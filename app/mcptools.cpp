@@ -81,10 +81,11 @@ CommandOutput openTool(const json& arguments, TraceCache& cache)
                            {"allocations", tl.allocations.size()},
                            {"peak_allocated_bytes", tl.peakAllocated},
                            {"peak_reserved_bytes", tl.peakReserved},
+                           {"reserved_recorded", tl.reservedRecorded},
                            {"peak_event_index", tl.peakEventIndex},
                            {"ooms", d.ooms.size()}});
         text += "device " + std::to_string(d.device) + ": peak " + formatBytes(tl.peakAllocated) + " allocated, " +
-                formatBytes(tl.peakReserved) + " reserved, " + std::to_string(d.ooms.size()) + " OOM(s), " +
+                (tl.reservedRecorded ? formatBytes(tl.peakReserved) + " reserved, " : "reserved not recorded, ") + std::to_string(d.ooms.size()) + " OOM(s), " +
                 std::to_string(d.trace.count()) + " events\n";
     }
     const CommandOutput doctor = doctorOutput(*trace);

@@ -575,7 +575,9 @@ std::vector<Finding> diagnose(const LoadedTrace& trace, size_t deviceIndex, cons
                                   oomProgress(trace, deviceIndex, a)));
     if (auto f = leakFinding(tl, a))
         out.push_back(*f);
-    if (auto f = fragmentationFinding(frag, a.fragmentation))
+    // A CPU recording holds no allocator's segments: its "reserved" is not the run's, and a
+    // fragmentation reading from it would contradict the allocated peak beside it.
+    if (auto f = tl.reservedRecorded ? fragmentationFinding(frag, a.fragmentation) : std::nullopt)
         out.push_back(*f);
     if (auto f = outlierFinding(trace.snapshot.frames, dev.trace, a))
         out.push_back(*f);

@@ -99,6 +99,8 @@ Comparison Comparison::compute(const CompareSide& a, const CompareSide& b, size_
     c.peakB = tb.peakAllocated;
     c.reservedA = ta.peakReserved;
     c.reservedB = tb.peakReserved;
+    c.reservedRecordedA = ta.reservedRecorded;
+    c.reservedRecordedB = tb.reservedRecorded;
     c.iterationsA = a.analysis->phases.iterations.size();
     c.iterationsB = b.analysis->phases.iterations.size();
     c.oomsA = a.trace->snapshot.devices[a.deviceIndex].ooms.size();

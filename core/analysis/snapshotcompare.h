@@ -56,6 +56,7 @@ struct UserCategoryDiff {
 struct Comparison {
     int64_t peakA = 0, peakB = 0;
     int64_t reservedA = 0, reservedB = 0;
+    bool reservedRecordedA = true, reservedRecordedB = true; ///< MemoryTimeline::reservedRecorded
     size_t iterationsA = 0, iterationsB = 0;
     size_t oomsA = 0, oomsB = 0;
     std::array<int64_t, kTensorCategoryCount> categoriesA{}, categoriesB{};

@@ -82,6 +82,7 @@ nlohmann::json summaryJson(const LoadedTrace& trace)
         d["oom"] = oomRecordsJson(snap, dev);
         d["reserved_curve_start"] = tl.initialReserved;
         d["reserved_peak_bytes"] = tl.peakReserved;
+        d["reserved_recorded"] = tl.reservedRecorded;
         d["initial_allocated_bytes"] = tl.initialAllocated;
         d["allocations_before_window"] = tl.initialAllocationCount;
         d["pending_frees"] = tl.pendingFreeCount;
@@ -125,10 +126,14 @@ std::string summaryText(const LoadedTrace& trace)
         if (dev.rank >= 0)
             os << ", rank " << dev.rank;
         os << ")\n";
-        os << "  segments:        " << dev.segments.size() << "\n";
-        os << "  reserved:        " << formatBytes(t.reserved) << "\n";
-        os << "  allocated:       " << formatBytes(t.allocated) << " (requested " << formatBytes(t.requested)
-           << ", active " << formatBytes(t.active) << ")\n";
+        if (tl.reservedRecorded) {
+            os << "  segments:        " << dev.segments.size() << "\n";
+            os << "  reserved:        " << formatBytes(t.reserved) << "\n";
+            os << "  allocated:       " << formatBytes(t.allocated) << " (requested " << formatBytes(t.requested)
+               << ", active " << formatBytes(t.active) << ")\n";
+        } else {
+            os << "  segments:        not recorded (a CPU recording)\n";
+        }
         os << "  trace entries:   " << dev.trace.count();
         if (const auto duration = traceDurationUs(dev.trace); duration && dev.trace.count() > 1)
             os << " over " << formatDurationUs(*duration);
@@ -147,7 +152,10 @@ std::string summaryText(const LoadedTrace& trace)
         else if (dev.trace.count() > 0)
             os << " (before the first event)";
         os << "\n";
-        os << "  peak reserved:   " << formatBytes(tl.peakReserved) << "\n";
+        if (tl.reservedRecorded)
+            os << "  peak reserved:   " << formatBytes(tl.peakReserved) << "\n";
+        else
+            os << "  peak reserved:   not recorded (a CPU recording: no caching allocator; `replay` simulates one)\n";
         for (const PrivatePoolSummary& p : privatePoolSummaries(dev, tl))
             os << "  private pool (" << p.id.first << ", " << p.id.second << "): " << p.segments
                << (p.segments == 1 ? " segment, reserved " : " segments, reserved ") << formatBytes(p.reserved)

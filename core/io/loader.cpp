@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "core/io/loader.h"
+#include "core/model/runconfig.h"
 
 #include "core/io/inputbuffer.h"
 #include "core/io/jsonimport.h"
@@ -159,6 +160,7 @@ std::shared_ptr<const LoadedTrace> loadFromBuffer(const InputBuffer& in, const L
     };
     for (const DeviceData& dev : snap.devices) {
         result->timelines.push_back(replayDevice(dev));
+        result->timelines.back().reservedRecorded = !cpuRecorded(snap);
         const MemoryTimeline& t = result->timelines.back();
         const std::string dn = "device " + std::to_string(dev.device) + ": ";
         if (t.initialAllocationCount > 0 && dev.trace.count() > 0 && dev.trace.totalAllocated.empty())

@@ -118,7 +118,9 @@ AllocatorReplayResult replayAllocator(const Snapshot& snap, const DeviceData& de
 
     ReplayMemory memory;
     memory.ev = &ev;
-    memory.followRecording = !options.config;
+    // A CPU recording has no segments to follow: its simulation runs free, as a setting would.
+    memory.followRecording = !options.config && tl.reservedRecorded;
+    r.followedRecording = memory.followRecording;
     AllocatorSim sim(r.config, memory);
 
     // Private pools (CUDA graphs, MemPool), numbered from 1 for the simulation (0: default);

@@ -66,6 +66,9 @@ struct AllocatorReplayResult {
     // Under any setting.
     int64_t reservedPeak = 0;
     int64_t reservedPeakEvent = -1;
+    /// The simulation followed the recording (the recorded setting, on a file whose segments were
+    /// recorded); false on a CPU recording, whose simulation runs free with nothing to compare.
+    bool followedRecording = false;
     int64_t capacity = 0; ///< 0: unlimited
     std::string capacitySource; ///< "--capacity", "the OOM record", "" (unlimited)
     int64_t recordedOomEvent = -1;

@@ -45,6 +45,10 @@ struct MemoryTimeline {
     int64_t peakAllocated = 0;
     int64_t peakEventIndex = -1;    ///< the alloc that first reached the peak; -1: the initial state
     int64_t peakReserved = 0;
+    /// False where the file holds no caching allocator's segments to replay: the CPU recorder
+    /// (real or fake) records tensors, not a GPU allocator's reservations, so `reserved` and
+    /// `peakReserved` are not the run's (the allocator simulation is what stands in for them).
+    bool reservedRecorded = true;
     std::vector<Allocation> allocations;
     int64_t initialAllocationCount = 0; ///< allocations alive since before the window
     int64_t ghostBlockCount = 0;        ///< of which only known from the final blocks

@@ -41,7 +41,8 @@ std::string summaryTable(const PostmortemParts& p)
     md += "| Allocations | " + std::to_string(tl.allocations.size()) + " |\n";
     md += "| Peak allocated | " + formatBytes(tl.peakAllocated) + " at event " + std::to_string(tl.peakEventIndex) +
           " |\n";
-    md += "| Peak reserved | " + formatBytes(tl.peakReserved) + " |\n";
+    md += "| Peak reserved | " +
+          (tl.reservedRecorded ? formatBytes(tl.peakReserved) : std::string("not recorded (a CPU recording)")) + " |\n";
     md += "| Device capacity | " + (p.capacity.bytes > 0 ? formatBytes(p.capacity.bytes) : std::string("unknown")) +
           " |\n";
     md += "| OOMs | " + std::to_string(dev.ooms.size()) + " |\n";
@@ -144,7 +145,9 @@ std::string diagnosisMarkdown(const PostmortemParts& p, int findingLevel)
     const MemoryTimeline& tl = p.trace.timelines[p.deviceIndex];
     const DeviceData& dev = p.trace.snapshot.devices[p.deviceIndex];
     std::string md = "Peak **" + formatBytes(tl.peakAllocated) + "** at event " + std::to_string(tl.peakEventIndex) +
-                     " (reserved peak " + formatBytes(tl.peakReserved) + "). Device capacity: " +
+                     (tl.reservedRecorded ? " (reserved peak " + formatBytes(tl.peakReserved) + ")"
+                                          : std::string(" (reserved not recorded: a CPU recording)")) +
+                     ". Device capacity: " +
                      (p.capacity.bytes > 0 ? formatBytes(p.capacity.bytes) + " (" + p.capacity.source + ")"
                                            : std::string("unknown")) +
                      ".\n\n";

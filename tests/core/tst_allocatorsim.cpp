@@ -2,6 +2,8 @@
 // The caching-allocator simulation: each rule of PyTorch's allocator on its own,
 // the real snapshots reproduced under their recorded setting, and a synthetic OOM that
 // expandable segments avoid.
+#include "core/analysis/diagnosis.h"
+#include "core/analysis/memoryanalysis.h"
 #include "core/io/loader.h"
 #include "core/replay/allocatorreplay.h"
 #include "core/replay/allocatorsim.h"
@@ -412,4 +414,27 @@ TEST_CASE("Allocator replay speed", "[.benchmark][allocsim]")
     const double replay = std::chrono::duration<double>(t2 - t1).count();
     std::printf("allocator replay: %.3f s for %zu events (%.3f s per 1M), %.2f of the import (%.3f s)\n", replay, events,
                 events ? replay * 1e6 / double(events) : 0.0, replay / load, load);
+}
+
+TEST_CASE("A CPU recording's reserved memory is not recorded: the replay runs free and holds the allocated peak",
+          "[allocsim]")
+{
+    // The CPU recorder records tensors, not a caching allocator's segments. Following that
+    // recording placed every allocation "elsewhere than recorded" and outside any segment: the
+    // simulated reserved peak read 2 MiB under an allocated peak of 6.78 MiB.
+    const auto cpu = Loader::load(std::string(HEADROOM_SOURCE_DIR) + "/tests/data/cpu/decoder_base.pickle");
+    const MemoryTimeline& tl = cpu->timelines[0];
+    CHECK_FALSE(tl.reservedRecorded);
+    const AllocatorReplayResult r = replayAllocator(cpu->snapshot, cpu->snapshot.devices[0], tl);
+    CHECK_FALSE(r.followedRecording);
+    CHECK(r.placementDivergences == 0);
+    CHECK(r.reservedPeak >= tl.peakAllocated);
+    CHECK(r.reservedPeak == 4 * AllocatorSim::kSmallBuffer); // four 2 MiB small-pool segments
+    // Nor is fragmentation read from reservations nobody recorded.
+    const std::vector<Finding> fs = diagnose(*cpu, 0, analyzeDevice(*cpu, 0), {});
+    CHECK(std::none_of(fs.begin(), fs.end(), [](const Finding& f) { return f.kind == "fragmentation"; }));
+    // A GPU snapshot's is recorded, and followed under its own setting.
+    const auto gpu = Loader::load(std::string(HEADROOM_REAL_TRACES_DIR) + "/pt27_kk_memory_ctx128_fullstep.pickle");
+    CHECK(gpu->timelines[0].reservedRecorded);
+    CHECK(replayAllocator(gpu->snapshot, gpu->snapshot.devices[0], gpu->timelines[0]).followedRecording);
 }

@@ -139,7 +139,8 @@ std::optional<TensorCategory> TimelinePlotItems::legendCategory(QCPAbstractLegen
     return std::nullopt;
 }
 
-bool TimelinePlotItems::updateLegend(const DeviceAnalysis* analysis, bool byCategory, const QPalette& palette)
+bool TimelinePlotItems::updateLegend(const DeviceAnalysis* analysis, bool byCategory, const QPalette& palette,
+                                     bool reservedRecorded)
 {
     m_categoryPresent.fill(false);
     if (analysis) {
@@ -177,7 +178,9 @@ bool TimelinePlotItems::updateLegend(const DeviceAnalysis* analysis, bool byCate
     m_allocated->removeFromLegend();
     m_reserved->removeFromLegend();
     m_allocated->addToLegend();
-    m_reserved->addToLegend();
+    m_reserved->setVisible(reservedRecorded);
+    if (reservedRecorded)
+        m_reserved->addToLegend();
     m_simulated->removeFromLegend();
     if (!m_simulated->name().isEmpty())
         m_simulated->addToLegend();

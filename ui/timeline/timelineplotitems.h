@@ -65,7 +65,10 @@ public:
     /// legend, dims the hidden ones and styles the allocated curve: a line on top of the
     /// categories, else the filled total (by allocation) or the outline of the area layer's
     /// fill (by category). Returns whether any category is present.
-    bool updateLegend(const DeviceAnalysis* analysis, bool byCategory, const QPalette& palette);
+    /// `reservedRecorded`: MemoryTimeline::reservedRecorded; false leaves the recorded reserved
+    /// curve out of the legend (a CPU recording has none; the simulated one stands in).
+    bool updateLegend(const DeviceAnalysis* analysis, bool byCategory, const QPalette& palette,
+                      bool reservedRecorded = true);
     /// Background, axes, grid, texts and label backgrounds (not the legend's dimming:
     /// updateLegend).
     void applyPalette(const QPalette& palette);

@@ -304,7 +304,8 @@ void TimelineView::setCategoryVisible(TensorCategory c, bool visible)
 void TimelineView::updateLegend()
 {
     const DeviceAnalysis* analysis = m_state.data && m_state.eventCount() > 0 ? &m_state.data->analysis : nullptr;
-    m_state.areaTotalOnly = !m_items->updateLegend(analysis, !m_state.byAllocation, palette());
+    const bool reservedRecorded = !m_state.timeline || m_state.timeline->reservedRecorded;
+    m_state.areaTotalOnly = !m_items->updateLegend(analysis, !m_state.byAllocation, palette(), reservedRecorded);
 }
 
 void TimelineView::rebuild()

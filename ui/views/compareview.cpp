@@ -197,7 +197,11 @@ void CompareView::refresh()
                 a == b ? QStringLiteral("=") : signedBytes(b - a) + QStringLiteral("  ") + percent(a, b));
         };
         bytesRow(tr("Peak allocated"), c.peakA, c.peakB);
-        bytesRow(tr("Peak reserved"), c.reservedA, c.reservedB);
+        if (c.reservedRecordedA && c.reservedRecordedB)
+            bytesRow(tr("Peak reserved"), c.reservedA, c.reservedB);
+        else // a CPU recording has no allocator's reservations to compare
+            row(tr("Peak reserved"), c.reservedRecordedA ? formatBytesQ(c.reservedA) : tr("not recorded"),
+                c.reservedRecordedB ? formatBytesQ(c.reservedB) : tr("not recorded"), QString());
         for (TensorCategory cat : categoryStackOrder())
             if (c.categoriesA[size_t(cat)] || c.categoriesB[size_t(cat)])
                 bytesRow(QStringLiteral("  ") + categoryDisplayName(cat), c.categoriesA[size_t(cat)], c.categoriesB[size_t(cat)]);

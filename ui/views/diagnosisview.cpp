@@ -138,7 +138,9 @@ void DiagnosisView::rebuild()
                 .arg(d.device().device)
                 .arg(formatBytesQ(tl.peakAllocated), peakPlace(tl));
     html += tr("<p>Reserved peak %1. Device capacity: %2.</p>")
-                .arg(formatBytesQ(tl.peakReserved),
+                .arg(tl.reservedRecorded ? formatBytesQ(tl.peakReserved)
+                                         : tr("not recorded (a CPU recording has no caching allocator; the timeline's "
+                                              "Simulated reserved replays one)"),
                      d.capacity.bytes > 0 ? formatBytesQ(d.capacity.bytes) + QStringLiteral(" (") + q(d.capacity.source)
                                                 + QLatin1Char(')')
                                           : tr("unknown"));
@@ -178,6 +180,12 @@ void DiagnosisView::rebuild()
         html += QStringLiteral("</table>");
     }
     const Fragmentation& fr = d.analysis.fragmentation;
+    if (!tl.reservedRecorded) {
+        html += tr("<h4>Allocator at the end</h4><p>Not recorded: a CPU recording holds tensors, not a caching "
+                   "allocator's segments.</p>");
+        m_browser->setHtml(html);
+        return;
+    }
     html += tr("<h4>Allocator at the end</h4><p>Reserved %1, allocated %2; rounding waste %3, cached free %4 in %5 "
                "blocks (largest %6), pending free %7.</p>")
                 .arg(formatBytesQ(fr.reserved), formatBytesQ(fr.allocated), formatBytesQ(fr.internalBytes),
