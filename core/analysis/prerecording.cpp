@@ -188,7 +188,8 @@ std::optional<int64_t> smallestFromStepLine(const FrameTable& ft, const MemoryTi
         if (a.start >= 0 && ph.eventPhase[size_t(a.start)] == Phase::Optimizer && !ft.stack(a.stack).empty())
             ++byLine[ft.stack(a.stack).front()][a.size];
     std::optional<int64_t> found;
-    for (const auto& [frame, sizes] : byLine) {
+    for (const auto& line : byLine) {
+        const SizeCounts& sizes = line.second; // a named reference: lambdas cannot capture a binding (clang)
         int64_t c = 0;
         bool proportional = !reference.empty();
         for (const auto& [size, n] : sizes) {
