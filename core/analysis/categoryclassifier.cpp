@@ -335,6 +335,10 @@ void cutForwardAsCompleteStep(const DeviceData& device, const MemoryTimeline& ti
 /// must all agree; the free must have a stack: the site, not the moment, is the evidence.
 void likeItsFreeSite(const DeviceData& device, const MemoryTimeline& timeline, std::vector<AllocationClass>& classes)
 {
+    // Most traces hold no such block: the index of every free below is built only for one.
+    if (std::none_of(classes.begin(), classes.end(),
+                     [](const AllocationClass& c) { return c.rule == CategoryRule::BeforeWindowOther; }))
+        return;
     const std::vector<uint32_t>& stacks = device.trace.stack;
     auto siteOf = [&](const Allocation& a) -> std::optional<std::pair<uint32_t, int64_t>> {
         if (a.end < 0 || size_t(a.end) >= stacks.size() || stacks[size_t(a.end)] == 0)

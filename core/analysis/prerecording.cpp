@@ -183,10 +183,20 @@ std::vector<PreRecordingReading> readingsFromCounts(const SizeCounts& pre, std::
 std::optional<int64_t> smallestFromStepLine(const FrameTable& ft, const MemoryTimeline& tl, const PhaseAnalysis& ph,
                                             const SizeCounts& reference)
 {
-    std::map<uint32_t, SizeCounts> byLine; // innermost frame -> its blocks in the optimizer phase
-    for (const Allocation& a : tl.allocations)
-        if (a.start >= 0 && ph.eventPhase[size_t(a.start)] == Phase::Optimizer && !ft.stack(a.stack).empty())
-            ++byLine[ft.stack(a.stack).front()][a.size];
+    // The line is the innermost telling frame (FrameTable::topFrames: the Python one where the
+    // stack has C++ frames above it, as stacks='all' records), looked up once per stack.
+    std::map<uint32_t, std::optional<uint32_t>> lineOf;
+    std::map<uint32_t, SizeCounts> byLine; // line -> its blocks in the optimizer phase
+    for (const Allocation& a : tl.allocations) {
+        if (a.start < 0 || ph.eventPhase[size_t(a.start)] != Phase::Optimizer)
+            continue;
+        auto [it, added] = lineOf.try_emplace(a.stack);
+        if (added)
+            if (const std::vector<uint32_t> top = ft.topFrames(a.stack, 1); !top.empty())
+                it->second = top.front();
+        if (it->second)
+            ++byLine[*it->second][a.size];
+    }
     std::optional<int64_t> found;
     for (const auto& line : byLine) {
         const SizeCounts& sizes = line.second; // a named reference: lambdas cannot capture a binding (clang)
