@@ -13,6 +13,25 @@
 
 namespace headroom {
 
+bool frameworkMade(CategoryRule r)
+{
+    using R = CategoryRule;
+    switch (r) {
+    case R::DdpGradientBucket:
+    case R::DdpConstructionTemporary:
+    case R::EngineKvCache:
+    case R::FlatParameterBuffer:
+    case R::FlatGradientBuffer:
+    case R::MasterWeights:
+    case R::FrameworkTemporary:
+    case R::FrameworkGather:
+    case R::FrameworkUnshardedGradient:
+        return true;
+    default:
+        return false;
+    }
+}
+
 std::string_view categoryRuleText(CategoryRule r)
 {
     switch (r) {
@@ -80,6 +99,9 @@ std::string_view categoryRuleText(CategoryRule r)
     case CategoryRule::FrameworkGather:
         return "allocated by a sharding framework's all-gather of a layer's parameters for its forward or backward "
                "(FSDP, DeepSpeed ZeRO-3): a temporary gather";
+    case CategoryRule::FrameworkUnshardedGradient:
+        return "born in the backward and freed by FSDP's reduce-scatter once reduced: a gathered layer's unsharded "
+               "gradient, a temporary of the layer's size";
     case CategoryRule::BeforeWindowLikeFreeSite:
         return "alive before the trace, freed at a statement that later frees tensors of the same size born in the "
                "trace, all of one category: that category";
@@ -371,6 +393,23 @@ void likeItsFreeSite(const DeviceData& device, const MemoryTimeline& timeline, s
     }
 }
 
+/// FSDP's unsharded gradients: autograd makes a gathered layer's gradient at its own site, and
+/// the reduce-scatter frees it once reduced (FSDP2's foreach_reduce clears its list after the
+/// copy-in; FSDP1's _reduce_grad drops flat_param.grad). The free's stack is the evidence.
+void freedByReduceScatter(FrameworkSites& sites, const DeviceData& device, const MemoryTimeline& timeline,
+                          std::vector<AllocationClass>& classes)
+{
+    const std::vector<uint32_t>& stacks = device.trace.stack;
+    for (size_t i = 0; i < classes.size(); ++i) {
+        const Allocation& a = timeline.allocations[i];
+        if (a.start < 0 || a.end < 0 || size_t(a.end) >= stacks.size() || classes[i].birthPhase != Phase::Backward ||
+            classes[i].rule == CategoryRule::ExactFromProfiler || sites.of(a.stack) != FrameworkSite::None)
+            continue;
+        if (sites.of(stacks[size_t(a.end)]) == FrameworkSite::FsdpReduceScatter)
+            classes[i] = {TensorCategory::Temporary, CategoryRule::FrameworkUnshardedGradient, Phase::Backward};
+    }
+}
+
 /// Megatron's buffer makes param_data then grad_data, DeepSpeed ZeRO-1/2's constructor its flat
 /// 16-bit groups then its fp32 partitions: two statements of one function, the first the
 /// parameters. Per site, the kept allocations of its lowest line are the first statement's when
@@ -428,6 +467,7 @@ std::vector<AllocationClass> CategoryClassifier::classify(const Snapshot& snapsh
         out.push_back(c);
     }
     splitByLine(sites, timeline, out);
+    freedByReduceScatter(sites, device, timeline, out);
     requireStateEvidence(timeline, out);
     batchOfCutStep(device, timeline, phases, out);
     cutForwardAsCompleteStep(device, timeline, phases, out);

@@ -51,9 +51,20 @@ enum class CategoryRule : uint8_t {
     BeforeWindowFactoredState, ///< alive before the trace, one of the factors the gradients' shapes predict
     BeforeWindowLikeFreeSite,  ///< alive before the trace, freed where the trace's tensors of its size, all of one category, are
     FrameworkGather,           ///< a layer's parameters all-gathered by FSDP or DeepSpeed ZeRO-3
+    FrameworkUnshardedGradient, ///< born in the backward, freed by FSDP's reduce-scatter: a gathered layer's gradient
 };
 
-inline constexpr CategoryRule kLastCategoryRule = CategoryRule::FrameworkGather;
+inline constexpr CategoryRule kLastCategoryRule = CategoryRule::FrameworkUnshardedGradient;
+
+/// A layer's parameters or its unsharded gradient, whole on the device under FSDP or ZeRO-3:
+/// the layer's size at any batch and any world size (the what-if's gather term).
+inline bool gathersLayer(CategoryRule r)
+{
+    return r == CategoryRule::FrameworkGather || r == CategoryRule::FrameworkUnshardedGradient;
+}
+/// Made at a framework's own site (frameworksites.h): shaped like the parameters or the
+/// gradients, or a cache sized by its own setting; never like the batch.
+bool frameworkMade(CategoryRule r);
 
 std::string_view categoryRuleText(CategoryRule r);
 

@@ -3,6 +3,8 @@
 #include "core/analysis/memoryanalysis.h"
 #include "core/io/loader.h"
 #include "core/whatif/calibration/traceconfig.h"
+#include "core/whatif/calibration/whatifcalibration.h"
+#include "core/whatif/projection/whatifprojection.h"
 
 #include <catch2/catch.hpp>
 
@@ -219,10 +221,39 @@ TEST_CASE("An FSDP2 step: shards kept as parameters, gathers temporary, the redu
     CHECK(byRule[CategoryRule::FrameworkGather] == std::vector<int64_t>(8, 8 * MiB));     // 2 layers x 2 passes x 2
     CHECK(byRule[CategoryRule::FlatGradientBuffer] == std::vector<int64_t>(2, 4 * MiB));  // the sharded gradients
     CHECK(byRule[CategoryRule::FrameworkTemporary] == std::vector<int64_t>(2, 8 * MiB));  // reduce-scatter inputs
+    // Autograd's unsharded gradients, freed by foreach_reduce once copied in.
+    CHECK(byRule[CategoryRule::FrameworkUnshardedGradient] == std::vector<int64_t>(2, 8 * MiB));
     std::vector<MeasuredItem> how;
     CHECK(readTraceConfig(*trace, 0, &how).zero == 3);
     bool said = false;
     for (const MeasuredItem& m : how)
         said = said || (m.key == "zero" && m.how == "read" && m.detail.find("FSDP") != std::string::npos);
     CHECK(said);
+}
+
+TEST_CASE("A larger micro-batch under FSDP grows the activations, not the gathered layers", "[whatif][frameworks]")
+{
+    // Every gather, unsharded gradient and reduce-scatter input of the fixture is 8 MiB, a layer's
+    // size: before, they were read as batch temporaries (any temporary of 1 MiB or more) and the
+    // peak at twice the batch was 64 MiB, not 48.
+    const auto trace = Loader::load(HEADROOM_SOURCE_DIR "/tests/data/frameworks/fsdp2_step.pickle");
+    StatedConfig stated;
+    stated.microBatch = 2;
+    stated.seq = 64;
+    stated.devices = 2;
+    stated.precision = Precision::Fp32;
+    const Calibration cal = calibrate(*trace, 0, analyzeDevice(*trace, 0), stated);
+    const int64_t MiB = 1 << 20;
+    CHECK(cal.baseline.gather.bytes == Approx(16.0 * MiB)); // the layer's gather and its copy-out
+    CHECK(cal.baseline.gather.provenance == Provenance::Measured);
+    CHECK(cal.baseline.logits.bytes == 0);
+    LeverConfig t = cal.baseline.config;
+    t.microBatch = 4;
+    const Projection twice = project(cal.baseline, t, WhatIfConstants{}, *devicePreset("80gib"));
+    REQUIRE(twice.replayed);
+    CHECK(twice.peakAllocated == Approx(48.0 * MiB)); // 8 shards + 16 gathers + 2 x 12 activations
+    t.devices = 4;
+    const Projection sharded = project(cal.baseline, t, WhatIfConstants{}, *devicePreset("80gib"));
+    REQUIRE(sharded.replayed);
+    CHECK(sharded.peakAllocated == Approx(44.0 * MiB)); // the shards halve, the gathered layer does not
 }

@@ -46,6 +46,7 @@ LivePoint livePointAt(const MemoryTimeline& tl, const DeviceAnalysis& a, int64_t
         l.allocs.push_back({c, tl.allocations[i].size});
         l.stacks.push_back(tl.allocations[i].stack);
         l.index.push_back(uint32_t(i));
+        l.rules.push_back(a.classes[i].rule);
     }
     return l;
 }

@@ -37,6 +37,12 @@ struct LivePoint {
     std::vector<std::pair<TensorCategory, int64_t>> allocs; ///< category, size
     std::vector<uint32_t> stacks;                           ///< the stack of each of `allocs`
     std::vector<uint32_t> index;                            ///< into MemoryTimeline::allocations
+    std::vector<CategoryRule> rules;                        ///< the classifier's rule for each of `allocs`
+    /// A layer gathered whole by FSDP or ZeRO-3 (categoryclassifier.h gathersLayer): the
+    /// what-if's `gather` term, as large at any batch.
+    bool gathered(size_t i) const { return gathersLayer(rules[i]); }
+    /// Made at a framework's own site: parameter- or gradient-shaped, constant in the batch.
+    bool frameworkMade(size_t i) const { return headroom::frameworkMade(rules[i]); }
     double bytes(TensorCategory c) const;                   ///< of category `c`
     /// Of the allocations the classifier gave rule `r` (`a`: the analysis this point came from).
     double bytesByRule(const DeviceAnalysis& a, CategoryRule r) const;

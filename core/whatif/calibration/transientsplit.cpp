@@ -67,6 +67,10 @@ TransientSplit splitTransients(const TransientReading& r)
     auto quadratic = [&](size_t i) { return r.laws && r.laws->laws()[L1.index[i]].central == SizeLaw::TokensBySeq; };
     for (size_t i = 0; i < L1.allocs.size(); ++i) {
         const auto [c, sz] = L1.allocs[i];
+        if (L1.gathered(i)) {
+            out.gathers += double(sz);
+            continue;
+        }
         if (isActivationCategory(c)) {
             if (sz <= allocator::kMinBlock) {
                 // In the allocator's smallest block: it does not shrink with the batch and grows
@@ -91,7 +95,7 @@ TransientSplit splitTransients(const TransientReading& r)
         } else if (isTemporaryCategory(c)) {
             // Unclassified memory that lives through the whole iteration is state (an
             // optimizer outside torch.optim, a cache), not a batch-sized temporary.
-            const bool constant = !batchShaped(sz, r.tokens) || c == TensorCategory::KvCache ||
+            const bool constant = !batchShaped(sz, r.tokens) || c == TensorCategory::KvCache || L1.frameworkMade(i) ||
                                   (c == TensorCategory::Unknown && persistent(i));
             (constant ? out.constTemps : out.batchTemps) += double(sz);
             if (!constant && quadratic(i))

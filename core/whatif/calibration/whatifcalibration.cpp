@@ -327,7 +327,10 @@ struct StepExtras {
 StepExtras stepExtras(const LivePoint& L2)
 {
     StepExtras out;
-    for (const auto& [c, sz] : L2.allocs) {
+    for (size_t i = 0; i < L2.allocs.size(); ++i) {
+        const auto [c, sz] = L2.allocs[i];
+        if (L2.gathered(i))
+            continue; // the gather term, read at the start of backward
         if (isTemporaryCategory(c) && c != TensorCategory::Input)
             out.temps += double(sz);
         else if (isActivationCategory(c) || c == TensorCategory::Input)
@@ -460,9 +463,11 @@ void setMeasuredLevers(WhatIfBaseline& s, const SettledConfig& settled, std::opt
 double batchShapedBytes(const LivePoint& live, int64_t tokens)
 {
     double bytes = 0;
-    for (const auto& [c, sz] : live.allocs)
-        if ((isActivationCategory(c) || isTemporaryCategory(c)) && batchShaped(sz, tokens))
+    for (size_t i = 0; i < live.allocs.size(); ++i) {
+        const auto [c, sz] = live.allocs[i];
+        if ((isActivationCategory(c) || isTemporaryCategory(c)) && batchShaped(sz, tokens) && !live.frameworkMade(i))
             bytes += double(sz);
+    }
     return bytes;
 }
 
@@ -575,6 +580,9 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
     if (!s.cpuAutocast && p0 == Precision::Fp32 && !scores.item.key.empty())
         cal.measured.push_back(scores.item);
     s.constTemp = measured(constT);
+    // A gathered layer is as large at any batch; the levers keep it until sharding drops it.
+    if (split.gathers > 0)
+        s.gather = measured(split.gathers);
     s.bwdTemp = measured(batchShapedBytes(L3, tokens));
     s.optTemp = measured(step.temps);
     s.optAct = measured(step.batch);
@@ -590,7 +598,7 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
         s.params = s.weights.bytes / std::max(1.0, t.weights + t.master);
     }
     readLayers(cal, s, dims, tl, L1);
-    readFragmentation(s, tl, e1, lin + quad + cache + batchT + small);
+    readFragmentation(s, tl, e1, lin + quad + cache + batchT + small + split.gathers);
     s.measuredAllocated = {double(tl.allocated[size_t(e1)]), e3 >= 0 ? double(tl.allocated[size_t(e3)]) : -1,
                            e2 >= 0 ? double(tl.allocated[size_t(e2)]) : -1};
     s.measuredEvents = cal.events;

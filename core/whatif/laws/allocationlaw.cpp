@@ -167,7 +167,7 @@ AllocationLaws AllocationLaws::fromSnapshot(const MemoryTimeline& tl, const std:
         const Allocation& a = tl.allocations[i];
         const AllocationClass c = i < classes.size() ? classes[i] : AllocationClass{};
         AllocationLaw& law = out.m_laws[i];
-        if (keptState(c.category) || setupState(a, c) || optimizerMade(c))
+        if (keptState(c.category) || setupState(a, c) || optimizerMade(c) || frameworkMade(c.rule))
             readCategory(law, a, c, frames, u);
         else if (a.size > kMinBlock)
             softmaxMade[i] = readSize(law, a, stacks, u, out.m_quadPossible);
@@ -356,7 +356,8 @@ void AllocationLaws::readRoles(const MemoryTimeline& tl, const std::vector<Alloc
         const AllocationClass c = i < classes.size() ? classes[i] : AllocationClass{};
         // The optimizer's own allocations: its state by category, and what its step makes
         // beside parameters and gradients (a foreach AdamW's parameter-shaped temporaries).
-        const StateRole role = c.category == TensorCategory::OptimizerState ? StateRole::OptimizerState
+        const StateRole role = gathersLayer(c.rule) ? StateRole::Gather
+                               : c.category == TensorCategory::OptimizerState ? StateRole::OptimizerState
                                : optimizerMade(c) && !keptState(c.category) ? StateRole::OptimizerTemp
                                : c.category == TensorCategory::Parameter    ? StateRole::Parameter
                                : c.category == TensorCategory::Gradient     ? StateRole::Gradient

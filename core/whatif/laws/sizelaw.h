@@ -58,8 +58,10 @@ std::string_view lawEvidenceName(LawEvidence e); ///< "shape", "runs", "category
 /// What an optimizer change does to an allocation (docs/whatif-model.md, "Optimizer"):
 /// its state and the step's parameter-shaped temporaries take the new optimizer's bytes.
 /// Sharding and offload ("Sharding and offload") resize those, the parameters and the gradients.
-enum class StateRole : uint8_t { Other, OptimizerState, OptimizerTemp, Parameter, Gradient };
-inline constexpr size_t kStateRoleCount = 5;
+/// How an allocation's bytes follow the optimizer, sharding and offload levers. `Gather`: a
+/// layer's parameters FSDP or ZeRO-3 gathered, whole at any batch and world size.
+enum class StateRole : uint8_t { Other, OptimizerState, OptimizerTemp, Parameter, Gradient, Gather };
+inline constexpr size_t kStateRoleCount = 6;
 
 struct AllocationLaw {
     SizeLaw central = SizeLaw::Constant;

@@ -66,6 +66,10 @@ bool shardingRatios(const WhatIfBaseline& base, const LeverConfig& t, const What
     r.optimizerState *= ratio(base.optimizer.bytes + base.master.bytes, to.optimizer.bytes + to.master.bytes,
                               StateRole::OptimizerState);
     r.optimizerTemp *= ratio(base.optTemp.bytes, to.optTemp.bytes, StateRole::OptimizerTemp);
+    if (base.gather.provenance == Provenance::Measured && laws.roleBytes(StateRole::Gather) > 0) {
+        r.gathers = to.gather.bytes / base.gather.bytes; // the gathers the trace shows, resized
+        return ok;
+    }
     const double gather = to.gather.bytes - base.gather.bytes;
     if (gather < 0)
         return false; // the measured run's gathered layers are not told apart in the trace
@@ -164,6 +168,8 @@ std::string shardingNote(const AllocationLaws& laws, const ReplayTarget& r, cons
                        ", " + part("the gradients", StateRole::Gradient, r.gradients) + ", " +
                        part("the optimizer state", StateRole::OptimizerState, r.optimizerState) + ", " +
                        part("the step's temporaries", StateRole::OptimizerTemp, r.optimizerTemp);
+    if (laws.roleBytes(StateRole::Gather) > 0)
+        note += ", " + part("the gathered layers", StateRole::Gather, r.gathers);
     if (r.standing > 0)
         note += "; a gathered layer of " + formatBytes(int64_t(r.standing)) +
                 " held at every event (band " + formatBytes(int64_t(r.standingLow)) + " .. " +

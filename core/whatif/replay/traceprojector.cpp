@@ -37,7 +37,7 @@ struct TraceProjector::Factors {
     };
     std::array<Set, 2> set;
     std::array<WidthFactors, kWidthClassCount> width;
-    std::array<double, kStateRoleCount> role{1, 1, 1, 1, 1};
+    std::array<double, kStateRoleCount> role{1, 1, 1, 1, 1, 1};
     bool fused = false; ///< ReplayTarget::fusedAttention
     /// What the levers other than the laws' make of an allocation: its width and its role.
     /// `measured`: at the measured width (the build before a cast).
@@ -224,7 +224,7 @@ TraceProjector::Factors TraceProjector::factors(const ReplayTarget& t) const
     const std::array<double, 2> rs{s / m_s0, (s + c) / (m_s0 + c)};
     for (size_t w = 0; w < kWidthClassCount; ++w)
         out.width[w] = widthFactors(WidthClass(w), t.floatWidth);
-    out.role = {1, t.optimizerState, t.optimizerTemp, t.parameters, t.gradients};
+    out.role = {1, t.optimizerState, t.optimizerTemp, t.parameters, t.gradients, t.gathers};
     out.fused = t.fusedAttention;
     out.sizesAlone = m_laws.shapeRead() == 0;
     for (size_t k = 0; k < 2; ++k) {

@@ -313,9 +313,11 @@ WhatIfState withSharding(WhatIfState s, int zero, int devices)
         reshard(s.weights, 3);
     const StateBytes t = s.table(s.config.precision, s.config.optimizer);
     const double layerParams = s.dims.valid() ? s.dims.layerParams() : paramsOf(s) / std::max(1, s.layers);
-    if (zero == 3 || s.config.offload == Offload::Params)
+    const bool gathers = zero == 3 || s.config.offload == Offload::Params;
+    // A measured run's gathers stay as measured: the layer gathered is whole at any world size.
+    if (gathers && !(z0 == 3 && s.gather.provenance == Provenance::Measured))
         s.gather = {layerParams * (t.weights + t.grads), 0.25, Provenance::Modelled}; // DeepSpeed 4*largest layer
-    else
+    else if (!gathers)
         s.gather = {};
     s.config.zero = zero;
     s.config.devices = devices;
@@ -348,7 +350,8 @@ WhatIfState withOffload(WhatIfState s, Offload o, const WhatIfConstants& k)
     const double layerParams = s.dims.valid() ? s.dims.layerParams() : paramsOf(s) / std::max(1, s.layers);
     if (o == Offload::Params) {
         s.weights = {0, 0, Provenance::Modelled};
-        s.gather = {layerParams * (t.weights + t.grads), 0.25, Provenance::Modelled};
+        if (s.gather.provenance != Provenance::Measured)
+            s.gather = {layerParams * (t.weights + t.grads), 0.25, Provenance::Modelled};
     } else if (o0 == Offload::Params) {
         s.weights = {paramsOf(s) * t.weights / (s.config.zero == 3 ? shard : 1), 0.05, Provenance::Modelled};
         if (s.config.zero != 3)

@@ -38,6 +38,9 @@ struct ReplayTarget {
     /// Sharding and offload: the parameters' and the gradients' bytes on the device over the
     /// measured run's (ZeRO-3 over N: 1/N; parameters offloaded: 0).
     double parameters = 1, gradients = 1;
+    /// The measured run's gathered layers (FSDP, ZeRO-3) on the device over its own: 0 where
+    /// the target shards no parameters.
+    double gathers = 1;
     /// Bytes alive at every event that the measured run did not have: ZeRO-3's or parameter
     /// offload's gathered layer. Central, and the band's edges.
     double standing = 0, standingLow = 0, standingHigh = 0;
