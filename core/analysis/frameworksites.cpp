@@ -224,6 +224,25 @@ bool FrameworkSites::fsdpBackwardGather(uint32_t stack)
     return false;
 }
 
+FrameworkSites::GatherPart FrameworkSites::fsdpGatherPart(uint32_t stack)
+{
+    const FrameworkSite site = of(stack);
+    if (site == FrameworkSite::FsdpCast)
+        return GatherPart::Input;
+    if (site != FrameworkSite::FsdpGather)
+        return GatherPart::None;
+    for (uint32_t f : m_frames.stack(stack))
+        if (m_frames.strings().get(m_frames.frame(f).name) == "_to_dtype_if_needed")
+            return GatherPart::Input; // FSDP2's all_gather_inputs cast before the foreach fast path
+    const Frame* fr = siteFrame(stack);
+    const std::string_view name = fr ? m_frames.strings().get(fr->name) : std::string_view();
+    if (name == "_get_param_all_gather_inputs")
+        return GatherPart::Input;
+    if (name == "foreach_all_gather" || name == "all_gather_copy_in_cuda" || name == "_alloc_padded_unsharded_flat_param")
+        return GatherPart::Output;
+    return GatherPart::None;
+}
+
 int64_t FrameworkSites::line(uint32_t stack) const
 {
     const Frame* fr = siteFrame(stack);

@@ -257,3 +257,48 @@ TEST_CASE("A larger micro-batch under FSDP grows the activations, not the gather
     REQUIRE(sharded.replayed);
     CHECK(sharded.peakAllocated == Approx(44.0 * MiB)); // the shards halve, the gathered layer does not
 }
+
+TEST_CASE("FSDP's world size read from its all-gathers: output over input, the shard or its cast",
+          "[whatif][frameworks]")
+{
+    auto devicesItem = [](const Calibration& cal) {
+        for (const MeasuredItem& m : cal.measured)
+            if (m.key == "devices")
+                return m;
+        return MeasuredItem{};
+    };
+    // FSDP2 over two ranks, no mixed precision: each layer's 8 MiB all-gather output is twice
+    // its 4 MiB shard.
+    const auto fsdp2 = Loader::load(HEADROOM_SOURCE_DIR "/tests/data/frameworks/fsdp2_step.pickle");
+    const Calibration c2 = calibrate(*fsdp2, 0, analyzeDevice(*fsdp2, 0), {});
+    CHECK(c2.baseline.config.devices == 2);
+    CHECK(devicesItem(c2).how == "read");
+    // FSDP1 over four ranks under bf16 mixed precision: the 8 MiB padded unsharded flat parameter
+    // is twice the 4 MiB fp32 shard but four times the 2 MiB bf16 copy the all-gather sends.
+    const auto fsdp1 = Loader::load(HEADROOM_SOURCE_DIR "/tests/data/frameworks/fsdp1_mixed_step.pickle");
+    const DeviceAnalysis a1 = analyzeDevice(*fsdp1, 0);
+    const Calibration c1 = calibrate(*fsdp1, 0, a1, {});
+    CHECK(c1.baseline.config.devices == 4);
+    CHECK(devicesItem(c1).detail.find("the gather's dtype") != std::string::npos);
+    // Both sharded from ZeRO-2 on: the state over the gradients is AdamW's 2, not 2 x 4.
+    bool ratio = false;
+    for (const MeasuredItem& m : c1.measured)
+        ratio = ratio || (m.key == "optimizer" && m.detail.find("gradients = 2.0") != std::string::npos);
+    CHECK(ratio);
+    // The same rules as FSDP2's: shards, gathers, unsharded gradients by the free's stack.
+    const MemoryTimeline& tl = fsdp1->timelines[0];
+    std::map<CategoryRule, int64_t> byRule;
+    for (size_t i = 0; i < tl.allocations.size(); ++i)
+        byRule[a1.classes[i].rule] += tl.allocations[i].size;
+    const int64_t MiB = 1 << 20;
+    CHECK(byRule[CategoryRule::FlatParameterBuffer] == 8 * MiB);
+    CHECK(byRule[CategoryRule::FrameworkGather] == 32 * MiB);
+    CHECK(byRule[CategoryRule::FrameworkUnshardedGradient] == 16 * MiB);
+    CHECK(byRule[CategoryRule::FlatGradientBuffer] == 8 * MiB);
+    // A device count stated wins, and the reading is said beside it.
+    StatedConfig stated;
+    stated.devices = 8;
+    const Calibration s1 = calibrate(*fsdp1, 0, a1, stated);
+    CHECK(s1.baseline.config.devices == 8);
+    CHECK(devicesItem(s1).detail.find("the trace says 4") != std::string::npos);
+}

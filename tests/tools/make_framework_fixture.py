@@ -24,6 +24,11 @@ gradient partition. Frames and lines of DeepSpeed edaa7221.
 fsdp2_step.pickle: an FSDP2 (fully_shard) step over two ranks, rank 0's memory (fsdp2_scenario):
 the function names of PyTorch's torch/distributed/fsdp/_fully_shard/ as its public source has
 them in 2025 (read with the search tool; lines are approximate). No FSDP run was recorded here.
+
+fsdp1_mixed_step.pickle: an FSDP1 step over four ranks under bf16 mixed precision, rank 0's
+memory (fsdp1_mp_scenario): torch/distributed/fsdp/'s function names (_flat_param.py's
+_get_shard, _use_low_precision_shard, _alloc_padded_unsharded_flat_param; _runtime_utils.py's
+hooks), so that the all-gather's output is twice the fp32 shard and four times the bf16 copy.
 """
 import argparse
 import os
@@ -171,8 +176,84 @@ def fsdp2_scenario():
     return full_snapshot(sim)
 
 
+FS1 = SITE + "torch/distributed/fsdp/"
+FSDP1_INIT = [F(FS1 + "_init_utils.py", 600, "_init_param_handle_from_params"),
+              F(FS1 + "fully_sharded_data_parallel.py", 509, "__init__"), RL_MAIN, CPP_START]
+FSDP1_SHARD = [CPP_UNWIND, CPP_GATHER, CPP_MALLOC, CPP_EMPTY, F(FS1 + "_flat_param.py", 994, "_get_shard"),
+               F(FS1 + "_flat_param.py", 913, "shard")] + FSDP1_INIT
+FSDP1_FLATTEN = [CPP_UNWIND, CPP_GATHER, CPP_MALLOC, CPP_EMPTY, F(FS1 + "_flat_param.py", 790, "flatten_tensors"),
+                 F(FS1 + "_flat_param.py", 818, "flatten_tensors_into_flat_param")] + FSDP1_INIT
+
+
+def fsdp1_unshard(*hook):
+    """The low-precision shard (mixed precision's cast) and the padded unsharded flat parameter
+    the all-gather fills, under `hook` (FSDP1's _pre_forward or _pre_backward_hook)."""
+    unshard = [F(FS1 + "_flat_param.py", 1339, "unshard"), F(FS1 + "_runtime_utils.py", 290, "_unshard")]
+    cast = stack(F(FS1 + "_flat_param.py", 1286, "_use_low_precision_shard"),
+                 F(FS1 + "_flat_param.py", 1300, "pre_unshard"), *unshard[1:], *hook)
+    gather = stack(F(SITE + "torch/storage.py", 1050, "_resize_"),
+                   F(SITE + "torch/distributed/utils.py", 160, "_alloc_storage"),
+                   F(FS1 + "_flat_param.py", 1366, "_alloc_padded_unsharded_flat_param"), *unshard, *hook)
+    return cast, gather
+
+
+FSDP1_FWD_CAST, FSDP1_FWD_GATHER = fsdp1_unshard(F(FS1 + "_runtime_utils.py", 370, "_pre_forward_unshard"),
+                                                 F(FS1 + "_runtime_utils.py", 330, "_pre_forward"),
+                                                 F(FS1 + "fully_sharded_data_parallel.py", 848, "forward"), PY_MODULE)
+FSDP1_BWD_CAST, FSDP1_BWD_GATHER = fsdp1_unshard(F(FS1 + "_runtime_utils.py", 680, "_pre_backward_hook"), CPP_ENGINE)
+FSDP1_REDUCE = stack(F(FS1 + "_runtime_utils.py", 790, "_get_reduce_scatter_tensors"),
+                     F(FS1 + "_runtime_utils.py", 760, "_reduce_grad"),
+                     F(FS1 + "_runtime_utils.py", 720, "_post_backward_hook"), CPP_ENGINE)
+FSDP1_REDUCE_FREE = [F(FS1 + "_runtime_utils.py", 762, "_reduce_grad"),
+                     F(FS1 + "_runtime_utils.py", 720, "_post_backward_hook"), CPP_ENGINE, CPP_START]
+FSDP1_FREE = [F(SITE + "torch/distributed/utils.py", 175, "_free_storage"),
+              F(FS1 + "_flat_param.py", 1600, "_free_unsharded_flat_param"), RL_MAIN, CPP_START]
+
+
+def fsdp1_mp_scenario():
+    """An FSDP1 step of two units over four ranks under bf16 mixed precision, rank 0's memory,
+    scaled down: each unit's 16 MiB of fp32 parameters flattened (freed once sharded) and kept
+    as a 4 MiB fp32 shard; each unshard casts the shard to a 2 MiB bf16 copy and all-gathers it
+    into an 8 MiB padded unsharded flat parameter (four times the copy, twice the fp32 shard:
+    the world size is the first ratio); the backward gathers again, makes the unit's 8 MiB bf16
+    gradient, reduce-scatters it into a 2 MiB shard kept as the gradient (cast to fp32: 4 MiB);
+    AdamW keeps two 4 MiB moments per shard."""
+    sim = Sim()
+    for unit in range(2):
+        sim.alloc("flat%d" % unit, 16 * MiB, FSDP1_FLATTEN)
+        sim.alloc("shard%d" % unit, 4 * MiB, FSDP1_SHARD)
+        sim.free("flat%d" % unit)
+    for unit in range(2):
+        sim.alloc("mp%d" % unit, 2 * MiB, FSDP1_FWD_CAST)
+        sim.alloc("full%d" % unit, 8 * MiB, FSDP1_FWD_GATHER)
+        sim.free("mp%d" % unit)
+        sim.alloc("act%d" % unit, 6 * MiB, TB_FWD)
+        sim.free("full%d" % unit, frames=FSDP1_FREE)
+    for unit in reversed(range(2)):
+        sim.alloc("mp_b%d" % unit, 2 * MiB, FSDP1_BWD_CAST)
+        sim.alloc("full_b%d" % unit, 8 * MiB, FSDP1_BWD_GATHER)
+        sim.free("mp_b%d" % unit)
+        sim.alloc("ugrad%d" % unit, 8 * MiB, TB_BWD)
+        sim.free("act%d" % unit)
+        sim.free("full_b%d" % unit, frames=FSDP1_FREE)
+        sim.alloc("rs_out%d" % unit, 2 * MiB, FSDP1_REDUCE)
+        sim.free("ugrad%d" % unit, frames=FSDP1_REDUCE_FREE)
+        sim.alloc("grad%d" % unit, 4 * MiB, FSDP1_REDUCE)
+        sim.free("rs_out%d" % unit, frames=FSDP1_REDUCE_FREE)
+    sim.annotate("Optimizer.step#AdamW.step", "START")
+    for unit in range(2):
+        sim.alloc("exp_avg%d" % unit, 4 * MiB, TB_OPT)
+        sim.alloc("exp_avg_sq%d" % unit, 4 * MiB, TB_OPT)
+    sim.annotate("Optimizer.step#AdamW.step", "END")
+    sim.annotate("Optimizer.zero_grad#AdamW.zero_grad", "START")
+    for unit in range(2):
+        sim.free("grad%d" % unit)
+    sim.annotate("Optimizer.zero_grad#AdamW.zero_grad", "END")
+    return full_snapshot(sim)
+
+
 SCENARIOS = {"colocated_rl.pickle": scenario, "deepspeed_zero1.pickle": zero1_scenario,
-             "fsdp2_step.pickle": fsdp2_scenario}
+             "fsdp2_step.pickle": fsdp2_scenario, "fsdp1_mixed_step.pickle": fsdp1_mp_scenario}
 
 
 def main(argv=None):

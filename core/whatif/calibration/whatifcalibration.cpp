@@ -15,6 +15,7 @@
 #include "core/whatif/calibration/calibrationpoints.h"
 #include "core/whatif/calibration/transientsplit.h"
 #include "core/whatif/calibration/scoresautocast.h"
+#include "core/whatif/calibration/fsdpworldsize.h"
 #include "core/whatif/calibration/measuredsettler.h"
 #include "core/whatif/calibration/precisionevidence.h"
 #include "core/whatif/replay/traceprojector.h"
@@ -289,7 +290,7 @@ SettledConfig settleConfiguration(MeasuredSettler& settler, const StatedConfig& 
 }
 
 /// The optimizer: the annotation, else the state-to-gradient ratio `state` x `shards` /
-/// `gradients` (`shards`: the devices a sharded state is split over, 0 unknown: no ratio);
+/// `gradients` (`shards`: the devices the state alone is split over, 0 unknown: no ratio);
 /// fused when the step leaves no parameter-sized temporaries (`stepTemps`).
 std::optional<OptimizerKind> settleOptimizer(Calibration& cal, MeasuredSettler& settler,
                                              std::optional<OptimizerKind> stated, std::optional<OptimizerKind> readO,
@@ -525,7 +526,13 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
 
     // 3. The measured configuration: stated wins over read; read from annotations and sizes.
     std::vector<MeasuredItem> readHow;
-    const StatedConfig read = readTraceConfig(trace, deviceIndex, &readHow);
+    StatedConfig read = readTraceConfig(trace, deviceIndex, &readHow);
+    if (!read.devices)
+        if (auto ws = readFsdpWorldSize(trace, deviceIndex, a)) {
+            if (ws->devices > 0)
+                read.devices = ws->devices;
+            readHow.push_back(ws->item);
+        }
     MeasuredSettler settler(cal.measured, std::move(readHow));
     const PrecisionEvidence pEvidence = PrecisionEvidence::read(trace.snapshot.frames);
     const SettledConfig settled = settleConfiguration(settler, read, stated, dims, L1, backwardSpans, pEvidence);
@@ -540,7 +547,9 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
     const StepExtras step = stepExtras(L2);
     // DDP's buckets hold the gradients a second time: the ratio is to the parameters' own.
     const double buckets = L2.bytesByRule(a, CategoryRule::DdpGradientBucket);
-    const int shards = settled.zero.value_or(0) >= 1 ? settled.devices.value_or(0) : 1;
+    // ZeRO-1 shards the state alone; from ZeRO-2 on (FSDP's FULL_SHARD too) the gradients are
+    // sharded with it and their ratio is the optimizer's as it is.
+    const int shards = settled.zero.value_or(0) == 1 ? settled.devices.value_or(0) : 1;
     const std::optional<OptimizerKind> o0 =
         settleOptimizer(cal, settler, stated.optimizer, read.optimizer, O, Gfull - buckets, step.temps, shards);
 
