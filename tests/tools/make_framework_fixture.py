@@ -137,6 +137,43 @@ FSDP_REDUCE_FREE = [F(FS + "_fsdp_collectives.py", 470, "foreach_reduce"),
                     F(FS + "_fsdp_param_group.py", 505, "post_backward"), CPP_ENGINE, CPP_START]
 
 
+def sharded_adamw_step(sim, units):
+    """AdamW's first step over `units` 4 MiB shards (two moments each), then zero_grad freeing
+    the sharded gradients grad0.. the backward kept."""
+    sim.annotate("Optimizer.step#AdamW.step", "START")
+    for unit in range(units):
+        sim.alloc("exp_avg%d" % unit, 4 * MiB, TB_OPT)
+        sim.alloc("exp_avg_sq%d" % unit, 4 * MiB, TB_OPT)
+    sim.annotate("Optimizer.step#AdamW.step", "END")
+    sim.annotate("Optimizer.zero_grad#AdamW.zero_grad", "START")
+    for unit in range(units):
+        sim.free("grad%d" % unit)
+    sim.annotate("Optimizer.zero_grad#AdamW.zero_grad", "END")
+
+
+def gathered_forward(sim, units, first, gathered, freed):
+    """Each unit's forward: `first` (name, bytes, frames: the all-gather's own buffer or the
+    cast it sends), the 8 MiB gathered parameters (name, frames) made from it, `first` freed,
+    the unit's 6 MiB activation, the gathered parameters freed at `freed`."""
+    for unit in range(units):
+        sim.alloc("%s%d" % (first[0], unit), first[1], first[2])
+        sim.alloc("%s%d" % (gathered[0], unit), 8 * MiB, gathered[1])
+        sim.free("%s%d" % (first[0], unit))
+        sim.alloc("act%d" % unit, 6 * MiB, TB_FWD)
+        sim.free("%s%d" % (gathered[0], unit), frames=freed)
+
+
+def gathered_backward(sim, unit, first, gathered, freed):
+    """One unit's backward up to its reduce-scatter: gathered again as in gathered_forward, its
+    8 MiB unsharded gradient (ugrad), its activation and gathered parameters freed."""
+    sim.alloc("%s_b%d" % (first[0], unit), first[1], first[2])
+    sim.alloc("%s_b%d" % (gathered[0], unit), 8 * MiB, gathered[1])
+    sim.free("%s_b%d" % (first[0], unit))
+    sim.alloc("ugrad%d" % unit, 8 * MiB, TB_BWD)
+    sim.free("act%d" % unit)
+    sim.free("%s_b%d" % (gathered[0], unit), frames=freed)
+
+
 def fsdp2_scenario():
     """An FSDP2 (fully_shard) step of two layers over two ranks, rank 0's memory, scaled down:
     each layer's 8 MiB of parameters kept as a 4 MiB shard; the forward gathers each layer
@@ -147,32 +184,14 @@ def fsdp2_scenario():
     sim = Sim()
     for layer in range(2):
         sim.alloc("shard%d" % layer, 4 * MiB, FSDP_SHARD)
-    for layer in range(2):
-        sim.alloc("ag_out%d" % layer, 8 * MiB, FSDP_FWD_GATHER)
-        sim.alloc("unsharded%d" % layer, 8 * MiB, FSDP_FWD_COPY)
-        sim.free("ag_out%d" % layer)
-        sim.alloc("act%d" % layer, 6 * MiB, TB_FWD)
-        sim.free("unsharded%d" % layer, frames=FSDP_FREE)
+    gathered_forward(sim, 2, ("ag_out", 8 * MiB, FSDP_FWD_GATHER), ("unsharded", FSDP_FWD_COPY), FSDP_FREE)
     for layer in reversed(range(2)):
-        sim.alloc("ag_out_b%d" % layer, 8 * MiB, FSDP_BWD_GATHER)
-        sim.alloc("unsharded_b%d" % layer, 8 * MiB, FSDP_BWD_COPY)
-        sim.free("ag_out_b%d" % layer)
-        sim.alloc("ugrad%d" % layer, 8 * MiB, TB_BWD)
-        sim.free("act%d" % layer)
-        sim.free("unsharded_b%d" % layer, frames=FSDP_FREE)
+        gathered_backward(sim, layer, ("ag_out", 8 * MiB, FSDP_BWD_GATHER), ("unsharded", FSDP_BWD_COPY), FSDP_FREE)
         sim.alloc("rs_in%d" % layer, 8 * MiB, FSDP_REDUCE)
         sim.alloc("grad%d" % layer, 4 * MiB, FSDP_REDUCE)
         sim.free("ugrad%d" % layer, frames=FSDP_REDUCE_FREE)
         sim.free("rs_in%d" % layer, frames=FSDP_REDUCE_FREE)
-    sim.annotate("Optimizer.step#AdamW.step", "START")
-    for layer in range(2):
-        sim.alloc("exp_avg%d" % layer, 4 * MiB, TB_OPT)
-        sim.alloc("exp_avg_sq%d" % layer, 4 * MiB, TB_OPT)
-    sim.annotate("Optimizer.step#AdamW.step", "END")
-    sim.annotate("Optimizer.zero_grad#AdamW.zero_grad", "START")
-    for layer in range(2):
-        sim.free("grad%d" % layer)
-    sim.annotate("Optimizer.zero_grad#AdamW.zero_grad", "END")
+    sharded_adamw_step(sim, 2)
     return full_snapshot(sim)
 
 
@@ -223,32 +242,14 @@ def fsdp1_mp_scenario():
         sim.alloc("flat%d" % unit, 16 * MiB, FSDP1_FLATTEN)
         sim.alloc("shard%d" % unit, 4 * MiB, FSDP1_SHARD)
         sim.free("flat%d" % unit)
-    for unit in range(2):
-        sim.alloc("mp%d" % unit, 2 * MiB, FSDP1_FWD_CAST)
-        sim.alloc("full%d" % unit, 8 * MiB, FSDP1_FWD_GATHER)
-        sim.free("mp%d" % unit)
-        sim.alloc("act%d" % unit, 6 * MiB, TB_FWD)
-        sim.free("full%d" % unit, frames=FSDP1_FREE)
+    gathered_forward(sim, 2, ("mp", 2 * MiB, FSDP1_FWD_CAST), ("full", FSDP1_FWD_GATHER), FSDP1_FREE)
     for unit in reversed(range(2)):
-        sim.alloc("mp_b%d" % unit, 2 * MiB, FSDP1_BWD_CAST)
-        sim.alloc("full_b%d" % unit, 8 * MiB, FSDP1_BWD_GATHER)
-        sim.free("mp_b%d" % unit)
-        sim.alloc("ugrad%d" % unit, 8 * MiB, TB_BWD)
-        sim.free("act%d" % unit)
-        sim.free("full_b%d" % unit, frames=FSDP1_FREE)
+        gathered_backward(sim, unit, ("mp", 2 * MiB, FSDP1_BWD_CAST), ("full", FSDP1_BWD_GATHER), FSDP1_FREE)
         sim.alloc("rs_out%d" % unit, 2 * MiB, FSDP1_REDUCE)
         sim.free("ugrad%d" % unit, frames=FSDP1_REDUCE_FREE)
         sim.alloc("grad%d" % unit, 4 * MiB, FSDP1_REDUCE)
         sim.free("rs_out%d" % unit, frames=FSDP1_REDUCE_FREE)
-    sim.annotate("Optimizer.step#AdamW.step", "START")
-    for unit in range(2):
-        sim.alloc("exp_avg%d" % unit, 4 * MiB, TB_OPT)
-        sim.alloc("exp_avg_sq%d" % unit, 4 * MiB, TB_OPT)
-    sim.annotate("Optimizer.step#AdamW.step", "END")
-    sim.annotate("Optimizer.zero_grad#AdamW.zero_grad", "START")
-    for unit in range(2):
-        sim.free("grad%d" % unit)
-    sim.annotate("Optimizer.zero_grad#AdamW.zero_grad", "END")
+    sharded_adamw_step(sim, 2)
     return full_snapshot(sim)
 
 
