@@ -91,7 +91,7 @@ public:
     /// FSDP gathering a layer's parameters for the backward (FSDP1's _pre_backward_hook, FSDP2's
     /// pre_backward): parameters resharded after the forward, FULL_SHARD, ZeRO-3's layout.
     bool fsdpBackwardGather(uint32_t stack);
-    /// What an FSDP gather allocation is to the all-gather collective (fsdpworldsize.h reads the
+    /// What an FSDP gather allocation is to the all-gather collective (worldsize.h reads the
     /// world size from the two): its output, world size x the input (FSDP1's
     /// _alloc_padded_unsharded_flat_param, FSDP2's buffer made in foreach_all_gather or
     /// all_gather_copy_in_cuda), or its input made for it in the gather's dtype (FSDP1's

@@ -302,3 +302,34 @@ TEST_CASE("FSDP's world size read from its all-gathers: output over input, the s
     CHECK(s1.baseline.config.devices == 8);
     CHECK(devicesItem(s1).detail.find("the trace says 4") != std::string::npos);
 }
+
+TEST_CASE("DeepSpeed's and Megatron's world size: the flat parameters over the fp32 master partition, "
+          "every reading the precision leaves open",
+          "[whatif][frameworks]")
+{
+    auto devices = [](const Calibration& cal) {
+        for (const MeasuredItem& m : cal.measured)
+            if (m.key == "devices")
+                return m;
+        return MeasuredItem{};
+    };
+    // DeepSpeed ZeRO-1: 8 MiB of flat parameters, an 8 MiB fp32 partition. Two ranks if the
+    // parameters are 16-bit, one if fp32; the stacks do not tell which.
+    const auto ds = Loader::load(HEADROOM_SOURCE_DIR "/tests/data/frameworks/deepspeed_zero1.pickle");
+    const DeviceAnalysis a = analyzeDevice(*ds, 0);
+    const MeasuredItem open = devices(calibrate(*ds, 0, a, {}));
+    CHECK(open.how == "unknown");
+    CHECK(open.detail.find("2 with 16-bit parameters, 1 with fp32 parameters") != std::string::npos);
+    StatedConfig bf16;
+    bf16.precision = Precision::Bf16;
+    CHECK(calibrate(*ds, 0, a, bf16).baseline.config.devices == 2);
+    StatedConfig fp32;
+    fp32.precision = Precision::Fp32;
+    CHECK(calibrate(*ds, 0, a, fp32).baseline.config.devices == 1);
+    // Megatron's DistributedOptimizer: 8 MiB of param_data, 16 MiB of fp32 main parameters: one
+    // rank with 16-bit parameters; fp32 ones would make half a rank, so that reading is dropped.
+    const auto rl = Loader::load(HEADROOM_SOURCE_DIR "/tests/data/frameworks/colocated_rl.pickle");
+    const Calibration mc = calibrate(*rl, 0, analyzeDevice(*rl, 0), {});
+    CHECK(devices(mc).how == "read");
+    CHECK(mc.baseline.config.devices == 1);
+}

@@ -15,7 +15,7 @@
 #include "core/whatif/calibration/calibrationpoints.h"
 #include "core/whatif/calibration/transientsplit.h"
 #include "core/whatif/calibration/scoresautocast.h"
-#include "core/whatif/calibration/fsdpworldsize.h"
+#include "core/whatif/calibration/worldsize.h"
 #include "core/whatif/calibration/measuredsettler.h"
 #include "core/whatif/calibration/precisionevidence.h"
 #include "core/whatif/replay/traceprojector.h"
@@ -460,6 +460,22 @@ void setMeasuredLevers(WhatIfBaseline& s, const SettledConfig& settled, std::opt
     c.optimizer = optimizer.value_or(OptimizerKind::AdamW);
 }
 
+/// The device count from the framework's buffers (worldsize.h) where nothing recorded says it,
+/// weighed at the precisions still open.
+void readDevices(StatedConfig& read, std::vector<MeasuredItem>& readHow, const LoadedTrace& trace, size_t deviceIndex,
+                 const DeviceAnalysis& a, const StatedConfig& stated, const PrecisionEvidence& pEvidence)
+{
+    if (read.devices)
+        return;
+    const std::optional<Precision> p = stated.precision ? stated.precision : read.precision;
+    const std::vector<Precision> open = p ? std::vector<Precision>{*p} : pEvidence.candidates();
+    if (auto ws = readWorldSize(trace, deviceIndex, a, open)) {
+        if (ws->devices > 0)
+            read.devices = ws->devices;
+        readHow.push_back(ws->item);
+    }
+}
+
 /// The activations and temporaries of `live` that grow with the batch (`tokens`: b*s).
 double batchShapedBytes(const LivePoint& live, int64_t tokens)
 {
@@ -527,14 +543,9 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
     // 3. The measured configuration: stated wins over read; read from annotations and sizes.
     std::vector<MeasuredItem> readHow;
     StatedConfig read = readTraceConfig(trace, deviceIndex, &readHow);
-    if (!read.devices)
-        if (auto ws = readFsdpWorldSize(trace, deviceIndex, a)) {
-            if (ws->devices > 0)
-                read.devices = ws->devices;
-            readHow.push_back(ws->item);
-        }
-    MeasuredSettler settler(cal.measured, std::move(readHow));
     const PrecisionEvidence pEvidence = PrecisionEvidence::read(trace.snapshot.frames);
+    readDevices(read, readHow, trace, deviceIndex, a, stated, pEvidence);
+    MeasuredSettler settler(cal.measured, std::move(readHow));
     const SettledConfig settled = settleConfiguration(settler, read, stated, dims, L1, backwardSpans, pEvidence);
     const auto& b0 = settled.microBatch;
     const auto& s0 = settled.seq;

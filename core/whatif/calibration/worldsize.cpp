@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
-#include "core/whatif/calibration/fsdpworldsize.h"
+#include "core/whatif/calibration/worldsize.h"
 
 #include "core/analysis/frameworksites.h"
 #include "core/util/units.h"
 
+#include <algorithm>
 #include <cmath>
+#include <set>
 #include <utility>
 
 namespace headroom {
@@ -68,9 +70,8 @@ GatherBytes gatherBytes(const LoadedTrace& trace, size_t deviceIndex, const Devi
     return g;
 }
 
-} // namespace
-
-std::optional<WorldSizeReading> readFsdpWorldSize(const LoadedTrace& trace, size_t deviceIndex, const DeviceAnalysis& a)
+/// FSDP: the all-gathers' outputs over their inputs in one whole forward.
+std::optional<WorldSizeReading> fromGathers(const LoadedTrace& trace, size_t deviceIndex, const DeviceAnalysis& a)
 {
     const auto pass = wholeForward(a.phases, trace.timelines.at(deviceIndex));
     const GatherBytes g = gatherBytes(trace, deviceIndex, a, pass);
@@ -101,6 +102,68 @@ std::optional<WorldSizeReading> readFsdpWorldSize(const LoadedTrace& trace, size
     r.item = {"devices", std::to_string(r.devices), "read",
               weighed + ": each output is the world size times its input"};
     return r;
+}
+
+/// The parameters' bytes per element at a measured precision: pure bf16 keeps them in 16 bits,
+/// autocast keeps fp32 weights.
+double parameterWidth(Precision p) { return p == Precision::Bf16 ? 2.0 : 4.0; }
+
+/// DeepSpeed ZeRO-1/2's constructor and Megatron's DistributedOptimizer: the flat parameters
+/// (kept, whole on every rank) against the fp32 master partition (kept, this rank's share).
+std::optional<WorldSizeReading> fromMasterPartition(const LoadedTrace& trace, size_t deviceIndex,
+                                                    const DeviceAnalysis& a, const std::vector<Precision>& precisions)
+{
+    const MemoryTimeline& tl = trace.timelines.at(deviceIndex);
+    FrameworkSites sites(trace.snapshot.frames);
+    double flat = 0, master = 0;
+    for (size_t i = 0; i < tl.allocations.size(); ++i) {
+        const FrameworkSite s = sites.of(tl.allocations[i].stack);
+        const bool partitioned = s == FrameworkSite::DeepSpeedZeroInit || s == FrameworkSite::MegatronMainParams ||
+                                 s == FrameworkSite::MegatronParamAndGradBuffer;
+        if (partitioned && a.classes[i].rule == CategoryRule::FlatParameterBuffer)
+            flat += double(tl.allocations[i].size);
+        else if (partitioned && a.classes[i].rule == CategoryRule::MasterWeights)
+            master += double(tl.allocations[i].size);
+    }
+    if (flat <= 0 || master <= 0)
+        return std::nullopt;
+    const std::string weighed = "the framework's flat parameters (" + formatBytes(int64_t(flat)) +
+                                ") over its fp32 master partition (" + formatBytes(int64_t(master)) + ")";
+    std::set<int> readings;
+    std::string each;
+    for (const double width : {2.0, 4.0}) {
+        const bool open = std::any_of(precisions.begin(), precisions.end(),
+                                      [&](Precision p) { return parameterWidth(p) == width; });
+        const double ratio = flat * 4 / (width * master);
+        const double whole = std::round(ratio);
+        if (!open || whole < 1 || std::abs(ratio - whole) > kWholeTolerance * whole)
+            continue;
+        readings.insert(int(whole));
+        each += std::string(each.empty() ? "" : ", ") + std::to_string(int(whole)) +
+                (width == 2 ? " with 16-bit parameters" : " with fp32 parameters");
+    }
+    WorldSizeReading r;
+    if (readings.size() == 1) {
+        r.devices = *readings.begin();
+        r.item = {"devices", std::to_string(r.devices), "read",
+                  weighed + ": the partition is the parameters' share at 4 bytes an element; " + each +
+                      ", the only whole reading at the precisions left open"};
+    } else {
+        r.item = {"devices", "", "unknown",
+                  weighed + (readings.empty() ? ": no whole number at the precisions left open"
+                                              : ": " + each + "; the measured precision settles it")};
+    }
+    return r;
+}
+
+} // namespace
+
+std::optional<WorldSizeReading> readWorldSize(const LoadedTrace& trace, size_t deviceIndex, const DeviceAnalysis& a,
+                                              const std::vector<Precision>& precisions)
+{
+    if (auto r = fromGathers(trace, deviceIndex, a))
+        return r;
+    return fromMasterPartition(trace, deviceIndex, a, precisions);
 }
 
 } // namespace headroom
