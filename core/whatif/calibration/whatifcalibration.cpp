@@ -15,7 +15,7 @@
 #include "core/whatif/calibration/calibrationpoints.h"
 #include "core/whatif/calibration/transientsplit.h"
 #include "core/whatif/calibration/scoresautocast.h"
-#include "core/whatif/calibration/worldsize.h"
+#include "core/whatif/calibration/settledconfig.h"
 #include "core/whatif/calibration/measuredsettler.h"
 #include "core/whatif/calibration/precisionevidence.h"
 #include "core/whatif/replay/traceprojector.h"
@@ -240,55 +240,6 @@ double measuredStepTime(const DeviceData& dev, const std::vector<IterationPeak>&
     return 0;
 }
 
-/// The measured values the levers start from, each settled (stated over read).
-struct SettledConfig {
-    std::optional<int> microBatch, seq, devices, accum, zero;
-    std::optional<Precision> precision;
-};
-
-/// Stage 3: micro-batch and sequence (annotations, else the activations' sizes when the
-/// model's width is known), precision (the recorder's record, else what the stacks show;
-/// never assumed: an unknown one is projected under each open reading), devices, and the
-/// accumulation steps (the backward passes per optimizer step).
-SettledConfig settleConfiguration(MeasuredSettler& settler, const StatedConfig& read, const StatedConfig& stated,
-                                  const ModelDims& dims, const LivePoint& L1, int backwardSpans,
-                                  const PrecisionEvidence& pEvidence)
-{
-    auto itos = [](int v) { return std::to_string(v); };
-    std::optional<int> readB = read.microBatch, readS = read.seq;
-    if (dims.hidden > 0 && dims.heads > 0 && (!readB || !readS) && (!stated.microBatch || !stated.seq)) {
-        const std::optional<SizeReading> sized = readBatchFromSizes(L1.allocs, dims, stated.seq ? stated.seq : readS,
-                                                                    stated.microBatch ? stated.microBatch : readB);
-        if (sized && !readB) {
-            readB = sized->microBatch;
-            settler.addReading({"micro_batch", itos(sized->microBatch), "read", sized->detail});
-        }
-        if (sized && !readS) {
-            readS = sized->seq;
-            settler.addReading({"seq", itos(sized->seq), "read", sized->detail});
-        }
-    }
-    SettledConfig out;
-    out.microBatch = settler.count("micro_batch", stated.microBatch, readB);
-    out.seq = settler.count("seq", stated.seq, readS);
-    std::optional<Precision> readP = read.precision;
-    if (!readP && pEvidence.precision()) {
-        readP = pEvidence.precision();
-        settler.addReading({"precision", std::string(precisionName(*readP)), "read", pEvidence.detail()});
-    }
-    out.precision = settler.precision(stated.precision, readP, pEvidence.detail());
-    out.devices = settler.count("devices", stated.devices, read.devices);
-    if (read.zero)
-        out.zero = settler.count("zero", std::nullopt, read.zero);
-    std::optional<int> readK = read.accum;
-    if (!readK && backwardSpans > 0) {
-        readK = backwardSpans;
-        settler.addReading({"accum", itos(backwardSpans), "read", itos(backwardSpans) + " backward passes per optimizer step"});
-    }
-    out.accum = settler.count("accum", stated.accum, readK);
-    return out;
-}
-
 /// The optimizer: the annotation, else the state-to-gradient ratio `state` x `shards` /
 /// `gradients` (`shards`: the devices the state alone is split over, 0 unknown: no ratio);
 /// fused when the step leaves no parameter-sized temporaries (`stepTemps`).
@@ -458,22 +409,6 @@ void setMeasuredLevers(WhatIfBaseline& s, const SettledConfig& settled, std::opt
         s.precisionAlternatives.assign(open.begin() + 1, open.end());
     }
     c.optimizer = optimizer.value_or(OptimizerKind::AdamW);
-}
-
-/// The device count from the framework's buffers (worldsize.h) where nothing recorded says it,
-/// weighed at the precisions still open.
-void readDevices(StatedConfig& read, std::vector<MeasuredItem>& readHow, const LoadedTrace& trace, size_t deviceIndex,
-                 const DeviceAnalysis& a, const StatedConfig& stated, const PrecisionEvidence& pEvidence)
-{
-    if (read.devices)
-        return;
-    const std::optional<Precision> p = stated.precision ? stated.precision : read.precision;
-    const std::vector<Precision> open = p ? std::vector<Precision>{*p} : pEvidence.candidates();
-    if (auto ws = readWorldSize(trace, deviceIndex, a, open)) {
-        if (ws->devices > 0)
-            read.devices = ws->devices;
-        readHow.push_back(ws->item);
-    }
 }
 
 /// The activations and temporaries of `live` that grow with the batch (`tokens`: b*s).
