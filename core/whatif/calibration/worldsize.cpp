@@ -17,18 +17,21 @@ namespace {
 /// a few elements rounds up by more than the output made of it.
 constexpr double kWholeTolerance = 0.02;
 
-/// The events of the first forward pass the window holds whole: from a forward span's start to
-/// the next backward's. A window that opens in a forward with memory alive before it (a ring
-/// buffer that wrapped, a recording started mid-step) holds that forward in part: the next
-/// iteration's is taken.
+/// The events of the first forward pass the window holds whole: from the end of the step before
+/// it (the root module's gather may precede its forward's first event) to the next backward.
+/// A window that opens in a forward with memory alive before it (a ring buffer that wrapped, a
+/// recording started mid-step) holds that forward in part: the next iteration's is taken.
 std::optional<std::pair<int64_t, int64_t>> wholeForward(const PhaseAnalysis& ph, const MemoryTimeline& tl)
 {
     if (ph.spans.empty())
         return std::nullopt;
     const bool openedInForward = ph.spans.front().phase == Phase::Forward && tl.initialAllocationCount > 0;
     const int firstIteration = ph.iterationOf(ph.spans.front().startEvent);
+    int64_t stepEnd = -1; // the last event of the latest backward or optimizer span
     for (size_t k = 0; k < ph.spans.size(); ++k) {
         const PhaseSpan& s = ph.spans[k];
+        if (s.phase == Phase::Backward || s.phase == Phase::Optimizer)
+            stepEnd = s.endEvent;
         if (s.phase != Phase::Forward || (openedInForward && ph.iterationOf(s.startEvent) == firstIteration))
             continue;
         int64_t end = ph.spans.back().endEvent;
@@ -37,7 +40,7 @@ std::optional<std::pair<int64_t, int64_t>> wholeForward(const PhaseAnalysis& ph,
                 end = ph.spans[j].startEvent - 1;
                 break;
             }
-        return std::pair(s.startEvent, end);
+        return std::pair(stepEnd + 1, end);
     }
     return std::nullopt;
 }
