@@ -395,15 +395,19 @@ void likeItsFreeSite(const DeviceData& device, const MemoryTimeline& timeline, s
 
 /// FSDP's unsharded gradients: autograd makes a gathered layer's gradient at its own site, and
 /// the reduce-scatter frees it once reduced (FSDP2's foreach_reduce clears its list after the
-/// copy-in; FSDP1's _reduce_grad drops flat_param.grad). The free's stack is the evidence.
+/// copy-in; FSDP1's _reduce_grad drops flat_param.grad). The free's stack is the evidence. Only
+/// within the backward it was made in: one kept across micro-steps (no_sync) is the gradient.
 void freedByReduceScatter(FrameworkSites& sites, const DeviceData& device, const MemoryTimeline& timeline,
-                          std::vector<AllocationClass>& classes)
+                          const PhaseAnalysis& phases, std::vector<AllocationClass>& classes)
 {
     const std::vector<uint32_t>& stacks = device.trace.stack;
     for (size_t i = 0; i < classes.size(); ++i) {
         const Allocation& a = timeline.allocations[i];
         if (a.start < 0 || a.end < 0 || size_t(a.end) >= stacks.size() || classes[i].birthPhase != Phase::Backward ||
             classes[i].rule == CategoryRule::ExactFromProfiler || sites.of(a.stack) != FrameworkSite::None)
+            continue;
+        const PhaseSpan* span = phases.spanOf(a.start);
+        if (!span || a.end > span->endEvent)
             continue;
         if (sites.of(stacks[size_t(a.end)]) == FrameworkSite::FsdpReduceScatter)
             classes[i] = {TensorCategory::Temporary, CategoryRule::FrameworkUnshardedGradient, Phase::Backward};
@@ -467,7 +471,7 @@ std::vector<AllocationClass> CategoryClassifier::classify(const Snapshot& snapsh
         out.push_back(c);
     }
     splitByLine(sites, timeline, out);
-    freedByReduceScatter(sites, device, timeline, out);
+    freedByReduceScatter(sites, device, timeline, phases, out);
     requireStateEvidence(timeline, out);
     batchOfCutStep(device, timeline, phases, out);
     cutForwardAsCompleteStep(device, timeline, phases, out);
