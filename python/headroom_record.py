@@ -200,6 +200,17 @@ def _innermost(intervals, times, covered_from):
 _UNCOVERED = object()
 
 
+def _pre_hook_first(module, hook):
+    """Registers ``hook`` before the module's own forward pre-hooks (``prepend``, PyTorch 2.0+):
+    FSDP2's pre-forward hook, registered by fully_shard before the recorder attaches, all-gathers
+    the layer's parameters, and those belong to the layer's forward and its module. Without
+    ``prepend`` (older PyTorch) the hook is appended."""
+    try:
+        return module.register_forward_pre_hook(hook, prepend=True)
+    except TypeError:
+        return module.register_forward_pre_hook(hook)
+
+
 def join_tensor_records(snapshot, records, modules=(), phases=(), micro_batch=None, seq=None,
                         modules_from=None, phases_from=None, wrapped=False):
     """Adds ``headroom_tensor`` to the alloc entries of ``snapshot["device_traces"]`` that
@@ -797,7 +808,7 @@ class Recorder:
         if not phases:
             return
         if model is not None:
-            self._handles.append(model.register_forward_pre_hook(self._fwd_pre))
+            self._handles.append(_pre_hook_first(model, self._fwd_pre))
             try:  # always_call closes the window when forward raises
                 handle = model.register_forward_hook(self._fwd_post, always_call=True)
             except TypeError:
@@ -906,8 +917,7 @@ class Recorder:
         self._calls_from = _now_us()  # nothing before the hooks is known
         for name, m in modules:
             try:
-                self._handles.append(m.register_forward_pre_hook(
-                    functools.partial(self._mod_pre, name)))
+                self._handles.append(_pre_hook_first(m, functools.partial(self._mod_pre, name)))
                 post = functools.partial(self._mod_post, name)
                 try:  # always_call: the interval also ends when forward raises
                     handle = m.register_forward_hook(post, always_call=True)

@@ -876,8 +876,8 @@ class _Module:
     def parameters(self):
         return [p for _, p in self.named_parameters()]
 
-    def register_forward_pre_hook(self, hook):
-        self.pre.append(hook)
+    def register_forward_pre_hook(self, hook, *, prepend=False):
+        self.pre.insert(0, hook) if prepend else self.pre.append(hook)
         return _Handle(self.pre, hook)
 
     def register_forward_hook(self, hook, *, always_call=False):
@@ -962,9 +962,11 @@ class ShapesTest(RecorderTestCase):
     """The hooks and the join, with a fake torch that allocates as the caching allocator
     does and writes its trace."""
 
-    def run_steps(self, version="2.5.0", flavor="2.5", steps=2, during=None, **kw):
+    def run_steps(self, version="2.5.0", flavor="2.5", steps=2, during=None, before_attach=None, **kw):
         torch = self.install(version=version, flavor=flavor)
         world = self.world = _World(torch, timed=version >= "2.2")
+        if before_attach:
+            before_attach(world)
         orig = hr._now_us
         hr._now_us = world.clock
         self.addCleanup(setattr, hr, "_now_us", orig)
@@ -1032,6 +1034,23 @@ class ShapesTest(RecorderTestCase):
         self.assertEqual(meta["by"], ["time_us"])
         self.assertEqual(meta["unjoined"]["no_alloc"], 0)
         self.assertEqual((meta["micro_batch"], meta["seq"]), (3, 5))
+
+    def test_module_hooks_run_before_a_frameworks_own(self):
+        # fully_shard registers FSDP2's pre-forward hook (its all-gather) before the recorder
+        # attaches: the recorder's goes first, so what that hook allocates is the layer's
+        order = []
+
+        def framework_hook(world):
+            block = world.model.children["blocks"].children["0"]
+            block.register_forward_pre_hook(lambda m, a: order.append(("fsdp", self.world.clock())))
+
+        torch, world, rec = self.run_steps(steps=1, before_attach=framework_hook)
+        block = world.model.children["blocks"].children["0"]
+        self.assertEqual(len(block.pre), 2)
+        self.assertIsNot(block.pre[0], block.pre[-1])
+        self.assertEqual(block.pre[0].func.__name__, "_mod_pre")  # the recorder's, first
+        self.assertEqual(block.pre[0].args, ("blocks.0",))
+        self.assertEqual(len(order), 1)
 
     def test_module_is_where_the_storage_was_allocated(self):
         # the act saves (and returns a new) tensor; what it saved, the layer's [b*s, 16]
