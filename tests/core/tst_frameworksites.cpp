@@ -295,6 +295,12 @@ TEST_CASE("FSDP's world size read from its all-gathers: output over input, the s
     CHECK(byRule[CategoryRule::FrameworkGather] == 32 * MiB);
     CHECK(byRule[CategoryRule::FrameworkUnshardedGradient] == 16 * MiB);
     CHECK(byRule[CategoryRule::FlatGradientBuffer] == 8 * MiB);
+    // A window that opens in a forward holds half of its gathers: 8 MiB over 8 MiB of shards
+    // would read one rank where there are two. It reads none.
+    const auto cut = Loader::load(HEADROOM_SOURCE_DIR "/tests/data/frameworks/fsdp2_wrapped_step.pickle");
+    const Calibration cc = calibrate(*cut, 0, analyzeDevice(*cut, 0), {});
+    CHECK(devicesItem(cc).how == "unknown");
+    CHECK(devicesItem(cc).detail.find("no forward whole") != std::string::npos);
     // A device count stated wins, and the reading is said beside it.
     StatedConfig stated;
     stated.devices = 8;

@@ -29,6 +29,9 @@ fsdp1_mixed_step.pickle: an FSDP1 step over four ranks under bf16 mixed precisio
 memory (fsdp1_mp_scenario): torch/distributed/fsdp/'s function names (_flat_param.py's
 _get_shard, _use_low_precision_shard, _alloc_padded_unsharded_flat_param; _runtime_utils.py's
 hooks), so that the all-gather's output is twice the fp32 shard and four times the bf16 copy.
+
+fsdp2_wrapped_step.pickle: fsdp2_step's step as a ring buffer that wrapped in its forward keeps
+it (fsdp2_wrapped_scenario): a window with half a forward, whose gathers tell no world size.
 """
 import argparse
 import os
@@ -229,6 +232,32 @@ FSDP1_FREE = [F(SITE + "torch/distributed/utils.py", 175, "_free_storage"),
               F(FS1 + "_flat_param.py", 1600, "_free_unsharded_flat_param"), RL_MAIN, CPP_START]
 
 
+def fsdp2_wrapped_scenario():
+    """fsdp2_scenario's step as a ring buffer that wrapped in its forward keeps it: the first
+    layer's gather and forward happened before the window (its shards and activation alive
+    when it opens). The window's one forward gathers half the shards: weighed as whole, its
+    8 MiB over the 8 MiB of shards would read one rank, not two."""
+    sim = Sim()
+    sim.recording[0] = False
+    for layer in range(2):
+        sim.alloc("shard%d" % layer, 4 * MiB, FSDP_SHARD)
+    gathered_forward(sim, 1, ("ag_out", 8 * MiB, FSDP_FWD_GATHER), ("unsharded", FSDP_FWD_COPY), FSDP_FREE)
+    sim.recording[0] = True
+    sim.alloc("ag_out1", 8 * MiB, FSDP_FWD_GATHER)
+    sim.alloc("unsharded1", 8 * MiB, FSDP_FWD_COPY)
+    sim.free("ag_out1")
+    sim.alloc("act1", 6 * MiB, TB_FWD)
+    sim.free("unsharded1", frames=FSDP_FREE)
+    for layer in reversed(range(2)):
+        gathered_backward(sim, layer, ("ag_out", 8 * MiB, FSDP_BWD_GATHER), ("unsharded", FSDP_BWD_COPY), FSDP_FREE)
+        sim.alloc("rs_in%d" % layer, 8 * MiB, FSDP_REDUCE)
+        sim.alloc("grad%d" % layer, 4 * MiB, FSDP_REDUCE)
+        sim.free("ugrad%d" % layer, frames=FSDP_REDUCE_FREE)
+        sim.free("rs_in%d" % layer, frames=FSDP_REDUCE_FREE)
+    sharded_adamw_step(sim, 2)
+    return full_snapshot(sim)
+
+
 def fsdp1_mp_scenario():
     """An FSDP1 step of two units over four ranks under bf16 mixed precision, rank 0's memory,
     scaled down: each unit's 16 MiB of fp32 parameters flattened (freed once sharded) and kept
@@ -254,7 +283,8 @@ def fsdp1_mp_scenario():
 
 
 SCENARIOS = {"colocated_rl.pickle": scenario, "deepspeed_zero1.pickle": zero1_scenario,
-             "fsdp2_step.pickle": fsdp2_scenario, "fsdp1_mixed_step.pickle": fsdp1_mp_scenario}
+             "fsdp2_step.pickle": fsdp2_scenario, "fsdp1_mixed_step.pickle": fsdp1_mp_scenario,
+             "fsdp2_wrapped_step.pickle": fsdp2_wrapped_scenario}
 
 
 def main(argv=None):

@@ -13,9 +13,12 @@ namespace headroom {
 
 namespace {
 
-/// Within 2% of a whole number: the allocator rounds each block to 512 bytes, and a shard of
-/// a few elements rounds up by more than the output made of it.
+/// Within 2% of a whole number, for the flat buffers: Megatron pads its buffer per bucket and
+/// keeps main parameters per parameter, so the share is not exact.
 constexpr double kWholeTolerance = 0.02;
+/// The allocator rounds each block up to 512 bytes: FSDP's gathers, exact multiples of their
+/// inputs before it, may differ after it by less than that per block, and by no more.
+constexpr double kBlockRounding = 512;
 
 /// The events of the first forward pass the window holds whole: from the end of the step before
 /// it (the root module's gather may precede its forward's first event) to the next backward.
@@ -48,6 +51,7 @@ std::optional<std::pair<int64_t, int64_t>> wholeForward(const PhaseAnalysis& ph,
 /// The all-gathers' outputs and inputs in one forward, and the sharded parameters.
 struct GatherBytes {
     double outputs = 0, inputs = 0, shards = 0;
+    int64_t outputBlocks = 0, inputBlocks = 0, shardBlocks = 0;
     bool any = false; ///< the trace has an FSDP all-gather output anywhere
 };
 
@@ -61,14 +65,19 @@ GatherBytes gatherBytes(const LoadedTrace& trace, size_t deviceIndex, const Devi
         const Allocation& al = tl.allocations[i];
         const auto part = sites.fsdpGatherPart(al.stack);
         g.any = g.any || part == FrameworkSites::GatherPart::Output;
-        if (sites.of(al.stack) == FrameworkSite::FsdpFlatParameter && a.classes[i].category == TensorCategory::Parameter)
+        if (sites.of(al.stack) == FrameworkSite::FsdpFlatParameter && a.classes[i].category == TensorCategory::Parameter) {
             g.shards += double(al.size);
+            ++g.shardBlocks;
+        }
         if (!pass || al.start < pass->first || al.start > pass->second)
             continue;
-        if (part == FrameworkSites::GatherPart::Output)
+        if (part == FrameworkSites::GatherPart::Output) {
             g.outputs += double(al.size);
-        else if (part == FrameworkSites::GatherPart::Input)
+            ++g.outputBlocks;
+        } else if (part == FrameworkSites::GatherPart::Input) {
             g.inputs += double(al.size);
+            ++g.inputBlocks;
+        }
     }
     return g;
 }
@@ -91,13 +100,15 @@ std::optional<WorldSizeReading> fromGathers(const LoadedTrace& trace, size_t dev
     }
     const double ratio = g.outputs / in;
     const double whole = std::round(ratio);
+    // Exact before the allocator's rounding: off by less than a block's rounding per block.
+    const double slack = kBlockRounding * double(g.outputBlocks + int64_t(whole) * (copies ? g.inputBlocks : g.shardBlocks));
     const std::string weighed = "FSDP's all-gathers in one forward (" + formatBytes(int64_t(g.outputs)) + ") over " +
                                 (copies ? "the copies made for them in the gather's dtype ("
                                         : "the sharded parameters they gather (") +
                                 formatBytes(int64_t(in)) + ")";
-    if (whole < 1 || std::abs(ratio - whole) > kWholeTolerance * whole) {
-        char text[64];
-        std::snprintf(text, sizeof text, ": x%.2f, no whole number", ratio);
+    if (whole < 1 || std::abs(g.outputs - whole * in) > slack) {
+        char text[96];
+        std::snprintf(text, sizeof text, ": x%.3f, no whole multiple within the allocator's rounding", ratio);
         r.item.detail = weighed + text;
         return r;
     }
