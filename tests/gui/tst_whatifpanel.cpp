@@ -454,6 +454,10 @@ TEST_CASE("What the file says fills the unstated measured fields; pure bf16 is t
     auto* info = panel.findChild<QLabel*>(QStringLiteral("measuredInfo"));
     REQUIRE(info);
     CHECK(info->text().contains(QStringLiteral("micro_batch = 2 <i>(read)</i>")));
+    // What each was read from, as the command line says it.
+    for (const MeasuredItem& m : calibrate(*trace, 0, analyzeDevice(*trace, 0), {}).measured)
+        if (!m.detail.empty() && m.key != "optimizer_bytes")
+            CHECK(info->text().contains(QString::fromStdString(m.detail).toHtmlEscaped()));
 
     LeverConfig c = panel.config();
     c.precision = Precision::Bf16;

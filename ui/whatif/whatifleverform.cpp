@@ -376,12 +376,20 @@ void WhatIfLeverForm::showStated(const StatedConfig& s, bool haveTrace)
 void WhatIfLeverForm::showMeasured(const std::vector<MeasuredItem>& measured, const QString& runsText)
 {
     QStringList lines;
-    for (const auto& m : measured)
-        if (m.key != "optimizer_bytes")
-            lines << (m.value.empty() ? tr("%1 <i>unknown</i>").arg(QString::fromStdString(m.key))
-                                      : QStringLiteral("%1 = %2 <i>(%3)</i>")
-                                            .arg(QString::fromStdString(m.key), QString::fromStdString(m.value),
-                                                 QString::fromStdString(m.how)));
+    for (const auto& m : measured) {
+        if (m.key == "optimizer_bytes")
+            continue;
+        QString line = m.value.empty() ? tr("%1 <i>unknown</i>").arg(QString::fromStdString(m.key))
+                                       : QStringLiteral("%1 = %2 <i>(%3)</i>")
+                                             .arg(QString::fromStdString(m.key), QString::fromStdString(m.value),
+                                                  QString::fromStdString(m.how));
+        // The evidence, as headroom-cli whatif prints it: what a value was read from, or why
+        // it could not be.
+        if (!m.detail.empty())
+            line += QStringLiteral(" <span style=\"color:gray\">%1</span>")
+                        .arg(QString::fromStdString(m.detail).toHtmlEscaped());
+        lines << line;
+    }
     if (!runsText.isEmpty())
         lines << runsText;
     m_measuredInfo->setText(lines.join(QStringLiteral("<br>")));
