@@ -258,28 +258,35 @@ TEST_CASE("A larger micro-batch under FSDP grows the activations, not the gather
     CHECK(sharded.peakAllocated == Approx(44.0 * MiB)); // the shards halve, the gathered layer does not
 }
 
+namespace {
+
+/// The calibration's "devices" item: how the device count is known, and from what.
+MeasuredItem devicesOf(const Calibration& cal)
+{
+    for (const MeasuredItem& m : cal.measured)
+        if (m.key == "devices")
+            return m;
+    return MeasuredItem{};
+}
+
+} // namespace
+
 TEST_CASE("FSDP's world size read from its all-gathers: output over input, the shard or its cast",
           "[whatif][frameworks]")
 {
-    auto devicesItem = [](const Calibration& cal) {
-        for (const MeasuredItem& m : cal.measured)
-            if (m.key == "devices")
-                return m;
-        return MeasuredItem{};
-    };
     // FSDP2 over two ranks, no mixed precision: each layer's 8 MiB all-gather output is twice
     // its 4 MiB shard.
     const auto fsdp2 = Loader::load(HEADROOM_SOURCE_DIR "/tests/data/frameworks/fsdp2_step.pickle");
     const Calibration c2 = calibrate(*fsdp2, 0, analyzeDevice(*fsdp2, 0), {});
     CHECK(c2.baseline.config.devices == 2);
-    CHECK(devicesItem(c2).how == "read");
+    CHECK(devicesOf(c2).how == "read");
     // FSDP1 over four ranks under bf16 mixed precision: the 8 MiB padded unsharded flat parameter
     // is twice the 4 MiB fp32 shard but four times the 2 MiB bf16 copy the all-gather sends.
     const auto fsdp1 = Loader::load(HEADROOM_SOURCE_DIR "/tests/data/frameworks/fsdp1_mixed_step.pickle");
     const DeviceAnalysis a1 = analyzeDevice(*fsdp1, 0);
     const Calibration c1 = calibrate(*fsdp1, 0, a1, {});
     CHECK(c1.baseline.config.devices == 4);
-    CHECK(devicesItem(c1).detail.find("the gather's dtype") != std::string::npos);
+    CHECK(devicesOf(c1).detail.find("the gather's dtype") != std::string::npos);
     // Both sharded from ZeRO-2 on: the state over the gradients is AdamW's 2, not 2 x 4.
     bool ratio = false;
     for (const MeasuredItem& m : c1.measured)
@@ -299,31 +306,25 @@ TEST_CASE("FSDP's world size read from its all-gathers: output over input, the s
     // would read one rank where there are two. It reads none.
     const auto cut = Loader::load(HEADROOM_SOURCE_DIR "/tests/data/frameworks/fsdp2_wrapped_step.pickle");
     const Calibration cc = calibrate(*cut, 0, analyzeDevice(*cut, 0), {});
-    CHECK(devicesItem(cc).how == "unknown");
-    CHECK(devicesItem(cc).detail.find("no forward whole") != std::string::npos);
+    CHECK(devicesOf(cc).how == "unknown");
+    CHECK(devicesOf(cc).detail.find("no forward whole") != std::string::npos);
     // A device count stated wins, and the reading is said beside it.
     StatedConfig stated;
     stated.devices = 8;
     const Calibration s1 = calibrate(*fsdp1, 0, a1, stated);
     CHECK(s1.baseline.config.devices == 8);
-    CHECK(devicesItem(s1).detail.find("the trace says 4") != std::string::npos);
+    CHECK(devicesOf(s1).detail.find("the trace says 4") != std::string::npos);
 }
 
 TEST_CASE("DeepSpeed's and Megatron's world size: the flat parameters over the fp32 master partition, "
           "every reading the precision leaves open",
           "[whatif][frameworks]")
 {
-    auto devices = [](const Calibration& cal) {
-        for (const MeasuredItem& m : cal.measured)
-            if (m.key == "devices")
-                return m;
-        return MeasuredItem{};
-    };
     // DeepSpeed ZeRO-1: 8 MiB of flat parameters, an 8 MiB fp32 partition. Two ranks if the
     // parameters are 16-bit, one if fp32; the stacks do not tell which.
     const auto ds = Loader::load(HEADROOM_SOURCE_DIR "/tests/data/frameworks/deepspeed_zero1.pickle");
     const DeviceAnalysis a = analyzeDevice(*ds, 0);
-    const MeasuredItem open = devices(calibrate(*ds, 0, a, {}));
+    const MeasuredItem open = devicesOf(calibrate(*ds, 0, a, {}));
     CHECK(open.how == "unknown");
     CHECK(open.detail.find("2 with 16-bit parameters, 1 with fp32 parameters") != std::string::npos);
     StatedConfig bf16;
@@ -336,6 +337,6 @@ TEST_CASE("DeepSpeed's and Megatron's world size: the flat parameters over the f
     // rank with 16-bit parameters; fp32 ones would make half a rank, so that reading is dropped.
     const auto rl = Loader::load(HEADROOM_SOURCE_DIR "/tests/data/frameworks/colocated_rl.pickle");
     const Calibration mc = calibrate(*rl, 0, analyzeDevice(*rl, 0), {});
-    CHECK(devices(mc).how == "read");
+    CHECK(devicesOf(mc).how == "read");
     CHECK(mc.baseline.config.devices == 1);
 }

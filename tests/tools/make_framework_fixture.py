@@ -177,6 +177,19 @@ def gathered_backward(sim, unit, first, gathered, freed):
     sim.free("%s_b%d" % (gathered[0], unit), frames=freed)
 
 
+def fsdp2_backward_and_step(sim):
+    """FSDP2's backward of two layers (gathered again, reduce-scattered: the 8 MiB input, the
+    4 MiB sharded gradient kept) and AdamW's step; the snapshot."""
+    for layer in reversed(range(2)):
+        gathered_backward(sim, layer, ("ag_out", 8 * MiB, FSDP_BWD_GATHER), ("unsharded", FSDP_BWD_COPY), FSDP_FREE)
+        sim.alloc("rs_in%d" % layer, 8 * MiB, FSDP_REDUCE)
+        sim.alloc("grad%d" % layer, 4 * MiB, FSDP_REDUCE)
+        sim.free("ugrad%d" % layer, frames=FSDP_REDUCE_FREE)
+        sim.free("rs_in%d" % layer, frames=FSDP_REDUCE_FREE)
+    sharded_adamw_step(sim, 2)
+    return full_snapshot(sim)
+
+
 def fsdp2_scenario():
     """An FSDP2 (fully_shard) step of two layers over two ranks, rank 0's memory, scaled down:
     each layer's 8 MiB of parameters kept as a 4 MiB shard; the forward gathers each layer
@@ -188,14 +201,7 @@ def fsdp2_scenario():
     for layer in range(2):
         sim.alloc("shard%d" % layer, 4 * MiB, FSDP_SHARD)
     gathered_forward(sim, 2, ("ag_out", 8 * MiB, FSDP_FWD_GATHER), ("unsharded", FSDP_FWD_COPY), FSDP_FREE)
-    for layer in reversed(range(2)):
-        gathered_backward(sim, layer, ("ag_out", 8 * MiB, FSDP_BWD_GATHER), ("unsharded", FSDP_BWD_COPY), FSDP_FREE)
-        sim.alloc("rs_in%d" % layer, 8 * MiB, FSDP_REDUCE)
-        sim.alloc("grad%d" % layer, 4 * MiB, FSDP_REDUCE)
-        sim.free("ugrad%d" % layer, frames=FSDP_REDUCE_FREE)
-        sim.free("rs_in%d" % layer, frames=FSDP_REDUCE_FREE)
-    sharded_adamw_step(sim, 2)
-    return full_snapshot(sim)
+    return fsdp2_backward_and_step(sim)
 
 
 FS1 = SITE + "torch/distributed/fsdp/"
@@ -248,14 +254,7 @@ def fsdp2_wrapped_scenario():
     sim.free("ag_out1")
     sim.alloc("act1", 6 * MiB, TB_FWD)
     sim.free("unsharded1", frames=FSDP_FREE)
-    for layer in reversed(range(2)):
-        gathered_backward(sim, layer, ("ag_out", 8 * MiB, FSDP_BWD_GATHER), ("unsharded", FSDP_BWD_COPY), FSDP_FREE)
-        sim.alloc("rs_in%d" % layer, 8 * MiB, FSDP_REDUCE)
-        sim.alloc("grad%d" % layer, 4 * MiB, FSDP_REDUCE)
-        sim.free("ugrad%d" % layer, frames=FSDP_REDUCE_FREE)
-        sim.free("rs_in%d" % layer, frames=FSDP_REDUCE_FREE)
-    sharded_adamw_step(sim, 2)
-    return full_snapshot(sim)
+    return fsdp2_backward_and_step(sim)
 
 
 def fsdp1_mp_scenario():
