@@ -91,7 +91,7 @@ std::string resultsText(const Snapshot& snap, const std::vector<AllocatorReplayR
         os << "\ndevice " << r.device << ": " << r.requests << " requests of " << r.events << " events under " << conf
            << (recorded ? (r.settingFromFile ? " (recorded)" : " (no allocator_settings: defaults)") : "")
            << (r.initialStateReconstructed ? "; memory from before the window reconstructed" : "") << "\n";
-        if (recorded && (!r.followedRecording || (r.segmentEventsRecorded == 0 && !r.initialStateReconstructed))) {
+        if (recorded && !r.checkedAgainstRecording()) {
             // A CPU recording, or history without segment events: nothing to check the
             // simulation against, and its reserved curve is the simulation's alone.
             os << "  no segment events recorded to check against; simulated reserved peak "

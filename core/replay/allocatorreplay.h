@@ -78,6 +78,13 @@ struct AllocatorReplayResult {
     std::optional<Oom> firstSimulatedOom;
     std::vector<int64_t> simulatedReserved; ///< after each event (AllocatorReplayOptions::keepCurve)
 
+    /// Whether the recording holds something to check the simulation against: it followed the
+    /// recorded setting on a file with segments, and saw segment events or memory from before
+    /// the window. Otherwise its reserved curve is the simulation's alone.
+    bool checkedAgainstRecording() const
+    {
+        return followedRecording && (segmentEventsRecorded > 0 || initialStateReconstructed);
+    }
     double segmentMatchShare() const
     {
         return segmentEventsRecorded == 0 ? (segmentEventsSimulated == 0 ? 1.0 : 0.0)

@@ -270,7 +270,7 @@ void AllocatorSection::showResult()
     const AllocatorReplayResult& rec = *m_recordedResult;
     const AllocatorReplayResult& r = *m_result;
     QStringList lines;
-    const bool checked = rec.followedRecording && (rec.segmentEventsRecorded > 0 || rec.initialStateReconstructed);
+    const bool checked = rec.checkedAgainstRecording();
     if (!checked)
         lines << tr("no segment events to check against");
     else if (rec.segmentMatchShare() < 0.99 || rec.reservedDifferenceShare() > 0.01)
@@ -301,7 +301,7 @@ QString AllocatorSection::summaryHtml() const
     const AllocatorReplayResult& rec = *m_recordedResult;
     const AllocatorReplayResult& r = *m_result;
     QStringList lines;
-    if (!rec.followedRecording || (rec.segmentEventsRecorded == 0 && !rec.initialStateReconstructed))
+    if (!rec.checkedAgainstRecording())
         lines << tr("The file records no segment events: the replay starts from an empty cache and cannot be "
                     "checked against the recording.");
     else if (rec.segmentMatchShare() < 0.99 || rec.reservedDifferenceShare() > 0.01)

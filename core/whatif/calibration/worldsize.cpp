@@ -2,6 +2,7 @@
 #include "core/whatif/calibration/worldsize.h"
 
 #include "core/analysis/frameworksites.h"
+#include "core/replay/allocatorconstants.h"
 #include "core/util/units.h"
 
 #include <algorithm>
@@ -16,9 +17,6 @@ namespace {
 /// Within 2% of a whole number, for the flat buffers: Megatron pads its buffer per bucket and
 /// keeps main parameters per parameter, so the share is not exact.
 constexpr double kWholeTolerance = 0.02;
-/// The allocator rounds each block up to 512 bytes: FSDP's gathers, exact multiples of their
-/// inputs before it, may differ after it by less than that per block, and by no more.
-constexpr double kBlockRounding = 512;
 
 /// The events of the first forward pass the window holds whole: from the end of the step before
 /// it (the root module's gather may precede its forward's first event) to the next backward.
@@ -100,8 +98,8 @@ std::optional<WorldSizeReading> fromGathers(const LoadedTrace& trace, size_t dev
     }
     const double ratio = g.outputs / in;
     const double whole = std::round(ratio);
-    // Exact before the allocator's rounding: off by less than a block's rounding per block.
-    const double slack = kBlockRounding * double(g.outputBlocks + int64_t(whole) * (copies ? g.inputBlocks : g.shardBlocks));
+    // Exact before the allocator rounds each block up to kMinBlock: off by less than that per block.
+    const double slack = double(allocator::kMinBlock) * double(g.outputBlocks + int64_t(whole) * (copies ? g.inputBlocks : g.shardBlocks));
     const std::string weighed = "FSDP's all-gathers in one forward (" + formatBytes(int64_t(g.outputs)) + ") over " +
                                 (copies ? "the copies made for them in the gather's dtype ("
                                         : "the sharded parameters they gather (") +
@@ -117,10 +115,6 @@ std::optional<WorldSizeReading> fromGathers(const LoadedTrace& trace, size_t dev
               weighed + ": each output is the world size times its input"};
     return r;
 }
-
-/// The parameters' bytes per element at a measured precision: pure bf16 keeps them in 16 bits,
-/// autocast keeps fp32 weights.
-double parameterWidth(Precision p) { return p == Precision::Bf16 ? 2.0 : 4.0; }
 
 /// DeepSpeed ZeRO-1/2's constructor and Megatron's DistributedOptimizer: the flat parameters
 /// (kept, whole on every rank) against the fp32 master partition (kept, this rank's share).
@@ -147,7 +141,7 @@ std::optional<WorldSizeReading> fromMasterPartition(const LoadedTrace& trace, si
     std::string each;
     for (const double width : {2.0, 4.0}) {
         const bool open = std::any_of(precisions.begin(), precisions.end(),
-                                      [&](Precision p) { return parameterWidth(p) == width; });
+                                      [&](Precision p) { return stateBytes(p, OptimizerKind::AdamW).weights == width; });
         const double ratio = flat * 4 / (width * master);
         const double whole = std::round(ratio);
         if (!open || whole < 1 || std::abs(ratio - whole) > kWholeTolerance * whole)
