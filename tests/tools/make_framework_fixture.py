@@ -134,8 +134,18 @@ FSDP_BWD_GATHER, FSDP_BWD_COPY = fsdp_unshard(F(FS + "_fsdp_param_group.py", 473
 FSDP_REDUCE = stack(F(FS + "_fsdp_collectives.py", 168, "allocate"),
                     F(FS + "_fsdp_collectives.py", 455, "foreach_reduce"),
                     F(FS + "_fsdp_param_group.py", 505, "post_backward"), CPP_ENGINE)
-FSDP_FREE = [F(FS + "_fsdp_param.py", 890, "free_storage"), F(FS + "_fsdp_param.py", 610, "free_unsharded_param"),
-             RL_MAIN, CPP_START]
+
+
+def fsdp_reshard_free(*hook):
+    """The unsharded parameters' free after a layer: FSDP2's reshard, called by the forward's
+    post-hook (inside the module's __call__) or the backward's post_backward (autograd's engine)."""
+    return [F(FS + "_fsdp_param.py", 890, "free_storage"), F(FS + "_fsdp_param.py", 610, "free_unsharded_param"),
+            F(FS + "_fsdp_param_group.py", 318, "reshard"), *hook, CPP_START]
+
+
+FSDP_FWD_FREE = fsdp_reshard_free(F(FS + "_fsdp_param_group.py", 440, "post_forward"),
+                                  F(FS + "_fsdp_state.py", 258, "_post_forward"), PY_MODULE, RL_MAIN)
+FSDP_BWD_FREE = fsdp_reshard_free(F(FS + "_fsdp_param_group.py", 505, "post_backward"), CPP_ENGINE)
 FSDP_REDUCE_FREE = [F(FS + "_fsdp_collectives.py", 470, "foreach_reduce"),
                     F(FS + "_fsdp_param_group.py", 505, "post_backward"), CPP_ENGINE, CPP_START]
 
@@ -181,7 +191,7 @@ def fsdp2_backward_and_step(sim):
     """FSDP2's backward of two layers (gathered again, reduce-scattered: the 8 MiB input, the
     4 MiB sharded gradient kept) and AdamW's step; the snapshot."""
     for layer in reversed(range(2)):
-        gathered_backward(sim, layer, ("ag_out", 8 * MiB, FSDP_BWD_GATHER), ("unsharded", FSDP_BWD_COPY), FSDP_FREE)
+        gathered_backward(sim, layer, ("ag_out", 8 * MiB, FSDP_BWD_GATHER), ("unsharded", FSDP_BWD_COPY), FSDP_BWD_FREE)
         sim.alloc("rs_in%d" % layer, 8 * MiB, FSDP_REDUCE)
         sim.alloc("grad%d" % layer, 4 * MiB, FSDP_REDUCE)
         sim.free("ugrad%d" % layer, frames=FSDP_REDUCE_FREE)
@@ -200,7 +210,7 @@ def fsdp2_scenario():
     sim = Sim()
     for layer in range(2):
         sim.alloc("shard%d" % layer, 4 * MiB, FSDP_SHARD)
-    gathered_forward(sim, 2, ("ag_out", 8 * MiB, FSDP_FWD_GATHER), ("unsharded", FSDP_FWD_COPY), FSDP_FREE)
+    gathered_forward(sim, 2, ("ag_out", 8 * MiB, FSDP_FWD_GATHER), ("unsharded", FSDP_FWD_COPY), FSDP_FWD_FREE)
     return fsdp2_backward_and_step(sim)
 
 
@@ -234,8 +244,21 @@ FSDP1_REDUCE = stack(F(FS1 + "_runtime_utils.py", 790, "_get_reduce_scatter_tens
                      F(FS1 + "_runtime_utils.py", 720, "_post_backward_hook"), CPP_ENGINE)
 FSDP1_REDUCE_FREE = [F(FS1 + "_runtime_utils.py", 762, "_reduce_grad"),
                      F(FS1 + "_runtime_utils.py", 720, "_post_backward_hook"), CPP_ENGINE, CPP_START]
-FSDP1_FREE = [F(SITE + "torch/distributed/utils.py", 175, "_free_storage"),
-              F(FS1 + "_flat_param.py", 1600, "_free_unsharded_flat_param"), RL_MAIN, CPP_START]
+
+
+def fsdp1_reshard_free(*hook):
+    """The unsharded flat parameter's free after a unit: FSDP1's _reshard, called by _post_forward
+    (inside the module's __call__) or _post_backward_hook (autograd's engine)."""
+    return [F(SITE + "torch/distributed/utils.py", 175, "_free_storage"),
+            F(FS1 + "_flat_param.py", 1600, "_free_unsharded_flat_param"), F(FS1 + "_flat_param.py", 1560, "reshard"),
+            F(FS1 + "_runtime_utils.py", 520, "_reshard"), *hook, CPP_START]
+
+
+FSDP1_FWD_FREE = fsdp1_reshard_free(F(FS1 + "_runtime_utils.py", 420, "_post_forward_reshard"),
+                                    F(FS1 + "_runtime_utils.py", 400, "_post_forward"),
+                                    F(FS1 + "fully_sharded_data_parallel.py", 856, "forward"), PY_MODULE, RL_MAIN)
+FSDP1_BWD_FREE = fsdp1_reshard_free(F(FS1 + "_runtime_utils.py", 730, "_post_backward_reshard"),
+                                    F(FS1 + "_runtime_utils.py", 720, "_post_backward_hook"), CPP_ENGINE)
 
 
 def fsdp2_wrapped_scenario():
@@ -247,13 +270,13 @@ def fsdp2_wrapped_scenario():
     sim.recording[0] = False
     for layer in range(2):
         sim.alloc("shard%d" % layer, 4 * MiB, FSDP_SHARD)
-    gathered_forward(sim, 1, ("ag_out", 8 * MiB, FSDP_FWD_GATHER), ("unsharded", FSDP_FWD_COPY), FSDP_FREE)
+    gathered_forward(sim, 1, ("ag_out", 8 * MiB, FSDP_FWD_GATHER), ("unsharded", FSDP_FWD_COPY), FSDP_FWD_FREE)
     sim.recording[0] = True
     sim.alloc("ag_out1", 8 * MiB, FSDP_FWD_GATHER)
     sim.alloc("unsharded1", 8 * MiB, FSDP_FWD_COPY)
     sim.free("ag_out1")
     sim.alloc("act1", 6 * MiB, TB_FWD)
-    sim.free("unsharded1", frames=FSDP_FREE)
+    sim.free("unsharded1", frames=FSDP_FWD_FREE)
     return fsdp2_backward_and_step(sim)
 
 
@@ -270,9 +293,9 @@ def fsdp1_mp_scenario():
         sim.alloc("flat%d" % unit, 16 * MiB, FSDP1_FLATTEN)
         sim.alloc("shard%d" % unit, 4 * MiB, FSDP1_SHARD)
         sim.free("flat%d" % unit)
-    gathered_forward(sim, 2, ("mp", 2 * MiB, FSDP1_FWD_CAST), ("full", FSDP1_FWD_GATHER), FSDP1_FREE)
+    gathered_forward(sim, 2, ("mp", 2 * MiB, FSDP1_FWD_CAST), ("full", FSDP1_FWD_GATHER), FSDP1_FWD_FREE)
     for unit in reversed(range(2)):
-        gathered_backward(sim, unit, ("mp", 2 * MiB, FSDP1_BWD_CAST), ("full", FSDP1_BWD_GATHER), FSDP1_FREE)
+        gathered_backward(sim, unit, ("mp", 2 * MiB, FSDP1_BWD_CAST), ("full", FSDP1_BWD_GATHER), FSDP1_BWD_FREE)
         sim.alloc("rs_out%d" % unit, 2 * MiB, FSDP1_REDUCE)
         sim.free("ugrad%d" % unit, frames=FSDP1_REDUCE_FREE)
         sim.alloc("grad%d" % unit, 4 * MiB, FSDP1_REDUCE)
