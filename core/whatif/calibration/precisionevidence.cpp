@@ -55,9 +55,9 @@ std::string PrecisionEvidence::detail() const
         return "parameters converted by Module.half() / Module.bfloat16()";
     if (cppFrames)
         return "C++ stacks show no at::autocast frames: fp32 or pure bf16, projected as fp32 with pure bf16 in the "
-               "band; pass --measured-precision";
-    return "no evidence in the stacks: projected as fp32 with autocast and pure bf16 in the band; pass "
-           "--measured-precision";
+               "band; the measured precision settles it";
+    return "no evidence in the stacks: projected as fp32 with autocast and pure bf16 in the band; the measured "
+           "precision settles it";
 }
 
 std::vector<Precision> PrecisionEvidence::candidates() const
