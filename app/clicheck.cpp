@@ -8,6 +8,7 @@
 #include "core/analysis/snapshotcompare.h"
 #include "core/report/analysisreport.h"
 #include "core/util/units.h"
+#include "core/whatif/query/fitjudgement.h"
 
 #include <algorithm>
 #include <cmath>
@@ -138,6 +139,31 @@ std::vector<CategoryLimit> categoryLimits(const CheckRequest& req, std::optional
     return out;
 }
 
+/// check --fit's line: the verdict core gave and the figures it judged, worded for a terminal.
+std::string fitLine(const FitJudgement& j, const std::string& where)
+{
+    const std::string device = formatBytes(j.capacity) + " with " + percent(j.margin) + " free";
+    if (!j.projected)
+        return "peak allocated " + formatBytes(j.peakAllocated) + " (" + where + ")" +
+               (j.passed ? " fits " + device + " (limit " + formatBytes(j.limit) + ")"
+                         : " does not fit " + device + " (limit " + formatBytes(j.limit) + ", over by " +
+                               formatBytes(j.peakAllocated - j.limit) + ")") +
+               "; judged by the allocated peak, as the what-if cannot project this file (" + j.notProjectedBecause + ")";
+    const std::string projected = "peak " + formatBytes(int64_t(j.peak)) + " as recorded, projected with the CUDA "
+                                  "context and the allocator's caching (" + formatBytes(int64_t(j.peakLow)) + " to " +
+                                  formatBytes(int64_t(j.peakHigh)) + "; allocated " + formatBytes(j.peakAllocated) +
+                                  ", " + where + ")";
+    switch (j.verdict) {
+    case Verdict::Fits: return projected + " fits " + device;
+    case Verdict::Tight: return projected + " is tight on " + device + ": its high end leaves less free";
+    case Verdict::DoesNotFit:
+        return projected + " does not fit " + formatBytes(j.capacity) +
+               (j.peak > double(j.capacity) ? ", over by " + formatBytes(int64_t(j.peak) - j.capacity) : std::string());
+    case Verdict::Unknown: break;
+    }
+    return projected + ": no verdict";
+}
+
 } // namespace
 
 void CheckCommand::add(CLI::App& app)
@@ -147,8 +173,9 @@ void CheckCommand::add(CLI::App& app)
     m_cmd->add_option("FILE", m_req.file, "Snapshot or trace to check")->required();
     m_cmd->add_option("--max-peak", m_req.maxPeak, "Fail when the peak allocated exceeds this size, e.g. 70GiB");
     m_cmd->add_option("--fit", m_req.fit,
-                      "Fail unless the peak allocated fits a device of this capacity, e.g. 80GiB, "
-                      "keeping --margin of it free");
+                      "Fail unless the run fits a device of this capacity, e.g. 80GiB, keeping --margin of it "
+                      "free: the what-if's verdict on the run as recorded (the CUDA context and the "
+                      "allocator's caching counted)");
     m_cmd->add_option("--margin", m_req.margin, "Share of the --fit capacity to keep free (default 10%)");
     m_cmd->add_option("--baseline", m_req.baseline, "An earlier snapshot of the same job to compare with");
     m_cmd->add_option("--max-growth", m_req.maxGrowth,
@@ -222,19 +249,16 @@ CommandOutput runCheck(const CheckRequest& req, const TraceSource& source)
                            : " exceeds " + formatBytes(maxPeak) + " by " + formatBytes(peak - maxPeak)));
         }
         if (fit > 0) {
-            const auto limit = static_cast<int64_t>(double(fit) * (1.0 - margin));
-            const bool ok = peak <= limit;
-            report({{"name", "fit"},
-                    {"value_bytes", peak},
-                    {"capacity_bytes", fit},
-                    {"margin", margin},
-                    {"limit_bytes", limit}},
-                   ok,
-                   "peak allocated " + formatBytes(peak) + " (" + where + ")" +
-                       (ok ? " fits " + formatBytes(fit) + " with " + percent(margin) + " free (limit " +
-                                 formatBytes(limit) + ")"
-                           : " does not fit " + formatBytes(fit) + " with " + percent(margin) + " free (limit " +
-                                 formatBytes(limit) + ", over by " + formatBytes(peak - limit) + ")"));
+            const FitJudgement j = judgeFit(trace, di, a, fit, margin);
+            nlohmann::json c = {{"name", "fit"},         {"value_bytes", peak},   {"capacity_bytes", fit},
+                                {"margin", margin},      {"limit_bytes", j.limit}, {"verdict", verdictName(j.verdict)},
+                                {"judged_by", j.projected ? "projection" : "allocated_peak"}};
+            if (j.projected) {
+                c["projected_peak_bytes"] = int64_t(j.peak);
+                c["projected_peak_low_bytes"] = int64_t(j.peakLow);
+                c["projected_peak_high_bytes"] = int64_t(j.peakHigh);
+            }
+            report(std::move(c), j.passed, fitLine(j, where));
         }
         if (!limits.empty()) {
             const UserCategoryTotals g = userCategoriesAt(*trace, di, a, tl.peakEventIndex, *rules);

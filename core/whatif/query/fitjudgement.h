@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: MIT
+#pragma once
+
+// Does the recorded run fit a device of this capacity with this share of it free? One answer
+// for `check --fit` and every other view (issue 45, item 4): the what-if's projection of the run
+// as it was recorded, at that capacity and margin, so the CUDA context, the allocator's
+// fragmentation, an OOM's whole step and the band count as they count in whatif, the ladder, the
+// panel and the diagnosis. A file the what-if cannot calibrate on (a profiler timeline, a trace
+// with no step) is judged by its allocated peak, and the judgement says so.
+
+#include "core/analysis/memoryanalysis.h"
+#include "core/replay/loadedtrace.h"
+#include "core/whatif/vocabulary/whatifmodel.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace headroom {
+
+struct FitJudgement {
+    /// Judged on the what-if's projection of the run as recorded; false: on the allocated peak.
+    bool projected = false;
+    bool passed = false;
+    Verdict verdict = Verdict::Unknown; ///< the projection's; Fits or DoesNotFit on the allocated peak
+    int64_t capacity = 0;
+    double margin = 0;
+    int64_t peakAllocated = 0; ///< the recorded peak (the allocated fallback's value)
+    int64_t limit = 0;         ///< the allocated fallback's limit: capacity less the margin
+    double peak = 0, peakLow = 0, peakHigh = 0; ///< the projection's headline and band
+    /// Why the allocated peak judged it: the what-if's refusal, in its words.
+    std::string notProjectedBecause;
+};
+
+/// `a` is the device's analysis (its timeline's peak is the recorded one).
+FitJudgement judgeFit(const std::shared_ptr<const LoadedTrace>& trace, size_t deviceIndex, const DeviceAnalysis& a,
+                      int64_t capacity, double margin);
+
+} // namespace headroom
