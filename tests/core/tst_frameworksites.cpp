@@ -258,6 +258,25 @@ TEST_CASE("A larger micro-batch under FSDP grows the activations, not the gather
     CHECK(sharded.peakAllocated == Approx(44.0 * MiB)); // the shards halve, the gathered layer does not
 }
 
+TEST_CASE("A run recorded under FSDP is projected as recorded without its precision: nothing is sharded anew",
+          "[whatif][frameworks]")
+{
+    // zero = 3 is read from the gathers; the parameters' bytes are unknown without the precision.
+    // Sharding them anew would divide unknown bytes, but the recorded run keeps its measured
+    // shards: the CLI refused the file as it was recorded ("pass --measured-precision").
+    const auto trace = Loader::load(HEADROOM_SOURCE_DIR "/tests/data/frameworks/fsdp2_step.pickle");
+    const Calibration cal = calibrate(*trace, 0, analyzeDevice(*trace, 0), {});
+    REQUIRE(cal.baseline.config.zero == 3);
+    REQUIRE(cal.baseline.params <= 0);
+    CHECK_FALSE(cal.missing(cal.baseline.config));
+    LeverConfig unsharded = cal.baseline.config;
+    unsharded.zero = 0;
+    unsharded.offload = Offload::Params;
+    const auto m = cal.missing(unsharded); // offloading the parameters moves their bytes
+    REQUIRE(m);
+    CHECK(m->key == "precision");
+}
+
 namespace {
 
 /// The calibration's "devices" item: how the device count is known, and from what.

@@ -91,8 +91,10 @@ std::optional<WhatIfMissingValue> Calibration::missing(const LeverConfig& t, con
     // A forward-only run keeps no optimizer state: another optimizer changes nothing there.
     need(t.optimizer != b.optimizer && !known("optimizer_bytes") && !baseline.forwardOnly, "precision", "--measured-precision", "precision",
          "--optimizer");
-    need((t.zero == 3 || t.offload != Offload::None) && baseline.params <= 0, "precision", "--measured-precision",
-         "precision", "--zero 3 / --offload");
+    // Sharding or offloading the parameters divides their bytes: unknown bytes cannot be divided. A
+    // run recorded sharded (FSDP, ZeRO-3: read from its gathers) keeps its measured shards.
+    need(((t.zero == 3 && b.zero != 3) || (t.offload != Offload::None && t.offload != b.offload)) && baseline.params <= 0,
+         "precision", "--measured-precision", "precision", "--zero 3 / --offload");
     // 0 devices (unknown) is projected as 1: not a move.
     need(t.deviceCount() != b.deviceCount() || t.zero != b.zero, "devices", "--measured-devices", "device count",
          "--devices / --zero");
