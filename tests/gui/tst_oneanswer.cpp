@@ -55,6 +55,13 @@ QStringList oneAnswerFiles()
     for (const QFileInfo& f : QDir(QStringLiteral(HEADROOM_REAL_TRACES_DIR)).entryInfoList({QStringLiteral("*.json.gz")}))
         files << f.absoluteFilePath();
     files << QStringLiteral(HEADROOM_SOURCE_DIR "/tests/data/cpu/imbalanced_oom.pickle");
+    // Postmortem files as they are (recorded mid-run) and frameworks' own memory (a run recorded
+    // sharded reads zero = 3 from its gathers).
+    for (const QString& pattern : {QStringLiteral("cpu/decoder_late_*.pickle"), QStringLiteral("frameworks/*.pickle")}) {
+        const QFileInfo p(QStringLiteral(HEADROOM_SOURCE_DIR "/tests/data/") + pattern);
+        for (const QFileInfo& f : QDir(p.path()).entryInfoList({p.fileName()}, QDir::Files, QDir::Name))
+            files << f.absoluteFilePath();
+    }
     return files;
 }
 

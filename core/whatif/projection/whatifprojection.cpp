@@ -43,6 +43,16 @@ struct ComputeModel {
     double tokensMicro = 1;
 };
 
+/// Sequences per micro-batch: a count, or in ratios of the measured run (batchratio.h), whose
+/// micro-batch, unknown, counts as one as it does in the measured units; so the panel's ratio
+/// and the command line's count give the run as recorded the same time and tokens.
+double microBatchCount(const WhatIfState& s)
+{
+    if (s.microBatchUnits > 0)
+        return double(std::max(1, s.config.microBatch)) / s.microBatchUnits;
+    return double(std::max(1, s.config.microBatch));
+}
+
 ComputeModel computeModel(const WhatIfState& s, const WhatIfConstants& k)
 {
     const LeverConfig& c = s.config;
@@ -53,7 +63,7 @@ ComputeModel computeModel(const WhatIfState& s, const WhatIfConstants& k)
     }
     const double Pt = P * c.trainableFraction;
     const double L = s.dims.valid() ? s.dims.layers : 0, h = s.dims.valid() ? s.dims.hidden : 0;
-    const double sq = std::max(1, c.seq), n = double(std::max(1, c.microBatch)) * sq;
+    const double sq = std::max(1, c.seq), n = microBatchCount(s) * sq;
     const double dense = c.trainableFraction < 1.0 ? 4 * P + 6 * Pt : 6 * P; // 4P + 6Pt when frozen
     double attn = 12 * L * h * sq;
     if (!c.flashAttention)
@@ -233,7 +243,7 @@ StepTime stepTime(const WhatIfState& s, const WhatIfBaseline& base, const WhatIf
         }
     }
     t.total = t.compute + t.utilisation + t.recompute + t.communication + t.offload + t.optimizer;
-    t.tokensPerStep = double(c.accum) * std::max(1, c.microBatch) * std::max(1, c.seq) * n;
+    t.tokensPerStep = double(c.accum) * microBatchCount(s) * std::max(1, c.seq) * n;
     t.tokensPerSecond = t.total > 0 ? t.tokensPerStep / t.total : 0;
     t.known = !base.calibrated || base.measuredStepTime > 0;
     return t;
