@@ -45,6 +45,9 @@ void WhatIfCommands::addCommon(CLI::App* cmd, Options& o, bool ladder)
     cmd->add_option("--expandable-segments", o.expandable, "on|off");
     cmd->add_option("--capacity", o.capacity,
                     "Device capacity, e.g. 80GiB, 24GB or a byte count (default: the OOM record's)");
+    cmd->add_option("--margin", o.margin,
+                    "Share of the capacity a fit keeps free, e.g. 10% as check --fit keeps (default: 5% for the run "
+                    "as recorded or a batch change, 10% for a change of structure)");
     cmd->add_option("--speeds", o.devicePreset,
                     "Device speeds preset: 24gib, 40gib, 48gib, 80gib, a100-80gb, 94gib, 141gib");
     cmd->add_option("--device", o.device,
@@ -391,7 +394,9 @@ CommandOutput ladderOutput(const WhatIfRequest& o, const LeverConfig& t, const M
 
 CommandOutput whatIfOutput(const WhatIfRequest& o, bool ladder, const TraceSource& source, const Calibrator& calibrator)
 {
-    const WhatIfConstants k;
+    WhatIfConstants k;
+    if (!o.margin.empty()) // the margin asked for, whatever the target moves
+        k.marginSame = k.marginStructural = percentOption("--margin", o.margin, 1.0, "10% (below 100%)");
     const ModelDims dims = dimsOf(o);
     std::optional<int64_t> capacity;
     if (!o.capacity.empty()) {
