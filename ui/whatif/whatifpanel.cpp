@@ -414,6 +414,7 @@ void WhatIfPanel::recompute()
         } catch (const WhatIfMissingValue& e) {
             const QString field = e.key == "micro_batch" ? tr("micro-batch")
                                   : e.key == "seq"       ? tr("sequence")
+                                  : e.key == "devices"   ? tr("device count")
                                                          : QString::fromStdString(e.key);
             missing = tr("the trace does not tell the %1 it was measured at").arg(field);
         }
