@@ -100,8 +100,8 @@ std::string_view categoryRuleText(CategoryRule r)
         return "allocated by a sharding framework's all-gather of a layer's parameters for its forward or backward "
                "(FSDP, DeepSpeed ZeRO-3): a temporary gather";
     case CategoryRule::FrameworkUnshardedGradient:
-        return "born in the backward and freed by FSDP's reduce-scatter once reduced: a gathered layer's unsharded "
-               "gradient, a temporary of the layer's size";
+        return "born in the backward and freed by FSDP's reduce-scatter or DeepSpeed ZeRO-3's gradient bucket once "
+               "reduced: a gathered layer's unsharded gradient, a temporary of the layer's size";
     case CategoryRule::BeforeWindowLikeFreeSite:
         return "alive before the trace, freed at a statement that later frees tensors of the same size born in the "
                "trace, all of one category: that category";
@@ -181,6 +181,7 @@ std::optional<AllocationClass> frameworkClass(FrameworkSite site, Phase birth, b
         return AllocationClass{C::Parameter, R::FlatParameterBuffer, birth};
     case S::DeepSpeedGradBuffer:
     case S::DeepSpeedZero2GradPartition:
+    case S::DeepSpeedGradReduce:
     case S::FsdpReduceScatter:
         return AllocationClass{C::Gradient, R::FlatGradientBuffer, birth};
     case S::DeepSpeedZeroInit: // splitByLine: the first statement's are the 16-bit groups
@@ -393,9 +394,11 @@ void likeItsFreeSite(const DeviceData& device, const MemoryTimeline& timeline, s
     }
 }
 
-/// FSDP's unsharded gradients: autograd makes a gathered layer's gradient at its own site, and
-/// the reduce-scatter frees it once reduced (FSDP2's foreach_reduce clears its list after the
-/// copy-in; FSDP1's _reduce_grad drops flat_param.grad). The free's stack is the evidence. Only
+/// FSDP's and DeepSpeed ZeRO-3's unsharded gradients: autograd makes a gathered layer's gradient
+/// at its own site, and the reduction frees it once reduced (FSDP2's foreach_reduce clears its
+/// list after the copy-in; FSDP1's _reduce_grad drops flat_param.grad; ZeRO-3's
+/// __add_grad_to_ipg_bucket points param.grad into its bucket, or partition_grads drops it). The
+/// free's stack is the evidence. Only
 /// within the backward it was made in: one kept across micro-steps (no_sync) is the gradient.
 void freedByReduceScatter(FrameworkSites& sites, const DeviceData& device, const MemoryTimeline& timeline,
                           const PhaseAnalysis& phases, std::vector<AllocationClass>& classes)
@@ -409,7 +412,8 @@ void freedByReduceScatter(FrameworkSites& sites, const DeviceData& device, const
         const PhaseSpan* span = phases.spanOf(a.start);
         if (!span || a.end > span->endEvent)
             continue;
-        if (sites.of(stacks[size_t(a.end)]) == FrameworkSite::FsdpReduceScatter)
+        if (const FrameworkSite freedBy = sites.of(stacks[size_t(a.end)]);
+            freedBy == FrameworkSite::FsdpReduceScatter || freedBy == FrameworkSite::DeepSpeedGradReduce)
             classes[i] = {TensorCategory::Temporary, CategoryRule::FrameworkUnshardedGradient, Phase::Backward};
     }
 }

@@ -51,7 +51,7 @@ enum class CategoryRule : uint8_t {
     BeforeWindowFactoredState, ///< alive before the trace, one of the factors the gradients' shapes predict
     BeforeWindowLikeFreeSite,  ///< alive before the trace, freed where the trace's tensors of its size, all of one category, are
     FrameworkGather,           ///< a layer's parameters all-gathered by FSDP or DeepSpeed ZeRO-3
-    FrameworkUnshardedGradient, ///< born in the backward, freed by FSDP's reduce-scatter: a gathered layer's gradient
+    FrameworkUnshardedGradient, ///< born in the backward, freed by FSDP's or ZeRO-3's reduction: a gathered layer's gradient
 };
 
 inline constexpr CategoryRule kLastCategoryRule = CategoryRule::FrameworkUnshardedGradient;

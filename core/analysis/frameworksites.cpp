@@ -56,6 +56,14 @@ constexpr SiteFrame kSiteFrames[] = {
     {"deepspeed/runtime/zero/partition_parameters.py", "_partition_param", FrameworkSite::DeepSpeedParamPartition},
     {"deepspeed/runtime/zero/partition_parameters.py", "all_gather_coalesced", FrameworkSite::DeepSpeedGather},
     {"deepspeed/runtime/zero/partition_parameters.py", "_all_gather_dtype", FrameworkSite::DeepSpeedGather},
+    // AllGatherCoalescedHandle.wait: param.data = torch.cat(partitions), the unsharded parameters
+    // (the file's handles' wait methods all complete a gather).
+    {"deepspeed/runtime/zero/partition_parameters.py", "wait", FrameworkSite::DeepSpeedGather},
+    {"deepspeed/runtime/zero/stage3.py", "__add_grad_to_ipg_bucket", FrameworkSite::DeepSpeedGradReduce},
+    {"deepspeed/runtime/zero/stage3.py", "__reduce_and_partition_ipg_grads", FrameworkSite::DeepSpeedGradReduce},
+    {"deepspeed/runtime/zero/stage3.py", "__avg_scatter_grads", FrameworkSite::DeepSpeedGradReduce},
+    {"deepspeed/runtime/zero/stage3.py", "partition_grads", FrameworkSite::DeepSpeedGradReduce},
+    {"deepspeed/runtime/comm/coalesced_collectives.py", "reduce_scatter_coalesced", FrameworkSite::DeepSpeedGradReduce},
     // FSDP1 (flat_param.py became _flat_param.py in 2.1).
     {"torch/distributed/fsdp/_flat_param.py", "_get_shard", FrameworkSite::FsdpFlatParameter},
     {"torch/distributed/fsdp/flat_param.py", "_get_shard", FrameworkSite::FsdpFlatParameter},
@@ -94,7 +102,9 @@ constexpr SiteFrame kSiteFrames[] = {
 /// Python 3.12 folded them into their function).
 bool passesThrough(std::string_view file, std::string_view name)
 {
-    if (name.starts_with("<") || endsWith(file, "torch/storage.py"))
+    // deepspeed/utils/nvtx.py: instrument_w_nvtx's wrapper, around DeepSpeed's own functions and
+    // around the torch calls they allocate with (instrument_w_nvtx(torch.cat)).
+    if (name.starts_with("<") || endsWith(file, "torch/storage.py") || endsWith(file, "deepspeed/utils/nvtx.py"))
         return true;
     if (endsWith(file, "torch/distributed/utils.py"))
         return name == "_alloc_storage";
@@ -132,6 +142,7 @@ std::string_view frameworkSiteName(FrameworkSite s)
     case FrameworkSite::DeepSpeedGradBuffer: return "DeepSpeed's gradient buffers";
     case FrameworkSite::DeepSpeedZero2GradPartition: return "DeepSpeed ZeRO-2's gradient partition";
     case FrameworkSite::DeepSpeedGather: return "DeepSpeed ZeRO-3's parameter gather";
+    case FrameworkSite::DeepSpeedGradReduce: return "DeepSpeed ZeRO-3's gradient reduction";
     case FrameworkSite::FsdpFlatParameter: return "FSDP's sharded parameters";
     case FrameworkSite::FsdpGather: return "FSDP's parameter all-gather";
     case FrameworkSite::FsdpCast: return "FSDP's low-precision shard";

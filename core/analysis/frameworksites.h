@@ -51,8 +51,13 @@ enum class FrameworkSite : uint8_t {
     /// DeepSpeed ZeRO-2's contiguous gradient partition (copy_grads_in_partition): a gradient
     /// buffer that only stage 2 makes.
     DeepSpeedZero2GradPartition,
-    /// DeepSpeed ZeRO-3's all-gather of a layer's parameters for its forward or backward.
+    /// DeepSpeed ZeRO-3's all-gather of a layer's parameters for its forward or backward: the
+    /// staging buffer (_all_gather_dtype) and the unsharded parameters the handle's wait makes.
     DeepSpeedGather,
+    /// DeepSpeed ZeRO-3's gradient reduction in the backward (stage3.py's ipg bucket,
+    /// __reduce_and_partition_ipg_grads, partition_grads; reduce_scatter_coalesced): it frees
+    /// autograd's unsharded gradient once copied into the bucket, and what stays is the partition.
+    DeepSpeedGradReduce,
     // PyTorch's FSDP, from its public source (FSDP1 torch/distributed/fsdp/; FSDP2
     // _composable/fsdp/, later fsdp/_fully_shard/): no file here was recorded with it.
     /// The flat parameter's local shard (FSDP1 _get_shard; flatten_tensors, which is the whole

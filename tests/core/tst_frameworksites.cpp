@@ -231,6 +231,43 @@ TEST_CASE("An FSDP2 step: shards kept as parameters, gathers temporary, the redu
     CHECK(said);
 }
 
+TEST_CASE("A DeepSpeed ZeRO-3 step: the handle's unsharded parameters are the gather, the bucket frees "
+          "autograd's gradient, and a larger micro-batch grows the activations only",
+          "[analysis][whatif][frameworks]")
+{
+    // make_framework_fixture.py's deepspeed_zero3_scenario, from DeepSpeed 38327e07's function
+    // names: AllGatherCoalescedHandle.wait makes the unsharded parameters with
+    // instrument_w_nvtx(torch.cat) (the wrapper's frame passes through), and
+    // __add_grad_to_ipg_bucket frees autograd's gradient once copied into the bucket.
+    const auto trace = Loader::load(HEADROOM_SOURCE_DIR "/tests/data/frameworks/deepspeed_zero3_step.pickle");
+    const DeviceAnalysis a = analyzeDevice(*trace, 0);
+    const MemoryTimeline& tl = trace->timelines[0];
+    std::map<CategoryRule, std::vector<int64_t>> byRule;
+    for (size_t i = 0; i < tl.allocations.size(); ++i)
+        byRule[a.classes[i].rule].push_back(tl.allocations[i].size);
+    const int64_t MiB = 1 << 20;
+    CHECK(byRule[CategoryRule::FlatParameterBuffer] == std::vector<int64_t>(2, 4 * MiB)); // the partitions
+    CHECK(byRule[CategoryRule::FrameworkGather] == std::vector<int64_t>(8, 8 * MiB));     // staging + unsharded
+    CHECK(byRule[CategoryRule::FrameworkUnshardedGradient] == std::vector<int64_t>(2, 8 * MiB));
+    CHECK(byRule[CategoryRule::FrameworkTemporary] == std::vector<int64_t>(2, 8 * MiB)); // reduce-scatter buffers
+    CHECK(readTraceConfig(*trace, 0).zero == 3);
+
+    StatedConfig stated;
+    stated.microBatch = 2;
+    stated.seq = 64;
+    stated.devices = 2;
+    stated.precision = Precision::Fp32;
+    const Calibration cal = calibrate(*trace, 0, a, stated);
+    CHECK(cal.baseline.gather.bytes == Approx(16.0 * MiB)); // a layer's staging buffer and its parameters
+    LeverConfig t = cal.baseline.config;
+    t.microBatch = 4;
+    const Projection twice = project(cal.baseline, t, WhatIfConstants{}, *devicePreset("80gib"));
+    REQUIRE(twice.replayed);
+    // 8 partitions + 8 fp32 partitions + 16 gradient buffers + 16 gathered + 2 x 12 activations
+    // (88 MiB while the handle's torch.cat read as a batch temporary).
+    CHECK(twice.peakAllocated == Approx(72.0 * MiB));
+}
+
 TEST_CASE("A larger micro-batch under FSDP grows the activations, not the gathered layers", "[whatif][frameworks]")
 {
     // Every gather, unsharded gradient and reduce-scatter input of the fixture is 8 MiB, a layer's

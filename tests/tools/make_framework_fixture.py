@@ -30,6 +30,9 @@ memory (fsdp1_mp_scenario): torch/distributed/fsdp/'s function names (_flat_para
 _get_shard, _use_low_precision_shard, _alloc_padded_unsharded_flat_param; _runtime_utils.py's
 hooks), so that the all-gather's output is twice the fp32 shard and four times the bf16 copy.
 
+deepspeed_zero3_step.pickle: a DeepSpeed ZeRO-3 step over two ranks, rank 0's memory
+(deepspeed_zero3_scenario): the function names of DeepSpeed 38327e07 (0.16.5), lines approximate.
+
 fsdp2_wrapped_step.pickle: fsdp2_step's step as a ring buffer that wrapped in its forward keeps
 it (fsdp2_wrapped_scenario): a window with half a forward, whose gathers tell no world size.
 """
@@ -304,9 +307,88 @@ def fsdp1_mp_scenario():
     return full_snapshot(sim)
 
 
+DS = SITE + "deepspeed/runtime/zero/"
+DS_NVTX = F(SITE + "deepspeed/utils/nvtx.py", 15, "wrapped_fn")  # instrument_w_nvtx's wrapper
+DS_PARTITION = stack(F(DS + "partition_parameters.py", 1586, "_partition_param"),
+                     F(DS + "partition_parameters.py", 1538, "_partition"),
+                     F(DS + "partition_parameters.py", 1388, "partition"),
+                     F(DS + "partition_parameters.py", 1090, "_convert_to_zero_parameters"))
+DS3 = DS + "stage3.py"
+DS3_FP32 = stack(F(DS3, 747, "_create_fp32_partitions"), F(DS3, 360, "__init__"))
+DS3_GRAD_PARTITIONS = stack(F(DS3, 547, "_setup_for_real_optimizer"), F(DS3, 365, "__init__"))
+DS3_BUCKET = stack(F(DS3, 538, "_setup_for_real_optimizer"), F(DS3, 365, "__init__"))
+DS_COORD = DS + "partitioned_param_coordinator.py"
+DS_OFFLOAD = DS + "parameter_offload.py"
+
+
+def ds_fetch(*hook):
+    """A layer's gather under `hook`: _all_gather_dtype's staging buffer, then the unsharded
+    parameters AllGatherCoalescedHandle.wait makes with instrument_w_nvtx(torch.cat)."""
+    fetch = [F(DS_COORD, 285, "fetch_sub_module"), DS_NVTX, *hook]
+    staging = stack(F(DS + "partition_parameters.py", 1172, "_all_gather_dtype"),
+                    F(DS + "partition_parameters.py", 1200, "all_gather_coalesced"),
+                    F(DS_COORD, 473, "__all_gather_params_"), F(DS_COORD, 460, "__all_gather_params"), *fetch)
+    unsharded = stack(DS_NVTX, F(DS + "partition_parameters.py", 707, "wait"), DS_NVTX, *fetch)
+    return staging, unsharded
+
+
+def ds_release(*hook):
+    """The unsharded parameters freed after the layer: free_param sets param.data to an empty tensor."""
+    return [F(DS + "partition_parameters.py", 291, "free_param"),
+            F(DS + "partition_parameters.py", 1551, "_partition_param"),
+            F(DS + "partition_parameters.py", 1538, "_partition"), F(DS + "partition_parameters.py", 1388, "partition"),
+            F(DS_COORD, 515, "__release_param"), F(DS_COORD, 422, "release_sub_module"), *hook, CPP_START]
+
+
+DS_FWD_STAGING, DS_FWD_UNSHARDED = ds_fetch(F(DS_OFFLOAD, 470, "pre_sub_module_forward_function"), PY_MODULE,
+                                            RL_MAIN)
+DS_BWD_STAGING, DS_BWD_UNSHARDED = ds_fetch(F(DS_OFFLOAD, 500, "pre_sub_module_backward_function"), CPP_ENGINE)
+DS_FWD_RELEASE = ds_release(F(DS_OFFLOAD, 480, "post_sub_module_forward_function"), PY_MODULE, RL_MAIN)
+DS_BWD_RELEASE = ds_release(F(DS_OFFLOAD, 520, "post_sub_module_backward_function"), CPP_ENGINE)
+DS3_REDUCE_HOOK = [F(DS3, 1258, "reduce_independent_p_g_buckets_and_remove_grads"),
+                   F(DS3, 1529, "reduce_ready_partitions_and_remove_grads"),
+                   F(DS3, 1177, "reduce_partition_and_remove_grads"), CPP_ENGINE]
+DS3_GRAD_INTO_BUCKET = [F(DS3, 1286, "__add_grad_to_ipg_bucket"), DS_NVTX] + DS3_REDUCE_HOOK + [CPP_START]
+DS3_SCATTER = stack(DS_NVTX, F(SITE + "deepspeed/runtime/comm/coalesced_collectives.py", 199,
+                                "reduce_scatter_coalesced"), DS_NVTX, F(DS3, 1380, "__avg_scatter_grads"), DS_NVTX,
+                    F(DS3, 1310, "__reduce_and_partition_ipg_grads"), DS_NVTX, *DS3_REDUCE_HOOK)
+DS3_SCATTER_FREE = [F(DS3, 1320, "__reduce_and_partition_ipg_grads"), DS_NVTX] + DS3_REDUCE_HOOK + [CPP_START]
+
+
+def deepspeed_zero3_scenario():
+    """A DeepSpeed ZeRO-3 step of two layers over two ranks, rank 0's memory, scaled down, from
+    the function names of DeepSpeed 38327e07 (0.16.5): each layer's 8 MiB of parameters kept as a
+    4 MiB partition; the optimizer's fp32 partitions, its flat gradient partitions and its ipg
+    bucket made once; each layer gathered for its forward (a staging buffer, then the unsharded
+    parameters) and released after it; gathered again for its backward, its 8 MiB unsharded
+    gradient copied into the bucket (which frees it), reduce-scattered through an 8 MiB flat
+    buffer into the kept partition; AdamW keeps two 4 MiB moments per partition."""
+    sim = Sim()
+    for layer in range(2):
+        sim.alloc("partition%d" % layer, 4 * MiB, DS_PARTITION)
+    for layer in range(2):
+        sim.alloc("fp32_%d" % layer, 4 * MiB, DS3_FP32)
+    sim.alloc("grad_partitions", 8 * MiB, DS3_GRAD_PARTITIONS)
+    sim.alloc("ipg_bucket", 8 * MiB, DS3_BUCKET)
+    gathered_forward(sim, 2, ("staging", 8 * MiB, DS_FWD_STAGING), ("unsharded", DS_FWD_UNSHARDED), DS_FWD_RELEASE)
+    for layer in reversed(range(2)):
+        gathered_backward(sim, layer, ("staging", 8 * MiB, DS_BWD_STAGING), ("unsharded", DS_BWD_UNSHARDED),
+                          DS_BWD_RELEASE)
+        sim.free("ugrad%d" % layer, frames=DS3_GRAD_INTO_BUCKET)
+        sim.alloc("scatter%d" % layer, 8 * MiB, DS3_SCATTER)
+        sim.free("scatter%d" % layer, frames=DS3_SCATTER_FREE)
+    sim.annotate("Optimizer.step#AdamW.step", "START")
+    for layer in range(2):
+        sim.alloc("exp_avg%d" % layer, 4 * MiB, TB_OPT)
+        sim.alloc("exp_avg_sq%d" % layer, 4 * MiB, TB_OPT)
+    sim.annotate("Optimizer.step#AdamW.step", "END")
+    return full_snapshot(sim)
+
+
 SCENARIOS = {"colocated_rl.pickle": scenario, "deepspeed_zero1.pickle": zero1_scenario,
              "fsdp2_step.pickle": fsdp2_scenario, "fsdp1_mixed_step.pickle": fsdp1_mp_scenario,
-             "fsdp2_wrapped_step.pickle": fsdp2_wrapped_scenario}
+             "fsdp2_wrapped_step.pickle": fsdp2_wrapped_scenario,
+             "deepspeed_zero3_step.pickle": deepspeed_zero3_scenario}
 
 
 def main(argv=None):
