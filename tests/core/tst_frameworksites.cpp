@@ -31,6 +31,16 @@ uint32_t stackOf(FrameTable& ft, std::initializer_list<F> frames)
 
 constexpr const char* kDdp = "/usr/lib/python3/dist-packages/torch/nn/parallel/distributed.py";
 
+/// Each rule's allocations on device 0, by size in the order they were made.
+std::map<CategoryRule, std::vector<int64_t>> sizesByRule(const LoadedTrace& trace, const DeviceAnalysis& a)
+{
+    const MemoryTimeline& tl = trace.timelines[0];
+    std::map<CategoryRule, std::vector<int64_t>> byRule;
+    for (size_t i = 0; i < tl.allocations.size(); ++i)
+        byRule[a.classes[i].rule].push_back(tl.allocations[i].size);
+    return byRule;
+}
+
 } // namespace
 
 TEST_CASE("DDP's and ZeRO's own allocations are told by the code that makes them", "[analysis][frameworks]")
@@ -100,10 +110,7 @@ TEST_CASE("A colocated RL job's KV cache and Megatron buffers read as what they 
     // tests/tools/make_framework_fixture.py: the frames of vLLM's and Megatron-core's sources.
     const auto trace = Loader::load(HEADROOM_SOURCE_DIR "/tests/data/frameworks/colocated_rl.pickle");
     const DeviceAnalysis a = analyzeDevice(*trace, 0);
-    const MemoryTimeline& tl = trace->timelines[0];
-    std::map<CategoryRule, std::vector<int64_t>> byRule;
-    for (size_t i = 0; i < tl.allocations.size(); ++i)
-        byRule[a.classes[i].rule].push_back(tl.allocations[i].size);
+    std::map<CategoryRule, std::vector<int64_t>> byRule = sizesByRule(*trace, a);
     const int64_t MiB = 1 << 20;
     CHECK(byRule[CategoryRule::EngineKvCache] == std::vector<int64_t>(6, 4 * MiB));
     CHECK(byRule[CategoryRule::FlatParameterBuffer] == std::vector<int64_t>{8 * MiB});  // param_data
@@ -212,10 +219,7 @@ TEST_CASE("An FSDP2 step: shards kept as parameters, gathers temporary, the redu
     // tests/tools/make_framework_fixture.py's fsdp2_scenario: two layers over two ranks.
     const auto trace = Loader::load(HEADROOM_SOURCE_DIR "/tests/data/frameworks/fsdp2_step.pickle");
     const DeviceAnalysis a = analyzeDevice(*trace, 0);
-    const MemoryTimeline& tl = trace->timelines[0];
-    std::map<CategoryRule, std::vector<int64_t>> byRule;
-    for (size_t i = 0; i < tl.allocations.size(); ++i)
-        byRule[a.classes[i].rule].push_back(tl.allocations[i].size);
+    std::map<CategoryRule, std::vector<int64_t>> byRule = sizesByRule(*trace, a);
     const int64_t MiB = 1 << 20;
     CHECK(byRule[CategoryRule::FlatParameterBuffer] == std::vector<int64_t>(2, 4 * MiB)); // the shards
     CHECK(byRule[CategoryRule::FrameworkGather] == std::vector<int64_t>(8, 8 * MiB));     // 2 layers x 2 passes x 2
@@ -241,10 +245,7 @@ TEST_CASE("A DeepSpeed ZeRO-3 step: the handle's unsharded parameters are the ga
     // __add_grad_to_ipg_bucket frees autograd's gradient once copied into the bucket.
     const auto trace = Loader::load(HEADROOM_SOURCE_DIR "/tests/data/frameworks/deepspeed_zero3_step.pickle");
     const DeviceAnalysis a = analyzeDevice(*trace, 0);
-    const MemoryTimeline& tl = trace->timelines[0];
-    std::map<CategoryRule, std::vector<int64_t>> byRule;
-    for (size_t i = 0; i < tl.allocations.size(); ++i)
-        byRule[a.classes[i].rule].push_back(tl.allocations[i].size);
+    std::map<CategoryRule, std::vector<int64_t>> byRule = sizesByRule(*trace, a);
     const int64_t MiB = 1 << 20;
     CHECK(byRule[CategoryRule::FlatParameterBuffer] == std::vector<int64_t>(2, 4 * MiB)); // the partitions
     CHECK(byRule[CategoryRule::FrameworkGather] == std::vector<int64_t>(8, 8 * MiB));     // staging + unsharded
