@@ -529,7 +529,8 @@ Projection project(const WhatIfBaseline& base, const LeverConfig& target, const 
                            "start of backward (" + formatBytes(int64_t(fwd)) + "), not the peak");
     }
     if (base.layersGuessed && (c.checkpoint != Checkpointing::None || c.zero == 3 || c.offload == Offload::Params))
-        pr.notes.push_back("layer count unknown: assumed " + std::to_string(base.layers) + " [G]; give --layers");
+        pr.notes.push_back("layer count unknown: assumed " + std::to_string(base.layers) +
+                           " [G]; the model's layer count settles it");
     return pr;
 }
 

@@ -264,7 +264,7 @@ WhatIfState withFlashAttention(WhatIfState s, bool on)
                      Provenance::Modelled};
     } else if (!on && s.actQuad.bytes <= 0) {
         s.notes.push_back("FlashAttention off: the trace has no attention scores to scale and no head count "
-                          "is known (give --heads), so the scores are not counted");
+                          "is known, so the scores are not counted; the model's head count settles it");
     }
     s.config.flashAttention = on;
     s.structural = true;
