@@ -145,7 +145,7 @@ std::string fitLine(const FitJudgement& j, const std::string& where)
     const std::string device = formatBytes(j.capacity) + " with " + percent(j.margin) + " free";
     if (!j.projected)
         return "peak allocated " + formatBytes(j.peakAllocated) + " (" + where + ")" +
-               (j.passed ? " fits " + device + " (limit " + formatBytes(j.limit) + ")"
+               (j.passed() ? " fits " + device + " (limit " + formatBytes(j.limit) + ")"
                          : " does not fit " + device + " (limit " + formatBytes(j.limit) + ", over by " +
                                formatBytes(j.peakAllocated - j.limit) + ")") +
                "; judged by the allocated peak, as the what-if cannot project this file (" + j.notProjectedBecause + ")";
@@ -258,7 +258,7 @@ CommandOutput runCheck(const CheckRequest& req, const TraceSource& source)
                 c["projected_peak_low_bytes"] = int64_t(j.peakLow);
                 c["projected_peak_high_bytes"] = int64_t(j.peakHigh);
             }
-            report(std::move(c), j.passed, fitLine(j, where));
+            report(std::move(c), j.passed(), fitLine(j, where));
         }
         if (!limits.empty()) {
             const UserCategoryTotals g = userCategoriesAt(*trace, di, a, tl.peakEventIndex, *rules);

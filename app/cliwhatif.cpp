@@ -395,8 +395,8 @@ CommandOutput ladderOutput(const WhatIfRequest& o, const LeverConfig& t, const M
 CommandOutput whatIfOutput(const WhatIfRequest& o, bool ladder, const TraceSource& source, const Calibrator& calibrator)
 {
     WhatIfConstants k;
-    if (!o.margin.empty()) // the margin asked for, whatever the target moves
-        k.marginSame = k.marginStructural = percentOption("--margin", o.margin, 1.0, "10% (below 100%)");
+    if (!o.margin.empty())
+        k.setMargin(percentOption("--margin", o.margin, 1.0, "10% (below 100%)"));
     const ModelDims dims = dimsOf(o);
     std::optional<int64_t> capacity;
     if (!o.capacity.empty()) {

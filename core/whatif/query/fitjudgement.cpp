@@ -18,13 +18,11 @@ void judgeByProjection(FitJudgement& j, const std::shared_ptr<const LoadedTrace>
     q.measured = {trace, StatedConfig{}, nullptr};
     q.device = deviceIndex;
     q.analysis = std::shared_ptr<const DeviceAnalysis>(std::shared_ptr<void>(), &a);
-    // The margin the gate was asked for, whether the projection moved a lever or not.
-    q.constants.marginSame = q.constants.marginStructural = j.margin;
+    q.constants.setMargin(j.margin);
     const WhatIfSession session(q);
     const Projection p = session.project(session.baseline().config, whatIfDevice(j.capacity));
     j.projected = true;
     j.verdict = p.verdict;
-    j.passed = p.verdict == Verdict::Fits;
     j.peak = p.peak;
     j.peakLow = p.peakLow;
     j.peakHigh = p.peakHigh;
@@ -42,11 +40,10 @@ FitJudgement judgeFit(const std::shared_ptr<const LoadedTrace>& trace, size_t de
     j.limit = int64_t(std::floor(double(capacity) * (1.0 - margin)));
     try {
         judgeByProjection(j, trace, deviceIndex, a);
-    } catch (const std::exception& e) { // WhatIfMissingValue is one: a run with no step to calibrate on
+    } catch (const std::runtime_error& e) { // WhatIfMissingValue is one: a run with no step to calibrate on
         j.projected = false;
         j.notProjectedBecause = e.what();
-        j.passed = j.peakAllocated <= j.limit;
-        j.verdict = j.passed ? Verdict::Fits : Verdict::DoesNotFit;
+        j.verdict = j.peakAllocated <= j.limit ? Verdict::Fits : Verdict::DoesNotFit;
     }
     return j;
 }

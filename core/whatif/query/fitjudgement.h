@@ -21,7 +21,6 @@ namespace headroom {
 struct FitJudgement {
     /// Judged on the what-if's projection of the run as recorded; false: on the allocated peak.
     bool projected = false;
-    bool passed = false;
     Verdict verdict = Verdict::Unknown; ///< the projection's; Fits or DoesNotFit on the allocated peak
     int64_t capacity = 0;
     double margin = 0;
@@ -30,6 +29,8 @@ struct FitJudgement {
     double peak = 0, peakLow = 0, peakHigh = 0; ///< the projection's headline and band
     /// Why the allocated peak judged it: the what-if's refusal, in its words.
     std::string notProjectedBecause;
+    /// Only "fits" passes: "tight" does not leave the margin free at the band's high end.
+    bool passed() const { return verdict == Verdict::Fits; }
 };
 
 /// `a` is the device's analysis (its timeline's peak is the recorded one).

@@ -142,6 +142,8 @@ struct WhatIfConstants {
     double fragRatioExpandable = 0.02; ///< with [G]
     double marginSame = 0.05;       ///< safety margin when only b / k changed [G]
     double marginStructural = 0.10; ///< otherwise [G]
+    /// One margin asked for (check --fit's, whatif --margin), whatever the target moves.
+    void setMargin(double m) { marginSame = marginStructural = m; }
     double fp32Slowdown = 2.5;      ///< fp32 vs mixed precision step time [G]
     double flashSpeedup = 2.0;      ///< attention FLOPs run this much faster with FlashAttention [G]
     double offloadBucketElems = 5e8; ///< DeepSpeed reduce_bucket_size [S]
