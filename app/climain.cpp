@@ -2,6 +2,7 @@
 // headroom-cli: the headless front end of core/ (summaries for scripts, CI and servers).
 #include "app/clibudget.h"
 #include "app/clicheck.h"
+#include "app/clichecks.h"
 #include "app/cliclassify.h"
 #include "app/clicompare.h"
 #include "app/climcp.h"
@@ -52,7 +53,7 @@ int main(int argc, char** argv)
     auto* analyzeJsonFlag = analyze->add_flag("--json", analyzeJson, "Machine-readable JSON output");
     auto* analyzeMarkdownFlag = analyze->add_flag("--markdown", analyzeMarkdown, "A postmortem section in Markdown (the GUI's Export Postmortem text)")
         ->excludes(analyzeJsonFlag);
-    analyze->add_option("--top", analyzeTop, "Rows of the code alive at the peak (default 10)")->check(CLI::PositiveNumber);
+    analyze->add_option("--top", analyzeTop, "Rows of the code alive at the peak (default 10)")->check(headroom::cli::positiveWhole());
     analyze->add_flag("--by-module", analyzeByModule,
                       "Also what is alive at the peak by module: the recorder's module names, else the module "
                       "frames of the stacks (in --json always: groups_at_peak.by_module)");

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "app/climcp.h"
 
+#include "app/clichecks.h"
 #include "app/mcpserver.h"
 #include "app/tracecache.h"
 
@@ -18,7 +19,7 @@ void McpCommand::add(CLI::App& app)
         ->add_option(
             "--max-events", m_maxEvents,
             "Trace entries kept loaded between calls, in all (default 20,000,000; least recently used go first)")
-        ->check(CLI::PositiveNumber);
+        ->check(positiveWhole());
 }
 
 int McpCommand::run()

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "app/cliwhatif.h"
 
+#include "app/clichecks.h"
 #include "core/analysis/diagnosis.h"
 #include "core/analysis/memoryanalysis.h"
 #include "core/analysis/summary.h"
@@ -29,14 +30,14 @@ void WhatIfCommands::addCommon(CLI::App* cmd, Options& o, bool ladder)
     cmd->add_option("FILE", o.files,
                     "Trace to calibrate on (omit with --model or dimension flags: analytic mode); more runs of the "
                     "same job at other micro-batches or sequence lengths fit the batch and quadratic terms");
-    cmd->add_option("--micro-batch", o.microBatch, "Target micro-batch per device")->check(CLI::PositiveNumber);
-    cmd->add_option("--accum", o.accum, "Target gradient-accumulation steps")->check(CLI::PositiveNumber);
-    cmd->add_option("--seq", o.seq, "Target sequence length")->check(CLI::PositiveNumber);
+    cmd->add_option("--micro-batch", o.microBatch, "Target micro-batch per device")->check(positiveWhole());
+    cmd->add_option("--accum", o.accum, "Target gradient-accumulation steps")->check(positiveWhole());
+    cmd->add_option("--seq", o.seq, "Target sequence length")->check(positiveWhole());
     cmd->add_option("--checkpoint", o.checkpoint, "none|selective|full|every:K");
     cmd->add_option("--precision", o.precision, "fp32|amp-bf16|amp-fp16|bf16");
     cmd->add_option("--optimizer", o.optimizer, "adamw|adamw-fused|adam8bit|adafactor|sgd|sgd-momentum");
     cmd->add_option("--zero", o.zero, "ZeRO stage 0..3 (FSDP FULL_SHARD = 3)")->check(CLI::Range(0, 3));
-    cmd->add_option("--devices", o.devices, "Data-parallel / sharding degree N")->check(CLI::PositiveNumber);
+    cmd->add_option("--devices", o.devices, "Data-parallel / sharding degree N")->check(positiveWhole());
     cmd->add_option("--offload", o.offload, "none|optimizer|params");
     cmd->add_option("--flash-attn", o.flashAttn, "on|off");
     cmd->add_option("--lora-fraction", o.loraFraction,
@@ -58,24 +59,24 @@ void WhatIfCommands::addCommon(CLI::App* cmd, Options& o, bool ladder)
                     "Micro-batch the trace was measured at (with several FILEs: one per file, comma-separated)")
         ->delimiter(',')
         ->allow_extra_args(false) // one comma-separated list: the FILE after it is not a value
-        ->check(CLI::PositiveNumber);
+        ->check(positiveWhole());
     cmd->add_option("--measured-seq", o.measuredSeq,
                     "Sequence length the trace was measured at (with several FILEs: one per file, comma-separated)")
         ->delimiter(',')
         ->allow_extra_args(false) // one comma-separated list: the FILE after it is not a value
-        ->check(CLI::PositiveNumber);
+        ->check(positiveWhole());
     cmd->add_option("--measured-precision", o.measuredPrecision, "Precision the trace was measured at");
     cmd->add_option("--measured-devices", o.measuredDevices, "Devices the trace's run used")
-        ->check(CLI::PositiveNumber);
+        ->check(positiveWhole());
     cmd->add_option("--measured-accum", o.measuredAccum, "Accumulation steps of the measured run")
-        ->check(CLI::PositiveNumber);
+        ->check(positiveWhole());
     cmd->add_option("--model", o.model, "Analytic preset: gpt2, llama2-7b, llama3-8b, llama2-70b");
-    cmd->add_option("--layers", o.layers, "Layers")->check(CLI::PositiveNumber);
-    cmd->add_option("--hidden", o.hidden, "Hidden size")->check(CLI::PositiveNumber);
-    cmd->add_option("--heads", o.heads, "Attention heads")->check(CLI::PositiveNumber);
-    cmd->add_option("--ffn", o.ffn, "MLP inner size")->check(CLI::PositiveNumber);
-    cmd->add_option("--vocab", o.vocab, "Vocabulary")->check(CLI::PositiveNumber);
-    cmd->add_option("--params", o.params, "Parameter count (e.g. 6.7e9)")->check(CLI::PositiveNumber);
+    cmd->add_option("--layers", o.layers, "Layers")->check(positiveWhole());
+    cmd->add_option("--hidden", o.hidden, "Hidden size")->check(positiveWhole());
+    cmd->add_option("--heads", o.heads, "Attention heads")->check(positiveWhole());
+    cmd->add_option("--ffn", o.ffn, "MLP inner size")->check(positiveWhole());
+    cmd->add_option("--vocab", o.vocab, "Vocabulary")->check(positiveWhole());
+    cmd->add_option("--params", o.params, "Parameter count (e.g. 6.7e9)")->check(positiveAmount());
     cmd->add_option("--device-index", o.deviceIndex,
                     "Which device of a multi-device trace (position; default: the device with an OOM, else the "
                     "highest peak, as the GUI opens)");
@@ -87,7 +88,7 @@ void WhatIfCommands::addCommon(CLI::App* cmd, Options& o, bool ladder)
         cmd->add_option("--currency-order", o.currencyOrder,
                         "Spend these first, e.g. hardware,throughput,engineering,fidelity");
         cmd->add_option("--available-devices", o.availableDevices, "Devices available for sharding rungs")
-            ->check(CLI::PositiveNumber);
+            ->check(positiveWhole());
     }
 }
 

@@ -71,8 +71,19 @@ def main():
 
     # A measured value list takes one argument: the FILE after it is the file, not a value.
     r = run("ladder", "--capacity", "1GiB", "--measured-micro-batch", "2", "--measured-seq", "128", sample)
-    if r.returncode == 2 and "not in range" in r.stderr:
+    if r.returncode == 2 and ("not in range" in r.stderr or "expected a" in r.stderr):
         problems.append("--measured-seq must not take the FILE after it as a value: %r" % r.stderr[:200])
+
+    # A bad value says what was expected and what was found (CLI11's own check printed the range
+    # 0 to 1.8e308 in full, and "Could not convert" for 2.5).
+    for value in ("x2", "0", "2.5", "-3"):
+        r = run("whatif", sample, "--micro-batch", value)
+        want = "--micro-batch: expected a whole number above 0, found '%s'" % value
+        if r.returncode != 2 or want not in r.stderr or len(r.stderr) > 200:
+            problems.append("--micro-batch %s must say %r: %d %r" % (value, want, r.returncode, r.stderr[:300]))
+    r = run("whatif", "--params", "6.7e9x", "--layers", "2")
+    if r.returncode != 2 or "--params: expected a number above 0, found '6.7e9x'" not in r.stderr:
+        problems.append("--params 6.7e9x must say what was expected: %r" % r.stderr[:300])
 
     problems += one_answer(run, args.source, oom, sample)
     problems += recorded_mid_run(run, args.source)
