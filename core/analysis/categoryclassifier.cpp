@@ -20,6 +20,7 @@ bool frameworkMade(CategoryRule r)
     case R::DdpGradientBucket:
     case R::DdpConstructionTemporary:
     case R::EngineKvCache:
+    case R::EngineModelLoad:
     case R::FlatParameterBuffer:
     case R::FlatGradientBuffer:
     case R::MasterWeights:
@@ -102,6 +103,9 @@ std::string_view categoryRuleText(CategoryRule r)
     case CategoryRule::FrameworkUnshardedGradient:
         return "born in the backward and freed by FSDP's reduce-scatter or DeepSpeed ZeRO-3's gradient bucket once "
                "reduced: a gathered layer's unsharded gradient, a temporary of the layer's size";
+    case CategoryRule::EngineModelLoad:
+        return "allocated while an inference engine's model loader builds and loads its model (vLLM's or SGLang's "
+               "model_loader on the stack) and kept: the engine's weights, with the buffers its model makes";
     case CategoryRule::BeforeWindowLikeFreeSite:
         return "alive before the trace, freed at a statement that later frees tensors of the same size born in the "
                "trace, all of one category: that category";
@@ -167,6 +171,9 @@ std::optional<AllocationClass> frameworkClass(FrameworkSite site, Phase birth, b
     case S::DeepSpeedGather:
     case S::FsdpGather:
         return AllocationClass{C::Temporary, R::FrameworkGather, birth};
+    case S::EngineModelLoad: // freed where it was made: the loader's staging copy of a checkpoint tensor
+        return diesInSpan ? AllocationClass{C::Temporary, R::FrameworkTemporary, birth}
+                          : AllocationClass{C::EngineWeights, R::EngineModelLoad, birth};
     case S::FsdpCast:
         return AllocationClass{C::Temporary, R::FrameworkTemporary, birth};
     default:

@@ -52,9 +52,10 @@ enum class CategoryRule : uint8_t {
     BeforeWindowLikeFreeSite,  ///< alive before the trace, freed where the trace's tensors of its size, all of one category, are
     FrameworkGather,           ///< a layer's parameters all-gathered by FSDP or DeepSpeed ZeRO-3
     FrameworkUnshardedGradient, ///< born in the backward, freed by FSDP's or ZeRO-3's reduction: a gathered layer's gradient
+    EngineModelLoad,           ///< made under an inference engine's model loader and kept: the engine's weights
 };
 
-inline constexpr CategoryRule kLastCategoryRule = CategoryRule::FrameworkUnshardedGradient;
+inline constexpr CategoryRule kLastCategoryRule = CategoryRule::EngineModelLoad;
 
 /// A layer's parameters or its unsharded gradient, whole on the device under FSDP or ZeRO-3:
 /// the layer's size at any batch and any world size (the what-if's gather term).

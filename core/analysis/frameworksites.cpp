@@ -113,6 +113,14 @@ bool passesThrough(std::string_view file, std::string_view name)
                      name == "_to_dtype_if_needed" || name == "all_gather_inputs");
 }
 
+/// An inference engine's model loader: its frame is outermost of the engine's, with the model's
+/// constructor, its layers' create_weights and torch's DeviceContext inside it.
+bool isEngineLoaderFile(std::string_view file)
+{
+    return file.find("vllm/model_executor/model_loader/") != std::string_view::npos ||
+           file.find("sglang/srt/model_loader/") != std::string_view::npos;
+}
+
 /// The site a Python frame is, where the table names it.
 FrameworkSite siteOfFrame(std::string_view file, std::string_view name)
 {
@@ -133,6 +141,7 @@ std::string_view frameworkSiteName(FrameworkSite s)
     case FrameworkSite::ZeroRedundancyOptimizer: return "ZeroRedundancyOptimizer";
     case FrameworkSite::VllmKvCache: return "vLLM's KV cache";
     case FrameworkSite::SglangKvCache: return "SGLang's memory pool";
+    case FrameworkSite::EngineModelLoad: return "an inference engine's model loader";
     case FrameworkSite::MegatronParamAndGradBuffer: return "Megatron's param-and-grad buffer";
     case FrameworkSite::MegatronMainParams: return "Megatron's DistributedOptimizer";
     case FrameworkSite::MegatronFloat16MainParams: return "Megatron's fp32 main parameters";
@@ -162,6 +171,7 @@ FrameworkSite FrameworkSites::of(uint32_t stack)
 FrameworkSite FrameworkSites::classify(uint32_t stack) const
 {
     bool innermostPython = true;
+    bool engineLoader = false;
     for (uint32_t f : m_frames.stack(stack)) {
         const Frame& fr = m_frames.frame(f);
         const std::string_view file = m_frames.strings().get(fr.file);
@@ -182,8 +192,9 @@ FrameworkSite FrameworkSites::classify(uint32_t stack) const
             if (const FrameworkSite s = siteOfFrame(file, name); s != FrameworkSite::None)
                 return s;
         innermostPython = innermostPython && passesThrough(file, name);
+        engineLoader = engineLoader || isEngineLoaderFile(file);
     }
-    return FrameworkSite::None;
+    return engineLoader ? FrameworkSite::EngineModelLoad : FrameworkSite::None;
 }
 
 const Frame* FrameworkSites::siteFrame(uint32_t stack) const

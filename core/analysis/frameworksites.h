@@ -30,6 +30,10 @@ enum class FrameworkSite : uint8_t {
     /// SGLang's memory pool (sglang/srt/mem_cache/memory_pool.py): the KV buffers of its
     /// TokenToKVPool classes and the request-to-token table.
     SglangKvCache,
+    /// An inference engine building and loading its model: vLLM's model_executor/model_loader/
+    /// (load_model, initialize_model, the weight reload) or SGLang's srt/model_loader/ anywhere
+    /// on the stack, whatever the layers' own frames inside it.
+    EngineModelLoad,
     /// Megatron-core's _ParamAndGradBuffer.__init__: param_data and grad_data, two statements
     /// in that order in every version read (told apart by their lines: FrameworkSites::line).
     MegatronParamAndGradBuffer,

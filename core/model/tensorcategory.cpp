@@ -10,10 +10,12 @@ namespace {
 
 constexpr const char* kUpper[kTensorCategoryCount] = {"PARAMETER", "OPTIMIZER_STATE", "INPUT",
                                                       "TEMPORARY", "ACTIVATION",      "GRADIENT",
-                                                      "AUTOGRAD_DETAIL", "UNKNOWN",   "KV_CACHE"};
+                                                      "AUTOGRAD_DETAIL", "UNKNOWN",   "KV_CACHE",
+                                                      "ENGINE_WEIGHTS"};
 constexpr const char* kLower[kTensorCategoryCount] = {"parameter", "optimizer_state", "input",
                                                       "temporary", "activation",      "gradient",
-                                                      "autograd_detail", "unknown",   "kv_cache"};
+                                                      "autograd_detail", "unknown",   "kv_cache",
+                                                      "engine_weights"};
 
 } // namespace
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -22,11 +23,32 @@ enum class TensorCategory : uint8_t {
     /// Headroom's own, after PyTorch's: an inference engine's KV cache (vLLM, SGLang), told by
     /// the code that allocates it (core/analysis/frameworksites.h). Never in a profiler export.
     KvCache = 8,
+    /// Headroom's own: an inference engine's model as its loader leaves it (vLLM, SGLang): the
+    /// weights and the buffers the model builds. Not the trained model's parameters, so no
+    /// lever that acts on parameters (sharding, precision, the optimizer) acts on them.
+    EngineWeights = 9,
 };
 
-inline constexpr int kTensorCategoryCount = 9;
+inline constexpr int kTensorCategoryCount = 10;
 /// The categories of PyTorch's profiler exports (a raw memory timeline's rows): 0 .. 7.
 inline constexpr int kProfilerCategoryCount = 8;
+
+/// The order of the categories in every stack, table and legend, the window's and the
+/// report's alike: what stays for the whole run first (the weights, an engine's cache, the
+/// optimizer's state), what one step makes after it.
+inline constexpr std::array<TensorCategory, kTensorCategoryCount> kCategoryDisplayOrder = {
+    TensorCategory::Parameter,  TensorCategory::EngineWeights,  TensorCategory::KvCache,
+    TensorCategory::OptimizerState, TensorCategory::Gradient,   TensorCategory::Input,
+    TensorCategory::Activation, TensorCategory::AutogradDetail, TensorCategory::Temporary,
+    TensorCategory::Unknown,
+};
+
+/// An inference engine's own memory (its KV cache, its model): sized by the engine's settings,
+/// so no training lever (batch, sharding, precision, optimizer) moves it.
+inline constexpr bool isEngineMemory(TensorCategory c)
+{
+    return c == TensorCategory::KvCache || c == TensorCategory::EngineWeights;
+}
 
 /// "PARAMETER", "OPTIMIZER_STATE", ... as PyTorch names them ("KV_CACHE": Headroom's).
 const char* categoryName(TensorCategory c);

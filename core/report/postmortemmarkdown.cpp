@@ -12,13 +12,6 @@ namespace headroom {
 
 namespace {
 
-/// The order of the categories in every table and legend: what stays first.
-constexpr std::array<TensorCategory, kTensorCategoryCount> kCategoryOrder = {
-    TensorCategory::Parameter,  TensorCategory::KvCache,        TensorCategory::OptimizerState, TensorCategory::Gradient,
-    TensorCategory::Input,      TensorCategory::Activation,     TensorCategory::AutogradDetail, TensorCategory::Temporary,
-    TensorCategory::Unknown,
-};
-
 std::string percentOf(int64_t part, int64_t whole)
 {
     char buf[32];
@@ -54,7 +47,7 @@ std::string summaryTable(const PostmortemParts& p)
 std::string categoryTable(const Breakdown& peak)
 {
     std::string md = "| Category | Bytes | Share |\n|---|---:|---:|\n";
-    for (TensorCategory c : kCategoryOrder) {
+    for (TensorCategory c : kCategoryDisplayOrder) {
         const int64_t b = peak.byCategory[size_t(c)];
         if (b > 0)
             md += "| " + categoryProseName(c) + " | " + formatBytes(b) + " | " + percentOf(b, peak.total) + " |\n";
@@ -129,6 +122,8 @@ std::string categoryProseName(TensorCategory c)
         return "autograd detail";
     case TensorCategory::KvCache:
         return "KV cache";
+    case TensorCategory::EngineWeights:
+        return "inference engine's weights";
     case TensorCategory::Unknown:
         break;
     }

@@ -277,10 +277,11 @@ TEST_CASE("CategoryClassifier: the profiler's exact category wins where the sour
 {
     Case c;
     const size_t exact = c.add(0, 1);            // a forward temporary by the rules
-    const size_t outOfRange = c.add(1, kAlive);  // category byte 9: the rules decide
+    const size_t outOfRange = c.add(1, kAlive);  // a category byte past the last: the rules decide
     const size_t before = c.add(kBefore, kAlive); // no birth event to read a category from
     const size_t pastTheArray = c.add(3, kAlive);
-    c.dev.trace.category = {static_cast<uint8_t>(C::Activation), 9, static_cast<uint8_t>(C::Input)};
+    c.dev.trace.category = {static_cast<uint8_t>(C::Activation), static_cast<uint8_t>(kTensorCategoryCount),
+                            static_cast<uint8_t>(C::Input)};
     const auto out = c.classify("FFFF");
     CHECK(out[exact].category == C::Activation);
     CHECK(out[exact].rule == R::ExactFromProfiler);

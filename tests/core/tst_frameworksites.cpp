@@ -105,6 +105,31 @@ TEST_CASE("Inference engines' KV caches and Megatron's and DeepSpeed's buffers a
     CHECK(sites.of(model) == FrameworkSite::None);
 }
 
+TEST_CASE("An inference engine's model loader on the stack makes its weights, whatever is inside it",
+          "[analysis][frameworks]")
+{
+    // vLLM's and SGLang's public sources: the loader's frame is the outermost of the engine's, with
+    // the model's constructor, a layer's create_weights and torch's DeviceContext inside it.
+    FrameTable ft;
+    FrameworkSites sites(ft);
+    const std::string site = "/usr/local/lib/python3.12/dist-packages/";
+    const std::string device = site + "torch/utils/_device.py", linear = site + "vllm/model_executor/layers/linear.py";
+    const std::string v1 = site + "vllm/model_executor/model_loader/base_loader.py";
+    const std::string v1utils = site + "vllm/model_executor/model_loader/utils.py";
+    const std::string sglang = site + "sglang/srt/model_loader/loader.py";
+    const std::string runner = site + "vllm/v1/worker/gpu_model_runner.py";
+    const uint32_t vllmWeight = stackOf(ft, {{device.c_str(), "__torch_function__"}, {linear.c_str(), "create_weights"},
+                                             {linear.c_str(), "__init__"}, {v1utils.c_str(), "initialize_model"},
+                                             {v1.c_str(), "load_model"}, {runner.c_str(), "load_model"}});
+    const uint32_t sglangWeight = stackOf(ft, {{"qwen2.py", "__init__"}, {sglang.c_str(), "load_model"}});
+    CHECK(sites.of(vllmWeight) == FrameworkSite::EngineModelLoad);
+    CHECK(sites.of(sglangWeight) == FrameworkSite::EngineModelLoad);
+    // The engine's runner without its loader (a forward, the KV cache) is not the model's load.
+    const uint32_t forward = stackOf(ft, {{"llama.py", "forward"}, {runner.c_str(), "execute_model"}});
+    CHECK(sites.of(forward) == FrameworkSite::None);
+    CHECK(frameworkSiteName(FrameworkSite::EngineModelLoad) == "an inference engine's model loader");
+}
+
 TEST_CASE("A colocated RL job's KV cache and Megatron buffers read as what they are", "[analysis][frameworks]")
 {
     // tests/tools/make_framework_fixture.py: the frames of vLLM's and Megatron-core's sources.
@@ -116,8 +141,12 @@ TEST_CASE("A colocated RL job's KV cache and Megatron buffers read as what they 
     CHECK(byRule[CategoryRule::FlatParameterBuffer] == std::vector<int64_t>{8 * MiB});  // param_data
     CHECK(byRule[CategoryRule::FlatGradientBuffer] == std::vector<int64_t>{16 * MiB}); // grad_data
     CHECK(byRule[CategoryRule::MasterWeights] == std::vector<int64_t>{16 * MiB});      // the fp32 copy
-    CHECK(byRule[CategoryRule::FrameworkTemporary] == std::vector<int64_t>{8 * MiB});  // its 16-bit clone
+    // The loader's staging copy, then Megatron's 16-bit clone: freed where they were made.
+    CHECK(byRule[CategoryRule::FrameworkTemporary] == std::vector<int64_t>{2 * MiB, 8 * MiB});
+    CHECK(byRule[CategoryRule::EngineModelLoad] == std::vector<int64_t>(3, 2 * MiB));   // vLLM's weights
     CHECK(a.atPeak.byCategory[size_t(TensorCategory::KvCache)] == 24 * MiB);
+    CHECK(a.atPeak.byCategory[size_t(TensorCategory::EngineWeights)] == 6 * MiB);
+    CHECK(categoryFromName("engine_weights") == TensorCategory::EngineWeights);
     CHECK(std::string(categoryLowerName(TensorCategory::KvCache)) == "kv_cache");
     CHECK(categoryFromName("KV_CACHE") == TensorCategory::KvCache);
     // The sharding read from the same sites: Megatron's DistributedOptimizer is ZeRO-1's layout.
@@ -396,4 +425,25 @@ TEST_CASE("DeepSpeed's and Megatron's world size: the flat parameters over the f
     const Calibration mc = calibrate(*rl, 0, analyzeDevice(*rl, 0), {});
     CHECK(devicesOf(mc).how == "read");
     CHECK(mc.baseline.config.devices == 1);
+}
+
+TEST_CASE("A first step's kept optimizer state counts beside a framework's fp32 main parameters", "[whatif][frameworks]")
+{
+    // DeepSpeed ZeRO-3's fp32 partitions (8 MiB) are made before the step; AdamW's first step
+    // keeps 16 MiB of moments beside them. Every later step holds all 24 MiB through its forward
+    // and backward; the calibration read the 8 MiB alone (only a step with no state before it
+    // counted as a first step).
+    const int64_t MiB = 1 << 20;
+    const auto ds = Loader::load(HEADROOM_SOURCE_DIR "/tests/data/frameworks/deepspeed_zero3_step.pickle");
+    const Calibration dc = calibrate(*ds, 0, analyzeDevice(*ds, 0), {});
+    CHECK(dc.baseline.optimizer.bytes == Approx(24.0 * MiB));
+    CHECK(dc.firstStep);
+    // Megatron's 16 MiB of main parameters and the fixture's step's 8 MiB of moments; the
+    // vLLM engine beside it is counted once, as a constant, and never as the step's temporaries.
+    const auto rl = Loader::load(HEADROOM_SOURCE_DIR "/tests/data/frameworks/colocated_rl.pickle");
+    const Calibration rc = calibrate(*rl, 0, analyzeDevice(*rl, 0), {});
+    CHECK(rc.baseline.optimizer.bytes == Approx(24.0 * MiB));
+    CHECK(rc.baseline.optTemp.bytes < 1.0 * MiB);
+    CHECK(rc.baseline.constTemp.bytes == Approx(30.0 * MiB)); // the KV cache and the engine's weights
+    CHECK(rc.baseline.weights.bytes == Approx(8.0 * MiB));    // Megatron's param_data, not vLLM's weights
 }

@@ -6,7 +6,10 @@ whose framework allocations carry the frames the frameworks' public sources make
     make_framework_fixture.py [--out-dir tests/data/frameworks]
 
 The shape of a colocated RL job (a Megatron actor beside a vLLM rollout engine on one GPU),
-scaled down to MiB: vLLM's KV cache (6 x 4 MiB from CacheEngine._allocate_kv_cache, V0),
+scaled down to MiB: vLLM's model as its loader leaves it (three 2 MiB weights made by a layer's
+create_weights inside the model's constructor, under model_loader/loader.py's _initialize_model
+and load_model; a 2 MiB copy the loader's weight processing frees where it made it), vLLM's KV
+cache (6 x 4 MiB from CacheEngine._allocate_kv_cache, V0),
 Megatron-core's param-and-grad buffer (param_data 8 MiB, then grad_data 16 MiB, two statements
 of _ParamAndGradBuffer.__init__), the DistributedOptimizer's fp32 main parameters (a 16-bit
 clone freed at once, then the 16 MiB fp32 copy kept), then a plain training step
@@ -56,6 +59,18 @@ def stack(*python):
     return [CPP_UNWIND, CPP_GATHER, CPP_MALLOC, CPP_EMPTY] + list(python) + [RL_MAIN, CPP_START]
 
 
+VLLM_LOADER = SITE + "vllm/model_executor/model_loader/loader.py"
+VLLM_LOAD_MODEL = [F(VLLM_LOADER, 405, "load_model"),
+                   F(SITE + "vllm/model_executor/model_loader/__init__.py", 19, "get_model"),
+                   F(SITE + "vllm/worker/model_runner.py", 1011, "load_model")]
+# torch's DeviceContext (`with target_device:`) is the innermost Python frame of every weight.
+ENGINE_WEIGHT = stack(F(SITE + "torch/utils/_device.py", 77, "__torch_function__"),
+                      F(SITE + "vllm/model_executor/layers/linear.py", 342, "create_weights"),
+                      F(SITE + "vllm/model_executor/layers/linear.py", 318, "__init__"),
+                      F(SITE + "vllm/model_executor/models/llama.py", 160, "__init__"),
+                      F(VLLM_LOADER, 168, "_initialize_model"), *VLLM_LOAD_MODEL)
+ENGINE_STAGING = stack(F(SITE + "vllm/model_executor/layers/quantization/fp8.py", 260, "process_weights_after_loading"),
+                       F(VLLM_LOADER, 420, "load_model"), *VLLM_LOAD_MODEL[1:])
 KV_CACHE = stack(F(SITE + "vllm/worker/cache_engine.py", 92, "_allocate_kv_cache"),
                  F(SITE + "vllm/worker/cache_engine.py", 63, "__init__"),
                  F(SITE + "vllm/worker/worker.py", 235, "_init_cache_engine"))
@@ -68,6 +83,10 @@ MAIN_PARAM = stack(F(SITE + "megatron/core/optimizer/distrib_optimizer.py", 445,
 
 def scenario():
     sim = Sim()
+    for w in range(3):
+        sim.alloc("engine_w%d" % w, 2 * MiB, ENGINE_WEIGHT)
+    sim.alloc("engine_staging", 2 * MiB, ENGINE_STAGING)
+    sim.free("engine_staging")
     for layer in range(6):
         sim.alloc("kv%d" % layer, 4 * MiB, KV_CACHE)
     sim.alloc("param_data", 8 * MiB, PARAM_DATA)

@@ -19,6 +19,7 @@ QColor categoryColor(TensorCategory c)
     case TensorCategory::AutogradDetail: return QColor(0xe1, 0x57, 0x59); // red
     case TensorCategory::Unknown: return QColor(0x9d, 0xa3, 0xa8);        // grey
     case TensorCategory::KvCache: return QColor(0x76, 0xb7, 0xb2);        // teal
+    case TensorCategory::EngineWeights: return QColor(0x2b, 0x7c, 0x74);  // dark teal: the KV cache's engine
     }
     return QColor(0x9d, 0xa3, 0xa8);
 }
@@ -35,6 +36,7 @@ QString categoryDisplayName(TensorCategory c)
     case TensorCategory::AutogradDetail: return QCoreApplication::translate("headroom", "autograd detail");
     case TensorCategory::Unknown: return QCoreApplication::translate("headroom", "unknown");
     case TensorCategory::KvCache: return QCoreApplication::translate("headroom", "KV cache");
+    case TensorCategory::EngineWeights: return QCoreApplication::translate("headroom", "engine weights");
     }
     return QString();
 }
@@ -60,12 +62,7 @@ QString phaseDisplayName(Phase p)
 
 const std::array<TensorCategory, kTensorCategoryCount>& categoryStackOrder()
 {
-    static const std::array<TensorCategory, kTensorCategoryCount> kOrder = {
-        TensorCategory::Parameter,  TensorCategory::KvCache,        TensorCategory::OptimizerState,
-        TensorCategory::Gradient,   TensorCategory::Input,          TensorCategory::Activation,
-        TensorCategory::AutogradDetail, TensorCategory::Temporary,  TensorCategory::Unknown,
-    };
-    return kOrder;
+    return kCategoryDisplayOrder;
 }
 
 QString formatBytesQ(int64_t bytes, int decimals)

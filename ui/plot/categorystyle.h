@@ -20,7 +20,8 @@ QString categoryDisplayName(TensorCategory c);
 QColor phaseColor(Phase p);
 QString phaseDisplayName(Phase p);
 
-/// Bottom to top in stacked charts: what lives longest at the bottom.
+/// Bottom to top in stacked charts: what lives longest at the bottom (core's one order,
+/// the report's too).
 const std::array<TensorCategory, kTensorCategoryCount>& categoryStackOrder();
 
 /// "1.50 GiB" (or "1.61 GB" with decimal units, see core/util/units.h)

@@ -13,7 +13,7 @@ bool isActivationCategory(TensorCategory c) { return c == TensorCategory::Activa
 bool isTemporaryCategory(TensorCategory c)
 {
     return c == TensorCategory::Temporary || c == TensorCategory::Input || c == TensorCategory::Unknown ||
-           c == TensorCategory::KvCache;
+           isEngineMemory(c);
 }
 
 bool batchShaped(int64_t sz, int64_t tokens)

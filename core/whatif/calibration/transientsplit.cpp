@@ -95,7 +95,7 @@ TransientSplit splitTransients(const TransientReading& r)
         } else if (isTemporaryCategory(c)) {
             // Unclassified memory that lives through the whole iteration is state (an
             // optimizer outside torch.optim, a cache), not a batch-sized temporary.
-            const bool constant = !batchShaped(sz, r.tokens) || c == TensorCategory::KvCache || L1.frameworkMade(i) ||
+            const bool constant = !batchShaped(sz, r.tokens) || isEngineMemory(c) || L1.frameworkMade(i) ||
                                   (c == TensorCategory::Unknown && persistent(i));
             (constant ? out.constTemps : out.batchTemps) += double(sz);
             if (!constant && quadratic(i))

@@ -285,6 +285,8 @@ StepExtras stepExtras(const LivePoint& L2)
         const auto [c, sz] = L2.allocs[i];
         if (L2.gathered(i))
             continue; // the gather term, read at the start of backward
+        if (isEngineMemory(c))
+            continue; // a constant term in every phase already (transientsplit.cpp)
         if (isTemporaryCategory(c) && c != TensorCategory::Input)
             out.temps += double(sz);
         else if (isActivationCategory(c) || c == TensorCategory::Input)
@@ -306,13 +308,21 @@ ModelStates readModelStates(Calibration& cal, WhatIfBaseline& s, const DeviceAna
 {
     s.weights = measured(L1.bytes(TensorCategory::Parameter));
     double O = L1.bytes(TensorCategory::OptimizerState);
-    const double Oopt = std::max(L2.bytes(TensorCategory::OptimizerState),
-                                 double(a.atEnd.byCategory[size_t(TensorCategory::OptimizerState)]));
+    const double Oend = double(a.atEnd.byCategory[size_t(TensorCategory::OptimizerState)]);
+    const double Oopt = std::max(L2.bytes(TensorCategory::OptimizerState), Oend);
     if (O <= 0 && Oopt > 0) {
         O = Oopt;
         cal.firstStep = true;
         s.notes.push_back("first optimizer step: the optimizer state it creates (" + formatBytes(int64_t(O)) +
                           ") is added to the forward and backward");
+    } else if (O > 0 && Oend > O) {
+        // State made before the step (a framework's fp32 main parameters) and more the step made
+        // and kept (the optimizer's moments at its first step): every later step holds both.
+        cal.firstStep = true;
+        s.notes.push_back("first optimizer step: it kept " + formatBytes(int64_t(Oend - O)) +
+                          " of optimizer state beside the " + formatBytes(int64_t(O)) +
+                          " made before it; both are added to the forward and backward");
+        O = Oend;
     }
     s.optimizer = measured(O);
     const double G = std::max({L2.bytes(TensorCategory::Gradient), L3.bytes(TensorCategory::Gradient),

@@ -39,7 +39,7 @@ bool optimizerMade(const AllocationClass& c) { return c.birthPhase == Phase::Opt
 /// optimizer outside torch.optim. It does not grow with the batch.
 bool setupState(const Allocation& a, const AllocationClass& c)
 {
-    if (c.category == TensorCategory::KvCache) // an engine's cache: sized by its own setting, not the batch
+    if (isEngineMemory(c.category)) // an engine's cache or model: sized by its own settings, not the batch
         return true;
     return c.category == TensorCategory::Unknown && a.end == Allocation::kStillAlive &&
            (a.start == Allocation::kBeforeWindow || c.birthPhase == Phase::Setup);

@@ -66,6 +66,7 @@ std::string_view breakdownName(TensorCategory c)
     case TensorCategory::Gradient: return "gradients";
     case TensorCategory::AutogradDetail: return "autograd_detail";
     case TensorCategory::KvCache: return "kv_cache";
+    case TensorCategory::EngineWeights: return "engine_weights";
     case TensorCategory::Unknown: break;
     }
     return "unknown";
