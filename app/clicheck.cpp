@@ -186,7 +186,7 @@ void CheckCommand::add(CLI::App& app)
                       "is validated there");
     m_cmd->add_option("--config", m_req.config, "KEY=VALUE over the file's configuration, for --budget (repeatable)")
         ->allow_extra_args(false);
-    m_cmd->add_option("--device", m_req.device, "Device ordinal (default: the device with the highest peak)");
+    m_cmd->add_option("--device", m_req.device, "Device ordinal (default: the device with an OOM, else the highest peak, as every view)");
     m_cmd->add_option("--categories", m_req.categories, "Your own categories (a JSON rules file, as analyze takes)");
     m_cmd->add_option("--max-category", m_req.maxCategory,
                       "NAME=SIZE: fail when that rule of --categories claims more at the peak (repeatable)");

@@ -2,6 +2,7 @@
 #include "app/clicommand.h"
 
 #include "app/clijson.h"
+#include "core/analysis/summary.h"
 #include "core/io/loader.h"
 #include "core/util/loaderror.h"
 #include "core/util/textlayout.h"
@@ -101,11 +102,9 @@ size_t pickDevice(const LoadedTrace& t, std::optional<int> ordinal, const std::s
         }
         throw CommandError(path + ": no device " + std::to_string(*ordinal) + " (devices: " + list + ")");
     }
-    size_t best = 0;
-    for (size_t i = 1; i < devs.size(); ++i)
-        if (t.timelines[i].peakAllocated > t.timelines[best].peakAllocated)
-            best = i;
-    return best;
+    // The device every view opens on (core's choice): the OOM's, else the highest peak's.
+    const int primary = primaryDeviceIndex(t);
+    return primary >= 0 ? size_t(primary) : 0;
 }
 
 size_t devicePosition(const LoadedTrace& trace, int index, const std::string& flag)

@@ -55,7 +55,8 @@ int runAndEmit(const std::function<CommandOutput()>& produce, bool json);
 double percentOption(const std::string& flag, const std::string& text, double max, const char* example);
 
 /// The device a command looks at: the one with ordinal `ordinal` when given, else the one
-/// with the highest peak. A CommandError names the devices there are.
+/// every view opens on (primaryDeviceIndex: the OOM's, else the highest peak's). A
+/// CommandError names the devices there are.
 size_t pickDevice(const LoadedTrace& trace, std::optional<int> ordinal, const std::string& path);
 
 /// The device at position `index` of `trace`, or a CommandError naming how many there are.

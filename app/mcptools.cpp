@@ -23,7 +23,7 @@ using nlohmann::json;
 
 const json kFile = schema::text("Absolute path of a PyTorch memory snapshot (.pickle[.gz]), profiler timeline, "
                                 "Chrome/Kineto trace or Headroom .hrt");
-const json kDevice = schema::integer("Device ordinal (default: every device, or the one with the highest peak)", 0);
+const json kDevice = schema::integer("Device ordinal (default: every device, or the one with an OOM, else the highest peak)", 0);
 const json kCapacity = schema::text("Device capacity, e.g. 80GiB, 24GB or a byte count (default: the OOM record's)");
 
 /// A result schema: an object with schema_version and these typed keys, others allowed.

@@ -17,6 +17,32 @@ import sys
 GiB = 1 << 30
 
 
+def oom_device_first(run, args):
+    """Two devices: 0 has the higher peak, 1 ran out of memory. check judges the device whatif
+    and the window open on (the OOM's), not the highest peak's: one answer for one file."""
+    sys.path.insert(0, os.path.join(args.source, "tests", "tools"))
+    import pickle
+    from make_fixtures import MiB, Sim, full_snapshot
+    sim = Sim(ndev=2, capacity=64 * MiB)
+    sim.alloc("big", 40 * MiB, dev=0)
+    sim.alloc("small", 8 * MiB, dev=1)
+    sim.oom(60 * MiB, dev=1)
+    path = os.path.join(args.workdir, "oom_on_device_1.pickle")
+    os.makedirs(args.workdir, exist_ok=True)
+    with open(path, "wb") as f:
+        pickle.dump(full_snapshot(sim), f, protocol=4)
+    r = run(path, "--max-peak", "1GiB", "--json")
+    got = json.loads(r.stdout).get("device") if r.stdout.strip().startswith("{") else None
+    w = subprocess.run([args.cli, "whatif", "--json", path], capture_output=True, text=True)
+    if got != 1:
+        return ["check must judge the OOM's device (1), as whatif and the window do, not the highest peak's: %r"
+                % (got if got is not None else r.stderr[:200])]
+    if w.returncode == 0 and "OOM record" not in json.loads(w.stdout).get("measured", {}).get("capacity", {}).get(
+            "detail", ""):
+        return ["whatif must calibrate the same OOM device: %r" % w.stdout[:300]]
+    return []
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cli", required=True)
@@ -142,6 +168,8 @@ def main():
     heads = [l for l in r.stdout.splitlines() if not l.startswith(" ")]
     if len(heads) != 3 or any(len(l) > 100 for l in r.stdout.splitlines()):
         problems.append("three checks must print three lines, none wider than 100 columns: %r" % r.stdout)
+
+    problems += oom_device_first(run, args)
 
     if problems:
         print("FAIL:\n  " + "\n  ".join(problems))
