@@ -444,6 +444,36 @@ TEST_CASE("A first step's kept optimizer state counts beside a framework's fp32 
     const Calibration rc = calibrate(*rl, 0, analyzeDevice(*rl, 0), {});
     CHECK(rc.baseline.optimizer.bytes == Approx(24.0 * MiB));
     CHECK(rc.baseline.optTemp.bytes < 1.0 * MiB);
-    CHECK(rc.baseline.constTemp.bytes == Approx(30.0 * MiB)); // the KV cache and the engine's weights
+    CHECK(rc.baseline.kvCache.bytes + rc.baseline.engineWeights.bytes == Approx(30.0 * MiB));
+    CHECK(rc.baseline.constTemp.bytes == 0); // the engine's terms of their own, counted once
     CHECK(rc.baseline.weights.bytes == Approx(8.0 * MiB));    // Megatron's param_data, not vLLM's weights
+}
+
+TEST_CASE("An engine's KV cache and weights stay whole and exact when the training's batch moves",
+          "[whatif][frameworks]")
+{
+    // They were among the constant temporaries, which a batch lever widens by up to their whole
+    // size (workspaces below 1 MiB may be logits): at twice the batch the colocated fixture's band
+    // was 88.5 to 149 MiB, 30 MiB of it the vLLM engine's. A 20 GiB cache would add 20 GiB.
+    const auto rl = Loader::load(HEADROOM_SOURCE_DIR "/tests/data/frameworks/colocated_rl.pickle");
+    StatedConfig stated;
+    stated.microBatch = 2;
+    const Calibration cal = calibrate(*rl, 0, analyzeDevice(*rl, 0), stated);
+    const int64_t MiB = 1 << 20;
+    CHECK(cal.baseline.kvCache.bytes == Approx(24.0 * MiB));
+    CHECK(cal.baseline.engineWeights.bytes == Approx(6.0 * MiB));
+    LeverConfig t = cal.baseline.config;
+    t.microBatch = 4;
+    const Projection twice = project(cal.baseline, t, WhatIfConstants{}, *devicePreset("80gib"));
+    bool kv = false, weights = false;
+    for (const PhaseProjection& ph : twice.phases)
+        for (const Component& c : ph.components) {
+            if (c.name == "kv_cache")
+                kv = c.bytes == Approx(24.0 * MiB) && c.highErr() <= 0.01;
+            if (c.name == "engine_weights")
+                weights = c.bytes == Approx(6.0 * MiB) && c.highErr() <= 0.01;
+        }
+    CHECK(kv);
+    CHECK(weights);
+    CHECK(twice.peakAllocatedHigh - twice.peakAllocatedLow < 0.1 * twice.peakAllocated);
 }

@@ -47,6 +47,7 @@ QColor WhatIfChart::componentColor(const std::string& name)
         {"temporaries_param", QColor(0xe5, 0x73, 0x73)},  {"temporaries_const", QColor(0xbd, 0xbd, 0xbd)},
         {"gathered_params", QColor(0x93, 0x78, 0x60)},    {"fragmentation", QColor(0xda, 0x8b, 0xc3)},
         {"outside_allocator", QColor(0x8c, 0x8c, 0x8c)},       {"cublas_workspaces", QColor(0x00, 0x83, 0x8f)},
+        {"kv_cache", QColor(0x76, 0xb7, 0xb2)},           {"engine_weights", QColor(0x2b, 0x7c, 0x74)},
         // The replay's breakdown by tensor category (peakbreakdown.h), in the same hues.
         {"parameters", QColor(0x4c, 0x72, 0xb0)},         {"activations", QColor(0x55, 0xa8, 0x68)},
         {"temporaries", QColor(0xc4, 0x4e, 0x52)},        {"inputs", QColor(0x76, 0xb7, 0xb2)},

@@ -71,6 +71,10 @@ TransientSplit splitTransients(const TransientReading& r)
             out.gathers += double(sz);
             continue;
         }
+        if (isEngineMemory(c)) {
+            (c == TensorCategory::KvCache ? out.kvCache : out.engineWeights) += double(sz);
+            continue;
+        }
         if (isActivationCategory(c)) {
             if (sz <= allocator::kMinBlock) {
                 // In the allocator's smallest block: it does not shrink with the batch and grows
@@ -95,7 +99,7 @@ TransientSplit splitTransients(const TransientReading& r)
         } else if (isTemporaryCategory(c)) {
             // Unclassified memory that lives through the whole iteration is state (an
             // optimizer outside torch.optim, a cache), not a batch-sized temporary.
-            const bool constant = !batchShaped(sz, r.tokens) || isEngineMemory(c) || L1.frameworkMade(i) ||
+            const bool constant = !batchShaped(sz, r.tokens) || L1.frameworkMade(i) ||
                                   (c == TensorCategory::Unknown && persistent(i));
             (constant ? out.constTemps : out.batchTemps) += double(sz);
             if (!constant && quadratic(i))

@@ -18,6 +18,7 @@ struct TransientSplit {
     double constTemps = 0;    ///< workspaces, scalars, state outside torch.optim
     double small = 0;         ///< activations in the allocator's smallest block
     double gathers = 0;       ///< layers' parameters FSDP or ZeRO-3 gathered: the layer's size
+    double kvCache = 0, engineWeights = 0; ///< an inference engine's own memory, constant
     double batchGradTemps = 0; ///< of batchTemps, allocated after this backward's first weight gradient
     double backwardDone = 0;   ///< share of the gradients this backward allocated before the reading
     /// The saved activations (those read as b*s^2 marked), and the temporaries read as b*s^2.

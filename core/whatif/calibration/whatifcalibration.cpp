@@ -550,6 +550,8 @@ Calibration calibrateAt(const LoadedTrace& trace, size_t deviceIndex, const Devi
     // A gathered layer is as large at any batch; the levers keep it until sharding drops it.
     if (split.gathers > 0)
         s.gather = measured(split.gathers);
+    s.kvCache = measured(split.kvCache);
+    s.engineWeights = measured(split.engineWeights);
     s.bwdTemp = measured(batchShapedBytes(L3, tokens));
     s.optTemp = measured(step.temps);
     s.optAct = measured(step.batch);

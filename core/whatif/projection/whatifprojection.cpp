@@ -378,6 +378,8 @@ Projection evaluate(const WhatIfState& s, const WhatIfBaseline& base, const What
         }
         add(ph, "temporaries_const", s.constTemp);
         add(ph, "gathered_params", s.gather);
+        add(ph, "kv_cache", s.kvCache);
+        add(ph, "engine_weights", s.engineWeights);
         double sigma2 = 0, sigmaHigh2 = 0;
         for (const auto& comp : ph.components) {
             ph.allocated += comp.bytes;

@@ -81,6 +81,10 @@ struct WhatIfState {
     Term optTemp;       ///< parameter-proportional temporaries of the optimizer step (foreach)
     Term constTemp;     ///< workspaces and other constant temporaries
     Term gather;        ///< ZeRO-3 / offload: gathered working set of one layer
+    /// An inference engine's KV cache and weights (isEngineMemory): sized by the engine's own
+    /// settings and read whole, so no lever moves or widens them (the batch's widening of
+    /// constTemp would put a 20 GiB cache's whole size into the band).
+    Term kvCache, engineWeights;
     double fragRatio = 0.05;
     Provenance fragProvenance = Provenance::Default;
     double context = 1.0 * (1ull << 30), contextHigh = 2.0 * (1ull << 30);
