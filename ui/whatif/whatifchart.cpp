@@ -60,6 +60,13 @@ QColor WhatIfChart::componentColor(const std::string& name)
     return Qt::gray;
 }
 
+QString WhatIfChart::componentLabel(const std::string& name)
+{
+    if (name == "kv_cache")
+        return tr("KV cache");
+    return QString::fromStdString(name).replace(QLatin1Char('_'), QLatin1Char(' '));
+}
+
 void WhatIfChart::paintEvent(QPaintEvent*)
 {
     QPainter p(this);
@@ -219,7 +226,7 @@ void WhatIfChart::paintEvent(QPaintEvent*)
         p.fillRect(QRect(lx, ly + (lineH - 10) / 2, 10, 10), componentColor(legend[i]));
         p.setPen(palette().color(QPalette::Text));
         p.drawText(QRect(lx + 14, ly, legendW, lineH), Qt::AlignLeft | Qt::AlignVCenter,
-                   QString::fromStdString(legend[i]).replace(QLatin1Char('_'), QLatin1Char(' ')));
+                   componentLabel(legend[i]));
     }
 }
 

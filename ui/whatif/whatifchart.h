@@ -23,6 +23,8 @@ public:
     void set(const Projection* measured, const Projection& projected, int iteration = -1);
 
     static QColor componentColor(const std::string& name);
+    /// A component's name as the legend and the tables write it: "activations linear", "KV cache".
+    static QString componentLabel(const std::string& name);
 
 protected:
     void paintEvent(QPaintEvent* event) override;

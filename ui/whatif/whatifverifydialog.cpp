@@ -5,6 +5,7 @@
 #include "core/util/units.h"
 #include "ui/explorer/backgroundjob.h"
 #include "ui/plot/categorystyle.h"
+#include "ui/whatif/whatifchart.h"
 
 #include <QDialogButtonBox>
 #include <QFileInfo>
@@ -107,7 +108,7 @@ void WhatIfVerifyDialog::present(const Verification& v)
             continue;
         const int row = m_terms->rowCount();
         m_terms->insertRow(row);
-        m_terms->setItem(row, 0, new QTableWidgetItem(QString::fromStdString(t.name).replace(QLatin1Char('_'), QLatin1Char(' '))));
+        m_terms->setItem(row, 0, new QTableWidgetItem(WhatIfChart::componentLabel(t.name)));
         m_terms->setItem(row, 1, new QTableWidgetItem(bytes(t.projected)));
         m_terms->setItem(row, 2, new QTableWidgetItem(bytes(t.measured)));
     }
