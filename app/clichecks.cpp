@@ -21,30 +21,24 @@ std::optional<double> numberOf(const std::string& text)
     return v;
 }
 
+/// A number above 0 (and whole, for a count), or a message naming what was found.
+CLI::Validator positive(bool whole)
+{
+    return CLI::Validator(
+        [whole](std::string& text) -> std::string {
+            const std::optional<double> v = numberOf(text);
+            if (!v || *v <= 0 || (whole && *v != std::floor(*v)))
+                return std::string(whole ? "expected a whole number above 0" : "expected a number above 0") +
+                       ", found '" + text + "'";
+            return {};
+        },
+        "POSITIVE");
+}
+
 } // namespace
 
-CLI::Validator positiveWhole()
-{
-    return CLI::Validator(
-        [](std::string& text) -> std::string {
-            const std::optional<double> v = numberOf(text);
-            if (!v || *v < 1 || *v != std::floor(*v))
-                return "expected a whole number above 0, found '" + text + "'";
-            return {};
-        },
-        "POSITIVE");
-}
+CLI::Validator positiveWhole() { return positive(true); }
 
-CLI::Validator positiveAmount()
-{
-    return CLI::Validator(
-        [](std::string& text) -> std::string {
-            const std::optional<double> v = numberOf(text);
-            if (!v || *v <= 0)
-                return "expected a number above 0, found '" + text + "'";
-            return {};
-        },
-        "POSITIVE");
-}
+CLI::Validator positiveAmount() { return positive(false); }
 
 } // namespace headroom::cli

@@ -171,17 +171,16 @@ std::optional<AllocationClass> frameworkClass(FrameworkSite site, Phase birth, b
     case S::DeepSpeedGather:
     case S::FsdpGather:
         return AllocationClass{C::Temporary, R::FrameworkGather, birth};
-    case S::EngineModelLoad: // freed where it was made: the loader's staging copy of a checkpoint tensor
-        return diesInSpan ? AllocationClass{C::Temporary, R::FrameworkTemporary, birth}
-                          : AllocationClass{C::EngineWeights, R::EngineModelLoad, birth};
     case S::FsdpCast:
         return AllocationClass{C::Temporary, R::FrameworkTemporary, birth};
     default:
         break;
     }
-    if (diesInSpan) // the 16-bit clone an fp32 copy is made from, a bucket used once
+    if (diesInSpan) // the 16-bit clone an fp32 copy is made from, a bucket used once, a loader's staging copy
         return AllocationClass{C::Temporary, R::FrameworkTemporary, birth};
     switch (site) {
+    case S::EngineModelLoad:
+        return AllocationClass{C::EngineWeights, R::EngineModelLoad, birth};
     case S::MegatronParamAndGradBuffer: // splitByLine decides param_data from grad_data
     case S::DeepSpeedParamPartition:
     case S::FsdpFlatParameter:

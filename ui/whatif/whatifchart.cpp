@@ -63,7 +63,7 @@ QColor WhatIfChart::componentColor(const std::string& name)
 QString WhatIfChart::componentLabel(const std::string& name)
 {
     if (name == "kv_cache")
-        return tr("KV cache");
+        return categoryDisplayName(TensorCategory::KvCache);
     return QString::fromStdString(name).replace(QLatin1Char('_'), QLatin1Char(' '));
 }
 

@@ -12,8 +12,7 @@ bool isActivationCategory(TensorCategory c) { return c == TensorCategory::Activa
 
 bool isTemporaryCategory(TensorCategory c)
 {
-    return c == TensorCategory::Temporary || c == TensorCategory::Input || c == TensorCategory::Unknown ||
-           isEngineMemory(c);
+    return c == TensorCategory::Temporary || c == TensorCategory::Input || c == TensorCategory::Unknown;
 }
 
 bool batchShaped(int64_t sz, int64_t tokens)

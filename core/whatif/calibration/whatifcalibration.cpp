@@ -285,8 +285,6 @@ StepExtras stepExtras(const LivePoint& L2)
         const auto [c, sz] = L2.allocs[i];
         if (L2.gathered(i))
             continue; // the gather term, read at the start of backward
-        if (isEngineMemory(c))
-            continue; // a constant term in every phase already (transientsplit.cpp)
         if (isTemporaryCategory(c) && c != TensorCategory::Input)
             out.temps += double(sz);
         else if (isActivationCategory(c) || c == TensorCategory::Input)
