@@ -63,6 +63,11 @@ nlohmann::json runJson(const BudgetRun& r, const RunVerdict& v)
             {"oom_iteration", orNull(r.oomIteration)},
             {"worst_iteration", orNull(r.worstIteration)},
             {"max_step_tokens", orNull(r.maxStepTokens)},
+            {"projected_peak_bytes", r.projected ? nlohmann::json(r.projected->peak) : nlohmann::json(nullptr)},
+            {"projected_peak_high_bytes", r.projected ? nlohmann::json(r.projected->peakHigh) : nlohmann::json(nullptr)},
+            {"margin_left", orNull(v.marginLeft)},
+            {"judged_by", v.marginLeft ? nlohmann::json(v.byProjection ? "projection" : "peak_allocated")
+                                       : nlohmann::json(nullptr)},
             {"shortfall", runShortfallKey(v.shortfall)},
             {"categories_at_peak", r.categoriesAtPeak},
             {"config", r.config},
@@ -83,6 +88,7 @@ nlohmann::json statusJson(const ConfigStatus& s)
             {"validated_by", s.validatedBy ? nlohmann::json(s.runs[*s.validatedBy].runId) : nlohmann::json(nullptr)},
             {"validated_peak_bytes", orNull(s.validatedPeak)},
             {"worst_peak_bytes", s.worstPeak},
+            {"worst_device_peak_bytes", s.worstDevicePeak},
             {"capacity_bytes", orNull(s.capacity)},
             {"room_left_bytes", orNull(s.roomLeft())},
             {"trend", orNull(s.trend)},
@@ -96,15 +102,18 @@ std::string statusText(const ConfigStatus& s)
     std::string t = s.key + "\n  " + describeStatus(s) + "\n";
     t += "  " + std::to_string(s.runs.size()) + (s.runs.size() == 1 ? " run" : " runs") + ", worst peak " +
          formatBytes(s.worstPeak);
+    if (s.worstDevicePeak != s.worstPeak)
+        t += " allocated, " + formatBytes(s.worstDevicePeak) + " on the device";
     if (s.capacity)
-        t += " of " + formatBytes(*s.capacity) + " (room left " + formatBytes(*s.roomLeft()) + ")";
+        t += "; capacity " + formatBytes(*s.capacity) + " (room left " + formatBytes(*s.roomLeft()) + ")";
     if (s.trend)
         t += ", trend " + percentText(*s.trend) + " oldest to newest";
     t += "\n";
     for (size_t i = 0; i < s.runs.size(); ++i) {
         const BudgetRun& r = s.runs[i];
         t += "    " + r.recordedAt + "  " + (r.file.empty() ? r.runId : r.file) + " device " + std::to_string(r.device) +
-             ": peak " + formatBytes(r.peakAllocated) + (r.oom ? ", OOM" : "") +
+             ": peak " + formatBytes(r.peakAllocated) +
+             (r.projected ? " (projected " + formatBytes(r.projected->peak) + " on the device)" : "") + (r.oom ? ", OOM" : "") +
              (r.maxStepTokens ? ", largest step " + std::to_string(*r.maxStepTokens) : "") + " [" +
              runShortfallKey(s.verdicts[i].shortfall) + "]\n";
     }
@@ -206,7 +215,7 @@ CommandOutput runBudgetRecord(const BudgetRecordRequest& req, const TraceSource&
             throw CommandError(e.what());
         }
         o.file = file;
-        for (const BudgetRun& r : budgetRunsOf(*trace, o)) {
+        for (const BudgetRun& r : budgetRunsOf(trace, o)) {
             bool added = false;
             try {
                 added = store->add(r);
@@ -217,7 +226,8 @@ CommandOutput runBudgetRecord(const BudgetRecordRequest& req, const TraceSource&
             recorded.push_back({{"file", file}, {"device", r.device}, {"run_id", r.runId}, {"added", added}, {"key", key},
                                 {"peak_allocated_bytes", r.peakAllocated}, {"oom", r.oom}});
             out.text += (added ? "recorded " : "already recorded ") + file + " device " + std::to_string(r.device) +
-                        ": peak " + formatBytes(r.peakAllocated) + (r.oom ? ", OOM" : "") + "\n  " + key + "\n";
+                        ": peak " + formatBytes(r.peakAllocated) +
+             (r.projected ? " (projected " + formatBytes(r.projected->peak) + " on the device)" : "") + (r.oom ? ", OOM" : "") + "\n  " + key + "\n";
         }
     }
     out.json = {{"store", store->name()}, {"recorded", std::move(recorded)}};

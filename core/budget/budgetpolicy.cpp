@@ -18,7 +18,7 @@ std::vector<std::string> BudgetPolicy::defaultKeyFields()
 
 std::optional<int64_t> ConfigStatus::roomLeft() const
 {
-    return capacity ? std::optional<int64_t>(*capacity - worstPeak) : std::nullopt;
+    return capacity ? std::optional<int64_t>(*capacity - worstDevicePeak) : std::nullopt;
 }
 
 std::string budgetConfigKey(const BudgetConfig& config, const BudgetPolicy& policy)
@@ -43,8 +43,15 @@ std::string budgetGroupKey(const BudgetRun& run, const BudgetPolicy& policy)
 RunVerdict judgeRun(const BudgetRun& run, std::optional<int64_t> worstCaseTokens, const BudgetPolicy& policy)
 {
     RunVerdict v;
-    if (run.capacity)
+    if (run.capacity && *run.capacity > 0) {
         v.limit = int64_t(std::floor(double(*run.capacity) * (1.0 - policy.margin)));
+        v.byProjection = run.projected.has_value();
+        v.marginLeft = v.byProjection ? run.projected->marginLeft
+                                      : 1.0 - double(run.peakAllocated) / double(*run.capacity);
+    }
+    // As check --fit judges the same file at the same capacity and margin (fitjudgement.h):
+    // the projection's margin left where there is one, else the peak allocated against the limit.
+    const bool overMargin = v.byProjection ? *v.marginLeft < policy.margin : v.limit && run.peakAllocated > *v.limit;
     if (run.oom)
         v.shortfall = RunShortfall::Oomed;
     else if (!worstCaseTokens)
@@ -55,7 +62,7 @@ RunVerdict judgeRun(const BudgetRun& run, std::optional<int64_t> worstCaseTokens
         v.shortfall = RunShortfall::NotWorstCase;
     else if (!v.limit)
         v.shortfall = RunShortfall::NoCapacity;
-    else if (run.peakAllocated > *v.limit)
+    else if (overMargin)
         v.shortfall = RunShortfall::OverMargin;
     return v;
 }
@@ -73,6 +80,7 @@ void settle(ConfigStatus& s, const BudgetPolicy& policy)
 {
     for (const BudgetRun& r : s.runs) {
         s.worstPeak = std::max(s.worstPeak, r.peakAllocated);
+        s.worstDevicePeak = std::max(s.worstDevicePeak, r.devicePeak());
         if (r.capacity && (!s.capacity || *r.capacity < *s.capacity))
             s.capacity = r.capacity;
         keepMax(s.worstCaseTokens, r.worstCaseTokens);
@@ -194,6 +202,11 @@ std::string shortfallText(const BudgetRun& r, const RunVerdict& v, const ConfigS
     case RunShortfall::NoCapacity:
         return "ran its worst-case step, but no capacity is known to judge it against (record with --capacity)";
     case RunShortfall::OverMargin:
+        if (v.byProjection)
+            return "ran its worst-case step without an OOM, but projected on the device (as check --fit projects "
+                   "it: the CUDA context and the allocator counted) it needs " + formatBytes(r.projected->peak) +
+                   " (up to " + formatBytes(r.projected->peakHigh) + ") on a device of " +
+                   formatBytes(r.capacity.value_or(0)) + ", which leaves less than the margin free, in " + runName(r);
         return "ran its worst-case step without an OOM, but its peak " + formatBytes(r.peakAllocated) +
                " leaves less than the margin: at most " + formatBytes(v.limit.value_or(0)) + " of " +
                formatBytes(r.capacity.value_or(0)) + " in " + runName(r);
@@ -207,9 +220,12 @@ std::string shortfallText(const BudgetRun& r, const RunVerdict& v, const ConfigS
 
 std::string describeStatus(const ConfigStatus& s)
 {
-    if (s.validatedBy)
-        return "validated by " + runName(s.runs[*s.validatedBy]) + ": its worst-case step peaked at " +
-               formatBytes(s.runs[*s.validatedBy].peakAllocated);
+    if (s.validatedBy) {
+        const BudgetRun& r = s.runs[*s.validatedBy];
+        return "validated by " + runName(r) + ": its worst-case step peaked at " + formatBytes(r.peakAllocated) +
+               (r.projected ? " allocated, " + formatBytes(r.projected->peak) + " on the device as check --fit projects it"
+                            : std::string());
+    }
     if (!s.closestRun)
         return "not validated: no runs";
     const size_t i = *s.closestRun;

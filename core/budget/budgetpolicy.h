@@ -34,6 +34,10 @@ enum class RunShortfall { Oomed, NoWorstCaseDeclared, StepSizesUnknown, NotWorst
 struct RunVerdict {
     RunShortfall shortfall = RunShortfall::None;
     std::optional<int64_t> limit; ///< capacity * (1 - margin), where the capacity is known
+    /// The largest margin the run passes with, where the capacity is known: its projection's
+    /// (check --fit's figure, `byProjection`), else the share its peak allocated leaves free.
+    std::optional<double> marginLeft;
+    bool byProjection = false;
 };
 
 struct ConfigStatus {
@@ -42,6 +46,7 @@ struct ConfigStatus {
     std::vector<BudgetRun> runs; ///< oldest first
     std::vector<RunVerdict> verdicts; ///< parallel to runs
     int64_t worstPeak = 0;           ///< the highest peak allocated of any run
+    int64_t worstDevicePeak = 0;     ///< the highest BudgetRun::devicePeak of any run
     std::optional<int64_t> capacity; ///< the smallest capacity any run names
     std::optional<int64_t> worstCaseTokens; ///< the largest declared by any run
     std::optional<int64_t> largestStepTokens; ///< the largest any run processed
@@ -54,7 +59,7 @@ struct ConfigStatus {
     std::optional<double> trend; ///< newest run's peak against the oldest's, as a fraction
 
     bool validated() const { return validatedBy.has_value(); }
-    std::optional<int64_t> roomLeft() const; ///< capacity minus the worst peak
+    std::optional<int64_t> roomLeft() const; ///< capacity minus the worst device peak
 };
 
 /// `config`'s key under `policy`: "field=value;..." over the key fields it has, or

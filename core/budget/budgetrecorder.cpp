@@ -3,7 +3,9 @@
 
 #include "core/analysis/diagnosis.h"
 #include "core/analysis/memoryanalysis.h"
+#include "core/budget/budgetpolicy.h"
 #include "core/whatif/calibration/traceconfig.h"
+#include "core/whatif/query/fitjudgement.h"
 
 #include <algorithm>
 #include <cctype>
@@ -86,6 +88,17 @@ void addIterations(BudgetRun& r, const DeviceAnalysis& a, const DeviceData& d)
     }
 }
 
+/// check --fit's projection of the run at its capacity, where the what-if could calibrate.
+void addProjection(BudgetRun& r, const std::shared_ptr<const LoadedTrace>& trace, size_t di, const DeviceAnalysis& a)
+{
+    if (!r.capacity)
+        return;
+    // What is kept does not depend on the margin: the policy judges marginLeft at its own.
+    const FitJudgement j = judgeFit(trace, di, a, *r.capacity, kDefaultFitMargin);
+    if (j.projected)
+        r.projected = BudgetRun::Projected{int64_t(j.peak), int64_t(j.peakHigh), j.marginLeft};
+}
+
 } // namespace
 
 BudgetConfig parseBudgetPairs(const std::vector<std::string>& pairs)
@@ -115,8 +128,9 @@ BudgetConfig budgetConfigOf(const LoadedTrace& trace, size_t di)
     return c;
 }
 
-std::vector<BudgetRun> budgetRunsOf(const LoadedTrace& trace, const BudgetRecordOptions& o)
+std::vector<BudgetRun> budgetRunsOf(const std::shared_ptr<const LoadedTrace>& tracePtr, const BudgetRecordOptions& o)
 {
+    const LoadedTrace& trace = *tracePtr;
     std::vector<BudgetRun> runs;
     const std::string now = budgetTimestampNow();
     for (size_t di = 0; di < trace.snapshot.devices.size(); ++di) {
@@ -140,6 +154,7 @@ std::vector<BudgetRun> budgetRunsOf(const LoadedTrace& trace, const BudgetRecord
             r.capacity = cap.bytes;
         const DeviceAnalysis a = analyzeDevice(trace, di);
         addIterations(r, a, d);
+        addProjection(r, tracePtr, di, a);
         for (int c = 0; c < kTensorCategoryCount; ++c)
             if (a.atPeak.byCategory[size_t(c)] > 0)
                 r.categoriesAtPeak[categoryLowerName(TensorCategory(c))] = a.atPeak.byCategory[size_t(c)];

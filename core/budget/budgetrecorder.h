@@ -4,11 +4,13 @@
 // A loaded file as the budget's runs, one per device (docs/budget.md, "Recording runs"): the
 // configuration the file tells (the recorders' headroom_config, what the what-if reads from
 // annotations and stacks, the allocator settings, the device and world size), the caller's
-// pairs over it, the peaks, the worst step, the OOM and the categories at the peak.
+// pairs over it, the peaks, the worst step, the OOM, the categories at the peak and the what-if's
+// projection of the run at its capacity (check --fit's, so both judge the margin alike).
 
 #include "core/budget/budgetrun.h"
 #include "core/replay/loadedtrace.h"
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,7 +25,7 @@ struct BudgetRecordOptions {
 };
 
 /// One run per device of `trace` (a device with no events is skipped).
-std::vector<BudgetRun> budgetRunsOf(const LoadedTrace& trace, const BudgetRecordOptions& options);
+std::vector<BudgetRun> budgetRunsOf(const std::shared_ptr<const LoadedTrace>& trace, const BudgetRecordOptions& options);
 
 /// The configuration `trace` tells for the device at `deviceIndex`, before any override.
 BudgetConfig budgetConfigOf(const LoadedTrace& trace, size_t deviceIndex);

@@ -34,12 +34,24 @@ struct BudgetRun {
     std::optional<int> worstIteration;
     std::vector<int64_t> iterationPeaks;
     std::map<std::string, int64_t> categoriesAtPeak; ///< category key -> bytes alive at the peak
+    /// The what-if's projection of the run as recorded, at its capacity (check --fit's figures:
+    /// the CUDA context and the allocator's fragmentation counted), where it could make one: a
+    /// snapshot with a step to calibrate on. The policy judges the margin by it.
+    struct Projected {
+        int64_t peak = 0, peakHigh = 0; ///< the headline and the band's high end
+        double marginLeft = 0;          ///< FitJudgement::marginLeft: passes any margin up to this
+    };
+    std::optional<Projected> projected;
     /// The largest step the run processed (tokens or samples, as the recorder counted them) and
     /// the largest its data can produce (declared for the configuration).
     std::optional<int64_t> maxStepTokens;
     std::optional<int64_t> worstCaseTokens;
     std::string recordedAt; ///< ISO 8601, UTC, milliseconds ("2026-12-06T01:30:00.250Z"); sorts as text
     std::string toolVersion;
+
+    /// What the run needs of the device: the projection's headline where there is one, else
+    /// the peak allocated (a run metric, or a file the what-if cannot calibrate on).
+    int64_t devicePeak() const { return projected ? projected->peak : peakAllocated; }
 };
 
 /// Now as BudgetRun::recordedAt spells it.

@@ -25,6 +25,7 @@ const std::vector<Column>& columns()
         {"oom", true},              {"oom_iteration", true},    {"worst_iteration", true},
         {"iteration_peaks_json", false}, {"categories_json", false}, {"max_step_tokens", true},
         {"worst_case_tokens", true}, {"recorded_at", false},    {"tool_version", false},
+        {"projection_json", false},
     };
     return c;
 }
@@ -61,6 +62,26 @@ nlohmann::json parsed(const std::optional<std::string>& v, const char* column, c
     return j;
 }
 
+// Nullable columns added to version 1 after it shipped (the stores add them on open): a writer
+// that does not know them, such as an older headroom_record, leaves them NULL and stays right.
+const std::vector<std::pair<std::string, std::string>> kAddedColumns = {{"projection_json", "TEXT"}};
+
+std::optional<std::string> projectionText(const std::optional<BudgetRun::Projected>& p)
+{
+    if (!p)
+        return std::nullopt;
+    return nlohmann::json{{"peak_bytes", p->peak}, {"peak_high_bytes", p->peakHigh}, {"margin_left", p->marginLeft}}.dump();
+}
+
+std::optional<BudgetRun::Projected> projectionOf(const std::optional<std::string>& v, const std::string& store)
+{
+    if (!v)
+        return std::nullopt;
+    const nlohmann::json j = parsed(v, "projection_json", store);
+    return BudgetRun::Projected{j.at("peak_bytes").get<int64_t>(), j.at("peak_high_bytes").get<int64_t>(),
+                                j.at("margin_left").get<double>()};
+}
+
 } // namespace
 
 const std::vector<std::string>& budgetColumns()
@@ -75,6 +96,8 @@ const std::vector<std::string>& budgetColumns()
 }
 
 bool budgetColumnIsInteger(size_t i) { return columns().at(i).integer; }
+
+const std::vector<std::pair<std::string, std::string>>& budgetAddedColumns() { return kAddedColumns; }
 
 std::vector<std::string> budgetMigration(int fromVersion)
 {
@@ -140,7 +163,8 @@ BudgetRow budgetRowOf(const BudgetRun& r)
             text(r.maxStepTokens),
             text(r.worstCaseTokens),
             r.recordedAt,
-            r.toolVersion};
+            r.toolVersion,
+            projectionText(r.projected)};
 }
 
 BudgetRun budgetRunOfRow(const BudgetRow& row, const std::string& store)
@@ -173,6 +197,11 @@ BudgetRun budgetRunOfRow(const BudgetRow& row, const std::string& store)
     r.worstCaseTokens = optionalInteger(row[15], "worst_case_tokens", store);
     r.recordedAt = row[16].value_or("");
     r.toolVersion = row[17].value_or("");
+    try {
+        r.projected = projectionOf(row[18], store);
+    } catch (const nlohmann::json::exception& e) {
+        throw BudgetStoreError(store + ": run " + r.runId + " has a projection_json of another shape (" + e.what() + ")");
+    }
     return r;
 }
 

@@ -12,6 +12,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace headroom {
@@ -22,6 +23,9 @@ using BudgetRow = std::vector<std::optional<std::string>>;
 const std::vector<std::string>& budgetColumns();
 /// Whether column `i` holds an integer.
 bool budgetColumnIsInteger(size_t i);
+/// Columns (name, SQL type) version 1 gained after it shipped: nullable, so every writer of
+/// version 1 stays right without them, and added by a store that lacks them when it opens.
+const std::vector<std::pair<std::string, std::string>>& budgetAddedColumns();
 
 /// The statements that take a store at schema version v to v + 1, for v from 0 (an empty
 /// store) to kBudgetSchemaVersion - 1. Standard SQL both stores accept.

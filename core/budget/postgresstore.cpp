@@ -56,6 +56,7 @@ void PostgresStore::connect(const std::string& url)
                                " (left unchanged; use a newer Headroom)");
     if (version < kBudgetSchemaVersion)
         migrate();
+    addMissingColumns();
 }
 
 PostgresStore::~PostgresStore() { PQfinish(m_conn); }
@@ -108,6 +109,22 @@ void PostgresStore::migrate()
     } catch (...) {
         Result(PQexec(m_conn, "ROLLBACK"));
         throw;
+    }
+}
+
+void PostgresStore::addMissingColumns()
+{
+    for (const auto& [column, type] : budgetAddedColumns()) {
+        const char* values[] = {column.c_str()};
+        Result r(PQexecParams(m_conn,
+                              "SELECT count(*) FROM information_schema.columns WHERE table_schema = current_schema() "
+                              "AND table_name = 'headroom_budget_runs' AND column_name = $1",
+                              1, nullptr, values, nullptr, nullptr, 0));
+        if (!r || PQresultStatus(r.get()) != PGRES_TUPLES_OK || PQntuples(r.get()) != 1)
+            fail("cannot read its columns");
+        // Asked first, so a store that has the column takes no ALTER's lock on every open.
+        if (std::string(PQgetvalue(r.get(), 0, 0)) == "0")
+            exec("ALTER TABLE headroom_budget_runs ADD COLUMN IF NOT EXISTS " + column + " " + type);
     }
 }
 

@@ -31,6 +31,7 @@ private:
     void exec(const std::string& sql);
     int schemaVersion();
     void migrate();
+    void addMissingColumns();
 
     std::string m_name;
     pg_conn* m_conn = nullptr;

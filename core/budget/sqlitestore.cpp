@@ -62,6 +62,7 @@ void SqliteStore::open()
     enableWal();
     if (version < kBudgetSchemaVersion)
         migrate();
+    addMissingColumns();
 }
 
 SqliteStore::~SqliteStore() { sqlite3_close(m_db); }
@@ -131,6 +132,34 @@ void SqliteStore::migrate()
     } catch (...) {
         sqlite3_exec(m_db, "ROLLBACK", nullptr, nullptr, nullptr);
         throw;
+    }
+}
+
+bool SqliteStore::hasColumn(const std::string& column)
+{
+    Statement s(m_db, "SELECT count(*) FROM pragma_table_info('headroom_budget_runs') WHERE name = ?");
+    if (!s.ok() || sqlite3_bind_text(s.get(), 1, column.c_str(), -1, SQLITE_TRANSIENT) != SQLITE_OK ||
+        sqlite3_step(s.get()) != SQLITE_ROW)
+        fail("cannot read its columns");
+    return sqlite3_column_int(s.get(), 0) > 0;
+}
+
+void SqliteStore::addMissingColumns()
+{
+    for (const auto& [column, type] : budgetAddedColumns()) {
+        if (hasColumn(column))
+            continue;
+        // IMMEDIATE, and asked again inside: a second writer opening the store at once finds
+        // the column the first added.
+        exec("BEGIN IMMEDIATE");
+        try {
+            if (!hasColumn(column))
+                exec("ALTER TABLE headroom_budget_runs ADD COLUMN " + column + " " + type);
+            exec("COMMIT");
+        } catch (...) {
+            sqlite3_exec(m_db, "ROLLBACK", nullptr, nullptr, nullptr);
+            throw;
+        }
     }
 }
 

@@ -31,6 +31,8 @@ private:
     int schemaVersion();
     void enableWal();
     void migrate();
+    bool hasColumn(const std::string& column);
+    void addMissingColumns();
 
     std::string m_path;
     sqlite3* m_db = nullptr;

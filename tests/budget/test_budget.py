@@ -84,13 +84,14 @@ class Suite:
         db = self.new_store("policy")
         short = os.path.join(self.cpu, "budget_short_steps.pickle")
         worst = os.path.join(self.cpu, "budget_worst_step.pickle")
-        self.json("budget", "record", "--db", db, "--capacity", "1GiB", short)
+        # 4 GiB: check --fit's projection of these CPU recordings counts a 1 GiB CUDA context
+        self.json("budget", "record", "--db", db, "--capacity", "4GiB", short)
         c = self.json("budget", "status", "--db", db)["configurations"]
         self.expect(len(c) == 1 and not c[0]["validated"] and c[0]["shortfall"] == "not_worst_case",
                     "short batches only: %s" % [(x["validated"], x["shortfall"]) for x in c])
         r = self.cli("check", worst, "--budget", db, rc=1)
         self.expect("never run on its worst-case step" in r.stdout, "check --budget before validation: " + r.stdout)
-        self.json("budget", "record", "--db", db, "--capacity", "1GiB", worst)
+        self.json("budget", "record", "--db", db, "--capacity", "4GiB", worst)
         c = self.json("budget", "status", "--db", db)["configurations"]
         self.expect(len(c) == 1 and c[0]["validated"] and c[0]["validated_by"].endswith("/0"),
                     "the worst-case step: %s" % [(x["validated"], x["shortfall"]) for x in c])
@@ -106,6 +107,24 @@ class Suite:
                     "an OOM after validation: %s" % [(x["validated"], x["shortfall"], x["status"]) for x in c])
         self.cli("check", worst, "--budget", db, rc=1)
         return c
+
+    def one_answer(self):
+        """The budget's margin and check --fit's agree on the same file, capacity and margin."""
+        worst = os.path.join(self.cpu, "budget_worst_step.pickle")
+        outcomes = set()
+        cases = (("1GiB", "10%"), ("2GiB", "10%"), ("2GiB", "55%"), ("4GiB", "10%"), ("4GiB", "80%"))
+        for i, (capacity, margin) in enumerate(cases):
+            db = self.new_store("one_answer_%d" % i)
+            self.json("budget", "record", "--db", db, "--capacity", capacity, worst,
+                      "--config", "worst_case_tokens=128")
+            c = self.json("budget", "status", "--db", db, "--margin", margin)["configurations"]
+            fit = self.cli("check", worst, "--fit", capacity, "--margin", margin, rc=None)
+            run = c[0]["runs"][0] if len(c) == 1 and c[0]["runs"] else {}
+            self.expect(run.get("judged_by") == "projection" and c[0]["validated"] == (fit.returncode == 0),
+                        "at %s with %s free: budget %s (%s), check --fit exit %d"
+                        % (capacity, margin, c[0]["validated"] if c else None, run.get("shortfall"), fit.returncode))
+            outcomes.add(fit.returncode)
+        self.expect(outcomes == {0, 1}, "the capacities and margins should both pass and fail: %s" % outcomes)
 
     def newer_schema(self):
         db = self.new_store("newer")
@@ -212,8 +231,15 @@ class Suite:
                                            worst_case_tokens=128, run_id="metric:test-%d" % i)
         c = self.json("budget", "status", "--db", db)["configurations"]
         self.expect(len(c) == 1 and c[0]["validated"] and c[0]["validated_by"] == "metric:test-1"
-                    and [r["source"] for r in c[0]["runs"]] == ["metric", "metric"],
+                    and [r["source"] for r in c[0]["runs"]] == ["metric", "metric"]
+                    and all(r["judged_by"] == "peak_allocated" for r in c[0]["runs"]),
                     "two run metrics: %s" % [(x["validated"], x["status"]) for x in c])
+        # The recorder writes the columns it knows; Headroom added projection_json when it
+        # opened the store, and the recorder's next run still lands.
+        headroom_record.log_run_metric(db, config, torch=FakeTorch(4 << 20), step_tokens=[64],
+                                       worst_case_tokens=128, run_id="metric:test-2")
+        runs = self.json("budget", "status", "--db", db)["configurations"][0]["runs"]
+        self.expect([r["run_id"] for r in runs][-1:] == ["metric:test-2"], "a run metric after the column was added")
         return c
 
     def run(self):
@@ -221,6 +247,7 @@ class Suite:
         real = self.record_real_files()
         metric = self.metric()
         policy = self.policy()
+        self.one_answer()
         self.newer_schema()
         if self.backend == "sqlite":
             self.corrupt_file()

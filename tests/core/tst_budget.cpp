@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
+#include "core/analysis/memoryanalysis.h"
 #include "core/budget/budgetpolicy.h"
 #include "core/budget/budgetrecorder.h"
 #include "core/budget/budgetstore.h"
 #include "core/budget/openbudgetstore.h"
 #include "core/io/loader.h"
 #include "core/util/sha256.h"
+#include "core/whatif/query/fitjudgement.h"
 
 #include <catch2/catch.hpp>
 
@@ -204,7 +206,7 @@ TEST_CASE("A real OOM file gives one run per device with its peak, its OOM and i
     o.file = file;
     o.fileHash = sha256OfFile(file);
     o.overrides = {{"model", "mlp"}, {"worst_case_tokens", "64"}};
-    const auto runs = budgetRunsOf(*trace, o);
+    const auto runs = budgetRunsOf(trace, o);
     REQUIRE(runs.size() == trace->snapshot.devices.size());
     int ooms = 0;
     for (size_t i = 0; i < runs.size(); ++i) {
@@ -216,4 +218,64 @@ TEST_CASE("A real OOM file gives one run per device with its peak, its OOM and i
         ooms += runs[i].oom;
     }
     CHECK(ooms == 1);
+}
+
+TEST_CASE("A snapshot's run passes the budget's margin exactly when check --fit passes it", "[budget]")
+{
+    // One answer (docs/budget.md, "The policy"): the budget judges a snapshot's margin by the
+    // projection check --fit judges, at every capacity and margin, not by the peak allocated.
+    const std::string file = HEADROOM_SOURCE_DIR "/tests/data/cpu/budget_worst_step.pickle";
+    const auto trace = Loader::load(file);
+    const DeviceAnalysis a = analyzeDevice(*trace, 0);
+    const FitJudgement at1 = judgeFit(trace, 0, a, int64_t(1) << 30, kDefaultFitMargin);
+    REQUIRE(at1.projected);
+    BudgetRecordOptions o;
+    o.file = file;
+    o.fileHash = "hash";
+    o.overrides = {{"max_step_tokens", "64"}, {"worst_case_tokens", "64"}};
+    int passes = 0, fails = 0;
+    for (double scale : {0.8, 1.0, 1.05, 1.12, 1.3, 2.0}) {
+        o.capacity = int64_t(at1.peakHigh * scale);
+        const auto runs = budgetRunsOf(trace, o);
+        REQUIRE(runs.size() == 1);
+        REQUIRE(runs[0].projected);
+        for (double margin : {0.02, 0.10, 0.25}) {
+            BudgetPolicy policy;
+            policy.margin = margin;
+            const bool fit = judgeFit(trace, 0, a, *o.capacity, margin).passed();
+            const RunVerdict v = judgeRun(runs[0], 64, policy);
+            CAPTURE(scale, margin, runs[0].projected->marginLeft);
+            CHECK(v.byProjection);
+            CHECK(fit == (v.shortfall == RunShortfall::None));
+            CHECK((v.shortfall == RunShortfall::None || v.shortfall == RunShortfall::OverMargin));
+            (fit ? passes : fails)++;
+        }
+    }
+    CHECK(passes > 0);
+    CHECK(fails > 0);
+}
+
+TEST_CASE("The budget's projection is kept by the store and judges the room left", "[budget]")
+{
+    const std::string path = tempStore("projection");
+    BudgetRun r = run("p/0", 60, "2026-12-07T01:00:00Z");
+    r.maxStepTokens = r.worstCaseTokens = 8;
+    r.projected = BudgetRun::Projected{85, 92, 0.07};
+    openBudgetStore(path)->add(r);
+    const auto runs = openBudgetStore(path)->runs();
+    REQUIRE(runs.size() == 1);
+    REQUIRE(runs[0].projected);
+    CHECK(runs[0].projected->peak == 85);
+    CHECK(runs[0].projected->peakHigh == 92);
+    CHECK(runs[0].projected->marginLeft == Approx(0.07));
+    // 60 of 100 allocated is within a 10% margin; the projection, 7% free, is not.
+    auto s = assessBudget(runs, BudgetPolicy{});
+    CHECK(s[0].verdicts[0].shortfall == RunShortfall::OverMargin);
+    CHECK(s[0].worstPeak == 60);
+    CHECK(s[0].worstDevicePeak == 85);
+    CHECK(s[0].roomLeft() == 15);
+    CHECK(describeStatus(s[0]).find("as check --fit projects it") != std::string::npos);
+    BudgetPolicy loose;
+    loose.margin = 0.05;
+    CHECK(assessBudget(runs, loose)[0].validated());
 }

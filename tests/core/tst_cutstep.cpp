@@ -23,7 +23,8 @@ Projection cutProjection(double allocated, double capacity)
     p.peak = p.peakLow = allocated + 10 * kMiB; // context and fragmentation
     p.peakHigh = allocated + 20 * kMiB;
     p.capacity = capacity;
-    p.verdict = Verdict::Fits;
+    p.verdict = Verdict::Fits; // the cut iteration fits, as judge() would have found
+    p.marginLeft = marginLeft(p.peakHigh, 0, capacity);
     p.fits = true;
     return p;
 }

@@ -28,7 +28,7 @@ namespace headroom {
 namespace {
 
 constexpr const char* kStoreKey = "budget/store";
-enum Column { WhenColumn, FileColumn, DeviceColumn, PeakColumn, StepColumn, OomColumn, VerdictColumn, ColumnCount };
+enum Column { WhenColumn, FileColumn, DeviceColumn, PeakColumn, DevicePeakColumn, FreeColumn, StepColumn, OomColumn, VerdictColumn, ColumnCount };
 
 QString bytesText(int64_t b) { return QString::fromStdString(formatBytes(b)); }
 
@@ -93,7 +93,14 @@ BudgetView::BudgetView(Selection*, QWidget* parent)
         axis->grid()->setPen(QPen(QColor(0, 0, 0, 28), 0));
 
     m_table->setHorizontalHeaderLabels({tr("Recorded"), tr("File"), tr("Device"), tr("Peak allocated"),
-                                        tr("Largest step"), tr("OOM"), tr("Verdict")});
+                                        tr("On the device"), tr("Margin left"), tr("Largest step"), tr("OOM"), tr("Verdict")});
+    m_table->horizontalHeaderItem(DevicePeakColumn)
+        ->setToolTip(tr("What the run needs of the device as check --fit projects it (the CUDA context and the "
+                        "allocator counted); the peak allocated where no projection could be made"));
+    m_table->horizontalHeaderItem(FreeColumn)
+        ->setToolTip(tr("The largest margin the run passes with, as check --fit judges it: the share of the "
+                        "device, beyond what the CUDA context takes, that the high end of its projection leaves "
+                        "free. A run validates when this is at least the policy's margin"));
     m_table->verticalHeader()->hide();
     m_table->horizontalHeader()->setStretchLastSection(true);
     m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
@@ -129,6 +136,8 @@ BudgetView::BudgetView(Selection*, QWidget* parent)
     split->addWidget(m_table);
     split->setStretchFactor(0, 3);
     split->setStretchFactor(1, 2);
+    // 3 : 2 from the start too: the table's size hint would otherwise leave the plot its minimum.
+    split->setSizes({3000, 2000});
     layout->addWidget(split, 1);
     m_reread = new DeferredRebuild(this, [this] { read(); });
     m_reread->watch(m_plot);
@@ -187,7 +196,7 @@ void BudgetView::read(bool recordOpenFile)
                     BudgetRecordOptions o;
                     o.file = trace->snapshot.path;
                     o.fileHash = sha256OfFile(trace->snapshot.path);
-                    r.openRuns = budgetRunsOf(*trace, o);
+                    r.openRuns = budgetRunsOf(trace, o);
                 }
                 auto s = openBudgetStore(store);
                 r.name = QString::fromStdString(s->name());
@@ -263,8 +272,10 @@ void BudgetView::showConfiguration(int index)
     const ConfigStatus& s = m_configs[size_t(index)];
     QString text = QString::fromStdString(describeStatus(s));
     text += tr(". %n run(s), worst peak %1", "", int(s.runs.size())).arg(bytesText(s.worstPeak));
+    if (s.worstDevicePeak != s.worstPeak)
+        text += tr(" allocated, %1 on the device").arg(bytesText(s.worstDevicePeak));
     if (s.capacity)
-        text += tr(" of %1 (room left %2)").arg(bytesText(*s.capacity), bytesText(*s.roomLeft()));
+        text += tr("; capacity %1 (room left %2)").arg(bytesText(*s.capacity), bytesText(*s.roomLeft()));
     if (!m_openRuns.empty() && QString::fromStdString(s.key) != openRunKey())
         text += tr(". The open file is another configuration.");
     m_status->setText(text);
@@ -274,9 +285,13 @@ void BudgetView::showConfiguration(int index)
 
 void BudgetView::plot(const ConfigStatus& s)
 {
-    QVector<double> peaks, oomX, oomY, okX, okY;
+    QVector<double> peaks, deviceX, deviceY, oomX, oomY, okX, okY;
     for (size_t i = 0; i < s.runs.size(); ++i) {
         peaks << double(s.runs[i].peakAllocated);
+        if (s.runs[i].projected) {
+            deviceX << double(i);
+            deviceY << double(s.runs[i].projected->peak);
+        }
         if (s.runs[i].oom) {
             oomX << double(i);
             oomY << double(s.runs[i].peakAllocated);
@@ -291,6 +306,13 @@ void BudgetView::plot(const ConfigStatus& s)
     line->setPen(QPen(QColor(60, 90, 160), 1.5));
     line->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 6));
     line->setData(indices(s.runs.size()), peaks);
+    if (!deviceX.isEmpty()) {
+        auto* device = m_plot->addGraph();
+        device->setName(tr("on the device (projected)"));
+        device->setPen(QPen(QColor(120, 60, 160), 1.5, Qt::DashLine));
+        device->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssSquare, 6));
+        device->setData(deviceX, deviceY);
+    }
     auto marks = [this](const QVector<double>& x, const QVector<double>& y, const QString& name, QColor color,
                         QCPScatterStyle::ScatterShape shape) {
         if (x.isEmpty())
@@ -318,7 +340,7 @@ void BudgetView::plot(const ConfigStatus& s)
         xMax = std::max(xMax, double(at + 1));
         break;
     }
-    double yMax = double(s.worstPeak);
+    double yMax = double(std::max(s.worstPeak, s.worstDevicePeak));
     auto level = [&](std::optional<int64_t> bytes, const QString& name, QPen pen) {
         if (!bytes)
             return;
@@ -354,6 +376,8 @@ void BudgetView::fillTable(const ConfigStatus& s)
             r.file.empty() ? tr("(run metric %1)").arg(QString::fromStdString(r.runId)) : QString::fromStdString(r.file),
             QString::number(r.device),
             bytesText(r.peakAllocated),
+            r.projected ? bytesText(r.projected->peak) : tr("(not projected)"),
+            s.verdicts[i].marginLeft ? QString::number(*s.verdicts[i].marginLeft * 100.0, 'f', 1) + QLatin1Char('%') : tr("unknown"),
             r.maxStepTokens ? QString::number(*r.maxStepTokens) : tr("unknown"),
             r.oom ? (r.oomIteration ? tr("iteration %1").arg(*r.oomIteration) : tr("yes")) : tr("no"),
             verdictText(s.verdicts[i].shortfall),

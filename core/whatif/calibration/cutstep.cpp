@@ -32,10 +32,13 @@ void projectWholeStep(Projection& p, double cutAllocated, const CutStep& cut)
         p.notes.push_back(whole);
         return;
     }
+    // The whole step's band is judged again with the margin; with no high end known, no margin
+    // is shown to be free.
+    p.marginLeft = highKnown ? std::min(p.marginLeft, marginLeft(p.peakHigh, p.judgedContext, p.capacity)) : kFitsNoMargin;
     if (p.peak > p.capacity) {
         p.verdict = Verdict::DoesNotFit;
         p.notes.push_back(whole);
-    } else if (!highKnown || p.peakHigh > p.capacity) {
+    } else if (!highKnown || p.marginLeft < p.margin) {
         p.verdict = Verdict::Tight;
         p.notes.push_back(whole + "; it may fit: a record of the complete step at a smaller batch, or another "
                                   "device's complete step, settles it");

@@ -116,8 +116,10 @@ void judgeBySimulation(Projection& p)
     // it may take does not fit, whatever one reading's simulation served (the headline's band
     // may hold readings the simulated central one does not).
     const bool overAllocated = p.peakAllocated > double(p.simulated->capacity) || p.peak > p.capacity;
-    if (p.simulated->refused() || overAllocated)
+    if (p.simulated->refused() || overAllocated) {
         p.verdict = Verdict::DoesNotFit;
+        p.marginLeft = kFitsNoMargin;
+    }
     else if (p.verdict == Verdict::DoesNotFit)
         p.verdict = Verdict::Tight;
     if (p.verdict != byRatio)

@@ -279,8 +279,10 @@ void aggregate(Projection& pr)
 void judge(Projection& pr, double contextHigh)
 {
     pr.verdict = Verdict::Unknown;
+    pr.judgedContext = contextHigh;
+    pr.marginLeft = marginLeft(pr.peakHigh, contextHigh, pr.capacity);
     if (pr.capacity > 0) {
-        if (pr.peakHigh - contextHigh <= (pr.capacity - contextHigh) * (1 - pr.margin))
+        if (pr.marginLeft >= pr.margin)
             pr.verdict = Verdict::Fits;
         else if (pr.peak <= pr.capacity)
             pr.verdict = Verdict::Tight;

@@ -27,6 +27,9 @@ struct FitJudgement {
     int64_t peakAllocated = 0; ///< the recorded peak (the allocated fallback's value)
     int64_t limit = 0;         ///< the allocated fallback's limit: capacity less the margin
     double peak = 0, peakLow = 0, peakHigh = 0; ///< the projection's headline and band
+    /// The largest margin it passes with (Projection::marginLeft; on the allocated peak, the
+    /// share of the capacity it leaves free): passed() exactly when this is at least `margin`.
+    double marginLeft = kFitsNoMargin;
     /// Why the allocated peak judged it: the what-if's refusal, in its words.
     std::string notProjectedBecause;
     /// Only "fits" passes: "tight" does not leave the margin free at the band's high end.

@@ -78,6 +78,13 @@ std::string_view verdictName(Verdict v)
     return k[size_t(v)];
 }
 
+double marginLeft(double peakHigh, double context, double capacity)
+{
+    if (capacity <= context)
+        return kFitsNoMargin;
+    return 1.0 - (peakHigh - context) / (capacity - context);
+}
+
 std::optional<Precision> precisionFromName(std::string_view s)
 {
     if (s == "amp" || s == "bf16-amp")

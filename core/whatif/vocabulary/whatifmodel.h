@@ -230,6 +230,14 @@ struct SimulatedReserved {
 enum class Verdict : uint8_t { Fits, Tight, DoesNotFit, Unknown };
 std::string_view verdictName(Verdict v); ///< "fits", "tight", "does not fit", "unknown capacity"
 
+/// The largest margin a band whose high end is `peakHigh` fits `capacity` with: the share of the
+/// capacity less `context` (what lies outside the allocator, for which no margin is kept) that
+/// it leaves free. A band fits with margin m exactly when this is at least m; below 0, it fits
+/// with none.
+double marginLeft(double peakHigh, double context, double capacity);
+/// Projection::marginLeft of a run that fits with no margin at all.
+inline constexpr double kFitsNoMargin = -1.0;
+
 struct Projection {
     LeverConfig config;
     int microBatchUnits = 0; ///< > 0: config.microBatch is a ratio of the measured run's (batchratio.h)
@@ -242,6 +250,11 @@ struct Projection {
     double capacity = 0;
     double margin = 0.1;
     Verdict verdict = Verdict::Unknown;
+    /// The largest margin the verdict would be Fits with (::marginLeft of the band, kFitsNoMargin
+    /// where the simulated allocator or an OOM's whole step rules a fit out): a store can judge
+    /// the run again at another margin and agree with this verdict at this one (the budget).
+    double marginLeft = kFitsNoMargin;
+    double judgedContext = 0; ///< the context marginLeft leaves out, the band's high end of it
     bool fits = false;
     StepTime time;
     std::vector<std::string> notes; ///< e.g. "the peak is in the optimizer step: a longer sequence does not move it"
