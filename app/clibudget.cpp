@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "app/clibudget.h"
+#include "app/clitext.h"
 
 #include "core/budget/budgetrecorder.h"
 #include "core/budget/budgetschema.h"
@@ -40,13 +41,6 @@ std::unique_ptr<BudgetStore> openStore(const std::string& db)
     } catch (const BudgetStoreError& e) {
         throw CommandError(e.what());
     }
-}
-
-std::string percentText(double f)
-{
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%+.1f%%", f * 100.0);
-    return buf;
 }
 
 nlohmann::json runJson(const BudgetRun& r, const RunVerdict& v)
@@ -107,7 +101,7 @@ std::string statusText(const ConfigStatus& s)
     if (s.capacity)
         t += "; capacity " + formatBytes(*s.capacity) + " (room left " + formatBytes(*s.roomLeft()) + ")";
     if (s.trend)
-        t += ", trend " + percentText(*s.trend) + " oldest to newest";
+        t += ", trend " + signedPercent(*s.trend) + " oldest to newest";
     t += "\n";
     for (size_t i = 0; i < s.runs.size(); ++i) {
         const BudgetRun& r = s.runs[i];
@@ -299,7 +293,7 @@ BudgetCheck budgetCheck(const LoadedTrace& trace, size_t di, const std::string& 
     }
     out.line = "peak allocated " + formatBytes(peak) + (g.passed ? " within " : " over ") + formatBytes(*g.limit) +
                " (the validated peak " + formatBytes(*g.status->validatedPeak) + " + " +
-               percentText(maxGrowth).substr(1) + ") of configuration " + key;
+               signedPercent(maxGrowth).substr(1) + ") of configuration " + key;
     return out;
 }
 

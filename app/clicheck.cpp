@@ -2,6 +2,7 @@
 #include "app/clicheck.h"
 
 #include "app/clibudget.h"
+#include "app/clitext.h"
 
 #include "core/analysis/livegroups.h"
 #include "core/analysis/memoryanalysis.h"
@@ -27,11 +28,6 @@ std::string percent(double fraction)
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.1f%%", fraction * 100.0);
     return buf;
-}
-
-std::string signedBytes(int64_t delta)
-{
-    return (delta >= 0 ? "+" : "") + formatBytes(delta);
 }
 
 int64_t sizeOption(const std::string& flag, const std::string& text)
@@ -85,15 +81,6 @@ nlohmann::json deltas(const std::array<int64_t, N>& before, const std::array<int
     for (size_t i = 0; i < N; ++i)
         m[name(i)] = {{"baseline_bytes", before[i]}, {"bytes", after[i]}, {"delta_bytes", after[i] - before[i]}};
     return m;
-}
-
-std::string categoryKey(size_t i)
-{
-    return categoryLowerName(static_cast<TensorCategory>(i));
-}
-std::string phaseName(size_t i)
-{
-    return std::string(phaseKey(static_cast<Phase>(i)));
 }
 
 /// "activation +300.00 MiB, gradient +12.00 MiB" (the two largest).
@@ -284,8 +271,8 @@ CommandOutput runCheck(const CheckRequest& req, const TraceSource& source)
             const int64_t before = cmp.peakA;
             const double growth = before > 0 ? double(peak - before) / double(before) : (peak > 0 ? INFINITY : 0.0);
             const bool ok = growth <= maxGrowth;
-            const auto cats = grown(cmp.categoriesA, cmp.categoriesB, categoryKey);
-            const auto phases = grown(ba.atPeak.byPhase, a.atPeak.byPhase, phaseName);
+            const auto cats = grown(cmp.categoriesA, cmp.categoriesB, categoryKeyAt);
+            const auto phases = grown(ba.atPeak.byPhase, a.atPeak.byPhase, phaseKeyAt);
             nlohmann::json sigs = nlohmann::json::array();
             // The line names the largest growth at a Python frame (the user's code) when
             // there is one: C++-only stacks (autograd's thread) end in allocator frames.
@@ -326,8 +313,8 @@ CommandOutput runCheck(const CheckRequest& req, const TraceSource& source)
                     {"growth", std::isinf(growth) ? nlohmann::json(nullptr) : nlohmann::json(growth)},
                     {"max_growth", maxGrowth},
                     {"baseline_peak_phase", peakPhase(ba, base->timelines[bi])},
-                    {"by_category", deltas(cmp.categoriesA, cmp.categoriesB, categoryKey)},
-                    {"by_phase", deltas(ba.atPeak.byPhase, a.atPeak.byPhase, phaseName)},
+                    {"by_category", deltas(cmp.categoriesA, cmp.categoriesB, categoryKeyAt)},
+                    {"by_phase", deltas(ba.atPeak.byPhase, a.atPeak.byPhase, phaseKeyAt)},
                     {"grown_allocations", std::move(sigs)}},
                    ok, line);
         }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "app/clicompare.h"
+#include "app/clitext.h"
 
 #include "core/analysis/memoryanalysis.h"
 #include "core/analysis/snapshotcompare.h"
@@ -32,18 +33,6 @@ Side loadSide(const TraceSource& source, const std::string& path, std::optional<
     return s;
 }
 
-std::string signedBytes(int64_t delta)
-{
-    return (delta >= 0 ? "+" : "-") + formatBytes(std::abs(delta));
-}
-
-std::string percentText(double fraction)
-{
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%+.1f%%", fraction * 100.0);
-    return buf;
-}
-
 /// One named total at each peak: {"a_bytes", "b_bytes", "delta_bytes"} per name.
 template <size_t N, typename NameFn>
 nlohmann::json sideBySide(const std::array<int64_t, N>& a, const std::array<int64_t, N>& b, NameFn name)
@@ -54,24 +43,15 @@ nlohmann::json sideBySide(const std::array<int64_t, N>& a, const std::array<int6
     return m;
 }
 
-std::string categoryKey(size_t i)
-{
-    return categoryLowerName(static_cast<TensorCategory>(i));
-}
-std::string phaseName(size_t i)
-{
-    return std::string(phaseKey(static_cast<Phase>(i)));
-}
-
 /// Every category and phase that changed, as {kind, name, delta_bytes}, largest change first;
 /// `grew` picks the side.
 nlohmann::json changes(const Comparison& c, bool grew)
 {
     std::vector<std::tuple<int64_t, std::string, std::string>> rows;
     for (size_t i = 0; i < c.categoriesA.size(); ++i)
-        rows.emplace_back(c.categoriesB[i] - c.categoriesA[i], "category", categoryKey(i));
+        rows.emplace_back(c.categoriesB[i] - c.categoriesA[i], "category", categoryKeyAt(i));
     for (size_t i = 0; i < c.phasesA.size(); ++i)
-        rows.emplace_back(c.phasesB[i] - c.phasesA[i], "phase", phaseName(i));
+        rows.emplace_back(c.phasesB[i] - c.phasesA[i], "phase", phaseKeyAt(i));
     for (const ModuleDiff& m : c.modules)
         rows.emplace_back(m.bytesDelta(), "module", m.forward);
     for (const UserCategoryDiff& u : c.userCategories)
@@ -123,8 +103,8 @@ nlohmann::json comparisonJson(const Comparison& c, const Side& a, const Side& b)
             {"ooms_a", c.oomsA},
             {"ooms_b", c.oomsB},
             {"iterations", std::move(iterations)},
-            {"by_category", sideBySide(c.categoriesA, c.categoriesB, categoryKey)},
-            {"by_phase", sideBySide(c.phasesA, c.phasesB, phaseName)},
+            {"by_category", sideBySide(c.categoriesA, c.categoriesB, categoryKeyAt)},
+            {"by_phase", sideBySide(c.phasesA, c.phasesB, phaseKeyAt)},
             {"by_module", std::move(modules)},
             {"by_stack", std::move(stacks)},
             {"grew", changes(c, true)},
@@ -157,7 +137,7 @@ std::string comparisonText(const nlohmann::json& j)
        << formatBytes(j["peak_a_bytes"].get<int64_t>()) << "\nB: " << j["file_b"].get<std::string>() << " (device "
        << j["device_b"].get<int>() << "), peak " << formatBytes(j["peak_b_bytes"].get<int64_t>()) << "\n";
     os << "peak allocated " << signedBytes(j["peak_delta_bytes"].get<int64_t>())
-       << (j["peak_growth"].is_null() ? std::string() : " (" + percentText(j["peak_growth"].get<double>()) + ")")
+       << (j["peak_growth"].is_null() ? std::string() : " (" + signedPercent(j["peak_growth"].get<double>()) + ")")
        << " from A to B\n";
     printChanges(os, "grew, at the peaks:", j["grew"], 8);
     printChanges(os, "shrank, at the peaks:", j["shrank"], 8);
@@ -204,7 +184,7 @@ CommandOutput runCompare(const CompareRequest& r, const TraceSource& source)
         const bool ok = c.peakA > 0 ? double(c.peakB - c.peakA) <= maxGrowth * double(c.peakA) : c.peakB == 0;
         out.json["passed"] = ok;
         out.exitCode = ok ? 0 : 1;
-        out.text += std::string(ok ? "PASS" : "FAIL") + " growth: limit " + percentText(maxGrowth) + "\n";
+        out.text += std::string(ok ? "PASS" : "FAIL") + " growth: limit " + signedPercent(maxGrowth) + "\n";
     }
     return out;
 }

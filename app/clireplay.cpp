@@ -25,7 +25,7 @@ nlohmann::json oomJson(const std::optional<AllocatorReplayResult::Oom>& o)
             {"largest_free_block_bytes", o->largestFree}};
 }
 
-nlohmann::json deviceJson(const AllocatorReplayResult& r)
+nlohmann::json replayDeviceJson(const AllocatorReplayResult& r)
 {
     nlohmann::json j = {{"device", r.device},
                         {"events", r.events},
@@ -54,7 +54,7 @@ nlohmann::json resultsJson(const Snapshot& snap, const std::vector<AllocatorRepl
 {
     nlohmann::json devices = nlohmann::json::array();
     for (const AllocatorReplayResult& r : results) {
-        nlohmann::json d = deviceJson(r);
+        nlohmann::json d = replayDeviceJson(r);
         if (recorded) {
             d["segment_events_recorded"] = r.segmentEventsRecorded;
             d["segment_events_simulated"] = r.segmentEventsSimulated;

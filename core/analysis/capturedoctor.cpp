@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "core/analysis/capturedoctor.h"
 
+#include "core/util/text.h"
+
 #include "core/model/runconfig.h"
 #include "core/util/units.h"
 
@@ -23,25 +25,12 @@ bool isSnapshotSource(const DeviceData& dev)
     return dev.sourceFormat.empty() || dev.sourceFormat.rfind("snapshot", 0) == 0;
 }
 
-std::string lower(std::string s)
-{
-    for (char& c : s)
-        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return s;
-}
-
 std::string setting(const Snapshot& snap, const std::string& key)
 {
     for (const auto& [k, v] : snap.allocatorSettings)
         if (k == key)
             return v;
     return {};
-}
-
-bool truthy(const std::string& v)
-{
-    const std::string l = lower(v);
-    return l == "true" || l == "1";
 }
 
 /// A ring size someone typed: 1000, 5000, 100000, 2^20, ... A trace that holds exactly
@@ -90,7 +79,6 @@ BeforeWindow beforeWindow(const MemoryTimeline& tl)
     return b;
 }
 
-using Finding = CaptureFinding;
 using Sev = CaptureFinding::Severity;
 
 /// Why we believe a device's ring buffer wrapped, or "" when nothing says so. A late start
@@ -149,7 +137,7 @@ int CaptureDoctor::pickleProtocol(const Snapshot& snapshot)
 std::vector<CaptureFinding> CaptureDoctor::examine(const LoadedTrace& trace)
 {
     const Snapshot& snap = trace.snapshot;
-    std::vector<Finding> out;
+    std::vector<CaptureFinding> out;
     auto add = [&out](std::string kind, Sev sev, std::vector<int> devs, std::string msg, std::string fix,
                       std::vector<std::pair<std::string, int64_t>> data = {}) {
         out.push_back({std::move(kind), sev, std::move(devs), std::move(msg), std::move(fix), std::move(data)});
@@ -200,7 +188,7 @@ std::vector<CaptureFinding> CaptureDoctor::examine(const LoadedTrace& trace)
             if (b.ghosts > 0)
                 parts += (parts.empty() ? "" : ", ") + std::to_string(b.ghosts) + " still allocated at the end (" +
                          formatBytes(b.ghostBytes) + ")";
-            Finding f{"frees_without_allocations", Sev::Warning, {dev.device},
+            CaptureFinding f{"frees_without_allocations", Sev::Warning, {dev.device},
                       devicePrefix(dev) + std::to_string(b.freed + b.ghosts) + " allocations were made before the " +
                           "trace begins: " + parts + "; the baseline of " + formatBytes(tl.initialAllocated) +
                           " before the first event is reconstructed from them, with no allocation event or time",
@@ -310,7 +298,7 @@ std::vector<CaptureFinding> CaptureDoctor::examine(const LoadedTrace& trace)
         for (const Annotation& a : snap.annotations) {
             // What the phase classifier takes as forward/loss/backward or an iteration:
             // optimizer windows alone leave the rest of the step to the stacks.
-            const std::string n = lower(a.name);
+            const std::string n = asciiLower(a.name);
             if (n.find("forward") != std::string::npos || n.find("backward") != std::string::npos ||
                 n.find("loss") != std::string::npos || n.rfind("headroom.iteration#", 0) == 0 ||
                 n.rfind("profilerstep#", 0) == 0)
@@ -380,7 +368,7 @@ std::vector<CaptureFinding> CaptureDoctor::examine(const LoadedTrace& trace)
             "record with PyTorch 2.2 or later (trace entries carry time_us)");
 
     // Warnings first (kinds() lists them first), then by kind; a kind's devices stay in order.
-    std::stable_sort(out.begin(), out.end(), [](const Finding& a, const Finding& b) {
+    std::stable_sort(out.begin(), out.end(), [](const CaptureFinding& a, const CaptureFinding& b) {
         const auto& k = kinds();
         return std::find(k.begin(), k.end(), a.kind) < std::find(k.begin(), k.end(), b.kind);
     });

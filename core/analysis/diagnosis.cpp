@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "core/analysis/diagnosis.h"
 
+#include "core/util/text.h"
+
 #include "core/analysis/categorychecks.h"
 #include "core/analysis/deviceimbalance.h"
 #include "core/analysis/oomprogress.h"
@@ -33,15 +35,6 @@ std::string times(double x)
     return buf;
 }
 
-bool truthy(std::string v)
-{
-    for (char& c : v)
-        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    while (!v.empty() && std::isspace(static_cast<unsigned char>(v.back())))
-        v.pop_back();
-    return v == "true" || v == "1";
-}
-
 /// The first move that turns expandable_segments on, or "" when it already is.
 std::string expandableMove(SettingState s)
 {
@@ -51,13 +44,6 @@ std::string expandableMove(SettingState s)
     case SettingState::On: break;
     }
     return {};
-}
-
-/// Allocated bytes just before an event (what the process held when it was issued).
-int64_t allocatedBefore(const MemoryTimeline& tl, int64_t event)
-{
-    return event > 0 && static_cast<size_t>(event) <= tl.allocated.size() ? tl.allocated[event - 1]
-                                                                          : tl.initialAllocated;
 }
 
 int64_t reservedAt(const MemoryTimeline& tl, int64_t event)
@@ -367,7 +353,7 @@ std::optional<Finding> oomFinding(const MemoryTimeline& tl, const DeviceData& de
         return std::nullopt;
     const OomEvent& o = dev.ooms.front();
     const int64_t held = reservedAt(tl, o.eventIndex);
-    const int64_t allocated = allocatedBefore(tl, o.eventIndex);
+    const int64_t allocated = tl.allocatedBefore(o.eventIndex);
     Finding f;
     f.kind = "oom";
     f.verdict = "a request of " + formatBytes(o.size) + " failed with " + formatBytes(o.deviceFree) +
@@ -545,7 +531,7 @@ CapacityEstimate estimateCapacity(const LoadedTrace& trace, size_t deviceIndex, 
         const OomEvent& o = dev.ooms.front();
         // A trace without segment events has no reserved curve: what was allocated was on the
         // device at least.
-        const int64_t held = std::max(reservedAt(tl, o.eventIndex), allocatedBefore(tl, o.eventIndex));
+        const int64_t held = std::max(reservedAt(tl, o.eventIndex), tl.allocatedBefore(o.eventIndex));
         return {held + o.deviceFree, "OOM record: reserved + device free"};
     }
     // The device a recording without one was made for (a CPU or fake-tensor recording's

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "core/analysis/frameworksites.h"
 
+#include "core/util/text.h"
+
 namespace headroom {
 
 namespace {
@@ -9,11 +11,6 @@ constexpr std::string_view kDdpFile = "torch/nn/parallel/distributed.py";
 constexpr std::string_view kZeroFile = "torch/distributed/optim/zero_redundancy_optimizer.py";
 constexpr std::string_view kDeepSpeedEngine = "deepspeed/runtime/engine.py";
 constexpr std::string_view kDeepSpeedZero12 = "deepspeed/runtime/zero/stage_1_and_2.py";
-
-bool endsWith(std::string_view s, std::string_view tail)
-{
-    return s.size() >= tail.size() && s.substr(s.size() - tail.size()) == tail;
-}
 
 /// The functions of DDP's file that call into the Reducer with no Python frame between: the
 /// constructor's helper builds the buckets, the forward (`_pre_forward` from PyTorch 2.0)

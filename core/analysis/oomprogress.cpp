@@ -28,11 +28,6 @@ private:
     std::unordered_map<uint32_t, uint32_t> m_cache;
 };
 
-int64_t allocatedBefore(const MemoryTimeline& tl, int64_t event)
-{
-    return event > 0 && size_t(event) <= tl.allocated.size() ? tl.allocated[size_t(event - 1)] : tl.initialAllocated;
-}
-
 /// The most frequent line of the allocs in [from, to), and how often it occurs.
 std::pair<uint32_t, int64_t> dominantLine(const TraceEvents& ev, LineOf& lineOf, int64_t from, int64_t to)
 {
@@ -131,7 +126,7 @@ void estimateFrom(OomProgress& p, const CutPoint& cut, const Reference& r, LineO
     // The reference's own request at the failing one's place, when it has one.
     if (const int64_t same = allocAfter(*r.events, lineOf, cut.failLine, cut.failAfter, match, r.to); same >= 0)
         match = same;
-    const int64_t heldThere = allocatedBefore(*r.timeline, match) + r.events->size[size_t(match)];
+    const int64_t heldThere = r.timeline->allocatedBefore(match) + r.events->size[size_t(match)];
     const int64_t rest = std::max<int64_t>(0, r.peak - heldThere);
     p.of = of;
     p.reference = r.name;
@@ -139,7 +134,7 @@ void estimateFrom(OomProgress& p, const CutPoint& cut, const Reference& r, LineO
     // phase outgrew the reference's up to the same point (a larger batch), or in proportion
     // to everything held, whichever is more.
     const double grown = double(p.lowerBound - cut.base);
-    const double refGrown = double(heldThere - allocatedBefore(*r.timeline, r.from));
+    const double refGrown = double(heldThere - r.timeline->allocatedBefore(r.from));
     const double phaseScale = refGrown > 0 ? std::max(1.0, grown / refGrown) : 1.0;
     const double wholeScale = heldThere > 0 ? std::max(1.0, double(p.lowerBound) / double(heldThere)) : 1.0;
     p.estimateLow = p.lowerBound + rest;
@@ -156,7 +151,7 @@ std::optional<OomProgress> oomProgress(const LoadedTrace& trace, size_t deviceIn
         return std::nullopt;
     const OomEvent& o = dev.ooms.front();
     OomProgress p;
-    p.lowerBound = allocatedBefore(tl, o.eventIndex) + o.size;
+    p.lowerBound = tl.allocatedBefore(o.eventIndex) + o.size;
     if (o.eventIndex < 0 || size_t(o.eventIndex) >= a.phases.eventPhase.size())
         return p;
     p.phase = a.phases.eventPhase[size_t(o.eventIndex)];
@@ -175,7 +170,7 @@ std::optional<OomProgress> oomProgress(const LoadedTrace& trace, size_t deviceIn
     cut.failLine = lineOf(dev.oomStack(o));
     for (int64_t i = cut.dominant + 1; i < o.eventIndex; ++i)
         cut.failAfter += dev.trace.action[size_t(i)] == TraceAction::Alloc && lineOf(dev.trace.stack[size_t(i)]) == cut.failLine;
-    cut.base = allocatedBefore(tl, span->startEvent);
+    cut.base = tl.allocatedBefore(span->startEvent);
     if (auto r = earlierIteration(dev, tl, a, o.eventIndex, p.phase))
         estimateFrom(p, cut, *r, lineOf);
     if (p.of == 0)

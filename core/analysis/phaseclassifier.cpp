@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "core/analysis/phaseclassifier.h"
 
+#include "core/util/text.h"
+
 #include <algorithm>
 #include <cctype>
 #include <optional>
@@ -12,19 +14,6 @@ namespace {
 bool contains(std::string_view s, std::string_view what)
 {
     return s.find(what) != std::string_view::npos;
-}
-
-bool endsWith(std::string_view s, std::string_view what)
-{
-    return s.size() >= what.size() && s.substr(s.size() - what.size()) == what;
-}
-
-std::string lower(std::string_view s)
-{
-    std::string out(s);
-    for (char& c : out)
-        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return out;
 }
 
 // Bit flags: what one frame says about the phase.
@@ -46,7 +35,7 @@ uint8_t frameFlags(const FrameTable& ft, uint32_t frameId)
         (python && (name == "_make_grads" || name == "_engine_run_backward")))
         flags |= kBackward;
     if (python) {
-        const std::string n = lower(name);
+        const std::string n = asciiLower(name);
         if (contains(file, "torch/nn/modules/loss.py") || contains(n, "loss") ||
             (endsWith(file, "torch/nn/functional.py") && (n == "cross_entropy" || n == "binary_cross_entropy")))
             flags |= kLoss;
@@ -63,7 +52,7 @@ uint8_t frameFlags(const FrameTable& ft, uint32_t frameId)
 
 Phase phaseFromAnnotation(const std::string& name)
 {
-    const std::string n = lower(name);
+    const std::string n = asciiLower(name);
     if (contains(n, "optimizer") || contains(n, "zero_grad"))
         return Phase::Optimizer;
     if (contains(n, "backward"))

@@ -54,6 +54,12 @@ struct MemoryTimeline {
     int64_t ghostBlockCount = 0;        ///< of which only known from the final blocks
     int64_t pendingFreeCount = 0;       ///< free_requested never completed
 
+    /// Allocated bytes just before `event` (what the process held when it was issued).
+    int64_t allocatedBefore(int64_t event) const
+    {
+        return event > 0 && size_t(event) <= allocated.size() ? allocated[size_t(event - 1)] : initialAllocated;
+    }
+
     /// Index of the event whose time is closest at or before `timeUs`; requires a timed trace.
     static int64_t eventAtTime(const TraceEvents& trace, int64_t timeUs);
 };

@@ -10,7 +10,7 @@ using namespace headroom;
 
 namespace {
 
-struct DeviceSpec {
+struct RankDevice {
     int device = 0;
     std::string type = "cuda";
     int rank = -1;
@@ -19,11 +19,11 @@ struct DeviceSpec {
     size_t ooms = 0;
 };
 
-std::shared_ptr<const LoadedTrace> trace(const std::string& path, const std::vector<DeviceSpec>& devices)
+std::shared_ptr<const LoadedTrace> trace(const std::string& path, const std::vector<RankDevice>& devices)
 {
     auto t = std::make_shared<LoadedTrace>();
     t->snapshot.path = path;
-    for (const DeviceSpec& s : devices) {
+    for (const RankDevice& s : devices) {
         DeviceData d;
         d.device = s.device;
         d.deviceType = s.type;

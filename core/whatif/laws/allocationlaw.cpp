@@ -24,7 +24,6 @@ using allocator::kMinBlock; // the caching allocator's smallest block and its ro
 constexpr int64_t kTiny = 1 << 20;   // below this, a size that is no multiple of b*s is constant
 constexpr size_t kMaxAmbiguities = 64; // groups named; the rest still widen the band
 
-uint8_t bit(SizeLaw l) { return lawBit(l); }
 
 
 bool keptState(TensorCategory c) { return c == TensorCategory::Parameter || c == TensorCategory::Gradient ||
@@ -96,7 +95,7 @@ void readCategory(AllocationLaw& law, const Allocation& a, const AllocationClass
     const bool buffer = (c.category == TensorCategory::Parameter || setupState(a, c)) && !optimizerMade(c) &&
                         !torchLayerMade(frames, a.stack);
     if (buffer && a.size > kMinBlock && u.sMask(a.size))
-        law.allowed |= bit(SizeLaw::SeqSquared);
+        law.allowed |= lawBit(SizeLaw::SeqSquared);
 }
 
 /// Stages 2 and 3: the size's factors, and b*s^2 where a frame names attention. Returns whether
@@ -108,34 +107,34 @@ bool readSize(AllocationLaw& law, const Allocation& a, StackReadings& stacks, co
     const bool token = fitsUnit(z, u.tokens) && z >= 4 * u.tokens;
     if (token) {
         law.central = SizeLaw::Tokens;
-        law.allowed = bit(SizeLaw::Tokens);
+        law.allowed = lawBit(SizeLaw::Tokens);
     } else if (z >= kTiny) {
         // Large but no multiple of b*s: batch-shaped by its size, constant by its factors.
         law.central = SizeLaw::Tokens;
-        law.allowed = bit(SizeLaw::Tokens) | bit(SizeLaw::Constant);
+        law.allowed = lawBit(SizeLaw::Tokens) | lawBit(SizeLaw::Constant);
     }
     bool softmax = false;
     if (u.s0 > 1 && stacks.attention(a.stack)) {
         softmax = stacks.softmax(a.stack);
         if (fitsUnit(z, u.quad)) {
-            law.allowed |= bit(SizeLaw::TokensBySeq);
+            law.allowed |= lawBit(SizeLaw::TokensBySeq);
             quadPossible += z;
         } else if (!token && u.sMask(z)) {
             law.central = SizeLaw::SeqSquared; // an s x s mask: no batch dimension
-            law.allowed = bit(SizeLaw::SeqSquared) | bit(SizeLaw::Constant);
+            law.allowed = lawBit(SizeLaw::SeqSquared) | lawBit(SizeLaw::Constant);
         }
     }
     // s x s elements of at most 8 bytes: a causal mask made in the forward (no batch
     // dimension) reads as b*s where b*X = s, e.g. 2 x 128 tokens x 64 bytes = 128^2.
     if (token && u.sMask(z))
-        law.allowed |= bit(SizeLaw::SeqSquared);
+        law.allowed |= lawBit(SizeLaw::SeqSquared);
     return softmax;
 }
 
 /// `current` where `allowed` holds it, else the law of the highest growth `allowed` holds.
 SizeLaw highestGrowth(uint8_t allowed, SizeLaw current)
 {
-    if (allowed & bit(current))
+    if (allowed & lawBit(current))
         return current;
     double most = -1;
     for (size_t l = 0; l < kSizeLawCount; ++l)
@@ -211,7 +210,7 @@ void AllocationLaws::readCasts(const MemoryTimeline& tl, const std::vector<Alloc
         const auto it = std::upper_bound(iterations.begin(), iterations.end(), a.start,
                                          [](int64_t e, const Iteration& x) { return e < x.startEvent; });
         const size_t iteration = size_t(it - iterations.begin());
-        m_laws[i].allowed |= bit(SizeLaw::Constant);
+        m_laws[i].allowed |= lawBit(SizeLaw::Constant);
         if (seen[{iteration, a.size}]++ < weights)
             setCentral(i, SizeLaw::Constant, LawEvidence::Cast, a.size);
     }
@@ -247,8 +246,8 @@ void AllocationLaws::settle(size_t i, bool batch, int exponent)
         const auto l = batch ? lawWith(exponent, c.seq) : lawWith(c.batch, exponent);
         if (!l)
             return; // no law has these exponents: leave the reading to the snapshot
-        kept = uint8_t(kept ? kept : bit(*l));
-        const SizeLaw next = (kept & bit(*l)) ? *l : SizeLaw(__builtin_ctz(kept));
+        kept = uint8_t(kept ? kept : lawBit(*l));
+        const SizeLaw next = (kept & lawBit(*l)) ? *l : SizeLaw(__builtin_ctz(kept));
         law.central = next;
     }
     law.allowed = kept;
@@ -324,7 +323,7 @@ void AllocationLaws::readShape(size_t i, int64_t size, const RecordedTensor& t, 
         }
     }
     law.allowed = allowed;
-    if (!(allowed & bit(law.central)))
+    if (!(allowed & lawBit(law.central)))
         setCentral(i, highestGrowth(asMarked ? asMarked : allowed, law.central), LawEvidence::Shape, size);
 }
 
@@ -373,7 +372,7 @@ void AllocationLaws::setCentral(size_t i, SizeLaw l, LawEvidence e, int64_t size
     AllocationLaw& law = m_laws[i];
     m_bytes[size_t(law.central)] -= size;
     law.central = l;
-    law.allowed |= bit(l);
+    law.allowed |= lawBit(l);
     law.evidence = e;
     m_bytes[size_t(l)] += size;
 }
@@ -401,7 +400,7 @@ void AllocationLaws::readSteps(const MemoryTimeline& tl, int s0, size_t iteratio
         if (steps < 1 || std::abs(n - steps * s0) > 0.1 * n)
             continue;
         if (a.size <= kMinBlock) {
-            m_laws[i].allowed |= bit(SizeLaw::Sequence) | bit(SizeLaw::Tokens);
+            m_laws[i].allowed |= lawBit(SizeLaw::Sequence) | lawBit(SizeLaw::Tokens);
             setCentral(i, SizeLaw::StepBlock, LawEvidence::Steps, a.size);
         } else if (a.size % std::max<int64_t>(1, tokens / s0) == 0) {
             setCentral(i, SizeLaw::Tokens, LawEvidence::Steps, a.size);
@@ -443,7 +442,7 @@ void AllocationLaws::readIncomingGradients(const MemoryTimeline& tl, const std::
                                            const std::vector<std::pair<uint32_t, RecordedTensor>>& tensors)
 {
     for (const IncomingGradient& g : incomingGradients(tl, classes, tensors, m_laws)) {
-        m_laws[g.index].allowed |= bit(SizeLaw::Constant);
+        m_laws[g.index].allowed |= lawBit(SizeLaw::Constant);
         if (g.central)
             setCentral(g.index, SizeLaw::Constant, LawEvidence::Gradient, tl.allocations[g.index].size);
     }
@@ -475,7 +474,7 @@ void AllocationLaws::readLikes(const MemoryTimeline& tl, const std::vector<std::
         // A member keeps the readings of its own that every member allows, and gains only the
         // class's central one (which its size allows, where its frames did not).
         for (size_t i : members) {
-            const uint8_t mine = uint8_t((m_laws[i].allowed & r->allowed) | bit(r->central));
+            const uint8_t mine = uint8_t((m_laws[i].allowed & r->allowed) | lawBit(r->central));
             if (m_laws[i].central != r->central)
                 setCentral(i, r->central, LawEvidence::Op, tl.allocations[i].size);
             m_laws[i].allowed = mine;

@@ -18,7 +18,6 @@ namespace headroom {
 namespace {
 
 using allocator::kMinBlock;
-uint8_t bit(SizeLaw l) { return lawBit(l); }
 
 /// The line `key`'s call was at in this stack; -1 when the stack is not in that call.
 int64_t lineIn(const FrameTable& frames, uint32_t stack, const std::string& key)
@@ -81,9 +80,9 @@ void AllocationLaws::readSoftmax(const MemoryTimeline& tl, const std::vector<All
     auto readQuadratic = [&](size_t i) {
         AllocationLaw& law = m_laws[i];
         const int64_t z = tl.allocations[i].size;
-        if (!(law.allowed & bit(SizeLaw::TokensBySeq)))
+        if (!(law.allowed & lawBit(SizeLaw::TokensBySeq)))
             m_quadPossible += z;
-        law.allowed |= bit(SizeLaw::TokensBySeq);
+        law.allowed |= lawBit(SizeLaw::TokensBySeq);
         if (fitsUnit(z, quadUnit))
             setCentral(i, SizeLaw::TokensBySeq, LawEvidence::Stack, z);
     };
@@ -181,7 +180,7 @@ void AllocationLaws::readSizeOffset(const MemoryTimeline& tl, const std::vector<
     // Read by their size alone: b*s stays a reading. Every tensor over the tokens is over s0 + c.
     for (size_t k : found.scores) {
         setCentral(index[k], SizeLaw::TokensBySeq, LawEvidence::Size, sizes[k]);
-        m_laws[index[k]].allowed |= bit(SizeLaw::Tokens);
+        m_laws[index[k]].allowed |= lawBit(SizeLaw::Tokens);
         m_laws[index[k]].offset = true;
     }
     const int64_t tokens = int64_t(b0) * (s0 + found.offset);
