@@ -239,7 +239,8 @@ CommandOutput runCheck(const CheckRequest& req, const TraceSource& source)
             const FitJudgement j = judgeFit(trace, di, a, fit, margin);
             nlohmann::json c = {{"name", "fit"},         {"value_bytes", peak},   {"capacity_bytes", fit},
                                 {"margin", margin},      {"limit_bytes", j.limit}, {"verdict", verdictName(j.verdict)},
-                                {"judged_by", j.projected ? "projection" : "allocated_peak"}};
+                                {"judged_by", j.projected ? "projection" : "allocated_peak"},
+                                {"margin_left", j.marginLeft}};
             if (j.projected) {
                 c["projected_peak_bytes"] = int64_t(j.peak);
                 c["projected_peak_low_bytes"] = int64_t(j.peakLow);

@@ -119,8 +119,10 @@ class Suite:
                       "--config", "worst_case_tokens=128")
             c = self.json("budget", "status", "--db", db, "--margin", margin)["configurations"]
             fit = self.cli("check", worst, "--fit", capacity, "--margin", margin, rc=None)
+            fit_json = self.json("check", worst, "--fit", capacity, "--margin", margin, rc=None)["checks"][0]
             run = c[0]["runs"][0] if len(c) == 1 and c[0]["runs"] else {}
-            self.expect(run.get("judged_by") == "projection" and c[0]["validated"] == (fit.returncode == 0),
+            self.expect(run.get("judged_by") == "projection" and c[0]["validated"] == (fit.returncode == 0)
+                        and abs(run.get("margin_left", 9) - fit_json["margin_left"]) < 1e-9,
                         "at %s with %s free: budget %s (%s), check --fit exit %d"
                         % (capacity, margin, c[0]["validated"] if c else None, run.get("shortfall"), fit.returncode))
             outcomes.add(fit.returncode)
@@ -232,7 +234,7 @@ class Suite:
         c = self.json("budget", "status", "--db", db)["configurations"]
         self.expect(len(c) == 1 and c[0]["validated"] and c[0]["validated_by"] == "metric:test-1"
                     and [r["source"] for r in c[0]["runs"]] == ["metric", "metric"]
-                    and all(r["judged_by"] == "peak_allocated" for r in c[0]["runs"]),
+                    and all(r["judged_by"] == "allocated_peak" for r in c[0]["runs"]),
                     "two run metrics: %s" % [(x["validated"], x["status"]) for x in c])
         # The recorder writes the columns it knows; Headroom added projection_json when it
         # opened the store, and the recorder's next run still lands.
