@@ -2,6 +2,7 @@
 #include "core/budget/budgetpolicy.h"
 
 #include "core/util/units.h"
+#include "core/whatif/query/fitjudgement.h"
 
 #include <algorithm>
 #include <cmath>
@@ -46,8 +47,7 @@ RunVerdict judgeRun(const BudgetRun& run, std::optional<int64_t> worstCaseTokens
     if (run.capacity && *run.capacity > 0) {
         v.limit = int64_t(std::floor(double(*run.capacity) * (1.0 - policy.margin)));
         v.byProjection = run.projected.has_value();
-        v.marginLeft = v.byProjection ? run.projected->marginLeft
-                                      : 1.0 - double(run.peakAllocated) / double(*run.capacity);
+        v.marginLeft = v.byProjection ? run.projected->marginLeft : allocatedMarginLeft(run.peakAllocated, *run.capacity);
     }
     // As check --fit judges the same file at the same capacity and margin (fitjudgement.h):
     // the projection's margin left where there is one, else the peak allocated against the limit.

@@ -44,7 +44,7 @@ FitJudgement judgeFit(const std::shared_ptr<const LoadedTrace>& trace, size_t de
     } catch (const std::runtime_error& e) { // WhatIfMissingValue is one: a run with no step to calibrate on
         j.projected = false;
         j.notProjectedBecause = e.what();
-        j.marginLeft = capacity > 0 ? 1.0 - double(j.peakAllocated) / double(capacity) : kFitsNoMargin;
+        j.marginLeft = allocatedMarginLeft(j.peakAllocated, capacity);
         j.verdict = j.peakAllocated <= j.limit ? Verdict::Fits : Verdict::DoesNotFit;
     }
     return j;

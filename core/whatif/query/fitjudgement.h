@@ -36,6 +36,12 @@ struct FitJudgement {
     bool passed() const { return verdict == Verdict::Fits; }
 };
 
+/// The allocated fallback's marginLeft: the share of `capacity` that `peakAllocated` leaves free.
+inline double allocatedMarginLeft(int64_t peakAllocated, int64_t capacity)
+{
+    return capacity > 0 ? 1.0 - double(peakAllocated) / double(capacity) : kFitsNoMargin;
+}
+
 /// `a` is the device's analysis (its timeline's peak is the recorded one).
 FitJudgement judgeFit(const std::shared_ptr<const LoadedTrace>& trace, size_t deviceIndex, const DeviceAnalysis& a,
                       int64_t capacity, double margin);
