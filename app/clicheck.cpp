@@ -9,6 +9,7 @@
 #include "core/analysis/snapshotcompare.h"
 #include "core/report/analysisreport.h"
 #include "core/util/units.h"
+#include "core/report/capacityverdict.h"
 #include "core/whatif/query/fitjudgement.h"
 
 #include <algorithm>
@@ -133,8 +134,9 @@ std::string fitLine(const FitJudgement& j, const std::string& where)
     if (!j.projected)
         return "peak allocated " + formatBytes(j.peakAllocated) + " (" + where + ")" +
                (j.passed() ? " fits " + device + " (limit " + formatBytes(j.limit) + ")"
-                         : " does not fit " + device + " (limit " + formatBytes(j.limit) + ", over by " +
-                               formatBytes(j.peakAllocated - j.limit) + ")") +
+                           : std::string(j.verdict == Verdict::Tight ? " is tight on " : " does not fit ") + device +
+                                 " (limit " + formatBytes(j.limit) + ", over it by " +
+                                 formatBytes(j.peakAllocated - j.limit) + ")") +
                "; judged by the allocated peak, as the what-if cannot project this file (" + j.notProjectedBecause + ")";
     const std::string projected = "peak " + formatBytes(int64_t(j.peak)) + " as recorded, projected with the CUDA "
                                   "context and the allocator's caching (" + formatBytes(int64_t(j.peakLow)) + " to " +
@@ -237,15 +239,9 @@ CommandOutput runCheck(const CheckRequest& req, const TraceSource& source)
         }
         if (fit > 0) {
             const FitJudgement j = judgeFit(trace, di, a, fit, margin);
-            nlohmann::json c = {{"name", "fit"},         {"value_bytes", peak},   {"capacity_bytes", fit},
-                                {"margin", margin},      {"limit_bytes", j.limit}, {"verdict", verdictName(j.verdict)},
-                                {"judged_by", j.projected ? "projection" : "allocated_peak"},
-                                {"margin_left", j.marginLeft}};
-            if (j.projected) {
-                c["projected_peak_bytes"] = int64_t(j.peak);
-                c["projected_peak_low_bytes"] = int64_t(j.peakLow);
-                c["projected_peak_high_bytes"] = int64_t(j.peakHigh);
-            }
+            nlohmann::json c = fitJudgementJson(j);
+            c["name"] = "fit";
+            c["value_bytes"] = peak;
             report(std::move(c), j.passed(), fitLine(j, where));
         }
         if (!limits.empty()) {

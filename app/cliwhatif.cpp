@@ -47,8 +47,7 @@ void WhatIfCommands::addCommon(CLI::App* cmd, Options& o, bool ladder)
     cmd->add_option("--capacity", o.capacity,
                     "Device capacity, e.g. 80GiB, 24GB or a byte count (default: the OOM record's)");
     cmd->add_option("--margin", o.margin,
-                    "Share of the capacity a fit keeps free, e.g. 10% as check --fit keeps (default: 5% for the run "
-                    "as recorded or a batch change, 10% for a change of structure)");
+                    "Share of the capacity a fit keeps free (default 10%, as check --fit and the budget keep)");
     cmd->add_option("--speeds", o.devicePreset,
                     "Device speeds preset: 24gib, 40gib, 48gib, 80gib, a100-80gb, 94gib, 141gib");
     cmd->add_option("--device", o.device,

@@ -23,7 +23,7 @@ struct WhatIfRequest {
     std::string checkpoint, precision, optimizer, offload, flashAttn, expandable;
     std::optional<double> loraFraction;
     std::string capacity, devicePreset;
-    std::string margin; ///< share of the capacity a fit keeps free; empty: the constants' (5% / 10%)
+    std::string margin; ///< share of the capacity a fit keeps free; empty: the constants' (10%)
     std::vector<int> measuredMicroBatch, measuredSeq; ///< one per FILE, in order
     std::optional<int> measuredDevices, measuredAccum;
     std::string measuredPrecision;

@@ -272,8 +272,8 @@ json whatIfInput(bool ladder)
         {"expandable_segments", schema::flag("PYTORCH_CUDA_ALLOC_CONF expandable_segments")},
         {"lora_fraction", schema::number("Trainable fraction of the parameters (LoRA / freezing; 1 = full)")},
         {"capacity", kCapacity},
-        {"margin", schema::text("Share of the capacity a fit keeps free, e.g. 10% as check's fit keeps (default: 5% "
-                                "as recorded or for a batch change, 10% for a change of structure)")},
+        {"margin", schema::text("Share of the capacity a fit keeps free (default 10%, as check's fit and the budget "
+                                "keep)")},
         {"device_preset", schema::text("Device speeds: 24gib, 40gib, 48gib, 80gib, a100-80gb, 94gib, 141gib")},
         {"measured_micro_batch", schema::integers("Micro-batch the file(s) were measured at, one per file")},
         {"measured_seq", schema::integers("Sequence length the file(s) were measured at, one per file")},

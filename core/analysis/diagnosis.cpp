@@ -126,16 +126,20 @@ void judgeOom(Finding& f, const OomProgress& p, const FrameTable& frames, const 
         Finding structural;
         judgeRatio(structural, eLow, cap.bytes - p.estimateLow, expandable);
         const char* reading = eLow > 1.0 ? "misses" : eHigh > 1.0 ? "may miss" : "fits at this capacity";
-        f.verdict = std::string(reading) + ": the whole step needs an estimated " + formatBytes(p.estimateLow) + " to " +
-                    formatBytes(p.estimateHigh) + " (" + percent(eLow) + " to " + percent(eHigh) +
-                    " of capacity, from " + p.reference + "); " + where;
+        const std::string need = "the whole step needs an estimated " + formatBytes(p.estimateLow) + " to " +
+                                 formatBytes(p.estimateHigh) + " allocated (" + percent(eLow) + " to " + percent(eHigh) +
+                                 " of capacity, from " + p.reference + ")";
+        f.verdict = std::string(reading) + ": " + need;
+        // The evidence keeps where the OOM stopped, also when a projection words the verdict.
+        f.evidence += "; " + need + "; " + where;
         if (structural.firstMove != f.firstMove)
             f.firstMove = "at the low estimate: " + structural.firstMove + "; at the high: " + f.firstMove;
         return;
     }
     f.verdict = (low > 1.0 ? "misses by at least " + percent(low - 1.0)
                            : "misses: the step had reached " + percent(low) + " of capacity when a request failed") +
-                ": " + where + ", so what was alive is a lower bound; the whole step's need is not recorded";
+                " (what was alive at the OOM is a lower bound; the whole step's need is not recorded)";
+    f.evidence += "; " + where;
     f.firstMove = "record a run that fits (smaller micro-batch) to measure the full step, then scale it; "
                   "check the fragmentation finding first";
 }

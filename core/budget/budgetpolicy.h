@@ -7,17 +7,13 @@
 // `budget status` and `check --budget`, MCP and the GUI's Budget view render it.
 
 #include "core/budget/budgetrun.h"
+#include "core/whatif/vocabulary/whatifmodel.h"
 
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace headroom {
-
-/// The room `check --fit` and the budget leave on a device for what a snapshot does not count
-/// (the CUDA context, NCCL and cuBLAS workspaces, fragmentation): a peak fits a capacity C
-/// when it is at most C * (1 - margin).
-inline constexpr double kDefaultFitMargin = 0.10;
 
 struct BudgetPolicy {
     /// The fields that make two runs the same configuration; the others are kept, not compared.

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "core/report/analysisreport.h"
+
+#include "core/report/capacityverdict.h"
 #include "core/analysis/summary.h"
 
 #include "core/analysis/diagnosis.h"
@@ -301,6 +303,7 @@ nlohmann::json analysisJson(const LoadedTrace& trace, std::optional<int64_t> cap
                         {"projected_peak_high_bytes", int64_t(r.projection.peakHigh)}};
         }
         j["ladder_first_fit"] = firstFit;
+        j["fit"] = report.fit ? fitJudgementJson(*report.fit) : nlohmann::json(nullptr);
         j["before_recording"] = preRecordingJson(report.analysis.preRecording);
         nlohmann::json replay = nullptr;
         if (report.allocator) {

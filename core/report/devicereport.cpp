@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "core/report/devicereport.h"
 
+#include "core/report/capacityverdict.h"
+
 #include "core/util/loaderror.h"
 #include "core/util/units.h"
 #include "core/whatif/query/whatifsession.h"
@@ -122,6 +124,13 @@ DeviceReport DeviceReport::compute(const LoadedTrace& trace, size_t deviceIndex,
         if (r.allocator)
             adoptAllocatorVerdict(r.findings, *r.allocator, false);
         return r;
+    }
+    // The capacity finding says what check --fit says of the run as recorded, at the ladder's margin.
+    try {
+        r.fit = judgeFit(*session, trace.timelines[deviceIndex].peakAllocated, r.capacity.bytes);
+        judgeCapacityByProjection(*capacityFinding, *r.fit);
+    } catch (const std::runtime_error& e) {
+        r.calibrationError = e.what();
     }
     LadderRequest request;
     request.device = whatIfDevice(r.capacity.bytes);

@@ -5,6 +5,7 @@
 #include "core/analysis/memoryanalysis.h"
 #include "core/replay/loadedtrace.h"
 #include "core/whatif/ladder/allocatorverdict.h"
+#include "core/whatif/query/fitjudgement.h"
 #include "core/whatif/query/whatifsession.h"
 #include "core/whatif/ladder/whatifladder.h"
 
@@ -37,6 +38,10 @@ struct DeviceReport {
     /// says why.
     std::shared_ptr<const WhatIfSession> whatIf;
     std::string calibrationError; ///< why there is no calibration (or no ladder)
+    /// The run as recorded at the capacity, as check --fit judges it; the capacity finding's
+    /// verdict. None: no capacity, or the what-if cannot project (the finding judges the
+    /// allocated peak, as check --fit's fallback does).
+    std::optional<FitJudgement> fit;
     std::optional<Ladder> ladder; ///< for the capacity, when it is known and the step misses it
     std::optional<AllocatorVerdict> allocator; ///< for a device with an OOM record
 

@@ -161,7 +161,7 @@ TEST_CASE("An OOM that stopped the forward: a lower bound, the progress and the 
     };
     REQUIRE(find("capacity") != findings.end());
     CHECK(find("capacity")->verdict.find("a small miss") == std::string::npos);
-    CHECK(find("capacity")->verdict.find("the OOM stopped the forward after") != std::string::npos);
+    CHECK(find("capacity")->evidence.find("the OOM stopped the forward after") != std::string::npos);
     REQUIRE(find("imbalance") != findings.end());
     CHECK(find("imbalance") < find("capacity")); // asked before the capacity levers
     CHECK(find("imbalance")->evidence.find("on device 0") != std::string::npos);

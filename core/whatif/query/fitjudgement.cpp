@@ -8,46 +8,51 @@
 
 namespace headroom {
 
-namespace {
-
-/// The run as recorded, projected at `capacity` with `margin` free, as whatif projects it.
-void judgeByProjection(FitJudgement& j, const std::shared_ptr<const LoadedTrace>& trace, size_t deviceIndex,
-                       const DeviceAnalysis& a)
+FitJudgement judgeFit(const WhatIfSession& session, int64_t peakAllocated, int64_t capacity)
 {
-    WhatIfQuery q;
-    q.measured = {trace, StatedConfig{}, nullptr};
-    q.device = deviceIndex;
-    q.analysis = std::shared_ptr<const DeviceAnalysis>(std::shared_ptr<void>(), &a);
-    q.constants.setMargin(j.margin);
-    const WhatIfSession session(q);
-    const Projection p = session.project(session.baseline().config, whatIfDevice(j.capacity));
+    FitJudgement j;
+    j.capacity = capacity;
+    j.peakAllocated = peakAllocated;
+    const Projection p = session.project(session.baseline().config, whatIfDevice(capacity));
+    j.margin = p.margin;
+    j.limit = int64_t(std::floor(double(capacity) * (1.0 - j.margin)));
     j.projected = true;
     j.verdict = p.verdict;
     j.peak = p.peak;
     j.peakLow = p.peakLow;
     j.peakHigh = p.peakHigh;
     j.marginLeft = p.marginLeft;
+    j.wholeStepFromCut = p.wholeStepFromCut;
+    return j;
 }
 
-} // namespace
-
-FitJudgement judgeFit(const std::shared_ptr<const LoadedTrace>& trace, size_t deviceIndex, const DeviceAnalysis& a,
-                      int64_t capacity, double margin)
+FitJudgement judgeAllocatedPeak(int64_t peakAllocated, int64_t capacity, double margin, const std::string& because)
 {
     FitJudgement j;
     j.capacity = capacity;
     j.margin = margin;
-    j.peakAllocated = trace->timelines[deviceIndex].peakAllocated;
+    j.peakAllocated = peakAllocated;
     j.limit = int64_t(std::floor(double(capacity) * (1.0 - margin)));
-    try {
-        judgeByProjection(j, trace, deviceIndex, a);
-    } catch (const std::runtime_error& e) { // WhatIfMissingValue is one: a run with no step to calibrate on
-        j.projected = false;
-        j.notProjectedBecause = e.what();
-        j.marginLeft = allocatedMarginLeft(j.peakAllocated, capacity);
-        j.verdict = j.peakAllocated <= j.limit ? Verdict::Fits : Verdict::DoesNotFit;
-    }
+    j.notProjectedBecause = because;
+    j.marginLeft = allocatedMarginLeft(peakAllocated, capacity);
+    j.verdict = peakAllocated <= j.limit ? Verdict::Fits : peakAllocated <= capacity ? Verdict::Tight : Verdict::DoesNotFit;
     return j;
+}
+
+FitJudgement judgeFit(const std::shared_ptr<const LoadedTrace>& trace, size_t deviceIndex, const DeviceAnalysis& a,
+                      int64_t capacity, double margin)
+{
+    const int64_t peakAllocated = trace->timelines[deviceIndex].peakAllocated;
+    try {
+        WhatIfQuery q;
+        q.measured = {trace, StatedConfig{}, nullptr};
+        q.device = deviceIndex;
+        q.analysis = std::shared_ptr<const DeviceAnalysis>(std::shared_ptr<void>(), &a);
+        q.constants.setMargin(margin);
+        return judgeFit(WhatIfSession(q), peakAllocated, capacity);
+    } catch (const std::runtime_error& e) { // WhatIfMissingValue is one: a run with no step to calibrate on
+        return judgeAllocatedPeak(peakAllocated, capacity, margin, e.what());
+    }
 }
 
 } // namespace headroom

@@ -11,6 +11,7 @@
 #include "core/analysis/memoryanalysis.h"
 #include "core/replay/loadedtrace.h"
 #include "core/whatif/vocabulary/whatifmodel.h"
+#include "core/whatif/query/whatifsession.h"
 
 #include <cstdint>
 #include <memory>
@@ -26,11 +27,14 @@ struct FitJudgement {
     double margin = 0;
     int64_t peakAllocated = 0; ///< the recorded peak (the allocated fallback's value)
     int64_t limit = 0;         ///< the allocated fallback's limit: capacity less the margin
+    /// The projection is of the whole step an OOM cut short (Projection::wholeStepFromCut).
+    bool wholeStepFromCut = false;
     double peak = 0, peakLow = 0, peakHigh = 0; ///< the projection's headline and band
     /// The largest margin it passes with (Projection::marginLeft; on the allocated peak, the
     /// share of the capacity it leaves free): passed() exactly when this is at least `margin`.
     double marginLeft = kFitsNoMargin;
-    /// Why the allocated peak judged it: the what-if's refusal, in its words.
+    /// Why the allocated peak judged it: the what-if's refusal, in its words. On the allocated
+    /// peak, a peak over the limit but within the capacity is Tight.
     std::string notProjectedBecause;
     /// Only "fits" passes: "tight" does not leave the margin free at the band's high end.
     bool passed() const { return verdict == Verdict::Fits; }
@@ -41,6 +45,13 @@ inline double allocatedMarginLeft(int64_t peakAllocated, int64_t capacity)
 {
     return capacity > 0 ? 1.0 - double(peakAllocated) / double(capacity) : kFitsNoMargin;
 }
+
+/// The run as recorded, as `session` projects it at `capacity` with its own margin (the one the
+/// ladder and the panel judge with). Throws what WhatIfSession::project throws.
+FitJudgement judgeFit(const WhatIfSession& session, int64_t peakAllocated, int64_t capacity);
+/// The fallback where the what-if cannot project: the allocated peak against the capacity less
+/// the margin; `because` is the what-if's refusal.
+FitJudgement judgeAllocatedPeak(int64_t peakAllocated, int64_t capacity, double margin, const std::string& because);
 
 /// `a` is the device's analysis (its timeline's peak is the recorded one).
 FitJudgement judgeFit(const std::shared_ptr<const LoadedTrace>& trace, size_t deviceIndex, const DeviceAnalysis& a,

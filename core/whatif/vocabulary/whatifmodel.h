@@ -125,6 +125,11 @@ std::vector<std::string> devicePresetNames();
 DeviceSpec deviceForCapacity(int64_t capacityBytes);
 
 /// The editable constants, each marked as a guess or sourced.
+/// The share of a device's capacity a fit keeps free for what a snapshot does not count exactly
+/// (workspaces, NCCL, the band's own error), by default, in every view: the what-if's verdicts,
+/// check --fit and the budget's policy.
+inline constexpr double kDefaultFitMargin = 0.10;
+
 struct WhatIfConstants {
     double mfuMax = 0.45;          ///< [G]
     double nHalf = 256;            ///< tokens [G]
@@ -140,8 +145,11 @@ struct WhatIfConstants {
     double contextHighBytes = 2.0 * (1ull << 30); ///< C's high end [G]
     double fragRatio = 0.05;          ///< F / (A + T) without expandable segments [G]
     double fragRatioExpandable = 0.02; ///< with [G]
-    double marginSame = 0.05;       ///< safety margin when only b / k changed [G]
-    double marginStructural = 0.10; ///< otherwise [G]
+    /// The free share a verdict requires: kDefaultFitMargin for both by default, so that the
+    /// what-if, the ladder, the diagnosis, check --fit and the budget give one verdict on a run
+    /// as recorded. Lower marginSame to trust a batch-only move more.
+    double marginSame = kDefaultFitMargin;       ///< when only b / k changed [G]
+    double marginStructural = kDefaultFitMargin; ///< otherwise [G]
     /// One margin asked for (check --fit's, whatif --margin), whatever the target moves.
     void setMargin(double m) { marginSame = marginStructural = m; }
     double fp32Slowdown = 2.5;      ///< fp32 vs mixed precision step time [G]
