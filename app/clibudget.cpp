@@ -60,6 +60,7 @@ nlohmann::json runJson(const BudgetRun& r, const RunVerdict& v)
             {"projected_peak_bytes", r.projected ? nlohmann::json(r.projected->peak) : nlohmann::json(nullptr)},
             {"projected_peak_high_bytes", r.projected ? nlohmann::json(r.projected->peakHigh) : nlohmann::json(nullptr)},
             {"margin_left", orNull(v.marginLeft)},
+            {"judged_limit_bytes", orNull(v.judgedLimit)},
             {"judged_by", v.marginLeft ? nlohmann::json(v.byProjection ? "projection" : "allocated_peak")
                                        : nlohmann::json(nullptr)},
             {"shortfall", runShortfallKey(v.shortfall)},

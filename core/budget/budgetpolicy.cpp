@@ -41,6 +41,18 @@ std::string budgetGroupKey(const BudgetRun& run, const BudgetPolicy& policy)
     return key + ": " + (run.file.empty() ? run.runId : run.file);
 }
 
+namespace {
+
+/// The high end that leaves exactly `margin` free (::marginLeft solved for the peak).
+std::optional<int64_t> projectedLimit(const BudgetRun::Projected& p, int64_t capacity, double margin)
+{
+    if (!p.context || *p.context >= capacity)
+        return std::nullopt;
+    return int64_t(std::floor(double(*p.context) + double(capacity - *p.context) * (1.0 - margin)));
+}
+
+} // namespace
+
 RunVerdict judgeRun(const BudgetRun& run, std::optional<int64_t> worstCaseTokens, const BudgetPolicy& policy)
 {
     RunVerdict v;
@@ -48,6 +60,7 @@ RunVerdict judgeRun(const BudgetRun& run, std::optional<int64_t> worstCaseTokens
         v.limit = int64_t(std::floor(double(*run.capacity) * (1.0 - policy.margin)));
         v.byProjection = run.projected.has_value();
         v.marginLeft = v.byProjection ? run.projected->marginLeft : allocatedMarginLeft(run.peakAllocated, *run.capacity);
+        v.judgedLimit = !v.byProjection ? v.limit : projectedLimit(*run.projected, *run.capacity, policy.margin);
     }
     // As check --fit judges the same file at the same capacity and margin (fitjudgement.h):
     // the projection's margin left where there is one, else the peak allocated against the limit.

@@ -34,6 +34,10 @@ struct RunVerdict {
     /// (check --fit's figure, `byProjection`), else the share its peak allocated leaves free.
     std::optional<double> marginLeft;
     bool byProjection = false;
+    /// The most the judged peak may be and pass the margin: `limit` for the peak allocated; for
+    /// the projection's high end, context + (capacity - context) x (1 - margin), where the
+    /// store kept the context (none otherwise).
+    std::optional<int64_t> judgedLimit;
 };
 
 struct ConfigStatus {

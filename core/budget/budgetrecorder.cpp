@@ -96,7 +96,7 @@ void addProjection(BudgetRun& r, const std::shared_ptr<const LoadedTrace>& trace
     // What is kept does not depend on the margin: the policy judges marginLeft at its own.
     const FitJudgement j = judgeFit(trace, di, a, *r.capacity, kDefaultFitMargin);
     if (j.projected)
-        r.projected = BudgetRun::Projected{int64_t(j.peak), int64_t(j.peakHigh), j.marginLeft};
+        r.projected = BudgetRun::Projected{int64_t(j.peak), int64_t(j.peakHigh), j.marginLeft, int64_t(j.judgedContext)};
 }
 
 } // namespace

@@ -40,6 +40,8 @@ struct BudgetRun {
     struct Projected {
         int64_t peak = 0, peakHigh = 0; ///< the headline and the band's high end
         double marginLeft = 0;          ///< FitJudgement::marginLeft: passes any margin up to this
+        /// FitJudgement::judgedContext; none in rows recorded before it was kept.
+        std::optional<int64_t> context;
     };
     std::optional<Projected> projected;
     /// The largest step the run processed (tokens or samples, as the recorder counted them) and

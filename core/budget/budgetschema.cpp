@@ -70,7 +70,10 @@ std::optional<std::string> projectionText(const std::optional<BudgetRun::Project
 {
     if (!p)
         return std::nullopt;
-    return nlohmann::json{{"peak_bytes", p->peak}, {"peak_high_bytes", p->peakHigh}, {"margin_left", p->marginLeft}}.dump();
+    nlohmann::json j = {{"peak_bytes", p->peak}, {"peak_high_bytes", p->peakHigh}, {"margin_left", p->marginLeft}};
+    if (p->context)
+        j["context_bytes"] = *p->context;
+    return j.dump();
 }
 
 std::optional<BudgetRun::Projected> projectionOf(const std::optional<std::string>& v, const std::string& store)
@@ -78,8 +81,11 @@ std::optional<BudgetRun::Projected> projectionOf(const std::optional<std::string
     if (!v)
         return std::nullopt;
     const nlohmann::json j = parsed(v, "projection_json", store);
-    return BudgetRun::Projected{j.at("peak_bytes").get<int64_t>(), j.at("peak_high_bytes").get<int64_t>(),
-                                j.at("margin_left").get<double>()};
+    BudgetRun::Projected p{j.at("peak_bytes").get<int64_t>(), j.at("peak_high_bytes").get<int64_t>(),
+                           j.at("margin_left").get<double>(), std::nullopt};
+    if (j.contains("context_bytes"))
+        p.context = j.at("context_bytes").get<int64_t>();
+    return p;
 }
 
 } // namespace

@@ -248,6 +248,13 @@ TEST_CASE("A snapshot's run passes the budget's margin exactly when check --fit 
             CHECK(v.byProjection);
             CHECK(fit == (v.shortfall == RunShortfall::None));
             CHECK((v.shortfall == RunShortfall::None || v.shortfall == RunShortfall::OverMargin));
+            // The Budget plot's limit line is the verdict's: the high end passes exactly under it
+            // (within the byte its floor drops). No line where the context alone fills the
+            // device, and none decides a run the allocator's simulation refused: neither passes.
+            if (!v.judgedLimit || runs[0].projected->marginLeft == kFitsNoMargin)
+                CHECK_FALSE(fit);
+            else if (std::abs(double(runs[0].projected->peakHigh - *v.judgedLimit)) > 1)
+                CHECK(fit == (runs[0].projected->peakHigh <= *v.judgedLimit));
             (fit ? passes : fails)++;
         }
     }
@@ -268,6 +275,7 @@ TEST_CASE("The budget's projection is kept by the store and judges the room left
     CHECK(runs[0].projected->peak == 85);
     CHECK(runs[0].projected->peakHigh == 92);
     CHECK(runs[0].projected->marginLeft == Approx(0.07));
+    CHECK_FALSE(runs[0].projected->context); // a row written before the context was kept
     // 60 of 100 allocated is within a 10% margin; the projection, 7% free, is not.
     auto s = assessBudget(runs, BudgetPolicy{});
     CHECK(s[0].verdicts[0].shortfall == RunShortfall::OverMargin);
@@ -278,4 +286,16 @@ TEST_CASE("The budget's projection is kept by the store and judges the room left
     BudgetPolicy loose;
     loose.margin = 0.05;
     CHECK(assessBudget(runs, loose)[0].validated());
+    // No context kept: no limit on the high end is drawn, rather than the allocated peak's.
+    CHECK_FALSE(s[0].verdicts[0].judgedLimit);
+    r.runId = "p/1";
+    r.projected->context = 20;
+    openBudgetStore(path)->add(r);
+    const auto withContext = openBudgetStore(path)->runs();
+    REQUIRE(withContext.size() == 2);
+    REQUIRE(withContext[1].projected->context);
+    CHECK(*withContext[1].projected->context == 20);
+    const RunVerdict v = judgeRun(withContext[1], 8, BudgetPolicy{});
+    REQUIRE(v.judgedLimit);
+    CHECK(*v.judgedLimit == 92); // 20 + (100 - 20) x 0.9
 }

@@ -11,6 +11,9 @@
 
 #include <qcustomplot.h>
 
+#include <algorithm>
+#include <functional>
+
 #include <QComboBox>
 #include <QFileDialog>
 #include <QHBoxLayout>
@@ -285,12 +288,16 @@ void BudgetView::showConfiguration(int index)
 
 void BudgetView::plot(const ConfigStatus& s)
 {
-    QVector<double> peaks, deviceX, deviceY, oomX, oomY, okX, okY;
+    QVector<double> peaks, deviceX, deviceY, oomX, oomY, okX, okY, limitX, limitY;
     for (size_t i = 0; i < s.runs.size(); ++i) {
         peaks << double(s.runs[i].peakAllocated);
         if (s.runs[i].projected) {
             deviceX << double(i);
-            deviceY << double(s.runs[i].projected->peak);
+            deviceY << double(s.runs[i].projected->peakHigh); // the figure the margin is judged on
+        }
+        if (s.verdicts[i].judgedLimit) {
+            limitX << double(i);
+            limitY << double(*s.verdicts[i].judgedLimit);
         }
         if (s.runs[i].oom) {
             oomX << double(i);
@@ -308,7 +315,7 @@ void BudgetView::plot(const ConfigStatus& s)
     line->setData(indices(s.runs.size()), peaks);
     if (!deviceX.isEmpty()) {
         auto* device = m_plot->addGraph();
-        device->setName(tr("on the device (projected)"));
+        device->setName(tr("on the device (projected, high end)"));
         device->setPen(QPen(QColor(120, 60, 160), 1.5, Qt::DashLine));
         device->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssSquare, 6));
         device->setData(deviceX, deviceY);
@@ -350,11 +357,37 @@ void BudgetView::plot(const ConfigStatus& s)
         g->setData({-0.5, xMax - 0.5}, {double(*bytes), double(*bytes)});
         yMax = std::max(yMax, double(*bytes));
     };
-    level(s.capacity, tr("capacity %1").arg(s.capacity ? bytesText(*s.capacity) : QString()),
-          QPen(QColor(200, 40, 40), 1.5, Qt::DashLine));
-    if (s.capacity)
-        level(int64_t(double(*s.capacity) * (1.0 - m_policy.margin)),
-              tr("capacity less the %1% margin").arg(m_policy.margin * 100.0, 0, 'f', 0), QPen(QColor(200, 120, 40), 1, Qt::DotLine));
+    // Runs recorded against other capacities are judged against their own: so is the line.
+    QVector<double> capX, capY;
+    for (size_t i = 0; i < s.runs.size(); ++i)
+        if (s.runs[i].capacity) {
+            capX << double(i);
+            capY << double(*s.runs[i].capacity);
+        }
+    if (std::adjacent_find(capY.begin(), capY.end(), std::not_equal_to<>()) == capY.end()) {
+        level(s.capacity, tr("capacity %1").arg(s.capacity ? bytesText(*s.capacity) : QString()),
+              QPen(QColor(200, 40, 40), 1.5, Qt::DashLine));
+    } else {
+        auto* g = m_plot->addGraph();
+        g->setName(tr("each run's capacity"));
+        g->setPen(QPen(QColor(200, 40, 40), 1.5, Qt::DashLine));
+        g->setData(capX, capY);
+        yMax = std::max(yMax, *std::max_element(capY.begin(), capY.end()));
+    }
+    // Each run's own limit at the policy's margin: a projected run keeps the margin on the
+    // capacity less the CUDA context, as check --fit does, so the line is the verdict's.
+    if (!limitX.isEmpty()) {
+        auto* g = m_plot->addGraph();
+        g->setName(tr("limit at the %1% margin").arg(m_policy.margin * 100.0, 0, 'f', 0));
+        g->setPen(QPen(QColor(200, 120, 40), 1, Qt::DotLine));
+        g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssPlus, 8));
+        if (limitX.size() == 1) { // one run: a level across the plot
+            limitX = {-0.5, xMax - 0.5};
+            limitY = {limitY[0], limitY[0]};
+        }
+        g->setData(limitX, limitY);
+        yMax = std::max(yMax, *std::max_element(limitY.begin(), limitY.end()));
+    }
     level(s.validatedPeak, tr("validated peak %1").arg(s.validatedPeak ? bytesText(*s.validatedPeak) : QString()),
           QPen(QColor(40, 150, 60), 1.5, Qt::DashDotLine));
     m_plot->xAxis->setRange(-0.5, xMax - 0.5);

@@ -22,6 +22,7 @@ FitJudgement judgeFit(const WhatIfSession& session, int64_t peakAllocated, int64
     j.peakLow = p.peakLow;
     j.peakHigh = p.peakHigh;
     j.marginLeft = p.marginLeft;
+    j.judgedContext = p.judgedContext;
     j.wholeStepFromCut = p.wholeStepFromCut;
     return j;
 }

@@ -33,6 +33,9 @@ struct FitJudgement {
     /// The largest margin it passes with (Projection::marginLeft; on the allocated peak, the
     /// share of the capacity it leaves free): passed() exactly when this is at least `margin`.
     double marginLeft = kFitsNoMargin;
+    /// What the margin leaves out of the capacity (Projection::judgedContext; 0 on the allocated
+    /// peak): the high end passes margin m when it is at most context + (capacity - context) x (1 - m).
+    double judgedContext = 0;
     /// Why the allocated peak judged it: the what-if's refusal, in its words. On the allocated
     /// peak, a peak over the limit but within the capacity is Tight.
     std::string notProjectedBecause;
