@@ -138,8 +138,10 @@ std::string fitLine(const FitJudgement& j, const std::string& where)
                                  " (limit " + formatBytes(j.limit) + ", over it by " +
                                  formatBytes(j.peakAllocated - j.limit) + ")") +
                "; judged by the allocated peak, as the what-if cannot project this file (" + j.notProjectedBecause + ")";
-    const std::string projected = "peak " + formatBytes(int64_t(j.peak)) + " as recorded, projected with the CUDA "
-                                  "context and the allocator's caching (" + formatBytes(int64_t(j.peakLow)) + " to " +
+    const std::string counted = j.outsideLeftOut ? "the allocator's caching (the OOM record's capacity leaves the CUDA "
+                                                   "context out)"
+                                                 : "the CUDA context and the allocator's caching";
+    const std::string projected = "peak " + formatBytes(int64_t(j.peak)) + " as recorded, projected with " + counted + " (" + formatBytes(int64_t(j.peakLow)) + " to " +
                                   formatBytes(int64_t(j.peakHigh)) + "; allocated " + formatBytes(j.peakAllocated) +
                                   ", " + where + ")";
     switch (j.verdict) {

@@ -21,7 +21,8 @@ std::string projectedText(const FitJudgement& j)
 {
     return "the what-if projects " + formatBytes(int64_t(j.peak)) + " on the device (" +
            formatBytes(int64_t(j.peakLow)) + " to " + formatBytes(int64_t(j.peakHigh)) +
-           ", with the CUDA context and the allocator's cache" +
+           (j.outsideLeftOut ? ", with the allocator's cache; the OOM record's capacity leaves the CUDA context out"
+                             : ", with the CUDA context and the allocator's cache") +
            (j.wholeStepFromCut ? "; the whole step, which the OOM cut short" : "") + ")";
 }
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // A step the OOM cut short is projected whole (core/whatif/calibration/cutstep.h, issue 46 item 3).
+#include "core/analysis/diagnosis.h"
 #include "core/analysis/memoryanalysis.h"
 #include "core/io/loader.h"
 #include "core/whatif/calibration/cutstep.h"
@@ -74,4 +75,36 @@ TEST_CASE("Only the iteration the OOM cut is a cut step", "[whatif][cutstep]")
             CHECK(WhatIfSession(q).ratioCalibration()->cutStep.has_value());
         }
     }
+}
+
+TEST_CASE("On the OOM record's own capacity nothing outside the allocator is counted again", "[whatif][cutstep]")
+{
+    // Device 1's OOM record gives 16.87 MiB: its allocator's reserved + the free memory the
+    // recorder's cap left. A CUDA context (1 GiB assumed) is outside that figure already:
+    // counted on top, the diagnosis read "misses by 62x" for a step whose whole need the
+    // allocator's records put at 21 to 50 MiB.
+    const auto trace = Loader::load(std::string(HEADROOM_SOURCE_DIR) + "/tests/data/cpu/imbalanced_oom.pickle");
+    const int64_t oomCapacity = estimateCapacity(*trace, 1, std::nullopt).bytes;
+    REQUIRE(oomCapacity == 17690316);
+    WhatIfQuery q;
+    q.measured = {trace, StatedConfig{}, nullptr};
+    q.device = 1;
+    const WhatIfSession s(q);
+    const Projection own = s.project(s.baseline().config, whatIfDevice(oomCapacity));
+    CHECK(own.outsideLeftOut);
+    CHECK(own.judgedContext == 0);
+    CHECK(own.peak < 64 * kMiB); // the whole step's band, not a context on top of it
+    CHECK(own.peakHigh < 64 * kMiB);
+    CHECK(own.verdict == Verdict::DoesNotFit); // the whole step needs more than 16.87 MiB
+    // Any other capacity is a device's whole memory: the context counts there.
+    const Projection other = s.project(s.baseline().config, whatIfDevice(oomCapacity + 1));
+    CHECK_FALSE(other.outsideLeftOut);
+    CHECK(other.peak > own.peak + 512 * kMiB);
+    // The ladder judges the same device the same way: its start is the projection's.
+    LadderRequest r;
+    r.device = whatIfDevice(oomCapacity);
+    r.startUnits = BatchUnits::Measured;
+    const Ladder l = s.ladder(r);
+    CHECK(l.start.outsideLeftOut);
+    CHECK(l.start.peak == Approx(own.peak));
 }

@@ -24,6 +24,7 @@ FitJudgement judgeFit(const WhatIfSession& session, int64_t peakAllocated, int64
     j.marginLeft = p.marginLeft;
     j.judgedContext = p.judgedContext;
     j.wholeStepFromCut = p.wholeStepFromCut;
+    j.outsideLeftOut = p.outsideLeftOut;
     return j;
 }
 

@@ -29,6 +29,7 @@ struct FitJudgement {
     int64_t limit = 0;         ///< the allocated fallback's limit: capacity less the margin
     /// The projection is of the whole step an OOM cut short (Projection::wholeStepFromCut).
     bool wholeStepFromCut = false;
+    bool outsideLeftOut = false; ///< Projection::outsideLeftOut: the OOM record's capacity, no context counted
     double peak = 0, peakLow = 0, peakHigh = 0; ///< the projection's headline and band
     /// The largest margin it passes with (Projection::marginLeft; on the allocated peak, the
     /// share of the capacity it leaves free): passed() exactly when this is at least `margin`.

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "core/whatif/query/whatifsession.h"
 
+#include "core/analysis/diagnosis.h"
+
 #include "core/whatif/calibration/batchratio.h"
 #include "core/whatif/calibration/cutstep.h"
 #include "core/whatif/projection/peakbreakdown.h"
@@ -18,6 +20,30 @@ Calibration calibrated(const CalibrationRun& run, size_t device, const DeviceAna
     if (analysis)
         return calibrate(*run.trace, device, *analysis, run.stated, dims, k);
     return calibrate(*run.trace, device, analyzeDevice(*run.trace, device), run.stated, dims, k);
+}
+
+} // namespace
+
+namespace {
+
+/// `b` judged on the OOM record's capacity: that capacity is what the allocator could have had
+/// (reserved + the device's free memory), so the CUDA context, NCCL and other processes are
+/// already outside it and the projection counts none of them again.
+WhatIfBaseline withoutOutside(const WhatIfBaseline& b)
+{
+    WhatIfBaseline o = b;
+    o.context = o.contextHigh = 0;
+    o.contextProvenance = Provenance::Measured;
+    if (o.lateBackward) {
+        auto late = std::make_shared<WhatIfState>(*o.lateBackward);
+        late->context = late->contextHigh = 0;
+        late->contextProvenance = Provenance::Measured;
+        o.lateBackward = std::move(late);
+    }
+    o.notes.push_back("the capacity is the OOM record's (reserved + the device's free memory): what lies outside "
+                      "the allocator (the CUDA context, NCCL, other processes) is already left out of it, so the "
+                      "projection counts none");
+    return o;
 }
 
 } // namespace
@@ -50,6 +76,18 @@ WhatIfSession::WhatIfSession(const WhatIfQuery& q)
     }
     m_ratioCal = withBatchRatios(*m_cal);
     m_recordedAllocator = AllocatorConfig::fromSnapshot(q.measured.trace->snapshot.allocatorSettings);
+    if (!q.measured.trace->snapshot.devices[q.device].ooms.empty()) {
+        m_oomCapacity = estimateCapacity(*q.measured.trace, q.device, std::nullopt).bytes;
+        m_oomBase = withoutOutside(m_cal->baseline);
+        m_oomRatioBase = withoutOutside(m_ratioCal->baseline);
+    }
+}
+
+const WhatIfBaseline& WhatIfSession::baselineOn(const DeviceSpec& device, BatchUnits units) const
+{
+    if (m_oomCapacity > 0 && device.capacityBytes == m_oomCapacity)
+        return units == BatchUnits::Ratios ? *m_oomRatioBase : *m_oomBase;
+    return baseline(units);
 }
 
 const WhatIfBaseline& WhatIfSession::baseline(BatchUnits units) const
@@ -62,7 +100,7 @@ const WhatIfBaseline& WhatIfSession::baseline(BatchUnits units) const
 Projection WhatIfSession::project(const LeverConfig& target, const DeviceSpec& device, BatchUnits units,
                                   Simulation simulation) const
 {
-    const WhatIfBaseline& base = baseline(units);
+    const WhatIfBaseline& base = baselineOn(device, units);
     if (m_cal)
         (units == BatchUnits::Ratios ? *m_ratioCal : *m_cal).require(target);
     const bool simulate = m_cal && simulation == Simulation::Now;
@@ -73,6 +111,7 @@ Projection WhatIfSession::project(const LeverConfig& target, const DeviceSpec& d
         return p;
     };
     Projection p = projected(target);
+    p.outsideLeftOut = m_oomBase && (&base == &*m_oomBase || &base == &*m_oomRatioBase);
     if (m_cal && m_cal->cutStep) {
         // The whole step of a run the OOM cut short: scaled by what the cut part of the
         // measured configuration projects to.
@@ -104,11 +143,17 @@ LadderOptions WhatIfSession::ladderOptions(const LadderRequest& r) const
 
 Ladder WhatIfSession::ladder(const LadderRequest& r) const
 {
-    const WhatIfBaseline& base = baseline(BatchUnits::Ratios);
+    const WhatIfBaseline& base = baselineOn(r.device, BatchUnits::Ratios);
     LeverConfig start = r.start.value_or(base.config);
     if (r.startUnits == BatchUnits::Measured && base.microBatchUnits > 0)
         start.microBatch = base.config.microBatch; // the measured run's, counted in ratios
-    return buildLadder(base, start, m_k, r.device, ladderOptions(r));
+    Ladder l = buildLadder(base, start, m_k, r.device, ladderOptions(r));
+    if (m_oomRatioBase && &base == &*m_oomRatioBase) {
+        l.start.outsideLeftOut = true;
+        for (Rung& rung : l.rungs)
+            rung.projection.outsideLeftOut = true;
+    }
+    return l;
 }
 
 Verification WhatIfSession::verify(const LoadedTrace& after, size_t afterDevice, const LeverConfig& target,
@@ -117,7 +162,7 @@ Verification WhatIfSession::verify(const LoadedTrace& after, size_t afterDevice,
     const LeverConfig t = configOfAfter(target, moved, after, afterDevice);
     if (m_cal)
         (units == BatchUnits::Ratios ? *m_ratioCal : *m_cal).require(t);
-    return verifyProjection(baseline(units), t, m_k, device, after, afterDevice);
+    return verifyProjection(baselineOn(device, units), t, m_k, device, after, afterDevice);
 }
 
 } // namespace headroom

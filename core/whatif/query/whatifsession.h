@@ -101,6 +101,10 @@ public:
 
 private:
     LadderOptions ladderOptions(const LadderRequest& request) const;
+    /// The baseline `device` is judged with: on the OOM record's own capacity (the allocator's
+    /// reserved + the device's free memory), one that counts nothing outside the allocator,
+    /// which that capacity already leaves out; else baseline(units).
+    const WhatIfBaseline& baselineOn(const DeviceSpec& device, BatchUnits units) const;
 
     WhatIfConstants m_k;
     std::optional<Calibration> m_cal;
@@ -108,6 +112,9 @@ private:
     std::optional<MultiFit> m_fit;
     WhatIfBaseline m_analytic;
     AllocatorConfig m_recordedAllocator;
+    int64_t m_oomCapacity = 0; ///< the OOM record's capacity of the measured device; 0: none
+    /// baseline(Measured) and baseline(Ratios) with no memory outside the allocator.
+    std::optional<WhatIfBaseline> m_oomBase, m_oomRatioBase;
 };
 
 } // namespace headroom

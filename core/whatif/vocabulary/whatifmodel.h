@@ -290,6 +290,9 @@ struct Projection {
     /// The calibrated step was cut short by an OOM and the peak is the whole step's (cutstep.h):
     /// the breakdown adds what the recording never reached.
     bool wholeStepFromCut = false;
+    /// Judged on the OOM record's own capacity (the allocator's reserved + the device's free
+    /// memory), which leaves out what lies outside the allocator: the peak counts none of it.
+    bool outsideLeftOut = false;
 
     const PhaseProjection& peakProjection() const { return phases[size_t(peakPhase)]; }
     /// stepPhaseLabel, except that a forward-only run's first moment is its "forward".
