@@ -15,9 +15,28 @@ namespace headroom {
 
 namespace {
 
-/// The scale's unit follows the preferences: GiB (binary) or GB (decimal).
-double unitBytes() { return byteUnits() == ByteUnits::Decimal ? 1e9 : double(1ull << 30); }
-QString unitName() { return byteUnits() == ByteUnits::Decimal ? QStringLiteral("GB") : QStringLiteral("GiB"); }
+struct ScaleUnit {
+    double bytes;
+    QString name;
+};
+
+/// The scale's unit: the largest of KiB, MiB and GiB (kB, MB, GB with decimal units in the
+/// preferences) the tallest bar reaches, so that a CPU recording of a few MiB reads "12 MiB",
+/// not "0.0 GiB".
+ScaleUnit unitFor(double top)
+{
+    const bool decimal = byteUnits() == ByteUnits::Decimal;
+    const double k = decimal ? 1e3 : 1024.0;
+    static const char* const binary[] = {"KiB", "MiB", "GiB"};
+    static const char* const metric[] = {"kB", "MB", "GB"};
+    int i = 2;
+    double bytes = k * k * k;
+    while (i > 0 && top < bytes) {
+        bytes /= k;
+        --i;
+    }
+    return {bytes, QString::fromLatin1(decimal ? metric[i] : binary[i])};
+}
 
 } // namespace
 
@@ -112,7 +131,8 @@ void WhatIfChart::paintEvent(QPaintEvent*)
     const bool capacityOnScale = m_projected.capacity > 0 && m_projected.capacity <= 3 * top;
     if (capacityOnScale)
         top = std::max(top, m_projected.capacity);
-    const double unit = unitBytes(); // GiB or GB
+    const ScaleUnit scale = unitFor(top);
+    const double unit = scale.bytes;
     // Room above the tallest bar for its "peak" label inside the plot, below the key's row.
     const double labelRoom = std::min(0.5, double(lineH + 4) / std::max(1, area.height()));
     top = std::max({top * 1.08, top / (1.0 - labelRoom), 0.1 * unit});
@@ -129,7 +149,7 @@ void WhatIfChart::paintEvent(QPaintEvent*)
         p.drawText(QRect(0, y(v) - lineH / 2, yAxisW, lineH), Qt::AlignRight | Qt::AlignVCenter,
                    QString::number(v / unit, 'f', step < unit ? 1 : 0));
     }
-    p.drawText(QRect(0, area.top() - lineH, yAxisW, lineH), Qt::AlignRight, unitName());
+    p.drawText(QRect(0, area.top() - lineH, yAxisW, lineH), Qt::AlignRight, scale.name);
     const int groupW = area.width() / groups;
     const int barW = std::max(6, std::min(56, (groupW - 16) / perGroup));
     // Bar captions in full where they fit under the bar, else their initials (the legend
