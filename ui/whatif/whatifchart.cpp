@@ -71,7 +71,7 @@ QColor WhatIfChart::componentColor(const std::string& name)
         {"parameters", QColor(0x4c, 0x72, 0xb0)},         {"activations", QColor(0x55, 0xa8, 0x68)},
         {"temporaries", QColor(0xc4, 0x4e, 0x52)},        {"inputs", QColor(0x76, 0xb7, 0xb2)},
         {"autograd_detail", QColor(0xb0, 0x9c, 0x85)},    {"autocast_copies", QColor(0x9c, 0xcc, 0x65)},
-        {"unknown", QColor(0xa0, 0xa0, 0xa0)},
+        {"unknown", QColor(0xa0, 0xa0, 0xa0)},            {"rest_of_cut_step", QColor(0xcf, 0xd8, 0xdc)},
     };
     for (const auto& [n, c] : k)
         if (n == name)
@@ -98,8 +98,12 @@ void WhatIfChart::paintEvent(QPaintEvent*)
     const int lineH = fm.height() + 1;
     // Where the replay gave the headline, the bars are its breakdown at its peak (one group);
     // the terms' phases would be another engine's numbers beside it (peakbreakdown.h).
-    const bool headline = m_projected.atPeakEvent >= 0;
-    const bool measuredShown = m_hasMeasured && (!headline || m_measured.atPeakEvent >= 0);
+    // A step the OOM cut short is one figure too, the whole step's: its parts, with the rest the
+    // recording never reached, make the headline; the cut iteration's phases would sit under it.
+    const bool replayed = m_projected.atPeakEvent >= 0;
+    const bool headline = replayed || m_projected.wholeStepFromCut;
+    const bool measuredShown =
+        m_hasMeasured && (!headline || m_measured.atPeakEvent >= 0 || m_measured.wholeStepFromCut);
     auto parts = [&](const Projection& pr, int g) -> const std::vector<Component>& {
         return headline ? pr.atPeak : pr.phases[size_t(g)].components;
     };
@@ -204,8 +208,10 @@ void WhatIfChart::paintEvent(QPaintEvent*)
                                                 : (fullCaptions ? tr("projected") : QStringLiteral("P"));
             p.drawText(QRect(x - 3, area.bottom() + 2, barW + 6, lineH), Qt::AlignCenter, caption);
         }
-        const QString phase = headline ? tr("at the peak (replay of every allocation, event %1)").arg(m_projected.atPeakEvent)
-                                       : QString::fromUtf8(std::string(m_projected.phaseLabel(StepPhase(g))).c_str());
+        const QString phase =
+            replayed   ? tr("at the peak (replay of every allocation, event %1)").arg(m_projected.atPeakEvent)
+            : headline ? tr("the whole step, which the OOM cut short")
+                       : QString::fromUtf8(std::string(m_projected.phaseLabel(StepPhase(g))).c_str());
         p.drawText(QRect(area.left() + g * groupW, area.bottom() + 2 + lineH, groupW, lineH), Qt::AlignCenter,
                    fm.elidedText(phase, Qt::ElideRight, groupW - 4));
     }
