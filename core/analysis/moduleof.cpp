@@ -3,6 +3,8 @@
 
 #include "core/model/recordedtensors.h"
 
+#include <utility>
+
 namespace headroom {
 
 uint32_t moduleForwardFrame(const FrameTable& ft, uint32_t stack)
@@ -20,6 +22,23 @@ uint32_t moduleForwardFrame(const FrameTable& ft, uint32_t stack)
         if (name == "_call_impl" || name == "_wrapped_call_impl")
             return inner;
         inner = f;
+    }
+    return UINT32_MAX;
+}
+
+uint32_t engineLayerConstructorFrame(const FrameTable& ft, uint32_t stack)
+{
+    bool loaderSeen = false;
+    for (uint32_t f : ft.stack(stack)) { // innermost first
+        if (!ft.isPythonFrame(f))
+            continue;
+        const std::string_view name = ft.strings().get(ft.frame(f).name);
+        if (loaderSeen && name == "__init__")
+            return f;
+        if (name == "create_weights") {
+            const std::string_view file = ft.strings().get(ft.frame(f).file);
+            loaderSeen = file.find("vllm/") != std::string_view::npos || file.find("sglang/") != std::string_view::npos;
+        }
     }
     return UINT32_MAX;
 }
@@ -47,12 +66,13 @@ bool isQualifiedModuleName(std::string_view text)
 
 std::string_view moduleSourceKey(const ModuleOf& m)
 {
-    return m.fromMetadata ? "user_metadata" : m.named ? "recorded" : "stack";
+    return m.fromMetadata ? "user_metadata" : m.named ? "recorded" : m.built ? "constructor" : "stack";
 }
 
 namespace {
 
-ModuleOf moduleOfForward(const FrameTable& ft, const TraceEvents& events, int64_t event, uint32_t forwardFrame)
+ModuleOf moduleOfForward(const FrameTable& ft, const TraceEvents& events, int64_t event, uint32_t forwardFrame,
+                         bool built)
 {
     ModuleOf m;
     if (const RecordedTensor* rec = recordedTensorAt(events.tensors, event); rec && rec->hasModule) {
@@ -64,22 +84,35 @@ ModuleOf moduleOfForward(const FrameTable& ft, const TraceEvents& events, int64_
         m.name = meta;
     }
     m.forwardFrame = forwardFrame;
+    m.built = built && !m.named;
     return m;
+}
+
+/// The stack's module frame: its forward's, else the engine layer whose constructor made it.
+std::pair<uint32_t, bool> stackModuleFrame(const FrameTable& ft, uint32_t stack)
+{
+    if (const uint32_t forward = moduleForwardFrame(ft, stack); forward != UINT32_MAX)
+        return {forward, false};
+    const uint32_t built = engineLayerConstructorFrame(ft, stack);
+    return {built, built != UINT32_MAX};
 }
 
 } // namespace
 
 ModuleOf moduleOf(const FrameTable& ft, const TraceEvents& events, int64_t event, uint32_t stack)
 {
-    return moduleOfForward(ft, events, event, moduleForwardFrame(ft, stack));
+    const auto [frame, built] = stackModuleFrame(ft, stack);
+    return moduleOfForward(ft, events, event, frame, built);
 }
 
 ModuleOf ModuleResolver::operator()(int64_t event, uint32_t stack)
 {
-    auto it = m_forwardOfStack.find(stack);
-    if (it == m_forwardOfStack.end())
-        it = m_forwardOfStack.emplace(stack, moduleForwardFrame(m_ft, stack)).first;
-    return moduleOfForward(m_ft, m_events, event, it->second);
+    auto it = m_moduleOfStack.find(stack);
+    if (it == m_moduleOfStack.end()) {
+        const auto [frame, built] = stackModuleFrame(m_ft, stack);
+        it = m_moduleOfStack.emplace(stack, StackModule{frame, built}).first;
+    }
+    return moduleOfForward(m_ft, m_events, event, it->second.frame, it->second.built);
 }
 
 bool moduleUnder(const ModuleOf& m, std::string_view key)

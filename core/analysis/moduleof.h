@@ -25,11 +25,21 @@ namespace headroom {
 /// since the frame _call_impl called is dynamo's wrapper. UINT32_MAX when the stack has none.
 uint32_t moduleForwardFrame(const FrameTable& ft, uint32_t stack);
 
+/// For a stack with no module forward: the `__init__` frame that called vLLM's or SGLang's
+/// `create_weights` (their linear methods' weight loaders, which every layer's constructor
+/// calls), the layer the weights belong to; UINT32_MAX when the stack has none. Written from
+/// vLLM's and SGLang's public sources (model_executor/layers/linear.py, quantization methods).
+uint32_t engineLayerConstructorFrame(const FrameTable& ft, uint32_t stack);
+
 struct ModuleOf {
     bool named = false;                 ///< the recorder or user_metadata named it (`name`, "" is the root module)
     bool fromMetadata = false;          ///< named by user_metadata, not by the recorder
     std::string_view name;              ///< valid while the trace is
     uint32_t forwardFrame = UINT32_MAX; ///< from the stack; UINT32_MAX: no module frames
+    /// forwardFrame is the constructor (`__init__`) of the layer that made it, not a forward:
+    /// an inference engine's weights, which its layers' create_weights makes while the model
+    /// is built (engineLayerConstructorFrame).
+    bool built = false;
     bool any() const { return named || forwardFrame != UINT32_MAX; }
     /// One key per module: the recorder's name where there is one, else the forward frame.
     /// Empty when no module made it.
@@ -49,15 +59,19 @@ public:
 private:
     const FrameTable& m_ft;
     const TraceEvents& m_events;
-    std::unordered_map<uint32_t, uint32_t> m_forwardOfStack;
+    struct StackModule {
+        uint32_t frame = UINT32_MAX;
+        bool built = false;
+    };
+    std::unordered_map<uint32_t, StackModule> m_moduleOfStack;
 };
 
 /// Whether `user_metadata` reads as a module's qualified name: dotted parts of letters, digits
 /// and underscores ("layers.0.attn", "encoder"), nothing else ("step 3", "kv cache: layer 3").
 bool isQualifiedModuleName(std::string_view text);
 
-/// "recorded", "user_metadata" or "stack": where the module's name came from, as the JSON
-/// output words it.
+/// "recorded", "user_metadata", "stack" or "constructor" (ModuleOf::built): where the module's
+/// name came from, as the JSON output words it.
 std::string_view moduleSourceKey(const ModuleOf& m);
 
 /// The key of what no module's forward made (parameters, gradients, the loss...): the module

@@ -72,7 +72,8 @@ void printModules(std::ostream& os, const nlohmann::json& g)
     for (const auto& m : g["by_module"]) {
         const std::string name = m["name"].get<std::string>();
         os << "    " << formatBytes(m["bytes"].get<int64_t>()) << " in " << m["count"].get<int64_t>() << "  "
-           << (name.empty() ? compactFrame(m["forward"].get<std::string>()) : name);
+           << (name.empty() ? compactFrame(m["forward"].get<std::string>()) : name)
+           << (m.value("source", std::string()) == "constructor" ? " (built in its constructor)" : "");
         std::string cats;
         for (auto& [k, v] : m["by_category"].items())
             cats += (cats.empty() ? "" : ", ") + k + " " + formatBytes(v.get<int64_t>());

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "core/analysis/frameworksites.h"
+#include "core/analysis/livegroups.h"
+#include "core/analysis/moduleof.h"
 #include "core/analysis/memoryanalysis.h"
 #include "core/io/loader.h"
 #include "core/whatif/calibration/traceconfig.h"
@@ -8,6 +10,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -476,4 +479,35 @@ TEST_CASE("An engine's KV cache and weights stay whole and exact when the traini
     CHECK(kv);
     CHECK(weights);
     CHECK(twice.peakAllocatedHigh - twice.peakAllocatedLow < 0.1 * twice.peakAllocated);
+}
+
+TEST_CASE("An inference engine's weights sit under the layer whose constructor made them", "[analysis][frameworks]")
+{
+    // vLLM's linear methods make a layer's weights in create_weights, which the layer's
+    // __init__ calls while the engine builds its model: no forward runs, so no _call_impl frame.
+    FrameTable ft;
+    const uint32_t vllm = stackOf(ft, {{"/usr/lib/python3/dist-packages/torch/utils/_device.py", "__torch_function__"},
+                                       {"/opt/venv/lib/python3.11/site-packages/vllm/model_executor/layers/linear.py",
+                                        "create_weights"},
+                                       {"/opt/venv/lib/python3.11/site-packages/vllm/model_executor/layers/linear.py",
+                                        "__init__"},
+                                       {"/opt/venv/lib/python3.11/site-packages/vllm/model_executor/models/llama.py",
+                                        "__init__"},
+                                       {"/home/user/rl/main_ppo.py", "main"}});
+    const uint32_t layer = engineLayerConstructorFrame(ft, vllm);
+    REQUIRE(layer != UINT32_MAX);
+    CHECK(ft.formatFrame(layer).find("layers/linear.py:1:__init__") != std::string::npos); // the innermost __init__
+    // A create_weights of the user's own is not an engine's loader: no module is guessed.
+    CHECK(engineLayerConstructorFrame(ft, stackOf(ft, {{"/home/user/model.py", "create_weights"},
+                                                       {"/home/user/model.py", "__init__"}})) == UINT32_MAX);
+    // On the colocated RL fixture: the three weights, 6 MiB, under vLLM's layer constructor.
+    const auto trace = Loader::load(HEADROOM_SOURCE_DIR "/tests/data/frameworks/colocated_rl.pickle");
+    const DeviceAnalysis a = analyzeDevice(*trace, 0);
+    const LiveGroups g = LiveGroups::at(*trace, 0, a, trace->timelines[0].peakEventIndex, 20);
+    const auto built = std::find_if(g.byModule.begin(), g.byModule.end(),
+                                    [](const ModuleGroup& m) { return m.source == "constructor"; });
+    REQUIRE(built != g.byModule.end());
+    CHECK(built->forward.find("vllm/model_executor/layers/linear.py:318:__init__") != std::string::npos);
+    CHECK(built->bytes == 6 << 20);
+    CHECK(built->byCategory[size_t(TensorCategory::EngineWeights)] == 6 << 20);
 }

@@ -293,8 +293,12 @@ void ModuleView::fill(const LiveGroups& g, const ModuleForwardWindows& windows)
         QTreeWidgetItem* item = addItem(nullptr, m_tree, QString::fromStdString(compactFrame(m->forward)), n, shown);
         item->setData(0, kKeyRole, QString::fromStdString(m->key));
         setForwardStates(item, windows.find(m->key));
-        item->setToolTip(0, tr("No module name recorded: the module whose forward is %1")
-                                .arg(QString::fromStdString(m->forward)));
+        item->setToolTip(0, m->source == "constructor"
+                                ? tr("No module name recorded: the layer whose constructor is %1, where an inference "
+                                     "engine's loader makes its weights (no forward runs then)")
+                                      .arg(QString::fromStdString(m->forward))
+                                : tr("No module name recorded: the module whose forward is %1")
+                                      .arg(QString::fromStdString(m->forward)));
     }
     if (outside.bytes > 0) {
         QTreeWidgetItem* item = addItem(nullptr, m_tree, tr("(outside any module's forward)"), outside, shown);
@@ -320,10 +324,15 @@ void ModuleView::fill(const LiveGroups& g, const ModuleForwardWindows& windows)
         names << tr("names from the recorder for %1").arg(formatBytesQ(g.recordedModuleBytes));
     if (g.metadataModuleBytes > 0)
         names << tr("from user_metadata for %1").arg(formatBytesQ(g.metadataModuleBytes));
+    const bool built = std::any_of(g.byModule.begin(), g.byModule.end(),
+                                   [](const ModuleGroup& m) { return m.source == "constructor"; });
     const QString source =
         !names.isEmpty() ? names.join(QStringLiteral(", "))
-                         : tr("no module names in the file: each module is the frame its forward was called from "
-                              "(record with python/headroom_record.py for names)");
+                         : tr("no module names in the file: each module is the frame its forward was called from%1 "
+                              "(record with python/headroom_record.py for names)")
+                               .arg(built ? tr(", or for an inference engine's weights the layer constructor "
+                                               "(__init__) that made them")
+                                          : QString());
     // MemTracker's forward moments, of the iteration that holds the event.
     const QString moments =
         windows.byKey.empty()
