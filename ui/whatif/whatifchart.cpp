@@ -107,13 +107,14 @@ void WhatIfChart::paintEvent(QPaintEvent*)
     auto parts = [&](const Projection& pr, int g) -> const std::vector<Component>& {
         return headline ? pr.atPeak : pr.phases[size_t(g)].components;
     };
-    // The legend's entries: every component of either run, in order of first appearance.
+    // The legend's entries: every component of either run that draws anything (the context is
+    // 0 on an OOM record's own capacity), in order of first appearance.
     std::vector<std::string> legend;
     const int groups = headline ? 1 : 3, perGroup = measuredShown ? 2 : 1;
     for (const Projection* pr : {measuredShown ? &m_measured : nullptr, &m_projected})
         for (int g = 0; pr && g < groups; ++g)
             for (const auto& c : parts(*pr, g))
-                if ((headline || pr->phases[size_t(g)].present) &&
+                if ((headline || pr->phases[size_t(g)].present) && c.bytes > 0 &&
                     std::find(legend.begin(), legend.end(), c.name) == legend.end())
                     legend.push_back(c.name);
     int legendW = 0;
