@@ -391,9 +391,12 @@ Projection evaluate(const WhatIfState& s, const WhatIfBaseline& base, const What
         const double sigma = std::sqrt(sigma2), sigmaHigh = std::sqrt(sigmaHigh2);
         ph.allocatedLow = std::max(0.0, ph.allocated - sigma);
         ph.allocatedHigh = ph.allocated + sigmaHigh;
-        double frag = s.fragRatio * (transient + s.constTemp.bytes + s.gather.bytes);
+        const double cached = transient + s.constTemp.bytes + s.gather.bytes;
+        double frag = s.fragRatio * cached;
+        // Expandable segments keep some slack (20 MiB), but never more than the default ratio
+        // without them would: on a run of a few MiB the floor made the setting raise the peak.
         if (c.expandableSegments)
-            frag = std::max(frag, 20 * kMiB);
+            frag = std::max(frag, std::min(20 * kMiB, k.fragRatio * cached));
         Component f{"fragmentation", frag, 0, s.fragProvenance, 0.5 * frag, 2 * frag};
         Component ctx{"outside_allocator", s.context, 0, s.contextProvenance,
                       std::max(0.0, s.context - 0.5 * kGiB), std::max(s.context, s.contextHigh)};
