@@ -21,20 +21,6 @@ namespace headroom {
 
 namespace {
 
-std::string percent(double x)
-{
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.1f%%", x * 100.0);
-    return buf;
-}
-
-std::string times(double x)
-{
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.2fx", x);
-    return buf;
-}
-
 /// The first move that turns expandable_segments on, or "" when it already is.
 std::string expandableMove(SettingState s)
 {
@@ -81,18 +67,18 @@ void judgeRatio(Finding& f, double ratio, int64_t spare, SettingState expandable
                           : "keep a margin: enable expandable_segments (if not already on) or trim the micro-batch "
                             "slightly";
     } else if (ratio <= 1.1) {
-        f.verdict = "misses by " + percent(ratio - 1.0) + ": a small miss";
+        f.verdict = "misses by " + formatPercent(ratio - 1.0) + ": a small miss";
         f.firstMove = "a cheap lever is enough: a smaller micro-batch with more gradient accumulation";
         if (expandable == SettingState::Off)
             f.firstMove += ", or expandable_segments to recover fragmentation";
         else if (expandable == SettingState::Unknown)
             f.firstMove += ", or expandable_segments (if not already on) to recover fragmentation";
     } else if (ratio <= 1.5) {
-        f.verdict = "misses by " + percent(ratio - 1.0) + ": needs a structural lever";
+        f.verdict = "misses by " + formatPercent(ratio - 1.0) + ": needs a structural lever";
         f.firstMove = "activation checkpointing for activations, an 8-bit or sharded optimizer for optimizer "
                       "state; see which category dominates the peak";
     } else {
-        f.verdict = "misses by " + times(ratio) + ": a large miss";
+        f.verdict = "misses by " + formatTimes(ratio) + ": a large miss";
         f.firstMove = "shard the model and optimizer state (ZeRO/FSDP) or offload; tuning alone will not fit it";
     }
 }
@@ -108,7 +94,7 @@ std::string progressText(const OomProgress& p, const FrameTable& frames)
     if (p.of > 0)
         return s + " after " + std::to_string(p.done) + " of the " + std::to_string(p.of) + " allocations from " +
                line + " that " + p.reference + "'s " + std::string(phaseKey(p.phase)) + " made (" +
-               percent(double(p.done) / double(p.of)) + " of the way)";
+               formatPercent(double(p.done) / double(p.of)) + " of the way)";
     return s + " after " + std::to_string(p.done) + " allocations from " + line;
 }
 
@@ -127,7 +113,7 @@ void judgeOom(Finding& f, const OomProgress& p, const FrameTable& frames, const 
         judgeRatio(structural, eLow, cap.bytes - p.estimateLow, expandable);
         const char* reading = eLow > 1.0 ? "misses" : eHigh > 1.0 ? "may miss" : "fits at this capacity";
         const std::string need = "the whole step needs an estimated " + formatBytes(p.estimateLow) + " to " +
-                                 formatBytes(p.estimateHigh) + " allocated (" + percent(eLow) + " to " + percent(eHigh) +
+                                 formatBytes(p.estimateHigh) + " allocated (" + formatPercent(eLow) + " to " + formatPercent(eHigh) +
                                  " of capacity, from " + p.reference + ")";
         f.verdict = std::string(reading) + ": " + need;
         // The evidence keeps where the OOM stopped, also when a projection words the verdict.
@@ -136,8 +122,8 @@ void judgeOom(Finding& f, const OomProgress& p, const FrameTable& frames, const 
             f.firstMove = "at the low estimate: " + structural.firstMove + "; at the high: " + f.firstMove;
         return;
     }
-    f.verdict = (low > 1.0 ? "misses by at least " + percent(low - 1.0)
-                           : "misses: the step had reached " + percent(low) + " of capacity when a request failed") +
+    f.verdict = (low > 1.0 ? "misses by at least " + formatPercent(low - 1.0)
+                           : "misses: the step had reached " + formatPercent(low) + " of capacity when a request failed") +
                 " (what was alive at the OOM is a lower bound; the whole step's need is not recorded)";
     f.evidence += "; " + where;
     f.firstMove = "record a run that fits (smaller micro-batch) to measure the full step, then scale it; "
@@ -171,7 +157,7 @@ Finding capacityFinding(const MemoryTimeline& tl, const FrameTable& frames, cons
     // the last size the need's text mentions (issue 49).
     const std::string measured = need == tl.peakAllocated ? "the peak allocated" : "the lower bound";
     f.evidence = needText + "; capacity " + formatBytes(cap.bytes) + " (" + cap.source + "): " + measured + " " +
-                 formatBytes(need) + " is " + percent(ratio) + " of it; at the peak: " + topCategories(a.atPeak, 3);
+                 formatBytes(need) + " is " + formatPercent(ratio) + " of it; at the peak: " + topCategories(a.atPeak, 3);
     if (oom)
         judgeOom(f, *oom, frames, cap, expandable);
     else
@@ -186,7 +172,7 @@ std::optional<Finding> imbalanceFinding(const LoadedTrace& trace, size_t deviceI
         return std::nullopt;
     Finding f;
     f.kind = "imbalance";
-    f.verdict = "device " + std::to_string(im->index) + " allocates " + times(im->ratio) +
+    f.verdict = "device " + std::to_string(im->index) + " allocates " + formatTimes(im->ratio) +
                 " the other devices from the same line: its inputs are larger, not its capacity smaller";
     const std::string line = trace.snapshot.frames.formatFrame(im->frame);
     f.evidence = line + " allocates";
@@ -260,7 +246,7 @@ std::optional<Finding> outlierFinding(const FrameTable& frames, const TraceEvent
     Finding f;
     f.kind = "outlier_batch";
     f.verdict = "iteration " + std::to_string(it[worst].iteration) + " peaks " +
-                times(static_cast<double>(it[worst].peakBytes) / static_cast<double>(median)) +
+                formatTimes(static_cast<double>(it[worst].peakBytes) / static_cast<double>(median)) +
                 " above the median of the others";
     f.evidence = "peak " + formatBytes(it[worst].peakBytes) + " at event " + std::to_string(it[worst].peakEvent) +
                  " against a median of " + formatBytes(median) + " over " + std::to_string(it.size() - 1) +
@@ -270,7 +256,7 @@ std::optional<Finding> outlierFinding(const FrameTable& frames, const TraceEvent
                                                    it[worst].peakBytes))
         f.evidence += "; " + frames.formatFrame(line->frame) + " allocates " + formatBytes(line->bytes) +
                       " in iteration " + std::to_string(line->index) + " against a median of " +
-                      formatBytes(line->median) + " in the others (" + times(line->ratio) + ")";
+                      formatBytes(line->median) + " in the others (" + formatTimes(line->ratio) + ")";
     f.firstMove = "bound each batch by a token (or pixel) budget instead of a sample count, before any other lever";
     return f;
 }
@@ -293,7 +279,7 @@ std::optional<Finding> fragmentationFinding(const FragmentationJudgement& j, con
     else
         f.evidence = "in the final state (the file has no allocation history)";
     f.evidence += ": reserved " + formatBytes(j.reserved) + ", allocated " + formatBytes(j.allocated) +
-                  ", cached free " + formatBytes(j.inactiveBytes) + " (" + percent(j.unallocatedShare) + ") in " +
+                  ", cached free " + formatBytes(j.inactiveBytes) + " (" + formatPercent(j.unallocatedShare) + ") in " +
                   std::to_string(j.inactiveBlocks) + " blocks (largest " + formatBytes(j.largestFreeBlock) +
                   "), rounding " + formatBytes(j.internalBytes);
     const int64_t request = allocatorRoundSize(j.request);
@@ -308,7 +294,7 @@ std::optional<Finding> fragmentationFinding(const FragmentationJudgement& j, con
     if (j.moment != "end" && atEnd.reserved > 0)
         f.evidence += "; at the end of the trace: reserved " + formatBytes(atEnd.reserved) + ", cached free " +
                       formatBytes(atEnd.inactiveBytes) + " (" +
-                      percent(static_cast<double>(atEnd.inactiveBytes) / static_cast<double>(atEnd.reserved)) +
+                      formatPercent(static_cast<double>(atEnd.inactiveBytes) / static_cast<double>(atEnd.reserved)) +
                       ")";
     const std::string alreadyOn = "expandable_segments is already on: ";
     if (j.moment == "oom" && j.largestFreeBlock < request) {
@@ -333,7 +319,7 @@ std::optional<Finding> fragmentationFinding(const FragmentationJudgement& j, con
     }
     if (j.unallocatedShare > 0.3) {
         f.verdict =
-            percent(j.unallocatedShare) + " of reserved memory was cached free " + when + ": high fragmentation";
+            formatPercent(j.unallocatedShare) + " of reserved memory was cached free " + when + ": high fragmentation";
         const std::string shapes = "avoid many differently sized large allocations";
         f.firstMove = j.expandable == SettingState::On ? alreadyOn + shapes
                                                        : expandableMove(j.expandable) + ", or " + shapes;
@@ -343,7 +329,7 @@ std::optional<Finding> fragmentationFinding(const FragmentationJudgement& j, con
                           "the peak; if it holds there, " + f.firstMove;
         }
     } else {
-        f.verdict = "fragmentation is low " + when + " (" + percent(j.unallocatedShare) +
+        f.verdict = "fragmentation is low " + when + " (" + formatPercent(j.unallocatedShare) +
                     " of reserved memory cached free)";
         f.firstMove = "none needed for fragmentation";
     }
@@ -364,7 +350,7 @@ std::optional<Finding> oomFinding(const MemoryTimeline& tl, const DeviceData& de
                 " free on the device";
     f.evidence = "the process held " + formatBytes(held) + " reserved (" + formatBytes(allocated) +
                  " allocated) at event " + std::to_string(o.eventIndex) + "; the request is " +
-                 times(o.deviceFree > 0 ? static_cast<double>(o.size) / static_cast<double>(o.deviceFree) : 0.0) +
+                 formatTimes(o.deviceFree > 0 ? static_cast<double>(o.size) / static_cast<double>(o.deviceFree) : 0.0) +
                  " the free memory";
     const std::vector<std::string> code = frames.topFrameLines(dev.oomStack(o), 1);
     f.evidence += code.empty() ? "; the OOM record carries no frames" : "; requested by " + code.front();
@@ -386,10 +372,10 @@ std::string invariantText(const CategoryInvariant& i)
     const std::string at = i.event >= 0 ? "at the peak" : "at the end of the trace";
     switch (i.kind) {
     case CategoryInvariant::Kind::OptimizerStateRatio:
-        return "optimizer state " + formatBytes(i.bytes) + " is " + times(i.ratio) + " the parameters' " +
+        return "optimizer state " + formatBytes(i.bytes) + " is " + formatTimes(i.ratio) + " the parameters' " +
                formatBytes(i.reference) + " " + at + " (Adam keeps 2x, with an fp32 master copy 3x)";
     case CategoryInvariant::Kind::GradientRatio:
-        return "gradients " + formatBytes(i.bytes) + " are " + times(i.ratio) + " the parameters' " +
+        return "gradients " + formatBytes(i.bytes) + " are " + formatTimes(i.ratio) + " the parameters' " +
                formatBytes(i.reference) + " " + at + " (one accumulation buffer holds at most 2x)";
     case CategoryInvariant::Kind::BreakdownTotal:
         return "the categories add up to " + formatBytes(i.bytes) + " where the allocated curve is " +

@@ -43,12 +43,12 @@ std::string budgetGroupKey(const BudgetRun& run, const BudgetPolicy& policy)
 
 namespace {
 
-/// The high end that leaves exactly `margin` free (::marginLeft solved for the peak).
+/// The high end that leaves exactly `margin` free, where the store kept the context.
 std::optional<int64_t> projectedLimit(const BudgetRun::Projected& p, int64_t capacity, double margin)
 {
-    if (!p.context || *p.context >= capacity)
-        return std::nullopt;
-    return int64_t(std::floor(double(*p.context) + double(capacity - *p.context) * (1.0 - margin)));
+    const std::optional<double> limit =
+        p.context ? highEndLimit(double(*p.context), double(capacity), margin) : std::nullopt;
+    return limit ? std::optional<int64_t>(int64_t(std::floor(*limit))) : std::nullopt;
 }
 
 } // namespace

@@ -3,18 +3,10 @@
 
 #include "core/util/units.h"
 
-#include <cstdio>
 
 namespace headroom {
 
 namespace {
-
-std::string share(double x, const char* format)
-{
-    char buf[32];
-    std::snprintf(buf, sizeof buf, format, x);
-    return buf;
-}
 
 /// "the what-if projects 4.52 GiB on the device (3.74 GiB to 6.05 GiB, with ...)".
 std::string projectedText(const FitJudgement& j)
@@ -30,7 +22,7 @@ std::string projectedText(const FitJudgement& j)
 std::string missText(double peak, int64_t capacity)
 {
     const double ratio = peak / double(capacity);
-    return "misses by " + (ratio <= 1.5 ? share((ratio - 1) * 100, "%.1f%%") : share(ratio, "%.2fx")) + " (" +
+    return "misses by " + (ratio <= 1.5 ? formatPercent(ratio - 1) : formatTimes(ratio)) + " (" +
            formatBytes(int64_t(peak) - capacity) + ")";
 }
 
@@ -39,7 +31,7 @@ std::string missText(double peak, int64_t capacity)
 void judgeCapacityByProjection(Finding& f, const FitJudgement& j)
 {
     const std::string projected = projectedText(j);
-    const std::string margin = share(j.margin * 100, "%.0f%%");
+    const std::string margin = formatPercent(j.margin, 0);
     switch (j.verdict) {
     case Verdict::Fits:
         f.verdict = "fits with " + formatBytes(j.capacity - int64_t(j.peakHigh)) + " to spare at the band's high end "

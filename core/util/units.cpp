@@ -101,4 +101,18 @@ std::optional<int64_t> parseByteSize(const std::string& text)
     return std::nullopt;
 }
 
+std::string formatPercent(double fraction, int decimals)
+{
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "%.*f%%", decimals, fraction * 100.0);
+    return buf;
+}
+
+std::string formatTimes(double ratio)
+{
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "%.2fx", ratio);
+    return buf;
+}
+
 } // namespace headroom

@@ -32,6 +32,10 @@ private:
 
 /// "1.50 GiB", "512 B", "-3.00 MiB" (or "1.61 GB" with decimal units).
 std::string formatBytes(int64_t bytes, int decimals = 2);
+/// A fraction as a percentage: 0.085 -> "8.5%" (`decimals` after the point).
+std::string formatPercent(double fraction, int decimals = 1);
+/// A ratio as a multiple: 2.17 -> "2.17x".
+std::string formatTimes(double ratio);
 /// "12.3 ms", "4.56 s", "1 min 3 s".
 std::string formatDurationUs(int64_t us);
 /// "80GiB", "24 GB", "1.5TiB", "1073741824" -> bytes; nullopt if not a size.

@@ -22,10 +22,6 @@ Calibration calibrated(const CalibrationRun& run, size_t device, const DeviceAna
     return calibrate(*run.trace, device, analyzeDevice(*run.trace, device), run.stated, dims, k);
 }
 
-} // namespace
-
-namespace {
-
 /// `b` judged on the OOM record's capacity: that capacity is what the allocator could have had
 /// (reserved + the device's free memory), so the CUDA context, NCCL and other processes are
 /// already outside it and the projection counts none of them again.

@@ -85,6 +85,13 @@ double marginLeft(double peakHigh, double context, double capacity)
     return 1.0 - (peakHigh - context) / (capacity - context);
 }
 
+std::optional<double> highEndLimit(double context, double capacity, double margin)
+{
+    if (capacity <= context)
+        return std::nullopt;
+    return context + (capacity - context) * (1.0 - margin);
+}
+
 std::optional<Precision> precisionFromName(std::string_view s)
 {
     if (s == "amp" || s == "bf16-amp")

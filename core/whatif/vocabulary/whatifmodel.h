@@ -243,6 +243,9 @@ std::string_view verdictName(Verdict v); ///< "fits", "tight", "does not fit", "
 /// it leaves free. A band fits with margin m exactly when this is at least m; below 0, it fits
 /// with none.
 double marginLeft(double peakHigh, double context, double capacity);
+/// marginLeft solved for the high end: the most a band may reach and fit with `margin`;
+/// none where `context` fills the capacity.
+std::optional<double> highEndLimit(double context, double capacity, double margin);
 /// Projection::marginLeft of a run that fits with no margin at all.
 inline constexpr double kFitsNoMargin = -1.0;
 
